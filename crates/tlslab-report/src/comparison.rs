@@ -46,7 +46,7 @@ pub fn compare_store(
     })
 }
 
-fn p_value(p: f64) -> String {
+pub(crate) fn p_value(p: f64) -> String {
     if p < 0.001 {
         "< 0.001".to_string()
     } else {

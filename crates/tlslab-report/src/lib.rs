@@ -1,17 +1,73 @@
-//! Reports for tlslab results. For now: the terminal summary of a run (per Config:
-//! outcomes, handshake statistics, median per phase, rate and CPU per handshake), as text or
-//! as JSON with the same content, and the comparisons between Configs in words.
+//! Reports for tlslab results: the terminal summary of a run (text or JSON), comparisons in
+//! words, a self-contained HTML report with charts, a Markdown report for papers and pull
+//! requests, and each chart as a PNG.
 //!
 //! ```no_run
 //! let store = tlslab_store::Store::open("results.db".as_ref()).unwrap();
 //! let summary = tlslab_report::RunSummary::from_store(&store).unwrap();
 //! print!("{}", tlslab_report::render_text(&summary));
+//!
+//! let data = tlslab_report::ReportData::from_store(&store).unwrap();
+//! std::fs::write("report.html", tlslab_report::render_html(&data).unwrap()).unwrap();
+//! tlslab_report::write_pngs(&data, "charts".as_ref()).unwrap();
 //! ```
 
+mod charts;
 mod comparison;
+mod data;
+mod html;
+mod markdown;
 mod summary;
+mod tables;
 mod text;
 
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub use charts::{charts_for, render_png, render_svg, ChartKind};
 pub use comparison::{compare_store, render_comparisons};
+pub use data::{distinguishing_words, ConfigData, ReportData};
+pub use html::{escape, render_html};
+pub use markdown::render_markdown;
 pub use summary::{ConfigSummary, Distribution, RunSummary};
 pub use text::render_text;
+
+/// Why a report could not be made, and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportError {
+    pub message: String,
+    pub hint: String,
+}
+
+impl fmt::Display for ReportError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ReportError {}
+
+impl From<tlslab_store::StoreError> for ReportError {
+    fn from(error: tlslab_store::StoreError) -> Self {
+        ReportError {
+            message: error.message,
+            hint: error.hint,
+        }
+    }
+}
+
+/// Writes every chart that applies as `DIRECTORY/<chart>.png` (creating the directory) and
+/// returns the files written.
+pub fn write_pngs(data: &ReportData, directory: &Path) -> Result<Vec<PathBuf>, ReportError> {
+    std::fs::create_dir_all(directory).map_err(|error| ReportError {
+        message: format!("cannot create {}: {error}", directory.display()),
+        hint: "choose a writable directory for --png".into(),
+    })?;
+    let mut written = Vec::new();
+    for kind in charts_for(data) {
+        let path = directory.join(markdown::png_name(kind));
+        render_png(kind, data, &path)?;
+        written.push(path);
+    }
+    Ok(written)
+}

@@ -7,7 +7,7 @@ use tlslab_core::Phase;
 use crate::summary::RunSummary;
 
 /// Milliseconds with precision that suits their size.
-fn millis(value: f64) -> String {
+pub(crate) fn millis(value: f64) -> String {
     if value >= 100.0 {
         format!("{value:.1}")
     } else if value >= 1.0 {
@@ -17,7 +17,7 @@ fn millis(value: f64) -> String {
     }
 }
 
-fn thousands(value: f64) -> String {
+pub(crate) fn thousands(value: f64) -> String {
     let whole = value.round() as i64;
     let digits = whole.abs().to_string();
     let mut grouped = String::new();

@@ -23,6 +23,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Compare the configs of a results store, or two sample files, with statistics.
     Compare(CompareArgs),
+    /// Write a report of a results store: self-contained HTML with charts, or Markdown tables.
+    Report(ReportArgs),
     /// Export a results store, one row per sample.
     Export(ExportArgs),
     /// Print the paths of a lab certificate chain (for nginx, openssl or curl).
@@ -112,6 +114,9 @@ pub struct RunArgs {
     /// Hide the progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Also write the HTML report beside the results file when the run ends.
+    #[arg(long)]
+    pub report: bool,
 }
 
 #[derive(Debug, Args)]
@@ -139,6 +144,28 @@ pub struct ServeArgs {
 pub enum Format {
     Csv,
     Jsonl,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Html,
+    Md,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A results file written by `tlslab run`.
+    pub results: PathBuf,
+    /// Output file (default: the results file with .html or .md).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// html (charts, self-contained) or md (tables for papers and pull requests); default:
+    /// from the output's extension, else html.
+    #[arg(long, value_enum)]
+    pub format: Option<ReportFormat>,
+    /// Also write every chart as a PNG into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub png: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@ mod cli;
 mod compare;
 mod export;
 mod failure;
+mod report;
 mod run;
 mod serve;
 
@@ -18,6 +19,7 @@ fn main() {
         Command::Run(args) => run::run(args),
         Command::Serve(args) => serve::serve(args),
         Command::Compare(args) => compare::compare(args),
+        Command::Report(args) => report::report(args),
         Command::Export(args) => export::export(args),
         Command::Pki(args) => export::pki(args),
     };

@@ -254,6 +254,16 @@ pub fn run(args: &RunArgs) -> Result<i32, CliError> {
     } else {
         print!("{}", render_text(&summary));
     }
+    if args.report {
+        match crate::report::report_beside(&path) {
+            Ok(report) => eprintln!("report: {}", report.display()),
+            // The samples are stored whatever happens to the report; say how to retry.
+            Err(error) => {
+                error.print();
+                eprintln!("hint: retry with: tlslab report {}", path.display());
+            }
+        }
+    }
 
     let error_rate = if end.attempted == 0 {
         0.0

@@ -1,0 +1,159 @@
+//! What a report shows, read from the store once: the run summary plus, per Config, the
+//! sorted handshake times that the charts draw.
+
+use tlslab_stats::{median_ci, quantile};
+use tlslab_store::{RunRow, Store, StoreError};
+
+use crate::summary::RunSummary;
+
+/// Resamples for the median's bootstrap interval in the charts; the interval's ends move by
+/// well under 1% of the median between seeds at this count.
+const MEDIAN_CI_RESAMPLES: usize = 2_000;
+
+/// One Config's data for the charts.
+#[derive(Debug, Clone)]
+pub struct ConfigData {
+    pub label: String,
+    /// The label without the words every Config shares (see [`ReportData::common_label`]).
+    pub short_label: String,
+    /// The dimensions other than concurrency, shortened the same way: Configs that differ only
+    /// in concurrency share this, and become one line in the concurrency chart.
+    pub series: String,
+    pub concurrency: f64,
+    /// Successful measured handshakes, milliseconds, ascending.
+    pub handshake_ms: Vec<f64>,
+    /// 95% bootstrap interval of the median handshake.
+    pub median_ci: Option<(f64, f64)>,
+}
+
+impl ConfigData {
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        (!self.handshake_ms.is_empty()).then(|| quantile(&self.handshake_ms, q))
+    }
+}
+
+/// Everything a report needs.
+#[derive(Debug, Clone)]
+pub struct ReportData {
+    pub summary: RunSummary,
+    pub run: RunRow,
+    /// Parallel to `summary.configs`.
+    pub configs: Vec<ConfigData>,
+    /// Label words every Config shares, said once in chart captions instead of on every row.
+    pub common_label: String,
+}
+
+impl ReportData {
+    pub fn from_store(store: &Store) -> Result<ReportData, StoreError> {
+        let summary = RunSummary::from_store(store)?;
+        let run = store.run()?;
+        let rows = store.configs()?;
+        let labels: Vec<String> = rows.iter().map(|row| row.label.clone()).collect();
+        let (common_label, short_labels) = distinguishing_words(&labels);
+        // The series name: every dimension but concurrency, in label order.
+        let series_names: Vec<String> = rows
+            .iter()
+            .map(|row| {
+                let mut words = vec![format!("tls{}", row.version), row.suite.clone()];
+                words.push(row.group.clone());
+                words.extend(row.cert.clone());
+                words.extend(row.chain.map(|chain| format!("chain{chain}")));
+                words.extend(row.target.clone());
+                if row.resume {
+                    words.push("resume".into());
+                }
+                words.join(" ")
+            })
+            .collect();
+        let (_, series) = distinguishing_words(&series_names);
+        let mut configs = Vec::with_capacity(rows.len());
+        for ((row, short_label), series) in rows.iter().zip(short_labels).zip(series) {
+            let mut handshake_ms: Vec<f64> = store
+                .phase_values(row.id, "handshake")?
+                .into_iter()
+                .map(|nanos| nanos / 1e6)
+                .collect();
+            handshake_ms.sort_by(f64::total_cmp);
+            let median_ci = (handshake_ms.len() >= 2)
+                .then(|| median_ci(&handshake_ms, 0.95, MEDIAN_CI_RESAMPLES, row.id as u64));
+            configs.push(ConfigData {
+                label: row.label.clone(),
+                short_label,
+                series,
+                concurrency: row.concurrency as f64,
+                handshake_ms,
+                median_ci,
+            });
+        }
+        Ok(ReportData {
+            summary,
+            run,
+            configs,
+            common_label,
+        })
+    }
+
+    /// Whether concurrency takes more than one value, so latency against it can be drawn.
+    pub fn concurrency_varies(&self) -> bool {
+        let mut values: Vec<f64> = self.configs.iter().map(|c| c.concurrency).collect();
+        values.sort_by(f64::total_cmp);
+        values.dedup();
+        values.len() > 1
+    }
+}
+
+/// Splits space-separated names into the words all of them share (in the first name's order)
+/// and each name without those words. A name left empty keeps its full text.
+pub fn distinguishing_words(names: &[String]) -> (String, Vec<String>) {
+    if names.len() < 2 {
+        return (String::new(), names.to_vec());
+    }
+    let common: Vec<&str> = names[0]
+        .split_whitespace()
+        .filter(|word| {
+            names
+                .iter()
+                .all(|name| name.split_whitespace().any(|other| other == *word))
+        })
+        .collect();
+    let short = names
+        .iter()
+        .map(|name| {
+            let rest: Vec<&str> = name
+                .split_whitespace()
+                .filter(|word| !common.contains(word))
+                .collect();
+            if rest.is_empty() {
+                name.clone()
+            } else {
+                rest.join(" ")
+            }
+        })
+        .collect();
+    (common.join(" "), short)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_words_are_said_once() {
+        let names: Vec<String> = [
+            "tls1.2 aes128gcm x25519 c1",
+            "tls1.3 aes128gcm x25519 c1",
+            "tls1.3 aes128gcm x25519 c4",
+        ]
+        .map(String::from)
+        .to_vec();
+        let (common, short) = distinguishing_words(&names);
+        assert_eq!(common, "aes128gcm x25519");
+        assert_eq!(short, ["tls1.2 c1", "tls1.3 c1", "tls1.3 c4"]);
+        let same = vec!["a b".to_string(), "a b".to_string()];
+        assert_eq!(distinguishing_words(&same).1, same);
+        assert_eq!(
+            distinguishing_words(&names[..1]),
+            (String::new(), names[..1].to_vec())
+        );
+    }
+}

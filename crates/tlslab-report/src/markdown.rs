@@ -1,0 +1,87 @@
+//! The Markdown report: the summary, comparison, phase and error tables for papers and pull
+//! requests (GitHub-flavoured tables), with links to PNG charts when they were written.
+
+use std::fmt::Write;
+
+use crate::charts::{charts_for, ChartKind};
+use crate::data::ReportData;
+use crate::tables::{self, Table};
+
+/// Escapes a table cell: a pipe would end the cell and a newline the row.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+fn write_table(out: &mut String, table: &Table) {
+    let headers: Vec<String> = table.headers.iter().map(|h| cell(h)).collect();
+    let _ = writeln!(out, "| {} |", headers.join(" | "));
+    let rule: Vec<&str> = (0..table.headers.len())
+        .map(|column| {
+            if table.is_numeric(column) {
+                "---:"
+            } else {
+                "---"
+            }
+        })
+        .collect();
+    let _ = writeln!(out, "| {} |", rule.join(" | "));
+    for row in &table.rows {
+        let cells: Vec<String> = row.iter().map(|c| cell(c)).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    out.push('\n');
+}
+
+/// Renders the report. `chart_links` is the directory of the PNG charts relative to the
+/// Markdown file (as it should appear in links), when they were written.
+pub fn render_markdown(data: &ReportData, chart_links: Option<&str>) -> String {
+    let summary = &data.summary;
+    let mut out = String::new();
+    let _ = writeln!(out, "# tlslab report\n");
+    let _ = writeln!(out, "`{}`  \n{}\n", summary.store, tables::run_line(data));
+    for warning in &summary.warnings {
+        let _ = writeln!(out, "> **Warning:** {warning}  ");
+    }
+    if !summary.warnings.is_empty() {
+        out.push('\n');
+    }
+    out.push_str("## Summary\n\n");
+    write_table(&mut out, &tables::summary(data));
+    if let (Some(table), Some(note)) = (tables::comparisons(data), tables::comparison_note(data)) {
+        out.push_str("## Comparisons\n\n");
+        let _ = writeln!(out, "{note}\n");
+        write_table(&mut out, &table);
+    }
+    out.push_str("## Median per phase (ms)\n\n");
+    write_table(&mut out, &tables::phases(data));
+    if let Some(table) = tables::errors(data) {
+        out.push_str("## Errors\n\n");
+        write_table(&mut out, &table);
+    }
+    if let Some(directory) = chart_links {
+        out.push_str("## Charts\n\n");
+        for kind in charts_for(data) {
+            let _ = writeln!(
+                out,
+                "![{}]({}/{}.png)  \n*{}*\n",
+                kind.title(),
+                directory.trim_end_matches('/'),
+                kind.name(),
+                kind.caption()
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "## Experiment\n\n```toml\n{}\n```\n",
+        data.run.experiment.trim_end()
+    );
+    out.push_str("## Environment\n\n");
+    write_table(&mut out, &tables::environment(data));
+    out
+}
+
+/// The PNG file name of a chart.
+pub fn png_name(kind: ChartKind) -> String {
+    format!("{}.png", kind.name())
+}

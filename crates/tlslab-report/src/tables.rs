@@ -1,0 +1,232 @@
+//! The report's tables as plain rows of text, so the HTML and the Markdown renderers show the
+//! same numbers with the same precision.
+
+use tlslab_core::Phase;
+
+use crate::comparison::p_value;
+use crate::data::ReportData;
+use crate::text::{millis, thousands};
+
+/// A table: a heading row and text cells. Columns after the first are numbers unless listed
+/// in `text_columns`, and renderers right-align them.
+pub struct Table {
+    pub headers: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    pub text_columns: Vec<usize>,
+}
+
+impl Table {
+    fn new(headers: &[&str]) -> Table {
+        Table {
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            rows: Vec::new(),
+            text_columns: vec![0],
+        }
+    }
+
+    pub fn is_numeric(&self, column: usize) -> bool {
+        !self.text_columns.contains(&column)
+    }
+}
+
+fn optional(value: Option<f64>, format: impl Fn(f64) -> String) -> String {
+    value.map(format).unwrap_or_else(|| "–".into())
+}
+
+/// One row per Config: outcomes, handshake statistics, rate and CPU.
+pub fn summary(data: &ReportData) -> Table {
+    let mut table = Table::new(&[
+        "config",
+        "attempted",
+        "ok",
+        "failed",
+        "median ms",
+        "p90 ms",
+        "p99 ms",
+        "mean ms (95% CI)",
+        "handshakes/s",
+        "server CPU ms/handshake",
+        "client CPU ms/handshake",
+    ]);
+    let resuming = data.summary.configs.iter().any(|c| c.resumed.is_some());
+    if resuming {
+        table.headers.push("resumed / full".into());
+    }
+    for config in &data.summary.configs {
+        let handshake = config.handshake_ms;
+        let mut row = vec![
+            config.label.clone(),
+            thousands(config.attempted as f64),
+            thousands(config.ok as f64),
+            thousands((config.attempted - config.ok) as f64),
+            optional(handshake.map(|h| h.median), millis),
+            optional(handshake.map(|h| h.p90), millis),
+            optional(handshake.map(|h| h.p99), millis),
+            handshake.map_or("–".into(), |h| {
+                format!(
+                    "{} ({}–{})",
+                    millis(h.mean),
+                    millis(h.mean_ci[0]),
+                    millis(h.mean_ci[1])
+                )
+            }),
+            optional(config.handshakes_per_second, thousands),
+            optional(config.server_cpu_per_handshake_ms, millis),
+            optional(config.client_cpu_per_handshake_ms, millis),
+        ];
+        if resuming {
+            row.push(match (config.resumed, config.full) {
+                (Some(resumed), Some(full)) => format!("{resumed} / {full}"),
+                _ => "–".into(),
+            });
+        }
+        table.rows.push(row);
+    }
+    table
+}
+
+/// One row per Config against the baseline, or `None` with a single Config.
+pub fn comparisons(data: &ReportData) -> Option<Table> {
+    let set = data.summary.comparisons.as_ref()?;
+    let mut table = Table::new(&[
+        "config",
+        "verdict",
+        "median ms",
+        "difference ms (95% CI)",
+        "ratio (95% CI)",
+        "Mann-Whitney p",
+        "Holm p",
+        "rank-biserial r",
+        "Hedges' g",
+    ]);
+    table.text_columns.push(1);
+    for comparison in &set.comparisons {
+        table.rows.push(vec![
+            comparison.other.clone(),
+            comparison.verdict.clone(),
+            millis(comparison.median_other),
+            format!(
+                "{:+.4} ({:+.4} to {:+.4})",
+                comparison.diff_median, comparison.diff_median_ci[0], comparison.diff_median_ci[1]
+            ),
+            format!(
+                "{:.3} ({:.3}–{:.3})",
+                comparison.ratio_median,
+                comparison.ratio_median_ci[0],
+                comparison.ratio_median_ci[1]
+            ),
+            p_value(comparison.mann_whitney_p)
+                .trim_start_matches("= ")
+                .to_string(),
+            p_value(comparison.mann_whitney_p_holm)
+                .trim_start_matches("= ")
+                .to_string(),
+            format!("{:+.3}", comparison.rank_biserial),
+            format!("{:+.3}", comparison.hedges_g),
+        ]);
+    }
+    Some(table)
+}
+
+/// A sentence on the comparisons: the baseline and the Kruskal-Wallis test across all Configs.
+pub fn comparison_note(data: &ReportData) -> Option<String> {
+    let set = data.summary.comparisons.as_ref()?;
+    let first = set.comparisons.first()?;
+    let mut note = format!(
+        "Handshake times of each config against the baseline '{}' (n = {}, median {} ms). A difference is called only when the 95% BCa bootstrap interval of the difference of medians excludes 0 and the Holm-adjusted Mann-Whitney p is below 0.05.",
+        set.baseline,
+        first.n_baseline,
+        millis(first.median_baseline)
+    );
+    if let Some(kruskal) = &set.kruskal_wallis {
+        note.push_str(&format!(
+            " Kruskal-Wallis across all {} configs: H = {:.2}, df = {}, p {}.",
+            kruskal.df + 1,
+            kruskal.h,
+            kruskal.df,
+            p_value(kruskal.p_value)
+        ));
+    }
+    Some(note)
+}
+
+/// Median of each additive phase per Config, in milliseconds.
+pub fn phases(data: &ReportData) -> Table {
+    let mut headers = vec!["config"];
+    headers.extend(Phase::PARTS.iter().map(|phase| phase.name()));
+    headers.push("handshake");
+    let mut table = Table::new(&headers);
+    for config in &data.summary.configs {
+        let mut row = vec![config.label.clone()];
+        row.extend(
+            Phase::PARTS
+                .iter()
+                .map(|phase| optional(config.phase_medians_ms.get(phase.name()).copied(), millis)),
+        );
+        row.push(optional(config.handshake_ms.map(|h| h.median), millis));
+        table.rows.push(row);
+    }
+    table
+}
+
+/// One row per Config and error class, with an example of what happened; `None` when every
+/// attempt succeeded.
+pub fn errors(data: &ReportData) -> Option<Table> {
+    let mut table = Table::new(&["config", "error class", "attempts", "example"]);
+    table.text_columns.extend([1, 3]);
+    for config in &data.summary.configs {
+        for (class, count) in &config.errors {
+            table.rows.push(vec![
+                config.label.clone(),
+                class.clone(),
+                thousands(*count as f64),
+                config
+                    .error_examples
+                    .get(class)
+                    .cloned()
+                    .unwrap_or_default(),
+            ]);
+        }
+    }
+    (!table.rows.is_empty()).then_some(table)
+}
+
+/// The machine and software the run measured on, from the stored environment.
+pub fn environment(data: &ReportData) -> Table {
+    let mut table = Table::new(&["", ""]);
+    table.text_columns = vec![0, 1];
+    if let Ok(serde_json::Value::Object(fields)) =
+        serde_json::from_str::<serde_json::Value>(&data.run.environment)
+    {
+        for (key, value) in fields {
+            let value = match value {
+                serde_json::Value::String(text) => text,
+                other => other.to_string(),
+            };
+            table.rows.push(vec![key.replace('_', " "), value]);
+        }
+    }
+    table
+}
+
+/// One line about the run: when, how long, how many attempts, complete or not.
+pub fn run_line(data: &ReportData) -> String {
+    let summary = &data.summary;
+    let mut line = format!(
+        "Started {} · {} configs · {} measured attempts, {} failed",
+        summary.started_at,
+        summary.configs.len(),
+        thousands(summary.attempted as f64),
+        thousands(summary.errors as f64)
+    );
+    if let Some(seconds) = summary.duration_s {
+        line.push_str(&format!(" · {seconds:.1} s"));
+    }
+    line.push_str(&format!(" · seed {}", summary.seed));
+    line.push_str(if summary.complete {
+        " · complete"
+    } else {
+        " · INCOMPLETE"
+    });
+    line
+}

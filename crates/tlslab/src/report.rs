@@ -1,0 +1,108 @@
+//! `tlslab report`: a results store → an HTML or Markdown report, and PNG charts.
+
+use std::path::{Path, PathBuf};
+
+use tlslab_report::{render_html, render_markdown, write_pngs, ReportData, ReportError};
+use tlslab_store::Store;
+
+use crate::cli::{ReportArgs, ReportFormat};
+use crate::failure::CliError;
+
+impl From<ReportError> for CliError {
+    fn from(error: ReportError) -> Self {
+        CliError::environment(error.message, error.hint)
+    }
+}
+
+/// The format the user asked for, or the one the output file's extension names.
+fn format(args: &ReportArgs) -> ReportFormat {
+    if let Some(format) = args.format {
+        return format;
+    }
+    match args
+        .output
+        .as_deref()
+        .and_then(Path::extension)
+        .and_then(|extension| extension.to_str())
+    {
+        Some("md" | "markdown") => ReportFormat::Md,
+        _ => ReportFormat::Html,
+    }
+}
+
+/// `path` relative to `base`'s directory when it lies below it (for links in Markdown),
+/// otherwise as given.
+fn link_from(base: &Path, path: &Path) -> String {
+    let directory = base.parent().unwrap_or(Path::new(""));
+    let relative = if directory.as_os_str().is_empty() {
+        Some(path)
+    } else {
+        path.strip_prefix(directory).ok()
+    };
+    relative.unwrap_or(path).display().to_string()
+}
+
+pub fn report(args: &ReportArgs) -> Result<i32, CliError> {
+    let format = format(args);
+    let output = args.output.clone().unwrap_or_else(|| {
+        args.results.with_extension(match format {
+            ReportFormat::Html => "html",
+            ReportFormat::Md => "md",
+        })
+    });
+    let store = Store::open(&args.results)?;
+    let data = ReportData::from_store(&store)?;
+    if let Some(directory) = &args.png {
+        let written = write_pngs(&data, directory)?;
+        eprintln!("wrote {} charts to {}", written.len(), directory.display());
+    }
+    let text = match format {
+        ReportFormat::Html => render_html(&data)?,
+        ReportFormat::Md => {
+            let links = args.png.as_deref().map(|png| link_from(&output, png));
+            render_markdown(&data, links.as_deref())
+        }
+    };
+    write(&output, &text)?;
+    eprintln!("wrote {}", output.display());
+    Ok(0)
+}
+
+/// `tlslab run --report`: the HTML report beside the results file.
+pub fn report_beside(results: &Path) -> Result<PathBuf, CliError> {
+    let output = results.with_extension("html");
+    let store = Store::open(results)?;
+    let data = ReportData::from_store(&store)?;
+    write(&output, &render_html(&data)?)?;
+    Ok(output)
+}
+
+fn write(path: &Path, text: &str) -> Result<(), CliError> {
+    std::fs::write(path, text).map_err(|error| {
+        CliError::usage(
+            format!("cannot write {}: {error}", path.display()),
+            "check that the output directory exists and is writable",
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_links_are_relative_to_the_report() {
+        assert_eq!(
+            link_from(Path::new("out/report.md"), Path::new("out/charts")),
+            "charts"
+        );
+        assert_eq!(
+            link_from(Path::new("report.md"), Path::new("charts")),
+            "charts"
+        );
+        assert_eq!(
+            link_from(Path::new("a/report.md"), Path::new("/tmp/charts")),
+            "/tmp/charts"
+        );
+    }
+}

@@ -1,0 +1,332 @@
+//! `tlslab report` end to end: a real run becomes an HTML report that a real browser (Debian's
+//! headless Chromium) loads without errors and draws, a Markdown report, and PNG charts.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{assert_user_error, scratch, stderr, tlslab};
+
+/// A real run varying version and concurrency, so every chart kind applies, with its report.
+fn report_of_a_run(name: &str) -> (PathBuf, PathBuf) {
+    let dir = scratch(name);
+    let results = dir.join("results.db");
+    let output = tlslab(&[
+        "run",
+        "--tls",
+        "1.2,1.3",
+        "-c",
+        "1,4",
+        "-n",
+        "80",
+        "--warmup",
+        "4",
+        "--quiet",
+        "--report",
+        "--out",
+        results.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let html = dir.join("results.html");
+    assert!(
+        stderr(&output).contains("report: "),
+        "run --report says where the report is: {}",
+        stderr(&output)
+    );
+    assert!(html.exists());
+    (results, html)
+}
+
+const CHART_IDS: [&str; 6] = [
+    "phases",
+    "median-ci",
+    "ecdf",
+    "box-plot",
+    "concurrency",
+    "cpu-per-handshake",
+];
+
+#[test]
+fn html_report_is_self_contained_and_holds_every_section() {
+    let (_, html) = report_of_a_run("report-html");
+    let text = std::fs::read_to_string(&html).unwrap();
+    for id in CHART_IDS {
+        assert!(
+            text.contains(&format!("<figure id=\"{id}\"")),
+            "chart {id} missing"
+        );
+    }
+    for section in [
+        "id=\"summary\"",
+        "id=\"comparisons\"",
+        "id=\"phases\"",
+        "id=\"errors\"",
+        "id=\"experiment\"",
+        "id=\"environment\"",
+        "Kruskal-Wallis",
+        "rank-biserial",
+        "tls1.2 aes128gcm x25519 ecdsa-p256 chain1 c4",
+    ] {
+        assert!(text.contains(section), "{section} missing");
+    }
+    // Nothing outside the file: no script, stylesheet, image, font or frame source, no CSS
+    // url() or @import. The only address is the SVG namespace name, which is never fetched.
+    let lower = text.to_lowercase();
+    for reference in [
+        "src=", "href=", "url(", "@import", "<link", "<script", "<img", "<iframe",
+    ] {
+        assert!(
+            !lower.contains(reference),
+            "the report references '{reference}'"
+        );
+    }
+    let addresses = lower.matches("http").count();
+    let namespaces = lower
+        .matches("xmlns=\"http://www.w3.org/2000/svg\"")
+        .count();
+    assert_eq!(
+        addresses, namespaces,
+        "an address other than the SVG namespace"
+    );
+    // Charts hold data, not just axes: the ECDF draws one curve per Config.
+    let ecdf = &text[text.find("<figure id=\"ecdf\"").unwrap()..];
+    let ecdf = &ecdf[..ecdf.find("</figure>").unwrap()];
+    assert!(
+        ecdf.matches("<polyline").count() >= 4,
+        "ECDF curves missing"
+    );
+}
+
+#[test]
+fn markdown_report_renders_as_tables_and_links_png_charts() {
+    let (results, _) = report_of_a_run("report-markdown");
+    let dir = results.parent().unwrap();
+    let markdown = dir.join("report.md");
+    let charts = dir.join("charts");
+    let output = tlslab(&[
+        "report",
+        results.to_str().unwrap(),
+        "-o",
+        markdown.to_str().unwrap(),
+        "--png",
+        charts.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = std::fs::read_to_string(&markdown).unwrap();
+    // Every table: a heading row, a rule row of ---/---: cells, and rows of the same width.
+    let lines: Vec<&str> = text.lines().collect();
+    let mut tables = 0;
+    for (index, line) in lines.iter().enumerate() {
+        if !line.starts_with("| ---") {
+            continue;
+        }
+        tables += 1;
+        let columns = lines[index - 1].matches(" | ").count();
+        assert_eq!(line.matches(" | ").count(), columns, "{line}");
+        let mut row = index + 1;
+        while row < lines.len() && lines[row].starts_with('|') {
+            assert_eq!(
+                lines[row].replace("\\|", "").matches(" | ").count(),
+                columns,
+                "ragged row: {}",
+                lines[row]
+            );
+            row += 1;
+        }
+        assert!(row > index + 1, "a table without rows");
+    }
+    assert!(
+        tables >= 4,
+        "summary, comparisons, phases, environment: {text}"
+    );
+    for id in CHART_IDS {
+        assert!(
+            text.contains(&format!("](charts/{id}.png)")),
+            "no link to {id}"
+        );
+        let png = charts.join(format!("{id}.png"));
+        let (width, height, pixels) = decode_png(&png);
+        assert!(width >= 1000 && height >= 300, "{id}: {width}×{height}");
+        let coloured = pixels
+            .chunks(3)
+            .filter(|p| p[0].abs_diff(p[1]) > 40 || p[1].abs_diff(p[2]) > 40)
+            .count();
+        assert!(coloured > 2_000, "{id} has almost no coloured pixels");
+    }
+}
+
+#[test]
+fn reports_of_bad_input_say_what_and_how() {
+    let dir = scratch("report-errors");
+    let missing = dir.join("missing.db");
+    let output = tlslab(&["report", missing.to_str().unwrap()]);
+    assert_user_error(&output, 2, "missing.db");
+    let garbage = dir.join("garbage.db");
+    std::fs::write(&garbage, "not a database").unwrap();
+    let output = tlslab(&["report", garbage.to_str().unwrap()]);
+    assert_user_error(&output, 2, "garbage.db");
+    assert!(!dir.join("garbage.html").exists());
+}
+
+fn decode_png(path: &Path) -> (u32, u32, Vec<u8>) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut pixels).unwrap();
+    pixels.truncate(info.buffer_size());
+    // Screenshots come as RGBA, our charts as RGB: keep three channels.
+    let channels = info.color_type.samples();
+    let rgb = pixels
+        .chunks(channels)
+        .flat_map(|pixel| pixel[..3].to_vec())
+        .collect();
+    (info.width, info.height, rgb)
+}
+
+/// Debian's Chromium, or `TLSLAB_CHROMIUM`.
+fn chromium() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("TLSLAB_CHROMIUM") {
+        return Some(PathBuf::from(path));
+    }
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|path| path.exists())
+}
+
+/// Runs headless Chromium on a page with the flags a closed, root-run machine needs, and
+/// returns its stdout. Kills it after a minute.
+fn run_chromium(browser: &Path, profile: &Path, args: &[String]) -> String {
+    let mut child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromium starts");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut text).unwrap();
+        text
+    });
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("chromium did not finish within a minute");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    reader.join().unwrap()
+}
+
+/// Collects script and resource errors from the first moment, then describes each chart.
+const PROBE: &str = r#"<script>
+window.tlslabErrors = [];
+window.addEventListener('error', e => window.tlslabErrors.push(String(e.message || (e.target && (e.target.src || e.target.href)) || e.type)), true);
+const originalError = console.error;
+console.error = (...parts) => { window.tlslabErrors.push(parts.join(' ')); originalError(...parts); };
+window.addEventListener('load', () => {
+  const figures = [...document.querySelectorAll('figure.chart-figure')].map(figure => {
+    const svg = figure.querySelector('svg');
+    const box = svg ? svg.getBoundingClientRect() : { width: 0, height: 0 };
+    return { id: figure.id, width: box.width, height: box.height,
+      shapes: svg ? svg.querySelectorAll('rect, polyline, path, circle, line, polygon').length : 0,
+      texts: svg ? svg.querySelectorAll('text').length : 0 };
+  });
+  const report = { errors: window.tlslabErrors,
+    resources: performance.getEntriesByType('resource').map(r => r.name), figures };
+  const out = document.createElement('pre');
+  out.id = 'tlslab-probe';
+  out.textContent = JSON.stringify(report);
+  document.body.appendChild(out);
+});
+</script>"#;
+
+#[test]
+fn chromium_draws_the_report_without_errors() {
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var_os("TLSLAB_REQUIRE_CHROMIUM").is_none(),
+            "TLSLAB_REQUIRE_CHROMIUM is set but no chromium was found"
+        );
+        eprintln!(
+            "SKIPPED: no headless Chromium (install Debian's chromium, or set TLSLAB_CHROMIUM)"
+        );
+        return;
+    };
+    let (_, html) = report_of_a_run("report-chromium");
+    let dir = html.parent().unwrap();
+    let text = std::fs::read_to_string(&html).unwrap();
+    let probed = dir.join("probed.html");
+    std::fs::write(
+        &probed,
+        text.replacen("<head>", &format!("<head>\n{PROBE}"), 1),
+    )
+    .unwrap();
+
+    let dom = run_chromium(
+        &browser,
+        &dir.join("profile-dom"),
+        &[
+            "--window-size=1280,4000".into(),
+            "--virtual-time-budget=5000".into(),
+            "--dump-dom".into(),
+            format!("file://{}", probed.display()),
+        ],
+    );
+    let marker = "<pre id=\"tlslab-probe\">";
+    let start = dom.find(marker).expect("the probe ran") + marker.len();
+    let json = dom[start..][..dom[start..].find("</pre>").unwrap()]
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    let probe: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(probe["errors"], serde_json::json!([]), "page errors");
+    assert_eq!(probe["resources"], serde_json::json!([]), "external loads");
+    let figures = probe["figures"].as_array().unwrap();
+    let ids: Vec<&str> = figures.iter().map(|f| f["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, CHART_IDS);
+    for figure in figures {
+        assert!(figure["width"].as_f64().unwrap() > 400.0, "{figure}");
+        assert!(figure["height"].as_f64().unwrap() > 150.0, "{figure}");
+        assert!(figure["shapes"].as_u64().unwrap() >= 10, "{figure}");
+        assert!(figure["texts"].as_u64().unwrap() >= 4, "{figure}");
+    }
+
+    let screenshot = dir.join("screenshot.png");
+    run_chromium(
+        &browser,
+        &dir.join("profile-screenshot"),
+        &[
+            "--window-size=1280,4000".into(),
+            format!("--screenshot={}", screenshot.display()),
+            format!("file://{}", html.display()),
+        ],
+    );
+    let (width, height, pixels) = decode_png(&screenshot);
+    assert_eq!((width, height), (1280, 4000));
+    // The phase chart's server_response bars are drawn in exactly this orange.
+    let orange = pixels.chunks(3).filter(|p| p == &[253, 141, 60]).count();
+    assert!(
+        orange > 1_000,
+        "the phase chart's bars are not on screen ({orange} px)"
+    );
+}
