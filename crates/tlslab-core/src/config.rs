@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::dimension::{CertProfile, CloseMode, Group, SuiteSpec, TlsVersion};
 use crate::experiment::Experiment;
+use crate::network::{Loss, Network, NetworkDimensions};
 
 /// Where the handshakes go.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
@@ -40,6 +41,8 @@ pub struct Config {
     pub close: CloseMode,
     #[serde(skip)]
     pub timeout: Duration,
+    /// The emulated link, or `None` for plain loopback (or the real network to a target).
+    pub network: Option<Network>,
 }
 
 impl Config {
@@ -223,6 +226,20 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
         }
     };
 
+    if experiment.server_cmd.is_some() && experiment.target.is_none() {
+        return Err(error(
+            "--server-cmd needs --target to name the port the server listens on",
+            "for example --server-cmd 'nginx -c /etc/tlslab/nginx.conf' --target 127.0.0.1:8443",
+        ));
+    }
+    let named = NetworkDimensions {
+        rtt: !experiment.rtt.is_empty(),
+        jitter: !experiment.jitter.is_empty(),
+        loss: !experiment.loss.is_empty(),
+        rate: !experiment.rate.is_empty(),
+    };
+    let networks = networks(experiment, &named);
+
     let mut configs = Vec::new();
     let mut rejected = Vec::new();
     for &version in &experiment.tls {
@@ -237,18 +254,26 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                         rejected.push(reason);
                         continue;
                     }
-                    for &concurrency in &experiment.concurrency {
+                    for (&concurrency, network) in experiment
+                        .concurrency
+                        .iter()
+                        .flat_map(|c| networks.iter().map(move |n| (c, n)))
+                    {
                         let index = configs.len();
+                        let mut label = automatic_label(
+                            version,
+                            suite,
+                            group,
+                            endpoint,
+                            concurrency,
+                            experiment.resume,
+                        );
+                        if let Some(network) = network {
+                            label = format!("{label} {}", network.label(&named));
+                        }
                         configs.push(Config {
                             index,
-                            label: automatic_label(
-                                version,
-                                suite,
-                                group,
-                                endpoint,
-                                concurrency,
-                                experiment.resume,
-                            ),
+                            label,
                             version,
                             suite: suite.clone(),
                             group,
@@ -258,6 +283,7 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                             insecure: experiment.insecure,
                             close: experiment.close,
                             timeout: experiment.timeout,
+                            network: *network,
                         });
                     }
                 }
@@ -312,6 +338,47 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
         }
     }
     Ok(configs)
+}
+
+/// Every combination of the network dimensions (unnamed ones at their neutral value), or one
+/// `None` (loopback) when the experiment names none.
+fn networks(experiment: &Experiment, named: &NetworkDimensions) -> Vec<Option<Network>> {
+    if !named.any() {
+        return vec![None];
+    }
+    let or_zero = |values: &[Duration]| {
+        if values.is_empty() {
+            vec![Duration::ZERO]
+        } else {
+            values.to_vec()
+        }
+    };
+    let losses = if experiment.loss.is_empty() {
+        vec![Loss(0.0)]
+    } else {
+        experiment.loss.clone()
+    };
+    let rates: Vec<_> = if experiment.rate.is_empty() {
+        vec![None]
+    } else {
+        experiment.rate.iter().copied().map(Some).collect()
+    };
+    let mut networks = Vec::new();
+    for rtt in or_zero(&experiment.rtt) {
+        for jitter in or_zero(&experiment.jitter) {
+            for &loss in &losses {
+                for &rate in &rates {
+                    networks.push(Some(Network {
+                        rtt,
+                        jitter,
+                        loss,
+                        rate,
+                    }));
+                }
+            }
+        }
+    }
+    networks
 }
 
 fn valid_values_hint() -> String {

@@ -197,6 +197,17 @@ spelled_enum!(
     }
 );
 
+spelled_enum!(
+    /// Which network emulator carries the packets of emulated Configs: `auto` picks the most
+    /// faithful one the machine supports (netem, then tun, then relay).
+    Emulator, "emulator", {
+        Auto => "auto",
+        Netem => "netem",
+        Tun => "tun",
+        Relay => "relay",
+    }
+);
+
 /// A cipher suite as the user asked for it: a bulk cipher, optionally pinned to a version and,
 /// for TLS 1.2, an authentication (when given by its full IANA or OpenSSL name).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

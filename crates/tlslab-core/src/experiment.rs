@@ -6,8 +6,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{expand, Config, ConfigError};
-use crate::dimension::{CertProfile, Cipher, CloseMode, Group, SuiteSpec, TlsVersion};
+use crate::dimension::{CertProfile, Cipher, CloseMode, Emulator, Group, SuiteSpec, TlsVersion};
 use crate::duration;
+use crate::network::{Loss, Rate};
 
 /// Everything a run needs to know. Every list is a matrix dimension; an experiment file and the
 /// command-line flags fill the same struct, so `--dump-experiment` prints a file that reproduces
@@ -60,6 +61,22 @@ pub struct Experiment {
     /// Sequential stopping: a Config stops once the 95% CI half-width of its median handshake
     /// is at most this fraction of the median (`handshakes` stays the maximum).
     pub until_ci: Option<f64>,
+    /// Emulated round-trip delays (half each way). Any network dimension puts client and
+    /// server on an emulated link; none means plain loopback.
+    #[serde(with = "duration::serde_list")]
+    pub rtt: Vec<Duration>,
+    /// Emulated delay variation per packet and direction (order preserving).
+    #[serde(with = "duration::serde_list")]
+    pub jitter: Vec<Duration>,
+    /// Emulated random packet loss per direction.
+    pub loss: Vec<Loss>,
+    /// Emulated rate limit per direction.
+    pub rate: Vec<Rate>,
+    /// Which emulator carries the packets.
+    pub emulator: Emulator,
+    /// A command that starts the server to measure (nginx, haproxy) in the server's network
+    /// namespace instead of the lab server; `target` names its port.
+    pub server_cmd: Option<String>,
 }
 
 impl Default for Experiment {
@@ -91,6 +108,12 @@ impl Default for Experiment {
             skip_invalid: false,
             max_error_rate: 0.0,
             until_ci: None,
+            rtt: Vec::new(),
+            jitter: Vec::new(),
+            loss: Vec::new(),
+            rate: Vec::new(),
+            emulator: Emulator::Auto,
+            server_cmd: None,
         }
     }
 }

@@ -23,13 +23,15 @@ pub mod config;
 pub mod dimension;
 pub mod duration;
 pub mod experiment;
+pub mod network;
 pub mod plan;
 pub mod sample;
 
 pub use config::{Config, ConfigError, Endpoint, ServerKey};
 pub use dimension::{
-    Authentication, CertProfile, Cipher, CloseMode, Group, KeyKind, SuiteSpec, TlsVersion,
+    Authentication, CertProfile, Cipher, CloseMode, Emulator, Group, KeyKind, SuiteSpec, TlsVersion,
 };
 pub use experiment::Experiment;
+pub use network::{Loss, Network, NetworkDimensions, Rate};
 pub use plan::{Plan, Trial};
 pub use sample::{ErrorClass, Event, Negotiated, Outcome, Phase, Sample, Timeline};

@@ -32,15 +32,31 @@ pub struct LabServer {
 
 impl LabServer {
     /// Starts `program serve --control` for one server-side configuration.
-    pub fn spawn(program: &Path, pki_dir: &Path, key: ServerKey) -> Result<LabServer, String> {
+    /// With an emulated network it listens on the server side of the link, inside the
+    /// server namespace.
+    pub fn spawn(
+        program: &Path,
+        pki_dir: &Path,
+        key: ServerKey,
+        network: Option<&tlslab_emulation::Network>,
+    ) -> Result<LabServer, String> {
         let ServerKey {
             cert,
             chain,
             resumption,
         } = key;
+        let listen = match network {
+            Some(network) => SocketAddr::new(network.server_ip(), 0),
+            None => SocketAddr::from(([127, 0, 0, 1], 0)),
+        };
         let mut command = Command::new(program);
+        if let Some(network) = network {
+            network.place_in_server_namespace(&mut command);
+        }
         command
-            .args(["serve", "--control", "--listen", "127.0.0.1:0", "--cert"])
+            .args(["serve", "--control", "--listen"])
+            .arg(listen.to_string())
+            .arg("--cert")
             .arg(cert.as_str())
             .arg("--chain")
             .arg(chain.to_string())

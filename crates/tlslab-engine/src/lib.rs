@@ -1,6 +1,6 @@
 //! The tlslab engine: starts lab servers as child processes, runs a [`Plan`](tlslab_core::Plan)
-//! trial by trial with concurrent agents, measures server and client CPU per trial, and
-//! streams every [`Sample`](tlslab_core::Sample) to a [`Sink`] (the results store).
+//! trial by trial with concurrent agents (on an emulated network when the experiment names
+//! one), measures server and client CPU per trial, and streams every [`Sample`](tlslab_core::Sample) to a [`Sink`] (the results store).
 //!
 //! ```no_run
 //! use std::sync::{atomic::AtomicBool, Arc};
@@ -36,6 +36,7 @@
 
 pub mod environment;
 pub mod lab;
+pub mod network;
 pub mod run;
 pub mod stopping;
 pub mod usage;

@@ -17,6 +17,7 @@ use tlslab_tls::{AgentSession, Attempt, Client, ClientSettings, Failure, Trust};
 
 use crate::environment::Environment;
 use crate::lab::LabServer;
+use crate::network::{EmulatedNetwork, ExternalServer};
 use crate::stopping::{relative_median_half_width, EarlyStop};
 use crate::usage::Usage;
 
@@ -31,6 +32,8 @@ pub struct RunInfo {
     pub started_at_unix_ns: u64,
     /// Where each Config's handshakes went.
     pub addresses: Vec<String>,
+    /// The emulator that carried emulated Configs' packets (netem, tun, relay).
+    pub emulator: Option<String>,
 }
 
 /// One executed block.
@@ -140,8 +143,31 @@ pub fn run(
     mut sink: Box<dyn Sink>,
 ) -> Result<RunEnd, RunError> {
     let _ = tlslab_net::raise_file_limit();
+    let mut environment = options.environment.clone();
+    // The emulated link comes first: lab servers start inside it, client threads join it.
+    let emulated = if configs.iter().any(|config| config.network.is_some()) {
+        let run_id = format!("{:08x}", options.seed as u32);
+        let network = EmulatedNetwork::create(experiment, &run_id)?;
+        environment.network = network.description.clone();
+        Some(network)
+    } else {
+        None
+    };
+    let namespace_failure: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
+    let client_namespace = emulated.as_ref().map(EmulatedNetwork::client_namespace);
+    let failure_slot = namespace_failure.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        // Every runtime thread, blocking ones included, lives in the client namespace; the
+        // thread that drives the runtime only awaits agents, so it can stay where it is.
+        .on_thread_start(move || {
+            if let Some(namespace) = &client_namespace {
+                if let Err(error) = namespace.enter_client_namespace() {
+                    let mut slot = failure_slot.lock().unwrap_or_else(|e| e.into_inner());
+                    slot.get_or_insert(error.to_string());
+                }
+            }
+        })
         .build()
         .map_err(|error| {
             environment_error(
@@ -169,23 +195,67 @@ pub fn run(
             )
         })?;
         roots.insert(key, Trust::Roots(vec![chain.root.clone()]));
-        let server =
-            LabServer::spawn(&options.server_program, options.pki.dir(), key).map_err(|error| {
-                environment_error(
-                    error,
-                    "run `tlslab serve --cert ... --chain ...` by hand to see why",
-                )
-            })?;
+        let server = LabServer::spawn(
+            &options.server_program,
+            options.pki.dir(),
+            key,
+            emulated.as_ref().map(|emulated| &emulated.network),
+        )
+        .map_err(|error| {
+            environment_error(
+                error,
+                "run `tlslab serve --cert ... --chain ...` by hand to see why",
+            )
+        })?;
         servers.insert(key, server);
     }
 
+    let mut target_addresses_seed: Option<(String, SocketAddr)> = None;
+    // `--server-cmd`: the user's server, started where the lab server would run; the target
+    // names its port (and, without emulation, its host).
+    let mut external_server = None;
+    if let (Some(command), Some(target)) = (&experiment.server_cmd, &experiment.target) {
+        let given = runtime
+            .block_on(tlslab_net::resolve(target))
+            .map_err(|error| RunError {
+                kind: RunErrorKind::Configuration,
+                message: format!("cannot resolve target '{target}': {error}"),
+                hint: "with --server-cmd, give the port the server listens on: --target 127.0.0.1:8443".into(),
+            })?;
+        let listening = match &emulated {
+            Some(emulated) => SocketAddr::new(emulated.network.server_ip(), given.port()),
+            None => given,
+        };
+        external_server = Some(ExternalServer::start(
+            command,
+            listening,
+            emulated.as_ref(),
+        )?);
+        let reach = match &emulated {
+            Some(emulated) => emulated
+                .network
+                .route(listening)
+                .map_err(|error| environment_error(error.message, error.hint))?,
+            None => listening,
+        };
+        target_addresses_seed = Some((target.clone(), reach));
+    }
     let mut target_addresses: HashMap<String, SocketAddr> = HashMap::new();
+    if let Some((target, reach)) = target_addresses_seed.take() {
+        target_addresses.insert(target, reach);
+    }
     let mut clients = Vec::with_capacity(configs.len());
     let mut addresses = Vec::with_capacity(configs.len());
     for config in configs {
         let (address, server_name, trust) = match (&config.endpoint, config.server_key()) {
             (Endpoint::Lab { .. }, Some(key)) => (
-                servers[&key].address,
+                match &emulated {
+                    Some(emulated) => emulated
+                        .network
+                        .route(servers[&key].address)
+                        .map_err(|error| environment_error(error.message, error.hint))?,
+                    None => servers[&key].address,
+                },
                 "localhost".to_string(),
                 roots[&key].clone(),
             ),
@@ -199,6 +269,14 @@ pub fn run(
                             message: format!("cannot resolve target '{address}': {error}"),
                             hint: "check the host name, or give an IP address: --target 127.0.0.1:8443".into(),
                         })?;
+                        // Through the relay when the experiment emulates a network.
+                        let resolved = match &emulated {
+                            Some(emulated) => emulated
+                                .network
+                                .route(resolved)
+                                .map_err(|error| environment_error(error.message, error.hint))?,
+                            None => resolved,
+                        };
                         target_addresses.insert(address.clone(), resolved);
                         resolved
                     }
@@ -244,12 +322,15 @@ pub fn run(
         experiment: experiment.clone(),
         configs: configs.to_vec(),
         plan: plan.clone(),
-        environment: options.environment.clone(),
+        environment,
         command_line: options.command_line.clone(),
         started_at_unix_ns: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64),
         addresses: addresses.iter().map(|a| a.to_string()).collect(),
+        emulator: emulated
+            .as_ref()
+            .map(|emulated| emulated.kind().to_string()),
     };
     sink.begin(&info).map_err(|error| {
         environment_error(
@@ -327,6 +408,8 @@ pub fn run(
     let mut finished_early = vec![false; configs.len()];
     let mut last_round = 0;
     let mut stopped = false;
+    // A failure of the emulated network mid-run: the run stops, keeping what it measured.
+    let mut failure: Option<RunError> = None;
     for trial in &plan.trials {
         if stop.load(Ordering::SeqCst) {
             stopped = true;
@@ -357,6 +440,23 @@ pub fn run(
             continue;
         }
         let config = &configs[trial.config];
+        if let Some(emulated) = &emulated {
+            if let Some(error) = namespace_failure
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+            {
+                failure = Some(environment_error(
+                    format!("a client thread could not join the client network namespace: {error}"),
+                    "run as root or with CAP_SYS_ADMIN and CAP_NET_ADMIN, or use --emulator relay",
+                ));
+                break;
+            }
+            if let Err(error) = emulated.apply(config.network.as_ref()) {
+                failure = Some(error);
+                break;
+            }
+        }
         let client = clients[trial.config].clone();
         let agents = &mut sessions[trial.config];
         while agents.len() < config.concurrency as usize {
@@ -397,10 +497,13 @@ pub fn run(
             client: client_usage,
         })));
     }
-    stopped |= stop.swap(true, Ordering::SeqCst);
+    stopped |= stop.swap(true, Ordering::SeqCst) || failure.is_some();
     let end = RunEnd {
         complete: !stopped,
-        reason: stopped.then(|| "interrupted".to_string()),
+        reason: stopped.then(|| match &failure {
+            Some(failure) => failure.message.clone(),
+            None => "interrupted".to_string(),
+        }),
         duration_ns: run_origin.elapsed().as_nanos() as u64,
         attempted: done.load(Ordering::SeqCst),
         errors: errors.load(Ordering::SeqCst),
@@ -409,7 +512,14 @@ pub fn run(
     drop(sender);
     runtime.shutdown_timeout(Duration::from_millis(100));
     drop(servers);
+    drop(external_server);
+    if let Some(emulated) = emulated {
+        if let Err(error) = emulated.network.close() {
+            eprintln!("warning: {} ({})", error.message, error.hint);
+        }
+    }
     match writer.join() {
+        Ok(Ok(())) if failure.is_some() => Err(failure.expect("checked")),
         Ok(Ok(())) => Ok(end),
         Ok(Err(error)) => Err(environment_error(
             format!("writing results failed: {error}"),

@@ -43,6 +43,53 @@ impl Distribution {
     }
 }
 
+/// A Config's emulated network, and the physics check of its median against the round trips a
+/// handshake needs (DESIGN §5.8).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NetworkSummary {
+    pub emulator: String,
+    pub rtt_ms: f64,
+    pub loss: f64,
+    /// Round trips a handshake of this kind must wait for (TCP connect included when the
+    /// emulator delays it).
+    pub round_trips: u32,
+    /// `round_trips` × RTT: no handshake can be faster.
+    pub floor_ms: f64,
+    /// The median TCP connect: one round trip, measured.
+    pub measured_rtt_ms: Option<f64>,
+    /// What is wrong when the median is below the floor or far above it.
+    pub physics: Option<String>,
+}
+
+/// Handshakes above this share of the floor, plus [`PHYSICS_SLACK_MS`], are "far above" it:
+/// something besides round trips (CPU, queueing, transmission, loss) dominates.
+const PHYSICS_FAR_ABOVE: f64 = 1.5;
+const PHYSICS_SLACK_MS: f64 = 5.0;
+
+/// The round trips a full (or resumed) handshake waits for: TCP's SYN/SYN-ACK, then TLS 1.3's
+/// one flight each way, or TLS 1.2's two (one when resumed).
+pub fn round_trips(version: &str, resume: bool, connect_delayed: bool) -> u32 {
+    let tls = match (version, resume) {
+        ("1.2", false) => 2,
+        _ => 1,
+    };
+    tls + u32::from(connect_delayed)
+}
+
+fn physics(label: &str, median_ms: f64, floor_ms: f64, round_trips: u32) -> Option<String> {
+    if median_ms < floor_ms {
+        Some(format!(
+            "'{label}': median {median_ms:.1} ms is below the round-trip floor ({round_trips} × RTT = {floor_ms:.1} ms); the emulator did not delay these packets"
+        ))
+    } else if median_ms > floor_ms * PHYSICS_FAR_ABOVE + PHYSICS_SLACK_MS {
+        Some(format!(
+            "'{label}': median {median_ms:.1} ms is far above the round-trip floor ({round_trips} × RTT = {floor_ms:.1} ms); CPU, queueing, transmission time or loss dominate, not round trips"
+        ))
+    } else {
+        None
+    }
+}
+
 /// One Config's summary.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ConfigSummary {
@@ -74,6 +121,8 @@ pub struct ConfigSummary {
     pub insecure: bool,
     /// With `--until-ci`: whether and why the Config stopped before its planned handshakes.
     pub stopping: Option<String>,
+    /// The emulated network, when there was one.
+    pub network: Option<NetworkSummary>,
 }
 
 /// A run's summary.
@@ -153,6 +202,29 @@ impl RunSummary {
             } else {
                 (None, None)
             };
+            let network = match (config.rtt_ns, &config.emulator) {
+                (Some(rtt_ns), Some(emulator)) => {
+                    let rtt_ms = rtt_ns as f64 / 1e6;
+                    let trips = round_trips(&config.version, config.resume, emulator != "relay");
+                    let floor_ms = rtt_ms * f64::from(trips);
+                    let physics = handshake_ms
+                        .filter(|_| rtt_ns > 0)
+                        .and_then(|h| physics(&config.label, h.median, floor_ms, trips));
+                    if let Some(problem) = &physics {
+                        warnings.push(format!("physics check: {problem}"));
+                    }
+                    Some(NetworkSummary {
+                        emulator: emulator.clone(),
+                        rtt_ms,
+                        loss: config.loss.unwrap_or(0.0),
+                        round_trips: trips,
+                        floor_ms,
+                        measured_rtt_ms: phase_medians_ms.get("tcp_connect").copied(),
+                        physics,
+                    })
+                }
+                _ => None,
+            };
             configs.push(ConfigSummary {
                 label: config.label.clone(),
                 attempted,
@@ -181,6 +253,7 @@ impl RunSummary {
                         target * 100.0
                     ),
                 }),
+                network,
             });
         }
         let insecure = configs.iter().any(|c| c.insecure);

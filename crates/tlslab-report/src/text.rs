@@ -97,6 +97,27 @@ pub fn render_text(summary: &RunSummary) -> String {
         if let Some(stopping) = &config.stopping {
             let _ = writeln!(out, "  stopping   {stopping}");
         }
+        if let Some(network) = &config.network {
+            let measured = network
+                .measured_rtt_ms
+                .filter(|_| network.emulator != "relay")
+                .map_or(String::new(), |rtt| {
+                    format!(" (TCP connect measured {})", millis(rtt))
+                });
+            let _ = writeln!(
+                out,
+                "  network    {} emulator · RTT {} ms{measured} · floor {} × RTT = {} ms · {}",
+                network.emulator,
+                millis(network.rtt_ms),
+                network.round_trips,
+                millis(network.floor_ms),
+                if network.physics.is_some() {
+                    "physics check FAILED (see warnings)"
+                } else {
+                    "physics check passed"
+                }
+            );
+        }
         out.push('\n');
     }
     if let Some(comparisons) = &summary.comparisons {

@@ -32,6 +32,11 @@ pub const EXPORT_FIELDS: &[&str] = &[
     "bytes_sent",
     "bytes_received",
     "client_hello_bytes",
+    "rtt_ns",
+    "jitter_ns",
+    "loss",
+    "rate_bps",
+    "emulator",
     "started_at",
 ];
 
@@ -44,6 +49,8 @@ pub fn export(store: &Store, format: ExportFormat, out: &mut dyn Write) -> Resul
         .map(|name| match *name {
             "config" => "c.label".to_string(),
             "started_at" => "s.started_at_ns".to_string(),
+            // The network profile is the Config's; every sample of it ran on that link.
+            "rtt_ns" | "jitter_ns" | "loss" | "rate_bps" | "emulator" => format!("c.{name}"),
             other => format!("s.\"{other}\""),
         })
         .collect();

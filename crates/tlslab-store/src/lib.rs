@@ -80,6 +80,11 @@ pub struct ConfigRow {
     /// Set when `--until-ci` stopped the Config early: last round, samples, relative
     /// half-width of the median's 95% CI.
     pub stopped: Option<(i64, i64, f64)>,
+    /// The emulated round trip, when the Config ran on an emulated link.
+    pub rtt_ns: Option<i64>,
+    pub loss: Option<f64>,
+    /// Which emulator carried the packets (netem, tun, relay).
+    pub emulator: Option<String>,
 }
 
 /// The run as stored.
@@ -141,11 +146,37 @@ impl Store {
                 "give the .db file a run printed at its end (default directory: ./tlslab-results)",
             ));
         }
-        let connection = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(|error| store_error(path, error, "check the file permissions"))?;
+        let read_only = || {
+            Connection::open_with_flags(
+                path,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .map_err(|error| store_error(path, error, "check the file permissions"))
+        };
+        let mut connection = read_only()?;
+        let version = schema::version(&connection).map_err(|error| {
+            store_error(path, error, "give a results file written by `tlslab run`")
+        })?;
+        if (1..schema::VERSION).contains(&version) {
+            // An older store is upgraded in place once (new columns, NULL for old rows).
+            drop(connection);
+            let writable = Connection::open(path).map_err(|error| {
+                store_error(
+                    path,
+                    error,
+                    "make the file writable so tlslab can upgrade it",
+                )
+            })?;
+            schema::migrate(&writable).map_err(|error| {
+                store_error(
+                    path,
+                    error,
+                    "make the file writable so tlslab can upgrade it",
+                )
+            })?;
+            drop(writable);
+            connection = read_only()?;
+        }
         schema::migrate(&connection).map_err(|error| {
             store_error(path, error, "give a results file written by `tlslab run`")
         })?;
@@ -189,7 +220,7 @@ impl Store {
 
     pub fn configs(&self) -> Result<Vec<ConfigRow>, StoreError> {
         let mut statement = self.connection.prepare(
-            "SELECT id, label, version, suite, \"group\", cert, chain, target, concurrency, resume, insecure, stopped_round, stopped_samples, stopped_half_width FROM configs ORDER BY id",
+            "SELECT id, label, version, suite, \"group\", cert, chain, target, concurrency, resume, insecure, stopped_round, stopped_samples, stopped_half_width, rtt_ns, loss, emulator FROM configs ORDER BY id",
         )?;
         let rows = statement.query_map([], |row| {
             Ok(ConfigRow {
@@ -208,6 +239,9 @@ impl Store {
                     (Some(round), Some(samples), Some(width)) => Some((round, samples, width)),
                     _ => None,
                 },
+                rtt_ns: row.get(14)?,
+                loss: row.get(15)?,
+                emulator: row.get(16)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)

@@ -4,7 +4,7 @@ use rusqlite::Connection;
 use tlslab_core::{Event, Phase};
 
 /// The schema version this build writes, kept in `PRAGMA user_version`.
-pub const VERSION: i64 = 1;
+pub const VERSION: i64 = 2;
 
 /// Columns of the samples table after the fixed ones: every event, then every phase, so
 /// exports and notebooks find each under its DESIGN name.
@@ -18,6 +18,10 @@ pub fn timing_columns() -> impl Iterator<Item = &'static str> {
 pub fn create(connection: &Connection) -> rusqlite::Result<()> {
     let timings: String = timing_columns()
         .map(|name| format!(",\n    \"{name}\" INTEGER"))
+        .collect();
+    let network: String = NETWORK_COLUMNS
+        .iter()
+        .map(|(name, kind)| format!(",\n    {name} {kind}"))
         .collect();
     connection.execute_batch(&format!(
         r#"
@@ -57,7 +61,7 @@ CREATE TABLE configs (
     description TEXT NOT NULL,
     stopped_round INTEGER,
     stopped_samples INTEGER,
-    stopped_half_width REAL
+    stopped_half_width REAL{network}
 );
 CREATE TABLE trials (
     id INTEGER PRIMARY KEY,
@@ -106,13 +110,38 @@ PRAGMA user_version = {VERSION};
     ))
 }
 
+/// A Config's emulated network (schema version 2); all NULL for loopback or a real network.
+/// `emulator` says which emulator carried the packets (netem, tun, relay).
+pub const NETWORK_COLUMNS: [(&str, &str); 5] = [
+    ("rtt_ns", "INTEGER"),
+    ("jitter_ns", "INTEGER"),
+    ("loss", "REAL"),
+    ("rate_bps", "INTEGER"),
+    ("emulator", "TEXT"),
+];
+
+/// The store's schema version (0 for a database tlslab did not write).
+pub fn version(connection: &Connection) -> Result<i64, String> {
+    connection
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(|error| error.to_string())
+}
+
 /// Brings an existing store up to [`VERSION`], or explains why it cannot.
 pub fn migrate(connection: &Connection) -> Result<(), String> {
-    let version: i64 = connection
-        .query_row("PRAGMA user_version", [], |row| row.get(0))
-        .map_err(|error| error.to_string())?;
-    match version {
+    match version(connection)? {
         VERSION => Ok(()),
+        // Version 1 had no network columns: every Config ran on loopback, i.e. NULL.
+        1 => {
+            let mut statements: String = NETWORK_COLUMNS
+                .iter()
+                .map(|(name, kind)| format!("ALTER TABLE configs ADD COLUMN {name} {kind};\n"))
+                .collect();
+            statements.push_str(&format!("PRAGMA user_version = {VERSION};"));
+            connection
+                .execute_batch(&statements)
+                .map_err(|error| format!("cannot upgrade the store from schema version 1: {error}"))
+        }
         0 => Err("this file is not a tlslab results store (no schema version)".into()),
         newer if newer > VERSION => Err(format!(
             "this store has schema version {newer}, newer than this tlslab understands ({VERSION}); upgrade tlslab"

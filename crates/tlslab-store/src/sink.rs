@@ -231,9 +231,10 @@ impl Sink for StoreSink {
                     (None, None, Some(address.clone()), Some(sni.clone()))
                 }
             };
+            let network = config.network.as_ref();
             self.connection
                 .execute(
-                    "INSERT INTO configs (id, run_id, label, version, suite, \"group\", cert, chain, target, sni, address, concurrency, resume, insecure, description) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                    "INSERT INTO configs (id, run_id, label, version, suite, \"group\", cert, chain, target, sni, address, concurrency, resume, insecure, description, rtt_ns, jitter_ns, loss, rate_bps, emulator) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
                     params![
                         config.index as i64,
                         config.label,
@@ -249,6 +250,11 @@ impl Sink for StoreSink {
                         config.resume,
                         config.insecure,
                         json(config),
+                        network.map(|n| n.rtt.as_nanos() as i64),
+                        network.map(|n| n.jitter.as_nanos() as i64),
+                        network.map(|n| n.loss.0),
+                        network.and_then(|n| n.rate).map(|rate| rate.0 as i64),
+                        network.and(info.emulator.as_deref()),
                     ],
                 )
                 .map_err(text)?;

@@ -96,6 +96,26 @@ pub struct RunArgs {
     /// median (2% or 0.02); -n stays the maximum.
     #[arg(long, value_name = "PERCENT")]
     pub until_ci: Option<String>,
+    /// Emulated round-trip delays, half each way (30ms, 150ms). Any network flag puts client
+    /// and server in network namespaces joined by an emulated link.
+    #[arg(long, value_delimiter = ',')]
+    pub rtt: Option<Vec<String>>,
+    /// Emulated delay variation per packet and direction (2ms); packet order is kept.
+    #[arg(long, value_delimiter = ',')]
+    pub jitter: Option<Vec<String>>,
+    /// Emulated random loss per packet and direction (0, 0.5%, 0.01).
+    #[arg(long, value_delimiter = ',')]
+    pub loss: Option<Vec<String>>,
+    /// Emulated rate limit per direction (100mbit, 1gbit).
+    #[arg(long, value_delimiter = ',')]
+    pub rate: Option<Vec<String>>,
+    /// Network emulator: auto (netem, else tun, else relay), netem, tun or relay.
+    #[arg(long)]
+    pub emulator: Option<String>,
+    /// Start this server (nginx, haproxy) in the server's network namespace instead of the lab
+    /// server; --target names its port. Run with `sh -c`, stopped when the run ends.
+    #[arg(long, value_name = "COMMAND")]
+    pub server_cmd: Option<String>,
     /// Exit 1 when the fraction of failed attempts exceeds this.
     #[arg(long)]
     pub max_error_rate: Option<f64>,

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tlslab_core::{duration, Experiment, Plan};
 use tlslab_engine::{Environment, Progress, RunErrorKind, RunOptions};
@@ -28,6 +28,16 @@ where
                     "comma-separated values make a matrix dimension, for example --tls 1.2,1.3",
                 )
             })
+        })
+        .collect()
+}
+
+fn parse_durations(values: &[String], example: &str) -> Result<Vec<Duration>, CliError> {
+    values
+        .iter()
+        .map(|value| {
+            duration::parse(value)
+                .map_err(|error| CliError::usage(error, format!("for example {example}")))
         })
         .collect()
 }
@@ -127,6 +137,29 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment, CliError> {
     }
     if let Some(rate) = args.max_error_rate {
         experiment.max_error_rate = rate;
+    }
+    if let Some(values) = &args.rtt {
+        experiment.rtt = parse_durations(values, "--rtt 30ms,150ms")?;
+    }
+    if let Some(values) = &args.jitter {
+        experiment.jitter = parse_durations(values, "--jitter 2ms")?;
+    }
+    if let Some(values) = &args.loss {
+        experiment.loss = parse_list(values)?;
+    }
+    if let Some(values) = &args.rate {
+        experiment.rate = parse_list(values)?;
+    }
+    if let Some(text) = &args.emulator {
+        experiment.emulator = text.parse().map_err(|error| {
+            CliError::usage(
+                error,
+                "--emulator auto picks the best one this machine supports",
+            )
+        })?;
+    }
+    if args.server_cmd.is_some() {
+        experiment.server_cmd = args.server_cmd.clone();
     }
     Ok(experiment)
 }

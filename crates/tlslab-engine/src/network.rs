@@ -1,0 +1,216 @@
+//! The emulated network of a run: which emulator, its namespaces, the per-Config profile, and
+//! servers started inside it with `--server-cmd`.
+
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tlslab_core::{Emulator, Experiment, Network};
+use tlslab_emulation::{
+    choose, remove_leftovers, EmulatorChoice, EmulatorKind, NamespaceHandle, NetworkProfile,
+};
+
+use crate::run::{RunError, RunErrorKind};
+
+fn environment_error(message: impl Into<String>, hint: impl Into<String>) -> RunError {
+    RunError {
+        kind: RunErrorKind::Environment,
+        message: message.into(),
+        hint: hint.into(),
+    }
+}
+
+fn configuration_error(message: impl Into<String>, hint: impl Into<String>) -> RunError {
+    RunError {
+        kind: RunErrorKind::Configuration,
+        message: message.into(),
+        hint: hint.into(),
+    }
+}
+
+/// The emulated link of a run, and how to describe it.
+pub struct EmulatedNetwork {
+    pub network: tlslab_emulation::Network,
+    /// For `Environment.network` and the summary.
+    pub description: String,
+}
+
+impl EmulatedNetwork {
+    /// Removes what killed runs left behind, picks the emulator the experiment asks for (or
+    /// the most faithful one available), and builds the link. `run_id` goes into the names
+    /// of namespaces and devices.
+    pub fn create(experiment: &Experiment, run_id: &str) -> Result<EmulatedNetwork, RunError> {
+        match remove_leftovers() {
+            Ok(removed) if !removed.is_empty() => eprintln!(
+                "note: removed what killed runs left behind: {}",
+                removed.join(", ")
+            ),
+            Ok(_) => {}
+            // Not fatal: leftovers only take names we do not reuse (each has its own pid).
+            Err(error) => eprintln!("note: cannot look for leftovers of killed runs: {error}"),
+        }
+        let choice = match experiment.emulator {
+            Emulator::Auto => EmulatorChoice::Auto,
+            Emulator::Netem => EmulatorChoice::Kind(EmulatorKind::Netem),
+            Emulator::Tun => EmulatorChoice::Kind(EmulatorKind::Tun),
+            Emulator::Relay => EmulatorChoice::Kind(EmulatorKind::Relay),
+        };
+        let kind = choose(choice).map_err(|error| environment_error(error.message, error.hint))?;
+        let lossy = experiment.loss.iter().any(|loss| loss.0 > 0.0);
+        if kind == EmulatorKind::Relay && (lossy || !experiment.rate.is_empty()) {
+            return Err(configuration_error(
+                "the relay emulator cannot drop packets or limit the rate",
+                "use --emulator tun or netem (they need root or CAP_NET_ADMIN), or leave out --loss and --rate",
+            ));
+        }
+        if experiment.target.is_some()
+            && experiment.server_cmd.is_none()
+            && kind != EmulatorKind::Relay
+        {
+            return Err(configuration_error(
+                "an external --target is outside the emulated network",
+                "start the server inside it with --server-cmd '…' (--target then names its port), or use --emulator relay",
+            ));
+        }
+        let network = tlslab_emulation::Network::create(kind, run_id)
+            .map_err(|error| environment_error(error.message, error.hint))?;
+        let description = match kind {
+            EmulatorKind::Netem => "netem: a veth pair between two network namespaces, netem on both ends",
+            EmulatorKind::Tun => "tun: two network namespaces joined by TUN devices; tlslab forwards each IP packet after its delay",
+            EmulatorKind::Relay => "relay: a userspace TCP relay on 127.0.0.1 that delays relayed bytes (lower fidelity: TCP connect not delayed, no loss or rate)",
+        };
+        Ok(EmulatedNetwork {
+            network,
+            description: description.to_string(),
+        })
+    }
+
+    pub fn kind(&self) -> &'static str {
+        self.network.kind().as_str()
+    }
+
+    /// Applies a Config's profile before its trial (loopback Configs get no impairment).
+    pub fn apply(&self, network: Option<&Network>) -> Result<(), RunError> {
+        let profile = match network {
+            Some(network) => NetworkProfile {
+                rtt: network.rtt,
+                jitter: network.jitter,
+                loss: network.loss.0,
+                rate_bits_per_second: network.rate.map(|rate| rate.0),
+            },
+            None => NetworkProfile::with_rtt(Duration::ZERO),
+        };
+        self.network
+            .set_profile(&profile)
+            .map_err(|error| environment_error(error.message, error.hint))
+    }
+
+    pub fn client_namespace(&self) -> NamespaceHandle {
+        self.network.clone_handle()
+    }
+
+    /// The round trips the TCP connect itself is delayed by: the relay answers the SYN
+    /// locally, so only data exchanges cross its delay.
+    pub fn connect_is_delayed(&self) -> bool {
+        self.network.kind() != EmulatorKind::Relay
+    }
+}
+
+/// A server the user's `--server-cmd` started (in the server namespace when there is one).
+/// Stopped, with everything it started, when dropped.
+pub struct ExternalServer {
+    child: Child,
+}
+
+impl ExternalServer {
+    /// Starts `sh -c command` and waits until `address` accepts TCP connections from where
+    /// the client runs.
+    pub fn start(
+        command: &str,
+        address: SocketAddr,
+        network: Option<&EmulatedNetwork>,
+    ) -> Result<ExternalServer, RunError> {
+        let mut shell = Command::new("sh");
+        shell
+            .args(["-c", command])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            // Its own process group, so stopping it stops what it forks (nginx workers).
+            .process_group(0);
+        if let Some(network) = network {
+            network.network.place_in_server_namespace(&mut shell);
+        }
+        let child = shell.spawn().map_err(|error| {
+            environment_error(
+                format!("cannot start --server-cmd: {error}"),
+                "check that sh exists and the command is right",
+            )
+        })?;
+        let mut server = ExternalServer { child };
+        let namespace = network.map(EmulatedNetwork::client_namespace);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                let mut message = String::new();
+                if let Some(mut stderr) = server.child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut stderr, &mut message);
+                }
+                return Err(configuration_error(
+                    format!(
+                        "--server-cmd exited ({status}) before accepting connections: {}",
+                        message.trim()
+                    ),
+                    "run the command by hand to see why; it must stay in the foreground (nginx: daemon off;)",
+                ));
+            }
+            if accepts(address, namespace.clone()) {
+                return Ok(server);
+            }
+            if Instant::now() > deadline {
+                return Err(configuration_error(
+                    format!("--server-cmd did not accept connections on {address} within 15 s"),
+                    "make the server listen on that port on all addresses (0.0.0.0), or fix --target's port",
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Whether `address` accepts a TCP connection, tried from the client namespace.
+fn accepts(address: SocketAddr, namespace: Option<NamespaceHandle>) -> bool {
+    std::thread::spawn(move || {
+        if let Some(namespace) = namespace {
+            if namespace.enter_client_namespace().is_err() {
+                return false;
+            }
+        }
+        TcpStream::connect_timeout(&address, Duration::from_millis(500)).is_ok()
+    })
+    .join()
+    .unwrap_or(false)
+}
+
+impl Drop for ExternalServer {
+    fn drop(&mut self) {
+        let group = self.child.id() as i32;
+        // SAFETY: signalling a process group we created; no memory is involved.
+        unsafe {
+            libc::kill(-group, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: as above.
+        unsafe {
+            libc::kill(-group, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+}
