@@ -34,6 +34,8 @@ pub struct EmulatedNetwork {
     pub network: tlslab_emulation::Network,
     /// For `Environment.network` and the summary.
     pub description: String,
+    /// The profile in force, to know when a trial changes it.
+    current: std::sync::Mutex<Option<NetworkProfile>>,
 }
 
 impl EmulatedNetwork {
@@ -83,6 +85,7 @@ impl EmulatedNetwork {
         Ok(EmulatedNetwork {
             network,
             description: description.to_string(),
+            current: std::sync::Mutex::new(None),
         })
     }
 
@@ -101,9 +104,23 @@ impl EmulatedNetwork {
             },
             None => NetworkProfile::with_rtt(Duration::ZERO),
         };
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if current.as_ref() == Some(&profile) {
+            return Ok(());
+        }
+        if let Some(previous) = current.as_ref() {
+            // Let the last trial's packets (its final resets and FINs) leave the link first:
+            // the emulator keeps each direction in order, so a SYN sent under a shorter delay
+            // would otherwise wait behind them and the first handshake would pay the old delay.
+            std::thread::sleep(
+                previous.one_way_delay() + previous.jitter + Duration::from_millis(2),
+            );
+        }
         self.network
             .set_profile(&profile)
-            .map_err(|error| environment_error(error.message, error.hint))
+            .map_err(|error| environment_error(error.message, error.hint))?;
+        *current = Some(profile);
+        Ok(())
     }
 
     pub fn client_namespace(&self) -> NamespaceHandle {

@@ -18,8 +18,12 @@ pub struct ConfigData {
     pub short_label: String,
     /// The dimensions other than concurrency, shortened the same way: Configs that differ only
     /// in concurrency share this, and become one line in the concurrency chart.
-    pub series: String,
+    pub series_by_concurrency: String,
+    /// The same for the RTT chart: every dimension but the emulated RTT.
+    pub series_by_rtt: String,
     pub concurrency: f64,
+    /// The emulated round-trip time, when the Config ran on an emulated link.
+    pub rtt_ms: Option<f64>,
     /// Successful measured handshakes, milliseconds, ascending.
     pub handshake_ms: Vec<f64>,
     /// 95% bootstrap interval of the median handshake.
@@ -50,24 +54,42 @@ impl ReportData {
         let rows = store.configs()?;
         let labels: Vec<String> = rows.iter().map(|row| row.label.clone()).collect();
         let (common_label, short_labels) = distinguishing_words(&labels);
-        // The series name: every dimension but concurrency, in label order.
-        let series_names: Vec<String> = rows
-            .iter()
-            .map(|row| {
-                let mut words = vec![format!("tls{}", row.version), row.suite.clone()];
-                words.push(row.group.clone());
-                words.extend(row.cert.clone());
-                words.extend(row.chain.map(|chain| format!("chain{chain}")));
-                words.extend(row.target.clone());
-                if row.resume {
-                    words.push("resume".into());
-                }
-                words.join(" ")
-            })
-            .collect();
-        let (_, series) = distinguishing_words(&series_names);
+        // Series names: every dimension but the one on the x axis, in label order.
+        let series_names = |leave_out: &str| -> Vec<String> {
+            let names: Vec<String> = rows
+                .iter()
+                .map(|row| {
+                    let mut words = vec![format!("tls{}", row.version), row.suite.clone()];
+                    words.push(row.group.clone());
+                    words.extend(row.cert.clone());
+                    words.extend(row.chain.map(|chain| format!("chain{chain}")));
+                    words.extend(row.target.clone());
+                    if row.resume {
+                        words.push("resume".into());
+                    }
+                    if leave_out != "concurrency" {
+                        words.push(format!("c{}", row.concurrency));
+                    }
+                    if let (Some(rtt), true) = (row.rtt_ns, leave_out != "rtt") {
+                        words.push(format!("rtt{}ms", rtt as f64 / 1e6));
+                    }
+                    if let Some(loss) = row.loss.filter(|loss| *loss > 0.0) {
+                        words.push(format!("loss{}%", loss * 100.0));
+                    }
+                    words.join(" ")
+                })
+                .collect();
+            distinguishing_words(&names).1
+        };
+        let by_concurrency = series_names("concurrency");
+        let by_rtt = series_names("rtt");
         let mut configs = Vec::with_capacity(rows.len());
-        for ((row, short_label), series) in rows.iter().zip(short_labels).zip(series) {
+        for (((row, short_label), series_by_concurrency), series_by_rtt) in rows
+            .iter()
+            .zip(short_labels)
+            .zip(by_concurrency)
+            .zip(by_rtt)
+        {
             let mut handshake_ms: Vec<f64> = store
                 .phase_values(row.id, "handshake")?
                 .into_iter()
@@ -79,8 +101,10 @@ impl ReportData {
             configs.push(ConfigData {
                 label: row.label.clone(),
                 short_label,
-                series,
+                series_by_concurrency,
+                series_by_rtt,
                 concurrency: row.concurrency as f64,
+                rtt_ms: row.rtt_ns.map(|rtt| rtt as f64 / 1e6),
                 handshake_ms,
                 median_ci,
             });
@@ -95,11 +119,20 @@ impl ReportData {
 
     /// Whether concurrency takes more than one value, so latency against it can be drawn.
     pub fn concurrency_varies(&self) -> bool {
-        let mut values: Vec<f64> = self.configs.iter().map(|c| c.concurrency).collect();
-        values.sort_by(f64::total_cmp);
-        values.dedup();
-        values.len() > 1
+        varies(self.configs.iter().map(|c| Some(c.concurrency)))
     }
+
+    /// Whether the emulated RTT takes more than one value.
+    pub fn rtt_varies(&self) -> bool {
+        varies(self.configs.iter().map(|c| c.rtt_ms))
+    }
+}
+
+fn varies(values: impl Iterator<Item = Option<f64>>) -> bool {
+    let mut values: Vec<f64> = values.flatten().collect();
+    values.sort_by(f64::total_cmp);
+    values.dedup();
+    values.len() > 1
 }
 
 /// Splits space-separated names into the words all of them share (in the first name's order)

@@ -90,6 +90,16 @@ fn physics(label: &str, median_ms: f64, floor_ms: f64, round_trips: u32) -> Opti
     }
 }
 
+/// The TCP connect is one round trip: its median must be the emulated RTT, give or take the
+/// loopback cost.
+fn connect_check(label: &str, connect_ms: f64, rtt_ms: f64) -> Option<String> {
+    (connect_ms < rtt_ms || connect_ms > rtt_ms * 1.25 + 2.0).then(|| {
+        format!(
+            "'{label}': the median TCP connect ({connect_ms:.1} ms) should be one emulated RTT ({rtt_ms:.1} ms); packets were delayed by something else"
+        )
+    })
+}
+
 /// One Config's summary.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ConfigSummary {
@@ -207,9 +217,14 @@ impl RunSummary {
                     let rtt_ms = rtt_ns as f64 / 1e6;
                     let trips = round_trips(&config.version, config.resume, emulator != "relay");
                     let floor_ms = rtt_ms * f64::from(trips);
+                    let measured_rtt_ms = phase_medians_ms.get("tcp_connect").copied();
                     let physics = handshake_ms
                         .filter(|_| rtt_ns > 0)
-                        .and_then(|h| physics(&config.label, h.median, floor_ms, trips));
+                        .and_then(|h| physics(&config.label, h.median, floor_ms, trips))
+                        .or_else(|| {
+                            let connect = measured_rtt_ms.filter(|_| emulator != "relay")?;
+                            connect_check(&config.label, connect, rtt_ms)
+                        });
                     if let Some(problem) = &physics {
                         warnings.push(format!("physics check: {problem}"));
                     }
@@ -219,7 +234,7 @@ impl RunSummary {
                         loss: config.loss.unwrap_or(0.0),
                         round_trips: trips,
                         floor_ms,
-                        measured_rtt_ms: phase_medians_ms.get("tcp_connect").copied(),
+                        measured_rtt_ms,
                         physics,
                     })
                 }

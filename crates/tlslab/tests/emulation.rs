@@ -256,6 +256,45 @@ fn relay_emulator_delays_data_and_says_it_is_lower_fidelity() {
     common::assert_user_error(&output, 2, "relay");
 }
 
+#[test]
+fn a_shorter_rtt_does_not_inherit_the_previous_trials_delay() {
+    require_emulation!();
+    let dir = scratch("rtt-switch");
+    let db = dir.join("switch.db");
+    // Block size 1: every trial alternates between the two profiles in shuffled order.
+    let output = tlslab(&[
+        "run",
+        "--rtt",
+        "10ms,150ms",
+        "-n",
+        "6",
+        "--warmup",
+        "0",
+        "--block",
+        "1",
+        "--quiet",
+        "--out",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let slowest_connect: i64 = open(&db)
+        .query_row(
+            "SELECT max(s.tcp_connect) FROM samples s JOIN configs c ON c.id = s.config_id
+             WHERE c.rtt_ns = 10000000",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    // Held behind the 150 ms profile's last packets, a connect would take 75 ms or more.
+    assert!(slowest_connect < 40_000_000, "{slowest_connect} ns");
+    // With RTT varying, the report draws latency against it.
+    let html = dir.join("switch.html");
+    let output = tlslab(&["report", db.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("<figure id=\"rtt\""), "no RTT chart");
+}
+
 fn namespaces_of(pid: u32) -> Vec<String> {
     let output = Command::new("ip").args(["netns", "list"]).output().unwrap();
     String::from_utf8_lossy(&output.stdout)

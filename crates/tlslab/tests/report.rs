@@ -170,6 +170,41 @@ fn reports_of_bad_input_say_what_and_how() {
     assert!(!dir.join("garbage.html").exists());
 }
 
+#[test]
+fn a_version_1_store_is_upgraded_when_opened() {
+    let (results, _) = report_of_a_run("report-upgrade");
+    {
+        // Make it what tlslab wrote before network emulation: no network columns, version 1.
+        let connection = rusqlite::Connection::open(&results).unwrap();
+        for column in ["rtt_ns", "jitter_ns", "loss", "rate_bps", "emulator"] {
+            connection
+                .execute_batch(&format!("ALTER TABLE configs DROP COLUMN {column}"))
+                .unwrap();
+        }
+        connection.execute_batch("PRAGMA user_version = 1").unwrap();
+    }
+    let html = results.with_file_name("upgraded.html");
+    let output = tlslab(&[
+        "report",
+        results.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let connection = common::open(&results);
+    let version: i64 = connection
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    let loopback: i64 = connection
+        .query_row(
+            "SELECT count(*) FROM configs WHERE rtt_ns IS NULL",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!((version, loopback), (2, 4));
+}
+
 fn decode_png(path: &Path) -> (u32, u32, Vec<u8>) {
     let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
     let mut reader = decoder.read_info().unwrap();

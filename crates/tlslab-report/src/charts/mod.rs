@@ -7,10 +7,10 @@
 //! in every chart, so a row can be followed from chart to chart.
 
 mod box_plot;
-mod concurrency;
 mod ecdf;
 mod median_interval;
 mod phases;
+mod scaling;
 mod usage;
 
 use std::ops::Range;
@@ -36,16 +36,18 @@ pub enum ChartKind {
     Ecdf,
     BoxPlot,
     Concurrency,
+    Rtt,
     Usage,
 }
 
 impl ChartKind {
-    pub const ALL: [ChartKind; 6] = [
+    pub const ALL: [ChartKind; 7] = [
         ChartKind::Phases,
         ChartKind::MedianInterval,
         ChartKind::Ecdf,
         ChartKind::BoxPlot,
         ChartKind::Concurrency,
+        ChartKind::Rtt,
         ChartKind::Usage,
     ];
 
@@ -57,6 +59,7 @@ impl ChartKind {
             ChartKind::Ecdf => "ecdf",
             ChartKind::BoxPlot => "box-plot",
             ChartKind::Concurrency => "concurrency",
+            ChartKind::Rtt => "rtt",
             ChartKind::Usage => "cpu-per-handshake",
         }
     }
@@ -68,6 +71,7 @@ impl ChartKind {
             ChartKind::Ecdf => "Distribution of handshake times (ECDF)",
             ChartKind::BoxPlot => "Handshake times: quartiles and tails",
             ChartKind::Concurrency => "Median and p99 handshake against concurrency",
+            ChartKind::Rtt => "Median and p99 handshake against round-trip time",
             ChartKind::Usage => "CPU per handshake",
         }
     }
@@ -80,6 +84,7 @@ impl ChartKind {
             ChartKind::Ecdf => "Share of successful handshakes completed within each time; the x axis ends at the largest 99.5th percentile so the tails do not squash the body.",
             ChartKind::BoxPlot => "Box: 25th to 75th percentile, with the median as a thick line; whiskers: 1st to 99th percentile.",
             ChartKind::Concurrency => "Solid lines and dots: median; dashed lines and triangles: 99th percentile; one line per combination of the other dimensions.",
+            ChartKind::Rtt => "Solid lines and dots: median; dashed lines and triangles: 99th percentile; grey dashes: the round-trip floors of a full handshake over TCP (2 × RTT for TLS 1.3, 3 × RTT for TLS 1.2). A median below its floor means the emulation failed.",
             ChartKind::Usage => "CPU time (user + system) per measured attempt: the lab server's (dark) and the load generator's own (light). Client CPU includes the results writer.",
         }
     }
@@ -89,6 +94,7 @@ impl ChartKind {
         let any_samples = data.configs.iter().any(|c| !c.handshake_ms.is_empty());
         match self {
             ChartKind::Concurrency => any_samples && data.concurrency_varies(),
+            ChartKind::Rtt => any_samples && data.rtt_varies(),
             ChartKind::Usage => data
                 .summary
                 .configs
@@ -104,7 +110,8 @@ impl ChartKind {
             ChartKind::MedianInterval => median_interval::size(data, style),
             ChartKind::Ecdf => ecdf::size(data, style),
             ChartKind::BoxPlot => box_plot::size(data, style),
-            ChartKind::Concurrency => concurrency::size(data, style),
+            ChartKind::Concurrency => scaling::size(data, style, scaling::Axis::Concurrency),
+            ChartKind::Rtt => scaling::size(data, style, scaling::Axis::Rtt),
             ChartKind::Usage => usage::size(data, style),
         }
     }
@@ -123,7 +130,8 @@ impl ChartKind {
             ChartKind::MedianInterval => median_interval::draw(root, data, style),
             ChartKind::Ecdf => ecdf::draw(root, data, style),
             ChartKind::BoxPlot => box_plot::draw(root, data, style),
-            ChartKind::Concurrency => concurrency::draw(root, data, style),
+            ChartKind::Concurrency => scaling::draw(root, data, style, scaling::Axis::Concurrency),
+            ChartKind::Rtt => scaling::draw(root, data, style, scaling::Axis::Rtt),
             ChartKind::Usage => usage::draw(root, data, style),
         }
     }
