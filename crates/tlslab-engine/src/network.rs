@@ -109,12 +109,12 @@ impl EmulatedNetwork {
             return Ok(());
         }
         if let Some(previous) = current.as_ref() {
-            // Let the last trial's packets (its final resets and FINs) leave the link first:
-            // the emulator keeps each direction in order, so a SYN sent under a shorter delay
-            // would otherwise wait behind them and the first handshake would pay the old delay.
-            std::thread::sleep(
-                previous.one_way_delay() + previous.jitter + Duration::from_millis(2),
-            );
+            // Let the last trial's packets leave the link first: the emulator keeps each
+            // direction in order, so a SYN sent under a shorter delay would otherwise wait
+            // behind them and the next handshake would pay the old delay. A whole round trip:
+            // the client's last reset reaches the server half an RTT later, and what the server
+            // sent in answer (an ACK of the Finished) needs the other half to come back.
+            std::thread::sleep(previous.rtt + previous.jitter * 2 + Duration::from_millis(2));
         }
         self.network
             .set_profile(&profile)

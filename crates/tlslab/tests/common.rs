@@ -57,3 +57,19 @@ pub fn assert_user_error(output: &Output, code: i32, mentions: &str) {
     assert!(text.contains("\nhint: "), "no hint line: {text}");
     assert!(text.contains(mentions), "'{mentions}' not in: {text}");
 }
+
+/// Why network emulation (namespaces, TUN devices) cannot run here, or `None` when it can.
+pub fn emulation_unavailable() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root: namespaces and TUN devices need CAP_NET_ADMIN".into());
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Some("/dev/net/tun is missing".into());
+    }
+    let probe = Command::new("ip").args(["netns", "list"]).output();
+    if !probe.is_ok_and(|output| output.status.success()) {
+        return Some("`ip netns` does not work (install iproute2)".into());
+    }
+    None
+}

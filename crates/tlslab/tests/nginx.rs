@@ -29,8 +29,8 @@ impl Drop for Nginx {
     }
 }
 
-fn start_nginx(binary: &Path, dir: &Path, chain: &str, key: &str) -> Nginx {
-    let port = closed_port();
+/// An nginx configuration in `dir` serving TLS 1.2 and 1.3 on `listen`, in the foreground.
+fn nginx_config(dir: &Path, listen: &str, chain: &str, key: &str) -> PathBuf {
     let dir_text = dir.display();
     let config = format!(
         "daemon off; master_process off; worker_processes 1; pid {dir_text}/nginx.pid;
@@ -41,7 +41,7 @@ http {{
   client_body_temp_path {dir_text}/body; proxy_temp_path {dir_text}/proxy;
   fastcgi_temp_path {dir_text}/fastcgi; uwsgi_temp_path {dir_text}/uwsgi; scgi_temp_path {dir_text}/scgi;
   server {{
-    listen 127.0.0.1:{port} ssl;
+    listen {listen} ssl;
     ssl_certificate {chain};
     ssl_certificate_key {key};
     ssl_protocols TLSv1.2 TLSv1.3;
@@ -52,6 +52,12 @@ http {{
     );
     let config_path = dir.join("nginx.conf");
     std::fs::write(&config_path, config).unwrap();
+    config_path
+}
+
+fn start_nginx(binary: &Path, dir: &Path, chain: &str, key: &str) -> Nginx {
+    let port = closed_port();
+    let config_path = nginx_config(dir, &format!("127.0.0.1:{port}"), chain, key);
     let child = Command::new(binary)
         .arg("-e")
         .arg(dir.join("error.log"))
@@ -154,4 +160,77 @@ fn nginx_serves_tls12_and_tls13_through_target() {
         summary["configs"][0]["errors"]["certificate"], 5,
         "{summary}"
     );
+}
+
+#[test]
+fn nginx_behind_an_emulated_network_through_server_cmd() {
+    let Some(binary) = nginx_binary() else {
+        eprintln!("skipping: nginx is not installed (apt-get install nginx-light; .ci/run does)");
+        return;
+    };
+    if let Some(reason) = emulation_unavailable() {
+        eprintln!("SKIPPED: {reason}");
+        return;
+    }
+    let dir = scratch("nginx-emulated");
+    let paths = stdout(&tlslab(&["pki", "--cert", "ecdsa-p256", "--chain", "1"]));
+    let path_of = |name: &str| {
+        paths
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{name} ")))
+            .unwrap()
+            .to_string()
+    };
+    let port = closed_port();
+    // nginx runs inside the server namespace and listens on all of that namespace's addresses.
+    let config = nginx_config(&dir, &port.to_string(), &path_of("chain"), &path_of("key"));
+    let command = format!(
+        "exec {} -e {} -p {} -c {}",
+        binary.display(),
+        dir.join("error.log").display(),
+        dir.display(),
+        config.display()
+    );
+    let db = dir.join("emulated.db");
+    let output = tlslab(&[
+        "run",
+        "--rtt",
+        "20ms",
+        "--server-cmd",
+        &command,
+        "--target",
+        &format!("127.0.0.1:{port}"),
+        "--sni",
+        "localhost",
+        "--ca",
+        &path_of("root"),
+        "-n",
+        "10",
+        "--warmup",
+        "1",
+        "--quiet",
+        "--json",
+        "--out",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let summary: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let config = &summary["configs"][0];
+    assert_eq!(config["ok"], 10, "{config}");
+    // TCP connect plus one TLS 1.3 round trip, each 20 ms.
+    let median = config["handshake_ms"]["median"].as_f64().unwrap();
+    assert!(median >= 40.0, "median {median} ms");
+    assert_eq!(
+        config["network"]["physics"],
+        serde_json::Value::Null,
+        "{config}"
+    );
+    // The run stopped the server it started.
+    let pid = std::fs::read_to_string(dir.join("nginx.pid")).unwrap_or_default();
+    if let Ok(pid) = pid.trim().parse::<u32>() {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "nginx {pid} still runs"
+        );
+    }
 }
