@@ -469,10 +469,10 @@ fn relay_passes_a_reset_on() {
     assert_eq!(error, Some(io::ErrorKind::ConnectionReset));
 }
 
-/// Not a test on its own: `leftovers_of_a_killed_run_are_removed` runs it in a child process
-/// that it then kills with -9.
+/// The child side of `leftovers_of_a_killed_run_are_removed`, which runs this test binary
+/// again with `TLSLAB_EMULATION_HOLD` set and kills it with -9; without the variable (every
+/// ordinary run) it does nothing.
 #[test]
-#[ignore = "helper: run by leftovers_of_a_killed_run_are_removed in a child process"]
 fn helper_hold_a_network() {
     if std::env::var_os("TLSLAB_EMULATION_HOLD").is_none() {
         return;
@@ -490,12 +490,7 @@ fn leftovers_of_a_killed_run_are_removed() {
         return;
     };
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "helper_hold_a_network",
-            "--ignored",
-            "--nocapture",
-        ])
+        .args(["--exact", "helper_hold_a_network", "--nocapture"])
         .env("TLSLAB_EMULATION_HOLD", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

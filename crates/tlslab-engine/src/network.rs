@@ -126,12 +126,6 @@ impl EmulatedNetwork {
     pub fn client_namespace(&self) -> NamespaceHandle {
         self.network.clone_handle()
     }
-
-    /// The round trips the TCP connect itself is delayed by: the relay answers the SYN
-    /// locally, so only data exchanges cross its delay.
-    pub fn connect_is_delayed(&self) -> bool {
-        self.network.kind() != EmulatorKind::Relay
-    }
 }
 
 /// A server the user's `--server-cmd` started (in the server namespace when there is one).

@@ -210,7 +210,7 @@ pub fn run(
         servers.insert(key, server);
     }
 
-    let mut target_addresses_seed: Option<(String, SocketAddr)> = None;
+    let mut target_addresses: HashMap<String, SocketAddr> = HashMap::new();
     // `--server-cmd`: the user's server, started where the lab server would run; the target
     // names its port (and, without emulation, its host).
     let mut external_server = None;
@@ -238,11 +238,7 @@ pub fn run(
                 .map_err(|error| environment_error(error.message, error.hint))?,
             None => listening,
         };
-        target_addresses_seed = Some((target.clone(), reach));
-    }
-    let mut target_addresses: HashMap<String, SocketAddr> = HashMap::new();
-    if let Some((target, reach)) = target_addresses_seed.take() {
-        target_addresses.insert(target, reach);
+        target_addresses.insert(target.clone(), reach);
     }
     let mut clients = Vec::with_capacity(configs.len());
     let mut addresses = Vec::with_capacity(configs.len());
