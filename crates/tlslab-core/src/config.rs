@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::dimension::{CertProfile, CloseMode, Group, SuiteSpec, TlsVersion};
+use crate::dimension::{
+    CertCache, CertProfile, CloseMode, Group, Http, Resume, SuiteSpec, TlsVersion, Transport,
+};
 use crate::experiment::Experiment;
 use crate::network::{Loss, Network, NetworkDimensions};
 
@@ -36,7 +38,15 @@ pub struct Config {
     pub group: Group,
     pub endpoint: Endpoint,
     pub concurrency: u32,
-    pub resume: bool,
+    pub resume: Resume,
+    /// Bytes of TLS 1.3 early data (0-RTT) on resumed handshakes; 0 sends none.
+    pub early_data: u64,
+    /// The client skips re-verifying chains it already verified.
+    pub cert_cache: bool,
+    pub transport: Transport,
+    /// The request after the handshake, if any.
+    pub http: Http,
+    pub path: String,
     pub insecure: bool,
     pub close: CloseMode,
     #[serde(skip)]
@@ -54,16 +64,63 @@ impl Config {
         }
     }
 
+    /// Whether the Config resumes sessions after each agent's first handshake.
+    pub fn resumes(&self) -> bool {
+        self.resume != Resume::Off
+    }
+
     /// The server-side part of a lab Config: Configs that share it share one lab server.
-    pub fn server_key(&self) -> Option<ServerKey> {
+    pub fn server_key(&self, body: u64) -> Option<ServerKey> {
+        let resumption = match (self.resume, self.early_data > 0) {
+            (Resume::Off, _) => ServerResumption::Off,
+            // 0-RTT needs single-use tickets, which only a stateful cache can enforce (rustls
+            // refuses early data on stateless tickets for that reason).
+            (Resume::Tickets, false) => ServerResumption::Tickets,
+            (Resume::Tickets, true) | (Resume::SessionId, _) => ServerResumption::Cache,
+        };
         match self.endpoint {
             Endpoint::Lab { cert, chain } => Some(ServerKey {
                 cert,
                 chain,
-                resumption: self.resume,
+                resumption,
+                early_data: self.early_data > 0,
+                body,
             }),
             Endpoint::Target { .. } => None,
         }
+    }
+}
+
+/// How a lab server lets clients resume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerResumption {
+    /// No tickets, no cache: fresh-handshake measurements hold no ticket-issuing work.
+    Off,
+    /// Stateless encrypted tickets (TLS 1.2 RFC 5077 tickets and TLS 1.3 tickets).
+    Tickets,
+    /// A server-side session cache: TLS 1.2 session IDs, and TLS 1.3 tickets that name a cache
+    /// entry and are removed when used, so each is accepted once (0-RTT anti-replay).
+    Cache,
+}
+
+impl ServerResumption {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerResumption::Off => "off",
+            ServerResumption::Tickets => "tickets",
+            ServerResumption::Cache => "cache",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<ServerResumption> {
+        [
+            ServerResumption::Off,
+            ServerResumption::Tickets,
+            ServerResumption::Cache,
+        ]
+        .into_iter()
+        .find(|mode| mode.as_str() == text)
     }
 }
 
@@ -72,9 +129,13 @@ impl Config {
 pub struct ServerKey {
     pub cert: CertProfile,
     pub chain: u8,
-    /// Tickets and a session cache: only when the Config resumes (DESIGN §5.2), so fresh
+    /// Tickets or a session cache only when the Config resumes (DESIGN §5.2), so fresh
     /// handshakes do not pay for tickets nobody uses.
-    pub resumption: bool,
+    pub resumption: ServerResumption,
+    /// Accept TLS 1.3 early data.
+    pub early_data: bool,
+    /// Bytes of the body every HTTP response carries.
+    pub body: u64,
 }
 
 /// Why an experiment cannot run as written.
@@ -133,6 +194,82 @@ fn invalid_reason(
     None
 }
 
+/// The session-level dimensions of one Config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Session {
+    transport: Transport,
+    http: Http,
+    resume: Resume,
+    early_data: u64,
+    cert_cache: bool,
+}
+
+/// Why a combination of transport, request and resumption cannot run, or `None`.
+fn invalid_session_reason(version: TlsVersion, session: Session) -> Option<String> {
+    let Session {
+        transport,
+        http,
+        resume,
+        early_data,
+        cert_cache,
+    } = session;
+    if transport == Transport::Quic && version == TlsVersion::Tls12 {
+        return Some("QUIC carries TLS 1.3 only, not TLS 1.2".into());
+    }
+    match (transport, http) {
+        (Transport::Quic, Http::Http11 | Http::Http2) => {
+            return Some(format!("HTTP/{http} runs over TCP; QUIC carries HTTP/3"))
+        }
+        (Transport::Tcp, Http::Http3) => {
+            return Some("HTTP/3 needs QUIC (--transport quic)".into())
+        }
+        _ => {}
+    }
+    if early_data > 0 && version == TlsVersion::Tls12 {
+        return Some("early data (0-RTT) exists only in TLS 1.3".into());
+    }
+    if early_data > 0 && resume == Resume::Off {
+        return Some("early data (0-RTT) needs a resumed session (--resume tickets)".into());
+    }
+    if cert_cache && resume != Resume::Off {
+        return Some(
+            "the certificate cache has nothing to save on resumed handshakes, which verify no certificate"
+                .into(),
+        );
+    }
+    None
+}
+
+/// Every combination of the session-level dimensions, in matrix order.
+fn sessions(experiment: &Experiment) -> Vec<Session> {
+    let mut sessions = Vec::new();
+    for &transport in &experiment.transport {
+        for &http in &experiment.http {
+            for &resume in &experiment.resume {
+                for &early_data in &experiment.early_data {
+                    for &cert_cache in &experiment.cert_cache {
+                        // A 0-RTT request needs a request: HTTP/1.1 over TCP, HTTP/3 over QUIC
+                        // unless the experiment names one.
+                        let http = if http == Http::None && early_data > 0 {
+                            Http::default_for(transport)
+                        } else {
+                            http
+                        };
+                        sessions.push(Session {
+                            transport,
+                            http,
+                            resume,
+                            early_data,
+                            cert_cache: cert_cache == CertCache::On,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    sessions
+}
+
 fn require_nonempty<T>(values: &[T], name: &str) -> Result<(), ConfigError> {
     if values.is_empty() {
         return Err(error(
@@ -150,6 +287,48 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
     require_nonempty(&experiment.suite, "suite")?;
     require_nonempty(&experiment.group, "group")?;
     require_nonempty(&experiment.concurrency, "concurrency")?;
+    require_nonempty(&experiment.transport, "transport")?;
+    require_nonempty(&experiment.http, "http")?;
+    require_nonempty(&experiment.resume, "resume")?;
+    require_nonempty(&experiment.early_data, "early-data")?;
+    require_nonempty(&experiment.cert_cache, "cert-cache")?;
+    if !experiment.path.starts_with('/') {
+        return Err(error(
+            format!("request path '{}' does not start with /", experiment.path),
+            "give an absolute path such as --path /index.html",
+        ));
+    }
+    if experiment.body > MAX_BODY {
+        return Err(error(
+            format!(
+                "a body of {} bytes is above the lab server's limit",
+                experiment.body
+            ),
+            format!("give --body {MAX_BODY} or less"),
+        ));
+    }
+    if let Some(&size) = experiment
+        .early_data
+        .iter()
+        .find(|&&size| size > MAX_EARLY_DATA)
+    {
+        return Err(error(
+            format!("{size} bytes of early data is more than a server accepts"),
+            format!("give --early-data {MAX_EARLY_DATA} or less"),
+        ));
+    }
+    if experiment.replay && experiment.early_data.iter().all(|&size| size == 0) {
+        return Err(error(
+            "--replay re-sends 0-RTT flights, but the experiment sends no early data",
+            "add --resume tickets --early-data 1024",
+        ));
+    }
+    if experiment.replay && experiment.target.is_some() {
+        return Err(error(
+            "--replay needs the lab server, which counts the replays it rejects",
+            "drop --target, or drop --replay",
+        ));
+    }
     if experiment.handshakes == 0 {
         return Err(error(
             "handshakes is 0",
@@ -239,6 +418,13 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
         rate: !experiment.rate.is_empty(),
     };
     let networks = networks(experiment, &named);
+    let sessions = sessions(experiment);
+    let sizes_differ = experiment
+        .early_data
+        .iter()
+        .filter(|&&size| size > 0)
+        .count()
+        > 1;
 
     let mut configs = Vec::new();
     let mut rejected = Vec::new();
@@ -254,37 +440,49 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                         rejected.push(reason);
                         continue;
                     }
-                    for (&concurrency, network) in experiment
-                        .concurrency
-                        .iter()
-                        .flat_map(|c| networks.iter().map(move |n| (c, n)))
-                    {
-                        let index = configs.len();
-                        let mut label = automatic_label(
-                            version,
-                            suite,
-                            group,
-                            endpoint,
-                            concurrency,
-                            experiment.resume,
-                        );
-                        if let Some(network) = network {
-                            label = format!("{label} {}", network.label(&named));
+                    for &session in &sessions {
+                        if let Some(reason) = invalid_session_reason(version, session) {
+                            rejected.push(reason);
+                            continue;
                         }
-                        configs.push(Config {
-                            index,
-                            label,
-                            version,
-                            suite: suite.clone(),
-                            group,
-                            endpoint: endpoint.clone(),
-                            concurrency,
-                            resume: experiment.resume,
-                            insecure: experiment.insecure,
-                            close: experiment.close,
-                            timeout: experiment.timeout,
-                            network: *network,
-                        });
+                        for (&concurrency, network) in experiment
+                            .concurrency
+                            .iter()
+                            .flat_map(|c| networks.iter().map(move |n| (c, n)))
+                        {
+                            let index = configs.len();
+                            let mut label = automatic_label(
+                                version,
+                                suite,
+                                group,
+                                endpoint,
+                                concurrency,
+                                session,
+                                sizes_differ,
+                            );
+                            if let Some(network) = network {
+                                label = format!("{label} {}", network.label(&named));
+                            }
+                            configs.push(Config {
+                                index,
+                                label,
+                                version,
+                                suite: suite.clone(),
+                                group,
+                                endpoint: endpoint.clone(),
+                                concurrency,
+                                resume: session.resume,
+                                early_data: session.early_data,
+                                cert_cache: session.cert_cache,
+                                transport: session.transport,
+                                http: session.http,
+                                path: experiment.path.clone(),
+                                insecure: experiment.insecure,
+                                close: experiment.close,
+                                timeout: experiment.timeout,
+                                network: *network,
+                            });
+                        }
                     }
                 }
             }
@@ -400,21 +598,46 @@ pub fn target_host(address: &str) -> Option<&str> {
     (!host.is_empty()).then_some(host)
 }
 
+/// The largest response body the lab server sends.
+pub const MAX_BODY: u64 = 64 << 20;
+
+/// The largest early data a Config may send: rustls' default limit for a server that accepts
+/// early data over TCP.
+pub const MAX_EARLY_DATA: u64 = 16_384;
+
 fn automatic_label(
     version: TlsVersion,
     suite: &SuiteSpec,
     group: Group,
     endpoint: &Endpoint,
     concurrency: u32,
-    resume: bool,
+    session: Session,
+    sizes_differ: bool,
 ) -> String {
     let mut label = format!("{} {} {}", version.label(), suite.name, group);
     if let Endpoint::Lab { cert, chain } = endpoint {
         label.push_str(&format!(" {cert} chain{chain}"));
     }
     label.push_str(&format!(" c{concurrency}"));
-    if resume {
-        label.push_str(" resume");
+    if session.transport == Transport::Quic {
+        label.push_str(" quic");
+    }
+    if session.http != Http::None {
+        label.push_str(&format!(" {}", session.http.label()));
+    }
+    match session.resume {
+        Resume::Off => {}
+        Resume::Tickets => label.push_str(" tickets"),
+        Resume::SessionId => label.push_str(" session-id"),
+    }
+    if session.early_data > 0 {
+        label.push_str(" 0rtt");
+        if sizes_differ {
+            label.push_str(&format!("{}B", session.early_data));
+        }
+    }
+    if session.cert_cache {
+        label.push_str(" certcache");
     }
     label
 }
@@ -546,5 +769,67 @@ mod tests {
         ] {
             assert!(expand(&experiment).is_err(), "{experiment:?}");
         }
+    }
+
+    #[test]
+    fn session_dimensions_expand_and_reject_what_cannot_run() {
+        let techniques = Experiment {
+            resume: vec![Resume::Off, Resume::Tickets],
+            early_data: vec![0, 1024],
+            cert_cache: vec![CertCache::Off, CertCache::On],
+            skip_invalid: true,
+            ..Experiment::default()
+        };
+        let labels: Vec<String> = expand(&techniques)
+            .unwrap()
+            .into_iter()
+            .map(|c| c.label)
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "tls1.3 aes128gcm x25519 ecdsa-p256 chain1 c1",
+                "tls1.3 aes128gcm x25519 ecdsa-p256 chain1 c1 certcache",
+                "tls1.3 aes128gcm x25519 ecdsa-p256 chain1 c1 tickets",
+                "tls1.3 aes128gcm x25519 ecdsa-p256 chain1 c1 h1 tickets 0rtt",
+            ]
+        );
+        let error = expand(&Experiment {
+            skip_invalid: false,
+            ..techniques
+        })
+        .unwrap_err();
+        assert!(error.message.contains("needs a resumed session"), "{error}");
+
+        let quic = Experiment {
+            tls: vec![TlsVersion::Tls12, TlsVersion::Tls13],
+            transport: vec![Transport::Quic],
+            ..Experiment::default()
+        };
+        assert!(expand(&quic)
+            .unwrap_err()
+            .message
+            .contains("QUIC carries TLS 1.3 only"));
+        let h3_over_tcp = Experiment {
+            http: vec![Http::Http3],
+            ..Experiment::default()
+        };
+        assert!(expand(&h3_over_tcp)
+            .unwrap_err()
+            .message
+            .contains("needs QUIC"));
+
+        // 0-RTT needs single-use tickets, so the lab server keeps a cache.
+        let zero_rtt = expand(&Experiment {
+            transport: vec![Transport::Quic],
+            resume: vec![Resume::Tickets],
+            early_data: vec![512],
+            ..Experiment::default()
+        })
+        .unwrap();
+        assert_eq!(zero_rtt[0].http, Http::Http3);
+        let key = zero_rtt[0].server_key(10).unwrap();
+        assert_eq!(key.resumption, ServerResumption::Cache);
+        assert!(key.early_data);
     }
 }

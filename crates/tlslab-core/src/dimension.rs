@@ -208,6 +208,64 @@ spelled_enum!(
     }
 );
 
+spelled_enum!(
+    /// What carries TLS: a TCP connection, or QUIC (TLS 1.3 inside QUIC packets over UDP).
+    Transport, "transport", {
+        Tcp => "tcp",
+        Quic => "quic",
+    }
+);
+
+spelled_enum!(
+    /// The request sent after the handshake, if any: HTTP/1.1 and HTTP/2 over TLS (chosen by
+    /// ALPN), HTTP/3 over QUIC.
+    Http, "HTTP version", {
+        None => "none" | "off",
+        Http11 => "1.1" | "http/1.1" | "http1.1" | "h1",
+        Http2 => "2" | "h2" | "http/2" | "http2",
+        Http3 => "3" | "h3" | "http/3" | "http3",
+    }
+);
+
+impl Http {
+    /// The word used in labels (`h1`, `h2`, `h3`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Http::None => "",
+            Http::Http11 => "h1",
+            Http::Http2 => "h2",
+            Http::Http3 => "h3",
+        }
+    }
+
+    /// The request a Config sends by default when it needs one (early data carries it).
+    pub fn default_for(transport: Transport) -> Http {
+        match transport {
+            Transport::Tcp => Http::Http11,
+            Transport::Quic => Http::Http3,
+        }
+    }
+}
+
+spelled_enum!(
+    /// Session resumption: none (every handshake full), TLS tickets, or a server-side session
+    /// cache (TLS 1.2 session IDs; in TLS 1.3, where every resumption is a ticket, single-use
+    /// tickets that only name an entry of the server's cache).
+    Resume, "resumption", {
+        Off => "off" | "no" | "none" | "false",
+        Tickets => "tickets" | "ticket" | "on" | "true" | "yes",
+        SessionId => "session-id" | "sessionid" | "session_id" | "id" | "cache",
+    }
+);
+
+spelled_enum!(
+    /// Whether the client skips re-verifying a certificate chain it has already verified.
+    CertCache, "certificate cache", {
+        Off => "off" | "no" | "false",
+        On => "on" | "yes" | "true",
+    }
+);
+
 /// A cipher suite as the user asked for it: a bulk cipher, optionally pinned to a version and,
 /// for TLS 1.2, an authentication (when given by its full IANA or OpenSSL name).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

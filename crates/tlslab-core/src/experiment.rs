@@ -6,7 +6,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{expand, Config, ConfigError};
-use crate::dimension::{CertProfile, Cipher, CloseMode, Emulator, Group, SuiteSpec, TlsVersion};
+use crate::dimension::{
+    CertCache, CertProfile, Cipher, CloseMode, Emulator, Group, Http, Resume, SuiteSpec,
+    TlsVersion, Transport,
+};
 use crate::duration;
 use crate::network::{Loss, Rate};
 
@@ -40,8 +43,26 @@ pub struct Experiment {
     /// Per-attempt time limit.
     #[serde(with = "duration::serde_text")]
     pub timeout: Duration,
-    /// Resume sessions: each agent's first handshake is full, the rest resume.
-    pub resume: bool,
+    /// Session resumption (`off`, `tickets`, `session-id`): with resumption each agent's first
+    /// handshake is full and the rest resume. `resume = true` in older files means `tickets`.
+    #[serde(deserialize_with = "resume_values")]
+    pub resume: Vec<Resume>,
+    /// TLS 1.3 0-RTT: bytes of early data to send on resumed handshakes (the request, padded
+    /// to this size); 0 sends none.
+    pub early_data: Vec<u64>,
+    /// Whether the client skips re-verifying certificate chains it already verified.
+    pub cert_cache: Vec<CertCache>,
+    /// TLS over TCP, or QUIC.
+    pub transport: Vec<Transport>,
+    /// The request sent after the handshake (`none`, `1.1`, `2` over TCP, `3` over QUIC).
+    pub http: Vec<Http>,
+    /// The request's path.
+    pub path: String,
+    /// Size in bytes of the body the lab server answers every request with.
+    pub body: u64,
+    /// After the run, re-send captured 0-RTT flights to the lab server and count how many of
+    /// them it rejects (anti-replay).
+    pub replay: bool,
     /// How the client closes connections after the handshake.
     pub close: CloseMode,
     /// An external server (`host:port`) instead of the lab server.
@@ -98,7 +119,14 @@ impl Default for Experiment {
             block: None,
             seed: None,
             timeout: Duration::from_secs(10),
-            resume: false,
+            resume: vec![Resume::Off],
+            early_data: vec![0],
+            cert_cache: vec![CertCache::Off],
+            transport: vec![Transport::Tcp],
+            http: vec![Http::None],
+            path: "/".to_string(),
+            body: 1024,
+            replay: false,
             close: CloseMode::Reset,
             target: None,
             sni: None,
@@ -116,6 +144,25 @@ impl Default for Experiment {
             server_cmd: None,
         }
     }
+}
+
+/// `resume` as a list of modes, one mode, or the boolean older experiment files used.
+fn resume_values<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<Resume>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Given {
+        Flag(bool),
+        One(Resume),
+        Many(Vec<Resume>),
+    }
+    Ok(match Given::deserialize(deserializer)? {
+        Given::Flag(true) => vec![Resume::Tickets],
+        Given::Flag(false) => vec![Resume::Off],
+        Given::One(mode) => vec![mode],
+        Given::Many(modes) => modes,
+    })
 }
 
 impl Experiment {
@@ -162,6 +209,17 @@ mod tests {
         assert!(error.contains("handshake"), "{error}");
         let error = Experiment::from_toml("group = [\"x448\"]").unwrap_err();
         assert!(error.contains("x25519"), "{error}");
+    }
+
+    #[test]
+    fn resume_accepts_the_old_boolean_one_mode_or_a_list() {
+        let old = Experiment::from_toml("resume = true").unwrap();
+        assert_eq!(old.resume, vec![Resume::Tickets]);
+        let one = Experiment::from_toml("resume = \"session-id\"").unwrap();
+        assert_eq!(one.resume, vec![Resume::SessionId]);
+        let many = Experiment::from_toml("resume = [\"off\", \"tickets\"]").unwrap();
+        assert_eq!(many.resume, vec![Resume::Off, Resume::Tickets]);
+        assert!(Experiment::from_toml("resume = \"sometimes\"").is_err());
     }
 
     #[test]

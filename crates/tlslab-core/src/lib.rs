@@ -27,11 +27,14 @@ pub mod network;
 pub mod plan;
 pub mod sample;
 
-pub use config::{Config, ConfigError, Endpoint, ServerKey};
+pub use config::{Config, ConfigError, Endpoint, ServerKey, ServerResumption};
 pub use dimension::{
-    Authentication, CertProfile, Cipher, CloseMode, Emulator, Group, KeyKind, SuiteSpec, TlsVersion,
+    Authentication, CertCache, CertProfile, Cipher, CloseMode, Emulator, Group, Http, KeyKind,
+    Resume, SuiteSpec, TlsVersion, Transport,
 };
 pub use experiment::Experiment;
 pub use network::{Loss, Network, NetworkDimensions, Rate};
 pub use plan::{Plan, Trial};
-pub use sample::{ErrorClass, Event, Negotiated, Outcome, Phase, Sample, Timeline};
+pub use sample::{
+    ErrorClass, Event, Negotiated, Outcome, Phase, QuicPath, Response, Sample, Timeline,
+};

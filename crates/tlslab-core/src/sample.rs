@@ -35,10 +35,12 @@ pub enum Event {
     HandshakeDone,
     /// The first byte of the response to an optional request.
     FirstByte,
+    /// The last byte of that response.
+    ResponseDone,
 }
 
 impl Event {
-    pub const ALL: [Event; 10] = [
+    pub const ALL: [Event; 11] = [
         Event::Start,
         Event::TcpConnected,
         Event::ClientHelloSent,
@@ -49,6 +51,7 @@ impl Event {
         Event::ClientFinishedSent,
         Event::HandshakeDone,
         Event::FirstByte,
+        Event::ResponseDone,
     ];
 
     /// The name used in the store, exports and output.
@@ -64,6 +67,7 @@ impl Event {
             Event::ClientFinishedSent => "client_finished_sent",
             Event::HandshakeDone => "handshake_done",
             Event::FirstByte => "first_byte",
+            Event::ResponseDone => "response_done",
         }
     }
 }
@@ -74,7 +78,8 @@ impl Event {
 pub enum Phase {
     /// start → tcp_connected.
     TcpConnect,
-    /// tcp_connected → client_hello_sent: key-share generation (large for ML-KEM).
+    /// tcp_connected → client_hello_sent: key-share generation (large for ML-KEM). QUIC has no
+    /// TCP connect, so there it runs from start and includes the UDP socket's creation.
     ClientHelloBuild,
     /// client_hello_sent → server_hello_received: one round trip plus server compute.
     ServerResponse,
@@ -94,10 +99,12 @@ pub enum Phase {
     TlsHandshake,
     /// start → first_byte.
     Ttfb,
+    /// start → response_done: the whole connection-to-response time.
+    Total,
 }
 
 impl Phase {
-    pub const ALL: [Phase; 10] = [
+    pub const ALL: [Phase; 11] = [
         Phase::TcpConnect,
         Phase::ClientHelloBuild,
         Phase::ServerResponse,
@@ -108,6 +115,7 @@ impl Phase {
         Phase::Handshake,
         Phase::TlsHandshake,
         Phase::Ttfb,
+        Phase::Total,
     ];
 
     /// The phases that partition `handshake`, in time order.
@@ -133,6 +141,7 @@ impl Phase {
             Phase::Handshake => "handshake",
             Phase::TlsHandshake => "tls_handshake",
             Phase::Ttfb => "ttfb",
+            Phase::Total => "total",
         }
     }
 
@@ -172,7 +181,10 @@ impl Timeline {
         let span = |from: Event, to: Event| Some(self.get(to)?.saturating_sub(self.get(from)?));
         match phase {
             Phase::TcpConnect => span(Event::Start, Event::TcpConnected),
-            Phase::ClientHelloBuild => span(Event::TcpConnected, Event::ClientHelloSent),
+            Phase::ClientHelloBuild => match self.get(Event::TcpConnected) {
+                Some(_) => span(Event::TcpConnected, Event::ClientHelloSent),
+                None => span(Event::Start, Event::ClientHelloSent),
+            },
             Phase::ServerResponse => span(Event::ClientHelloSent, Event::ServerHelloReceived),
             Phase::ServerFlight => span(Event::ServerHelloReceived, Event::ServerFlightReceived),
             Phase::CertValidation => span(Event::CertVerifyStart, Event::CertVerifyEnd),
@@ -182,8 +194,12 @@ impl Timeline {
             }
             Phase::ServerFinish => span(Event::ClientFinishedSent, Event::HandshakeDone),
             Phase::Handshake => span(Event::Start, Event::HandshakeDone),
-            Phase::TlsHandshake => span(Event::TcpConnected, Event::HandshakeDone),
+            Phase::TlsHandshake => match self.get(Event::TcpConnected) {
+                Some(_) => span(Event::TcpConnected, Event::HandshakeDone),
+                None => span(Event::Start, Event::HandshakeDone),
+            },
             Phase::Ttfb => span(Event::Start, Event::FirstByte),
+            Phase::Total => span(Event::Start, Event::ResponseDone),
         }
     }
 
@@ -291,6 +307,30 @@ pub struct Negotiated {
     pub alpn: Option<String>,
     /// Whether the server accepted the offered session; `None` when nothing was offered.
     pub resumed: Option<bool>,
+    /// Whether the server accepted the early data (0-RTT); `None` when none was sent.
+    pub early_data: Option<bool>,
+}
+
+/// QUIC's view of the path during one attempt (quinn's connection statistics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct QuicPath {
+    /// The smoothed RTT estimate when the attempt ended, in nanoseconds.
+    pub rtt_ns: u64,
+    /// UDP datagrams sent and received.
+    pub datagrams_sent: u64,
+    pub datagrams_received: u64,
+    /// QUIC packets sent, and those declared lost.
+    pub packets_sent: u64,
+    pub packets_lost: u64,
+}
+
+/// What the optional request after the handshake returned.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Response {
+    /// The HTTP status, when it could be read.
+    pub status: Option<u16>,
+    /// Body bytes received.
+    pub body_bytes: u64,
 }
 
 /// The record of one handshake attempt, success or failure.
@@ -312,8 +352,15 @@ pub struct Sample {
     /// Bytes written to and read from the socket until the handshake ended.
     pub bytes_sent: u64,
     pub bytes_received: u64,
-    /// Size of the first flight the client wrote (the ClientHello record).
+    /// Size of the first flight the client wrote (the ClientHello record; over QUIC the
+    /// Initial datagrams, padded to at least 1,200 bytes each, and any 0-RTT packets).
     pub client_hello_bytes: Option<u64>,
+    /// Bytes the server sent until the client had its first flight (`server_flight_received`).
+    pub server_flight_bytes: Option<u64>,
+    /// The request's response, when the Config sends one.
+    pub response: Option<Response>,
+    /// QUIC path statistics, for QUIC attempts.
+    pub quic: Option<QuicPath>,
     /// Whether certificate verification was disabled for this attempt.
     pub insecure: bool,
 }
@@ -379,7 +426,7 @@ mod tests {
         let mut timeline = full_handshake();
         timeline.set(Event::CertVerifyEnd, 1);
         assert!(!timeline.is_ordered());
-        assert_eq!(Event::ALL.map(Event::name).len(), 10);
+        assert_eq!(Event::ALL.map(Event::name).len(), 11);
         assert_eq!(
             Phase::from_name("server_response"),
             Some(Phase::ServerResponse)

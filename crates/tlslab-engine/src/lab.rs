@@ -44,6 +44,8 @@ impl LabServer {
             cert,
             chain,
             resumption,
+            early_data,
+            body,
         } = key;
         let listen = match network {
             Some(network) => SocketAddr::new(network.server_ip(), 0),
@@ -62,8 +64,13 @@ impl LabServer {
             .arg(chain.to_string())
             .arg("--pki-dir")
             .arg(pki_dir);
-        if resumption {
-            command.arg("--resumption");
+        command
+            .arg("--resumption")
+            .arg(resumption.as_str())
+            .arg("--body")
+            .arg(body.to_string());
+        if early_data {
+            command.arg("--early-data");
         }
         let mut child = command
             .stdin(Stdio::piped())
@@ -103,7 +110,16 @@ impl LabServer {
 
     /// The server's CPU time so far and its peak memory since the previous call.
     pub fn usage(&mut self) -> Option<Usage> {
-        writeln!(self.input, "usage").ok()?;
+        self.ask("usage")
+    }
+
+    /// What the server counted so far: tickets redeemed, replays refused, early data.
+    pub fn counters(&mut self) -> Option<ServerCounters> {
+        self.ask("counters")
+    }
+
+    fn ask<T: serde::de::DeserializeOwned>(&mut self, request: &str) -> Option<T> {
+        writeln!(self.input, "{request}").ok()?;
         self.input.flush().ok()?;
         let mut line = String::new();
         if self.output.read_line(&mut line).ok()? == 0 {
@@ -120,9 +136,18 @@ impl Drop for LabServer {
     }
 }
 
-/// The child's side of the control channel: announce `address`, then answer usage requests
-/// until stdin closes. Blocks the calling thread.
-pub fn answer_control_requests(address: SocketAddr) {
+/// The lab server's counters as the control channel carries them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerCounters {
+    pub tickets_redeemed: u64,
+    pub replays_rejected: u64,
+    pub early_data_accepted: u64,
+    pub requests: u64,
+}
+
+/// The child's side of the control channel: announce `address` (TCP and UDP share the port),
+/// then answer `usage` and `counters` requests until stdin closes. Blocks the calling thread.
+pub fn answer_control_requests(address: SocketAddr, counters: impl Fn() -> ServerCounters) {
     let stdout = std::io::stdout();
     let announce = serde_json::to_string(&Ready { listening: address }).expect("serializable");
     {
@@ -141,6 +166,14 @@ pub fn answer_control_requests(address: SocketAddr) {
                 out,
                 "{}",
                 serde_json::to_string(&usage).expect("serializable")
+            );
+            let _ = out.flush();
+        } else if line.trim() == "counters" {
+            let mut out = stdout.lock();
+            let _ = writeln!(
+                out,
+                "{}",
+                serde_json::to_string(&counters()).expect("serializable")
             );
             let _ = out.flush();
         }

@@ -6,7 +6,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tlslab_core::{Emulator, Experiment, Network};
+use tlslab_core::{Emulator, Experiment, Network, Transport};
 use tlslab_emulation::{
     choose, remove_leftovers, EmulatorChoice, EmulatorKind, NamespaceHandle, NetworkProfile,
 };
@@ -65,6 +65,18 @@ impl EmulatedNetwork {
                 "the relay emulator cannot drop packets or limit the rate",
                 "use --emulator tun or netem (they need root or CAP_NET_ADMIN), or leave out --loss and --rate",
             ));
+        }
+        if kind == EmulatorKind::Relay && experiment.transport.contains(&Transport::Quic) {
+            return Err(match experiment.emulator {
+                Emulator::Relay => configuration_error(
+                    "the relay emulator carries TCP only, not QUIC's UDP",
+                    "use --emulator tun or netem (they need root or CAP_NET_ADMIN)",
+                ),
+                _ => environment_error(
+                    "QUIC over an emulated network needs the tun or netem emulator, and this machine can run neither",
+                    "run as root or with CAP_NET_ADMIN and /dev/net/tun, or drop --transport quic",
+                ),
+            });
         }
         if experiment.target.is_some()
             && experiment.server_cmd.is_none()

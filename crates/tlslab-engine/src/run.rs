@@ -10,10 +10,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use tlslab_core::{
-    Config, Endpoint, ErrorClass, Event, Experiment, Outcome, Plan, Sample, ServerKey, Trial,
+    Config, Endpoint, ErrorClass, Event, Experiment, Outcome, Plan, Sample, ServerKey, Transport,
+    Trial,
 };
 use tlslab_pki::Pki;
-use tlslab_tls::{AgentSession, Attempt, Client, ClientSettings, Failure, Trust};
+use tlslab_tls::{
+    AgentSession, Attempt, Client, ClientSettings, Failure, QuicAttemptOptions, Trust,
+};
 
 use crate::environment::Environment;
 use crate::lab::LabServer;
@@ -58,6 +61,20 @@ pub enum Record {
     Trial(TrialRecord),
     /// A Config met the `--until-ci` target and runs no more blocks.
     Stopped(EarlyStop),
+    /// The replay probe's result for one Config.
+    Replay(ReplayRecord),
+}
+
+/// What the lab server did with re-sent 0-RTT flights (`--replay`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ReplayRecord {
+    pub config: usize,
+    /// Captured first flights re-sent.
+    pub sent: u64,
+    /// Replays the server recognised as a spent ticket and refused.
+    pub rejected: u64,
+    /// Tickets the server redeemed during the probe: a replay it accepted (should be 0).
+    pub accepted: u64,
 }
 
 /// How the run ended.
@@ -179,7 +196,7 @@ pub fn run(
     let mut servers: HashMap<ServerKey, LabServer> = HashMap::new();
     let mut roots: HashMap<ServerKey, Trust> = HashMap::new();
     for config in configs {
-        let Some(key) = config.server_key() else {
+        let Some(key) = config.server_key(experiment.body) else {
             continue;
         };
         if servers.contains_key(&key) {
@@ -243,7 +260,10 @@ pub fn run(
     let mut clients = Vec::with_capacity(configs.len());
     let mut addresses = Vec::with_capacity(configs.len());
     for config in configs {
-        let (address, server_name, trust) = match (&config.endpoint, config.server_key()) {
+        let (address, server_name, trust) = match (
+            &config.endpoint,
+            config.server_key(experiment.body),
+        ) {
             (Endpoint::Lab { .. }, Some(key)) => (
                 match &emulated {
                     Some(emulated) => emulated
@@ -302,6 +322,11 @@ pub fn run(
             server_name,
             trust,
             resume: config.resume,
+            early_data: config.early_data,
+            cert_cache: config.cert_cache,
+            transport: config.transport,
+            http: config.http,
+            path: config.path.clone(),
         })
         .map_err(|error| {
             environment_error(
@@ -400,6 +425,8 @@ pub fn run(
     }
 
     let mut sessions: Vec<Vec<AgentSession>> = vec![Vec::new(); configs.len()];
+    // First flights of 0-RTT attempts, kept for the replay probe.
+    let flights: Vec<Flights> = configs.iter().map(|_| Flights::default()).collect();
     let mut measured: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
     let mut finished_early = vec![false; configs.len()];
     let mut last_round = 0;
@@ -458,7 +485,9 @@ pub fn run(
         while agents.len() < config.concurrency as usize {
             agents.push(client.agent_session());
         }
-        let mut server = config.server_key().and_then(|key| servers.get_mut(&key));
+        let mut server = config
+            .server_key(experiment.body)
+            .and_then(|key| servers.get_mut(&key));
         let server_before = server.as_mut().and_then(|s| s.usage());
         let client_before = Usage::current();
         let trial_start = Instant::now();
@@ -471,6 +500,7 @@ pub fn run(
             stop: stop.clone(),
             done: done.clone(),
             errors: errors.clone(),
+            flights: experiment.replay.then(|| flights[trial.config].clone()),
         };
         let (attempted, handshakes) =
             runtime.block_on(run_trial(context, agents.clone(), sender.clone()));
@@ -492,6 +522,51 @@ pub fn run(
             server: server_usage,
             client: client_usage,
         })));
+    }
+    if experiment.replay && !stopped && failure.is_none() {
+        for (index, config) in configs.iter().enumerate() {
+            let Some(server) = config
+                .server_key(experiment.body)
+                .and_then(|key| servers.get_mut(&key))
+            else {
+                continue;
+            };
+            let captured =
+                std::mem::take(&mut *flights[index].lock().unwrap_or_else(|e| e.into_inner()));
+            if captured.is_empty() {
+                continue;
+            }
+            let before = server.counters();
+            let address = addresses[index];
+            let transport = config.transport;
+            let patience = config
+                .network
+                .map_or(Duration::ZERO, |network| network.rtt * 2)
+                + Duration::from_millis(50);
+            let sent = runtime.block_on(async {
+                let mut sent = 0;
+                for flight in &captured {
+                    let replayed = match transport {
+                        Transport::Tcp => {
+                            tlslab_tls::replay_tcp(address, &flight.concat(), patience).await
+                        }
+                        Transport::Quic => tlslab_tls::replay_quic(address, flight, patience).await,
+                    };
+                    sent += u64::from(replayed.is_ok());
+                }
+                sent
+            });
+            // The server handles each replay on its own task; give the last ones a moment.
+            std::thread::sleep(patience);
+            if let (Some(before), Some(after)) = (before, server.counters()) {
+                let _ = sender.send(Message::Record(Record::Replay(ReplayRecord {
+                    config: index,
+                    sent,
+                    rejected: after.replays_rejected - before.replays_rejected,
+                    accepted: after.tickets_redeemed - before.tickets_redeemed,
+                })));
+            }
+        }
     }
     stopped |= stop.swap(true, Ordering::SeqCst) || failure.is_some();
     let end = RunEnd {
@@ -528,6 +603,13 @@ pub fn run(
     }
 }
 
+/// Captured first flights of one Config's 0-RTT attempts (each a list of datagrams or one
+/// TCP write).
+type Flights = Arc<std::sync::Mutex<Vec<Vec<Vec<u8>>>>>;
+
+/// The replay probe re-sends at most this many flights per Config.
+const REPLAYED_FLIGHTS: usize = 100;
+
 struct TrialContext {
     trial: Trial,
     config: Arc<Config>,
@@ -537,6 +619,8 @@ struct TrialContext {
     stop: Arc<AtomicBool>,
     done: Arc<AtomicU64>,
     errors: Arc<AtomicU64>,
+    /// Where 0-RTT first flights go when the run ends with a replay probe.
+    flights: Option<Flights>,
 }
 
 /// Runs one block: `concurrency` agents share the block's handshakes. Returns how many were
@@ -591,37 +675,44 @@ async fn attempt(context: &TrialContext, session: &AgentSession, agent: u32) -> 
     let config = &context.config;
     let mut attempt = Attempt::start();
     let started_at = attempt.origin.duration_since(context.run_origin).as_nanos() as u64;
+    if context.flights.is_some() && config.early_data > 0 {
+        attempt.captured = Some(Vec::new());
+    }
     let result = tokio::time::timeout(config.timeout, async {
-        let stream = tlslab_net::connect(context.address, config.close)
-            .await
-            .map_err(|error| Failure::new(tlslab_net::classify(&error), error.to_string()))?;
-        attempt.mark(Event::TcpConnected);
-        context
-            .client
-            .handshake(session, &mut attempt, stream)
-            .await
+        match config.transport {
+            Transport::Tcp => tcp_attempt(context, session, &mut attempt).await,
+            Transport::Quic => {
+                let options = QuicAttemptOptions {
+                    capture: attempt.captured.is_some(),
+                };
+                context
+                    .client
+                    .quic_attempt(session, &mut attempt, context.address, options)
+                    .await
+            }
+        }
     })
     .await;
+    attempt.settle();
     let failure = match result {
-        Ok(Ok(mut established)) => {
-            if config.resume {
-                // Waiting for the ticket happens after the handshake and is not part of it.
-                let received = attempt.bytes_received;
-                let handshake = attempt.origin.elapsed();
-                established
-                    .await_ticket(&mut attempt, handshake * 2 + Duration::from_millis(100))
-                    .await;
-                attempt.bytes_received = received;
-            }
-            established.close(config.close).await;
-            None
-        }
+        Ok(Ok(())) => None,
         Ok(Err(failure)) => Some(failure),
         Err(_) => Some(Failure::new(
             ErrorClass::Timeout,
             format!("no handshake within {:?}", config.timeout),
         )),
     };
+    if let (Some(flights), Some(captured), Some(true)) = (
+        &context.flights,
+        attempt.captured.take(),
+        attempt.negotiated.early_data,
+    ) {
+        let mut flights = flights.lock().unwrap_or_else(|e| e.into_inner());
+        if flights.len() < REPLAYED_FLIGHTS && !captured.is_empty() {
+            flights.push(captured);
+        }
+    }
+    let (bytes_sent, bytes_received) = attempt.handshake_bytes();
     Sample {
         config: config.index,
         trial: context.trial.index,
@@ -638,9 +729,40 @@ async fn attempt(context: &TrialContext, session: &AgentSession, agent: u32) -> 
         error: failure.as_ref().map(|f| f.class),
         error_detail: failure.map(|f| f.detail),
         negotiated: attempt.negotiated,
-        bytes_sent: attempt.bytes_sent,
-        bytes_received: attempt.bytes_received,
+        bytes_sent,
+        bytes_received,
         client_hello_bytes: attempt.client_hello_bytes,
+        server_flight_bytes: attempt.server_flight_bytes,
+        response: attempt.response,
+        quic: attempt.quic,
         insecure: config.insecure,
     }
+}
+
+/// How long to wait for a session ticket after a handshake: tickets follow the handshake
+/// within a round trip, so twice the handshake's duration plus a margin is generous.
+fn ticket_patience(attempt: &Attempt) -> Duration {
+    attempt.origin.elapsed() * 2 + Duration::from_millis(100)
+}
+
+/// TLS over TCP: connect, handshake, the optional request, the ticket, close.
+async fn tcp_attempt(
+    context: &TrialContext,
+    session: &AgentSession,
+    attempt: &mut Attempt,
+) -> Result<(), Failure> {
+    let config = &context.config;
+    let stream = tlslab_net::connect(context.address, config.close)
+        .await
+        .map_err(|error| Failure::new(tlslab_net::classify(&error), error.to_string()))?;
+    attempt.mark(Event::TcpConnected);
+    let mut established = context.client.handshake(session, attempt, stream).await?;
+    established.exchange(attempt).await?;
+    if config.resumes() {
+        // Waiting for the ticket happens after the handshake and is not part of it.
+        let patience = ticket_patience(attempt);
+        established.await_ticket(attempt, patience).await;
+    }
+    established.close(config.close).await;
+    Ok(())
 }

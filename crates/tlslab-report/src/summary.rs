@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use tlslab_core::Phase;
 use tlslab_stats::{CompareOptions, ComparisonSet, Summary};
-use tlslab_store::{Store, StoreError};
+use tlslab_store::{ConfigRow, ReplayRow, Store, StoreError};
 
 use crate::comparison::compare_store;
 
@@ -67,13 +67,118 @@ const PHYSICS_FAR_ABOVE: f64 = 1.5;
 const PHYSICS_SLACK_MS: f64 = 5.0;
 
 /// The round trips a full (or resumed) handshake waits for: TCP's SYN/SYN-ACK, then TLS 1.3's
-/// one flight each way, or TLS 1.2's two (one when resumed).
+/// one flight each way, or TLS 1.2's two (one when resumed). QUIC has no separate connect: its
+/// first flight is the TLS 1.3 one.
 pub fn round_trips(version: &str, resume: bool, connect_delayed: bool) -> u32 {
     let tls = match (version, resume) {
         ("1.2", false) => 2,
         _ => 1,
     };
     tls + u32::from(connect_delayed)
+}
+
+/// One technique's gain over the full handshake of the same Config otherwise: session
+/// resumption, 0-RTT, certificate caching.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Gain {
+    pub technique: String,
+    pub label: String,
+    pub baseline: String,
+    /// `ttfb` when the Configs send a request (what a user waits for), else `handshake`.
+    pub metric: String,
+    pub median_ms: f64,
+    pub baseline_median_ms: f64,
+    /// The share of the baseline's median saved: 1 − median / baseline median.
+    pub gain: f64,
+    /// 95% bootstrap interval of the gain.
+    pub gain_ci: [f64; 2],
+    /// Mann-Whitney p of the two samples.
+    pub p: f64,
+}
+
+/// What a Config does beyond a full handshake, or `None` for a full handshake.
+fn technique(config: &ConfigRow) -> Option<String> {
+    if config.early_data_bytes > 0 {
+        Some(format!("0-RTT ({})", config.resumption))
+    } else if config.resumption != "off" {
+        Some(format!("resumption ({})", config.resumption))
+    } else if config.cert_cache {
+        Some("certificate cache".to_string())
+    } else {
+        None
+    }
+}
+
+/// Everything but the session techniques: Configs equal in this are a technique and its
+/// baseline.
+fn setting(config: &ConfigRow) -> impl PartialEq + '_ {
+    (
+        (&config.version, &config.suite, &config.group, &config.cert),
+        (config.chain, &config.target, config.concurrency),
+        (
+            config.rtt_ns,
+            config.loss.map(f64::to_bits),
+            &config.emulator,
+        ),
+        (&config.transport, &config.http),
+    )
+}
+
+/// Pairs every technique Config with its full-handshake baseline and measures the gain.
+fn gains(store: &Store, configs: &[ConfigRow]) -> Result<Vec<Gain>, StoreError> {
+    let mut gains = Vec::new();
+    for config in configs {
+        let Some(technique) = technique(config) else {
+            continue;
+        };
+        let Some(baseline) = configs
+            .iter()
+            .find(|other| technique_free(other) && setting(other) == setting(config))
+        else {
+            continue;
+        };
+        let metric = if config.http != "none" {
+            "ttfb"
+        } else {
+            "handshake"
+        };
+        let millis = |id| -> Result<Vec<f64>, StoreError> {
+            Ok(store
+                .phase_values(id, metric)?
+                .into_iter()
+                .map(|nanos| nanos / 1e6)
+                .collect())
+        };
+        let (values, baseline_values) = (millis(config.id)?, millis(baseline.id)?);
+        let Ok(comparison) = tlslab_stats::compare(
+            &baseline.label,
+            &baseline_values,
+            &config.label,
+            &values,
+            &CompareOptions::default(),
+        ) else {
+            continue;
+        };
+        gains.push(Gain {
+            technique,
+            label: config.label.clone(),
+            baseline: baseline.label.clone(),
+            metric: metric.to_string(),
+            median_ms: comparison.median_other,
+            baseline_median_ms: comparison.median_baseline,
+            gain: 1.0 - comparison.ratio_median,
+            gain_ci: [
+                1.0 - comparison.ratio_median_ci[1],
+                1.0 - comparison.ratio_median_ci[0],
+            ],
+            p: comparison.mann_whitney_p,
+        });
+    }
+    Ok(gains)
+}
+
+fn technique_free(config: &ConfigRow) -> bool {
+    technique(config).is_none()
 }
 
 fn physics(label: &str, median_ms: f64, floor_ms: f64, round_trips: u32) -> Option<String> {
@@ -113,6 +218,17 @@ pub struct ConfigSummary {
     pub error_examples: BTreeMap<String, String>,
     /// The full handshake (start → handshake_done) of successful attempts, in ms.
     pub handshake_ms: Option<Distribution>,
+    /// tcp or quic.
+    pub transport: String,
+    /// Time to the first byte of the response (start → first_byte), when there was a request.
+    pub ttfb_ms: Option<Distribution>,
+    /// Median bytes of the client's first flight and of the server's first flight.
+    pub client_hello_bytes: Option<i64>,
+    pub server_flight_bytes: Option<i64>,
+    /// 0-RTT attempts whose early data was accepted, and those refused.
+    pub early_data: Option<(i64, i64)>,
+    /// The replay probe: flights re-sent, rejected, accepted.
+    pub replay: Option<ReplayRow>,
     /// Median of each phase in ms (additive phases first).
     pub phase_medians_ms: BTreeMap<String, f64>,
     /// Measured attempts per second of trial time.
@@ -152,6 +268,8 @@ pub struct RunSummary {
     pub warnings: Vec<String>,
     /// Each Config's handshake against the first one's, when there are several.
     pub comparisons: Option<ComparisonSet>,
+    /// Session techniques against their full-handshake baselines.
+    pub gains: Vec<Gain>,
 }
 
 impl RunSummary {
@@ -167,7 +285,8 @@ impl RunSummary {
             .max(1) as f64;
         let mut configs = Vec::new();
         let mut warnings = Vec::new();
-        for config in store.configs()? {
+        let rows = store.configs()?;
+        for config in rows.iter().cloned() {
             let counts = store.outcome_counts(config.id)?;
             let attempted: i64 = counts.iter().map(|(_, count)| count).sum();
             let ok = counts
@@ -215,7 +334,8 @@ impl RunSummary {
             let network = match (config.rtt_ns, &config.emulator) {
                 (Some(rtt_ns), Some(emulator)) => {
                     let rtt_ms = rtt_ns as f64 / 1e6;
-                    let trips = round_trips(&config.version, config.resume, emulator != "relay");
+                    let connect_delayed = emulator != "relay" && !config.is_quic();
+                    let trips = round_trips(&config.version, config.resume, connect_delayed);
                     let floor_ms = rtt_ms * f64::from(trips);
                     let measured_rtt_ms = phase_medians_ms.get("tcp_connect").copied();
                     let physics = handshake_ms
@@ -240,6 +360,27 @@ impl RunSummary {
                 }
                 _ => None,
             };
+            let early_data = if config.early_data_bytes > 0 {
+                Some(store.early_data_counts(config.id)?)
+            } else {
+                None
+            };
+            if let Some((accepted, refused)) = early_data {
+                let sent = accepted + refused;
+                if sent > 0 && (accepted as f64) < 0.99 * sent as f64 {
+                    warnings.push(format!(
+                        "'{}': the server accepted early data on only {accepted} of {sent} 0-RTT attempts",
+                        config.label
+                    ));
+                }
+            }
+            let replay = store.replay(config.id)?;
+            if let Some(replay) = replay.filter(|r| r.accepted > 0) {
+                warnings.push(format!(
+                    "'{}': the server accepted {} of {} replayed 0-RTT flights",
+                    config.label, replay.accepted, replay.sent
+                ));
+            }
             configs.push(ConfigSummary {
                 label: config.label.clone(),
                 attempted,
@@ -247,6 +388,12 @@ impl RunSummary {
                 errors,
                 error_examples,
                 handshake_ms,
+                transport: config.transport.clone(),
+                ttfb_ms: Distribution::of_nanos(&store.phase_values(config.id, "ttfb")?),
+                client_hello_bytes: store.median_bytes(config.id, "client_hello_bytes")?,
+                server_flight_bytes: store.median_bytes(config.id, "server_flight_bytes")?,
+                early_data,
+                replay,
                 phase_medians_ms,
                 handshakes_per_second: (seconds > 0.0).then(|| totals.attempted as f64 / seconds),
                 server_cpu_per_handshake_ms: totals.server_cpu_ns.and_then(per_attempt),
@@ -309,6 +456,7 @@ impl RunSummary {
             configs,
             warnings,
             comparisons,
+            gains: gains(store, &rows)?,
         })
     }
 }

@@ -56,6 +56,15 @@ pub fn render_text(summary: &RunSummary) -> String {
                 let _ = writeln!(out, "  handshake  no successful handshake");
             }
         }
+        if let Some(ttfb) = &config.ttfb_ms {
+            let _ = writeln!(
+                out,
+                "  ttfb       median {} ms   p90 {}   p99 {}",
+                millis(ttfb.median),
+                millis(ttfb.p90),
+                millis(ttfb.p99)
+            );
+        }
         if !config.phase_medians_ms.is_empty() {
             let phases: Vec<String> = Phase::PARTS
                 .iter()
@@ -72,6 +81,13 @@ pub fn render_text(summary: &RunSummary) -> String {
         }
         if let (Some(resumed), Some(full)) = (config.resumed, config.full) {
             let _ = write!(outcome, "   resumed {resumed}, full {full}");
+        }
+        if let Some((accepted, refused)) = config.early_data {
+            let _ = write!(
+                outcome,
+                "   early data accepted {accepted} of {}",
+                accepted + refused
+            );
         }
         let _ = writeln!(
             out,
@@ -93,6 +109,22 @@ pub fn render_text(summary: &RunSummary) -> String {
         }
         if !rate.is_empty() {
             let _ = writeln!(out, "  rate       {}", rate.join(" · "));
+        }
+        if let (Some(hello), Some(flight)) = (config.client_hello_bytes, config.server_flight_bytes)
+        {
+            let _ = writeln!(
+                out,
+                "  bytes      ClientHello {} · server flight {} (medians)",
+                thousands(hello as f64),
+                thousands(flight as f64)
+            );
+        }
+        if let Some(replay) = &config.replay {
+            let _ = writeln!(
+                out,
+                "  replay     {} captured 0-RTT flights re-sent: {} rejected as replays, {} accepted",
+                replay.sent, replay.rejected, replay.accepted
+            );
         }
         if let Some(stopping) = &config.stopping {
             let _ = writeln!(out, "  stopping   {stopping}");
@@ -128,6 +160,10 @@ pub fn render_text(summary: &RunSummary) -> String {
         ));
         out.push('\n');
     }
+    if !summary.gains.is_empty() {
+        out.push_str(&render_gains(&summary.gains));
+        out.push('\n');
+    }
     for warning in &summary.warnings {
         let _ = writeln!(out, "warning: {warning}");
     }
@@ -142,6 +178,32 @@ pub fn render_text(summary: &RunSummary) -> String {
         summary.seed,
         summary.store
     );
+    out
+}
+
+/// Each technique's gain over its full-handshake baseline, with the 95% interval.
+pub fn render_gains(gains: &[crate::summary::Gain]) -> String {
+    let mut out = String::from("gains over the full handshake (median, 95% bootstrap CI):\n");
+    for gain in gains {
+        let _ = writeln!(
+            out,
+            "  {:<22} {:>6.1}% [{:.1}%, {:.1}%] of {} ({} → {} ms, p {})   '{}' vs '{}'",
+            gain.technique,
+            gain.gain * 100.0,
+            gain.gain_ci[0] * 100.0,
+            gain.gain_ci[1] * 100.0,
+            gain.metric,
+            millis(gain.baseline_median_ms),
+            millis(gain.median_ms),
+            if gain.p < 0.001 {
+                "< 0.001".to_string()
+            } else {
+                format!("= {:.3}", gain.p)
+            },
+            gain.label,
+            gain.baseline
+        );
+    }
     out
 }
 

@@ -32,6 +32,20 @@ pub const EXPORT_FIELDS: &[&str] = &[
     "bytes_sent",
     "bytes_received",
     "client_hello_bytes",
+    "server_flight_bytes",
+    "early_data_accepted",
+    "http_status",
+    "response_bytes",
+    "quic_rtt_ns",
+    "datagrams_sent",
+    "datagrams_received",
+    "packets_sent",
+    "packets_lost",
+    "transport",
+    "http",
+    "resumption",
+    "early_data_bytes",
+    "cert_cache",
     "rtt_ns",
     "jitter_ns",
     "loss",
@@ -51,6 +65,10 @@ pub fn export(store: &Store, format: ExportFormat, out: &mut dyn Write) -> Resul
             "started_at" => "s.started_at_ns".to_string(),
             // The network profile is the Config's; every sample of it ran on that link.
             "rtt_ns" | "jitter_ns" | "loss" | "rate_bps" | "emulator" => format!("c.{name}"),
+            // So are its transport, request and session techniques.
+            "transport" | "http" | "resumption" | "early_data_bytes" | "cert_cache" => {
+                format!("c.{name}")
+            }
             other => format!("s.\"{other}\""),
         })
         .collect();

@@ -85,6 +85,30 @@ pub struct ConfigRow {
     pub loss: Option<f64>,
     /// Which emulator carried the packets (netem, tun, relay).
     pub emulator: Option<String>,
+    /// tcp or quic.
+    pub transport: String,
+    /// The request after the handshake: none, 1.1, 2, 3.
+    pub http: String,
+    /// off, tickets or session-id.
+    pub resumption: String,
+    /// Bytes of 0-RTT early data per resumed handshake (0: none).
+    pub early_data_bytes: i64,
+    pub cert_cache: bool,
+}
+
+impl ConfigRow {
+    /// Whether the Config ran over QUIC.
+    pub fn is_quic(&self) -> bool {
+        self.transport == "quic"
+    }
+}
+
+/// What the replay probe saw for one Config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct ReplayRow {
+    pub sent: i64,
+    pub rejected: i64,
+    pub accepted: i64,
 }
 
 /// The run as stored.
@@ -220,7 +244,7 @@ impl Store {
 
     pub fn configs(&self) -> Result<Vec<ConfigRow>, StoreError> {
         let mut statement = self.connection.prepare(
-            "SELECT id, label, version, suite, \"group\", cert, chain, target, concurrency, resume, insecure, stopped_round, stopped_samples, stopped_half_width, rtt_ns, loss, emulator FROM configs ORDER BY id",
+            "SELECT id, label, version, suite, \"group\", cert, chain, target, concurrency, resume, insecure, stopped_round, stopped_samples, stopped_half_width, rtt_ns, loss, emulator, transport, http, resumption, early_data_bytes, cert_cache FROM configs ORDER BY id",
         )?;
         let rows = statement.query_map([], |row| {
             Ok(ConfigRow {
@@ -242,6 +266,11 @@ impl Store {
                 rtt_ns: row.get(14)?,
                 loss: row.get(15)?,
                 emulator: row.get(16)?,
+                transport: row.get(17)?,
+                http: row.get(18)?,
+                resumption: row.get(19)?,
+                early_data_bytes: row.get(20)?,
+                cert_cache: row.get(21)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -297,6 +326,60 @@ impl Store {
             [config_id],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )?)
+    }
+
+    /// Counts of 0-RTT attempts whose early data the server accepted / rejected, among
+    /// measured samples that sent early data.
+    pub fn early_data_counts(&self, config_id: i64) -> Result<(i64, i64), StoreError> {
+        Ok(self.connection.query_row(
+            "SELECT COALESCE(SUM(early_data_accepted = 1), 0), COALESCE(SUM(early_data_accepted = 0), 0) FROM samples WHERE config_id = ?1 AND warmup = 0",
+            [config_id],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?)
+    }
+
+    /// The replay probe's result for a Config, when the run had one.
+    pub fn replay(&self, config_id: i64) -> Result<Option<ReplayRow>, StoreError> {
+        Ok(self
+            .connection
+            .query_row(
+                "SELECT sent, rejected, accepted FROM replays WHERE config_id = ?1",
+                [config_id],
+                |row| {
+                    Ok(ReplayRow {
+                        sent: row.get(0)?,
+                        rejected: row.get(1)?,
+                        accepted: row.get(2)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// The median of a per-sample byte count (`client_hello_bytes`, `server_flight_bytes`)
+    /// over a Config's successful measured samples.
+    pub fn median_bytes(&self, config_id: i64, column: &str) -> Result<Option<i64>, StoreError> {
+        if ![
+            "client_hello_bytes",
+            "server_flight_bytes",
+            "bytes_sent",
+            "bytes_received",
+        ]
+        .contains(&column)
+        {
+            return Err(StoreError {
+                message: format!("'{column}' is not a byte count"),
+                hint: "use client_hello_bytes, server_flight_bytes, bytes_sent or bytes_received"
+                    .into(),
+            });
+        }
+        let mut statement = self.connection.prepare(&format!(
+            "SELECT \"{column}\" FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok' AND \"{column}\" IS NOT NULL ORDER BY 1"
+        ))?;
+        let values = statement
+            .query_map([config_id], |row| row.get::<_, i64>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(values.get(values.len() / 2).copied())
     }
 
     pub fn trial_totals(&self, config_id: i64) -> Result<TrialTotals, StoreError> {

@@ -4,7 +4,7 @@ use rusqlite::Connection;
 use tlslab_core::{Event, Phase};
 
 /// The schema version this build writes, kept in `PRAGMA user_version`.
-pub const VERSION: i64 = 2;
+pub const VERSION: i64 = 3;
 
 /// Columns of the samples table after the fixed ones: every event, then every phase, so
 /// exports and notebooks find each under its DESIGN name.
@@ -19,10 +19,14 @@ pub fn create(connection: &Connection) -> rusqlite::Result<()> {
     let timings: String = timing_columns()
         .map(|name| format!(",\n    \"{name}\" INTEGER"))
         .collect();
-    let network: String = NETWORK_COLUMNS
-        .iter()
-        .map(|(name, kind)| format!(",\n    {name} {kind}"))
-        .collect();
+    let columns = |list: &[(&str, &str)]| -> String {
+        list.iter()
+            .map(|(name, kind)| format!(",\n    {name} {kind}"))
+            .collect()
+    };
+    let network = columns(&NETWORK_COLUMNS);
+    let session = columns(&SESSION_COLUMNS);
+    let measured = columns(&SAMPLE_COLUMNS);
     connection.execute_batch(&format!(
         r#"
 CREATE TABLE runs (
@@ -61,7 +65,7 @@ CREATE TABLE configs (
     description TEXT NOT NULL,
     stopped_round INTEGER,
     stopped_samples INTEGER,
-    stopped_half_width REAL{network}
+    stopped_half_width REAL{network}{session}
 );
 CREATE TABLE trials (
     id INTEGER PRIMARY KEY,
@@ -102,9 +106,10 @@ CREATE TABLE samples (
     insecure INTEGER NOT NULL,
     bytes_sent INTEGER NOT NULL,
     bytes_received INTEGER NOT NULL,
-    client_hello_bytes INTEGER{timings}
+    client_hello_bytes INTEGER{measured}{timings}
 );
 CREATE INDEX samples_by_config ON samples(config_id, warmup, outcome);
+{REPLAYS_TABLE}
 PRAGMA user_version = {VERSION};
 "#
     ))
@@ -120,6 +125,39 @@ pub const NETWORK_COLUMNS: [(&str, &str); 5] = [
     ("emulator", "TEXT"),
 ];
 
+/// A Config's transport, request and session techniques (schema version 3). `resumption` is
+/// the mode (off, tickets, session-id); the older `resume` column says whether it is not off.
+pub const SESSION_COLUMNS: [(&str, &str); 6] = [
+    ("transport", "TEXT NOT NULL DEFAULT 'tcp'"),
+    ("http", "TEXT NOT NULL DEFAULT 'none'"),
+    ("resumption", "TEXT NOT NULL DEFAULT 'off'"),
+    ("early_data_bytes", "INTEGER NOT NULL DEFAULT 0"),
+    ("cert_cache", "INTEGER NOT NULL DEFAULT 0"),
+    ("path", "TEXT"),
+];
+
+/// Per-sample measurements added in schema version 3: early data, flight sizes, the
+/// response, and QUIC's path statistics.
+pub const SAMPLE_COLUMNS: [(&str, &str); 9] = [
+    ("early_data_accepted", "INTEGER"),
+    ("server_flight_bytes", "INTEGER"),
+    ("http_status", "INTEGER"),
+    ("response_bytes", "INTEGER"),
+    ("quic_rtt_ns", "INTEGER"),
+    ("datagrams_sent", "INTEGER"),
+    ("datagrams_received", "INTEGER"),
+    ("packets_sent", "INTEGER"),
+    ("packets_lost", "INTEGER"),
+];
+
+/// The replay probe's results (schema version 3).
+const REPLAYS_TABLE: &str = "CREATE TABLE IF NOT EXISTS replays (
+    config_id INTEGER PRIMARY KEY REFERENCES configs(id),
+    sent INTEGER NOT NULL,
+    rejected INTEGER NOT NULL,
+    accepted INTEGER NOT NULL
+);";
+
 /// The store's schema version (0 for a database tlslab did not write).
 pub fn version(connection: &Connection) -> Result<i64, String> {
     connection
@@ -127,20 +165,46 @@ pub fn version(connection: &Connection) -> Result<i64, String> {
         .map_err(|error| error.to_string())
 }
 
+fn existing_columns(connection: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
+    let mut statement = connection.prepare(&format!("PRAGMA table_info({table})"))?;
+    let names = statement
+        .query_map([], |row| row.get::<_, String>(1))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(names)
+}
+
 /// Brings an existing store up to [`VERSION`], or explains why it cannot.
 pub fn migrate(connection: &Connection) -> Result<(), String> {
     match version(connection)? {
         VERSION => Ok(()),
-        // Version 1 had no network columns: every Config ran on loopback, i.e. NULL.
-        1 => {
-            let mut statements: String = NETWORK_COLUMNS
-                .iter()
-                .map(|(name, kind)| format!("ALTER TABLE configs ADD COLUMN {name} {kind};\n"))
-                .collect();
-            statements.push_str(&format!("PRAGMA user_version = {VERSION};"));
-            connection
-                .execute_batch(&statements)
-                .map_err(|error| format!("cannot upgrade the store from schema version 1: {error}"))
+        // Older versions lack columns, never have different ones: add what is missing, with
+        // the values every old Config had (loopback, TCP, no request, no 0-RTT).
+        older @ (1 | 2) => {
+            let upgrade = || -> rusqlite::Result<()> {
+                let mut statements = String::new();
+                let configs = existing_columns(connection, "configs")?;
+                for (name, kind) in NETWORK_COLUMNS.iter().chain(&SESSION_COLUMNS) {
+                    if !configs.iter().any(|c| c == name) {
+                        statements.push_str(&format!("ALTER TABLE configs ADD COLUMN {name} {kind};\n"));
+                    }
+                }
+                let samples = existing_columns(connection, "samples")?;
+                let added = SAMPLE_COLUMNS
+                    .iter()
+                    .map(|(name, kind)| (*name, *kind))
+                    .chain(timing_columns().map(|name| (name, "INTEGER")));
+                for (name, kind) in added {
+                    if !samples.iter().any(|c| c == name) {
+                        statements.push_str(&format!("ALTER TABLE samples ADD COLUMN \"{name}\" {kind};\n"));
+                    }
+                }
+                statements.push_str(REPLAYS_TABLE);
+                statements.push_str(&format!("\nPRAGMA user_version = {VERSION};"));
+                connection.execute_batch(&statements)
+            };
+            upgrade().map_err(|error| {
+                format!("cannot upgrade the store from schema version {older}: {error}")
+            })
         }
         0 => Err("this file is not a tlslab results store (no schema version)".into()),
         newer if newer > VERSION => Err(format!(

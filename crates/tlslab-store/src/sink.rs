@@ -6,7 +6,7 @@ use rusqlite::{params, Connection};
 use tlslab_core::{Endpoint, Event, Phase, Sample};
 use tlslab_engine::{Record, RunEnd, RunInfo, Sink, TrialRecord};
 
-use crate::schema::timing_columns;
+use crate::schema::{timing_columns, SAMPLE_COLUMNS};
 
 const BATCH_SAMPLES: usize = 1_000;
 const BATCH_TIME: Duration = Duration::from_millis(200);
@@ -77,6 +77,7 @@ impl StoreSink {
             "client_hello_bytes",
         ]
         .into_iter()
+        .chain(SAMPLE_COLUMNS.iter().map(|(name, _)| *name))
         .chain(timing_columns())
         .collect();
         let insert_sample = format!(
@@ -150,6 +151,19 @@ impl StoreSink {
             Value::Integer(sample.bytes_sent as i64),
             Value::Integer(sample.bytes_received as i64),
             optional_int(sample.client_hello_bytes),
+            // SAMPLE_COLUMNS, in order.
+            sample
+                .negotiated
+                .early_data
+                .map_or(Value::Null, |accepted| Value::Integer(i64::from(accepted))),
+            optional_int(sample.server_flight_bytes),
+            optional_int(sample.response.and_then(|r| r.status).map(u64::from)),
+            optional_int(sample.response.map(|r| r.body_bytes)),
+            optional_int(sample.quic.map(|q| q.rtt_ns)),
+            optional_int(sample.quic.map(|q| q.datagrams_sent)),
+            optional_int(sample.quic.map(|q| q.datagrams_received)),
+            optional_int(sample.quic.map(|q| q.packets_sent)),
+            optional_int(sample.quic.map(|q| q.packets_lost)),
         ]);
         values.extend(
             Event::ALL
@@ -234,7 +248,7 @@ impl Sink for StoreSink {
             let network = config.network.as_ref();
             self.connection
                 .execute(
-                    "INSERT INTO configs (id, run_id, label, version, suite, \"group\", cert, chain, target, sni, address, concurrency, resume, insecure, description, rtt_ns, jitter_ns, loss, rate_bps, emulator) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                    "INSERT INTO configs (id, run_id, label, version, suite, \"group\", cert, chain, target, sni, address, concurrency, resume, insecure, description, rtt_ns, jitter_ns, loss, rate_bps, emulator, transport, http, resumption, early_data_bytes, cert_cache, path) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
                     params![
                         config.index as i64,
                         config.label,
@@ -247,7 +261,7 @@ impl Sink for StoreSink {
                         sni,
                         address,
                         config.concurrency,
-                        config.resume,
+                        config.resumes(),
                         config.insecure,
                         json(config),
                         network.map(|n| n.rtt.as_nanos() as i64),
@@ -255,6 +269,12 @@ impl Sink for StoreSink {
                         network.map(|n| n.loss.0),
                         network.and_then(|n| n.rate).map(|rate| rate.0 as i64),
                         network.and(info.emulator.as_deref()),
+                        config.transport.as_str(),
+                        config.http.as_str(),
+                        config.resume.as_str(),
+                        config.early_data as i64,
+                        config.cert_cache,
+                        (config.http != tlslab_core::Http::None).then_some(config.path.as_str()),
                     ],
                 )
                 .map_err(text)?;
@@ -270,6 +290,14 @@ impl Sink for StoreSink {
                 self.pending += 1;
             }
             Record::Trial(trial) => self.insert_trial(&trial)?,
+            Record::Replay(replay) => {
+                self.connection
+                    .execute(
+                        "INSERT OR REPLACE INTO replays (config_id, sent, rejected, accepted) VALUES (?1, ?2, ?3, ?4)",
+                        params![replay.config as i64, replay.sent as i64, replay.rejected as i64, replay.accepted as i64],
+                    )
+                    .map_err(text)?;
+            }
             Record::Stopped(stop) => {
                 self.connection
                     .execute(

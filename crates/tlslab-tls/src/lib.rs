@@ -1,5 +1,5 @@
 //! TLS backends for tlslab, behind one client and one server API. rustls (aws-lc-rs
-//! provider) is the first backend.
+//! provider) is the first backend, over TCP and over QUIC (quinn).
 //!
 //! The client drives rustls' sans-IO `ClientConnection` by hand and timestamps every phase of
 //! the handshake around `write_tls`, `read_tls` and `process_new_packets`; a wrapped
@@ -11,14 +11,13 @@
 //! use tlslab_core::{Cipher, CloseMode, Group, TlsVersion};
 //! use tlslab_tls::{Attempt, Client, ClientSettings, Trust};
 //!
-//! let client = Client::new(&ClientSettings {
-//!     version: TlsVersion::Tls13,
-//!     cipher: Cipher::Aes128Gcm,
-//!     group: Group::X25519,
-//!     server_name: "localhost".into(),
-//!     trust: Trust::Roots(vec![root]),
-//!     resume: false,
-//! }).unwrap();
+//! let client = Client::new(&ClientSettings::handshake_only(
+//!     TlsVersion::Tls13,
+//!     Cipher::Aes128Gcm,
+//!     Group::X25519,
+//!     "localhost",
+//!     Trust::Roots(vec![root]),
+//! )).unwrap();
 //! let session = client.agent_session();
 //! let mut attempt = Attempt::start();
 //! let stream = tokio::net::TcpStream::connect("127.0.0.1:8443").await.unwrap();
@@ -32,7 +31,12 @@
 pub mod client;
 mod probe;
 pub mod provider;
+pub mod quic;
 pub mod server;
 
-pub use client::{AgentSession, Attempt, Client, ClientSettings, Established, Failure, Trust};
+pub use client::{
+    replay_tcp, AgentSession, Attempt, Client, ClientSettings, Established, Failure, Trust,
+};
+pub use quic::{replay_quic, QuicAttemptOptions};
+pub use quinn;
 pub use rustls;

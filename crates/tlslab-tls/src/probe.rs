@@ -1,13 +1,15 @@
 //! Probes that observe rustls' state machine without patching it.
 //!
 //! rustls calls the certificate verifier and the key log synchronously from inside
-//! `process_new_packets`. The client installs a per-thread record before each call and takes
-//! it back right after, so callbacks reach the attempt that caused them without any locking
-//! and without a per-attempt `ClientConfig`.
+//! `process_new_packets`. The TCP client installs a per-thread record before each call and
+//! takes it back right after, so callbacks reach the attempt that caused them without any
+//! locking and without a per-attempt `ClientConfig`. Over QUIC, quinn makes those calls on its
+//! own driver task, so each QUIC attempt gets probes that report into a record it shares.
 
 use std::cell::Cell;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -36,18 +38,66 @@ pub(crate) fn observe<T>(call: impl FnOnce() -> T) -> (T, Observed) {
     (result, OBSERVED.with(Cell::take))
 }
 
-fn update(change: impl FnOnce(&mut Observed)) {
-    OBSERVED.with(|cell| {
-        let mut observed = cell.get();
-        change(&mut observed);
-        cell.set(observed);
-    });
+/// Where probes report what they see.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum Report {
+    /// The calling thread's record, taken by [`observe`] (TCP: rustls runs on our task).
+    #[default]
+    ThreadLocal,
+    /// A record shared with one attempt (QUIC: rustls runs on quinn's driver task).
+    Shared(Arc<Mutex<Observed>>),
+}
+
+impl Report {
+    fn update(&self, change: impl FnOnce(&mut Observed)) {
+        match self {
+            Report::ThreadLocal => OBSERVED.with(|cell| {
+                let mut observed = cell.get();
+                change(&mut observed);
+                cell.set(observed);
+            }),
+            Report::Shared(shared) => change(&mut shared.lock().unwrap_or_else(|e| e.into_inner())),
+        }
+    }
+}
+
+/// Chains the client has verified, byte for byte (`--cert-cache on`): a chain seen again
+/// for the same server name is accepted without verifying it again, as browsers that cache
+/// intermediate and leaf verification do. The handshake signature is still checked.
+#[derive(Debug, Default)]
+pub(crate) struct VerifiedChains {
+    chains: Mutex<HashSet<Vec<u8>>>,
+}
+
+impl VerifiedChains {
+    fn key(
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+    ) -> Vec<u8> {
+        let name = server_name.to_str();
+        let mut key = Vec::with_capacity(
+            name.len()
+                + 1
+                + end_entity.len()
+                + intermediates.iter().map(|c| c.len()).sum::<usize>(),
+        );
+        key.extend_from_slice(name.as_bytes());
+        key.push(0);
+        for certificate in std::iter::once(end_entity).chain(intermediates) {
+            key.extend_from_slice(&(certificate.len() as u32).to_be_bytes());
+            key.extend_from_slice(certificate);
+        }
+        key
+    }
 }
 
 /// Wraps a verifier to time chain verification and note the handshake signature scheme.
 #[derive(Debug)]
 pub(crate) struct TimedVerifier {
     pub inner: Arc<dyn ServerCertVerifier>,
+    pub cache: Option<Arc<VerifiedChains>>,
+    pub report: Report,
 }
 
 impl ServerCertVerifier for TimedVerifier {
@@ -60,16 +110,41 @@ impl ServerCertVerifier for TimedVerifier {
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         let start = Instant::now();
-        update(|observed| observed.verify_start = Some(start));
-        let result = self.inner.verify_server_cert(
-            end_entity,
-            intermediates,
-            server_name,
-            ocsp_response,
-            now,
-        );
+        self.report
+            .update(|observed| observed.verify_start = Some(start));
+        let key = self
+            .cache
+            .as_ref()
+            .map(|_| VerifiedChains::key(end_entity, intermediates, server_name));
+        let cached = match (&self.cache, &key) {
+            (Some(cache), Some(key)) => cache
+                .chains
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(key),
+            _ => false,
+        };
+        let result = if cached {
+            Ok(ServerCertVerified::assertion())
+        } else {
+            self.inner.verify_server_cert(
+                end_entity,
+                intermediates,
+                server_name,
+                ocsp_response,
+                now,
+            )
+        };
         let end = Instant::now();
-        update(|observed| observed.verify_end = Some(end));
+        self.report
+            .update(|observed| observed.verify_end = Some(end));
+        if let (Ok(_), false, Some(cache), Some(key)) = (&result, cached, &self.cache, key) {
+            cache
+                .chains
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key);
+        }
         result
     }
 
@@ -80,10 +155,12 @@ impl ServerCertVerifier for TimedVerifier {
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
         // The handshake signature is part of validating the server: it counts as verification.
-        update(|observed| observed.signature_scheme = Some(dss.scheme));
+        self.report
+            .update(|observed| observed.signature_scheme = Some(dss.scheme));
         let result = self.inner.verify_tls12_signature(message, cert, dss);
         let end = Instant::now();
-        update(|observed| observed.verify_end = Some(end));
+        self.report
+            .update(|observed| observed.verify_end = Some(end));
         result
     }
 
@@ -93,10 +170,12 @@ impl ServerCertVerifier for TimedVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        update(|observed| observed.signature_scheme = Some(dss.scheme));
+        self.report
+            .update(|observed| observed.signature_scheme = Some(dss.scheme));
         let result = self.inner.verify_tls13_signature(message, cert, dss);
         let end = Instant::now();
-        update(|observed| observed.verify_end = Some(end));
+        self.report
+            .update(|observed| observed.verify_end = Some(end));
         result
     }
 
@@ -155,8 +234,10 @@ impl ServerCertVerifier for NoVerification {
 }
 
 /// A key log that records only when the client's application keys come into being.
-#[derive(Debug)]
-pub(crate) struct TrafficKeyProbe;
+#[derive(Debug, Default)]
+pub(crate) struct TrafficKeyProbe {
+    pub report: Report,
+}
 
 impl TrafficKeyProbe {
     fn marks_finished(label: &str) -> bool {
@@ -170,7 +251,7 @@ impl KeyLog for TrafficKeyProbe {
     fn log(&self, label: &str, _client_random: &[u8], _secret: &[u8]) {
         if Self::marks_finished(label) {
             let now = Instant::now();
-            update(|observed| {
+            self.report.update(|observed| {
                 observed.traffic_keys.get_or_insert(now);
             });
         }
@@ -187,6 +268,8 @@ impl KeyLog for TrafficKeyProbe {
 pub(crate) struct CountingSessionStore {
     inner: ClientSessionMemoryCache,
     tickets: AtomicU64,
+    /// Wakes a QUIC attempt waiting for its ticket (quinn processes it on its own task).
+    arrived: tokio::sync::Notify,
 }
 
 impl CountingSessionStore {
@@ -194,11 +277,23 @@ impl CountingSessionStore {
         CountingSessionStore {
             inner: ClientSessionMemoryCache::new(16),
             tickets: AtomicU64::new(0),
+            arrived: tokio::sync::Notify::new(),
         }
     }
 
     pub fn tickets_received(&self) -> u64 {
         self.tickets.load(Ordering::Relaxed)
+    }
+
+    /// Waits until more than `before` tickets have arrived.
+    pub async fn ticket_after(&self, before: u64) {
+        loop {
+            let notified = self.arrived.notified();
+            if self.tickets_received() > before {
+                return;
+            }
+            notified.await;
+        }
     }
 }
 
@@ -216,7 +311,8 @@ impl ClientSessionStore for CountingSessionStore {
         server_name: ServerName<'static>,
         value: rustls::client::Tls12ClientSessionValue,
     ) {
-        self.inner.set_tls12_session(server_name, value)
+        self.inner.set_tls12_session(server_name, value);
+        self.arrived.notify_waiters();
     }
 
     fn tls12_session(
@@ -235,8 +331,9 @@ impl ClientSessionStore for CountingSessionStore {
         server_name: ServerName<'static>,
         value: rustls::client::Tls13ClientSessionValue,
     ) {
+        self.inner.insert_tls13_ticket(server_name, value);
         self.tickets.fetch_add(1, Ordering::Relaxed);
-        self.inner.insert_tls13_ticket(server_name, value)
+        self.arrived.notify_waiters();
     }
 
     fn take_tls13_ticket(

@@ -1,16 +1,34 @@
-//! The lab server: rustls with every suite and group enabled, driven by a small sans-IO loop.
+//! The lab server: rustls with every suite and group enabled, over TCP (a small sans-IO loop)
+//! and QUIC (quinn), answering HTTP/1.1, HTTP/2 and HTTP/3 requests with a body of a chosen
+//! size.
+//!
+//! Resumption follows [`ServerResumption`]: none, stateless tickets, or a session cache whose
+//! TLS 1.3 tickets are removed when used. The cache is what makes 0-RTT safe to accept: a
+//! ticket, and the early data sent with it, is accepted once, and the [`Counters`] say how many
+//! replays were turned away.
 
-use std::io;
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::io::{self, Read, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::server::ServerSessionMemoryCache;
+use rustls::server::{ServerSessionMemoryCache, StoresServerSessions};
 use rustls::{ServerConfig, ServerConnection};
+use tlslab_core::ServerResumption;
+use tlslab_http::{RequestReader, Version};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::provider::server_provider;
+
+/// How much early data the TCP server accepts per connection (rustls' limit is per ticket).
+const MAX_EARLY_DATA: u32 = 16_384;
+
+/// Sessions a cache keeps, and spent tickets remembered to recognise replays.
+const CACHED_SESSIONS: usize = 65_536;
+const REMEMBERED_TICKETS: usize = 262_144;
 
 /// Server-side settings shared by every connection of one lab server instance.
 ///
@@ -22,28 +40,202 @@ pub fn server_config(
     key: PrivateKeyDer<'static>,
     resumption: bool,
 ) -> Result<Arc<ServerConfig>, rustls::Error> {
-    let mut config = ServerConfig::builder_with_provider(server_provider())
-        .with_protocol_versions(&[&rustls::version::TLS12, &rustls::version::TLS13])?
-        .with_no_client_auth()
-        .with_single_cert(certificates, key)?;
-    if resumption {
-        config.session_storage = ServerSessionMemoryCache::new(65_536);
-        config.ticketer = rustls::crypto::aws_lc_rs::Ticketer::new()?;
-    } else {
-        config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
-        config.send_tls13_tickets = 0;
-    }
-    Ok(Arc::new(config))
+    let settings = LabSettings {
+        resumption: if resumption {
+            ServerResumption::Tickets
+        } else {
+            ServerResumption::Off
+        },
+        early_data: false,
+        body: 0,
+    };
+    Ok(Lab::new(certificates, key, &settings)?.tcp)
 }
 
-/// Accepts connections forever, one task each.
+/// Accepts TLS-over-TCP connections forever, one task each, for a bare `ServerConfig`.
 pub async fn serve(listener: TcpListener, config: Arc<ServerConfig>) -> io::Result<()> {
+    let lab = Arc::new(Lab {
+        quic: config.clone(),
+        tcp: config,
+        counters: Arc::default(),
+        body: 0,
+    });
+    serve_tcp(listener, lab).await
+}
+
+/// What one lab server instance offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LabSettings {
+    pub resumption: ServerResumption,
+    /// Accept TLS 1.3 early data (0-RTT), and answer it before the handshake completes.
+    pub early_data: bool,
+    /// Body bytes of every HTTP response.
+    pub body: u64,
+}
+
+/// What the lab server has seen, for the run's control channel.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Tickets presented and found in the cache (each can be found once).
+    pub tickets_redeemed: AtomicU64,
+    /// Tickets presented again after they were spent: replays, refused.
+    pub replays_rejected: AtomicU64,
+    /// TCP connections whose early data the server accepted.
+    pub early_data_accepted: AtomicU64,
+    /// HTTP requests answered.
+    pub requests: AtomicU64,
+}
+
+/// A consistent reading of [`Counters`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CounterSnapshot {
+    pub tickets_redeemed: u64,
+    pub replays_rejected: u64,
+    pub early_data_accepted: u64,
+    pub requests: u64,
+}
+
+impl Counters {
+    pub fn snapshot(&self) -> CounterSnapshot {
+        CounterSnapshot {
+            tickets_redeemed: self.tickets_redeemed.load(Ordering::Relaxed),
+            replays_rejected: self.replays_rejected.load(Ordering::Relaxed),
+            early_data_accepted: self.early_data_accepted.load(Ordering::Relaxed),
+            requests: self.requests.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A session cache that counts redeemed tickets and recognises spent ones.
+#[derive(Debug)]
+struct CountingCache {
+    inner: Arc<ServerSessionMemoryCache>,
+    spent: Mutex<HashSet<Vec<u8>>>,
+    counters: Arc<Counters>,
+}
+
+impl StoresServerSessions for CountingCache {
+    fn put(&self, key: Vec<u8>, value: Vec<u8>) -> bool {
+        self.inner.put(key, value)
+    }
+
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.inner.get(key)
+    }
+
+    fn take(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let taken = self.inner.take(key);
+        let mut spent = self.spent.lock().unwrap_or_else(|e| e.into_inner());
+        match &taken {
+            Some(_) => {
+                self.counters
+                    .tickets_redeemed
+                    .fetch_add(1, Ordering::Relaxed);
+                // Bounded memory: forgetting old spent tickets only means a very late replay
+                // is counted as an unknown ticket; it is refused either way.
+                if spent.len() >= REMEMBERED_TICKETS {
+                    spent.clear();
+                }
+                spent.insert(key.to_vec());
+            }
+            None if spent.contains(key) => {
+                self.counters
+                    .replays_rejected
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            None => {}
+        }
+        taken
+    }
+
+    fn can_cache(&self) -> bool {
+        true
+    }
+}
+
+/// One lab server's TLS configurations (TCP and QUIC share sessions and tickets).
+#[derive(Debug)]
+pub struct Lab {
+    tcp: Arc<ServerConfig>,
+    quic: Arc<ServerConfig>,
+    counters: Arc<Counters>,
+    body: u64,
+}
+
+impl Lab {
+    pub fn new(
+        certificates: Vec<CertificateDer<'static>>,
+        key: PrivateKeyDer<'static>,
+        settings: &LabSettings,
+    ) -> Result<Lab, rustls::Error> {
+        let counters = Arc::<Counters>::default();
+        let mut tcp = ServerConfig::builder_with_provider(server_provider())
+            .with_protocol_versions(&[&rustls::version::TLS12, &rustls::version::TLS13])?
+            .with_no_client_auth()
+            .with_single_cert(certificates.clone(), key.clone_key())?;
+        match settings.resumption {
+            ServerResumption::Off => {
+                tcp.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+                tcp.send_tls13_tickets = 0;
+            }
+            ServerResumption::Tickets => {
+                tcp.session_storage = ServerSessionMemoryCache::new(CACHED_SESSIONS);
+                tcp.ticketer = rustls::crypto::aws_lc_rs::Ticketer::new()?;
+            }
+            ServerResumption::Cache => {
+                // No ticketer: TLS 1.3 tickets become cache keys, taken on use.
+                tcp.session_storage = Arc::new(CountingCache {
+                    inner: ServerSessionMemoryCache::new(CACHED_SESSIONS),
+                    spent: Mutex::default(),
+                    counters: counters.clone(),
+                });
+            }
+        }
+        tcp.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let mut quic = ServerConfig::builder_with_provider(server_provider())
+            .with_protocol_versions(&[&rustls::version::TLS13])?
+            .with_no_client_auth()
+            .with_single_cert(certificates, key)?;
+        quic.session_storage = tcp.session_storage.clone();
+        quic.ticketer = tcp.ticketer.clone();
+        quic.send_tls13_tickets = tcp.send_tls13_tickets;
+        quic.alpn_protocols = vec![b"h3".to_vec()];
+        if settings.early_data {
+            tcp.max_early_data_size = MAX_EARLY_DATA;
+            // Answer a 0-RTT request right after the server's flight: that is what saves the
+            // round trip.
+            tcp.send_half_rtt_data = true;
+            // QUIC signals 0-RTT support with this exact value (RFC 9001 §4.6.1).
+            quic.max_early_data_size = u32::MAX;
+        }
+        Ok(Lab {
+            tcp: Arc::new(tcp),
+            quic: Arc::new(quic),
+            counters,
+            body: settings.body,
+        })
+    }
+
+    pub fn counters(&self) -> CounterSnapshot {
+        self.counters.snapshot()
+    }
+
+    /// quinn's server configuration for this lab server.
+    pub fn quic_config(&self) -> Result<quinn::ServerConfig, String> {
+        let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(self.quic.clone())
+            .map_err(|error| error.to_string())?;
+        Ok(quinn::ServerConfig::with_crypto(Arc::new(crypto)))
+    }
+}
+
+/// Accepts TLS-over-TCP connections forever, one task each.
+pub async fn serve_tcp(listener: TcpListener, lab: Arc<Lab>) -> io::Result<()> {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                let config = config.clone();
+                let lab = lab.clone();
                 tokio::spawn(async move {
-                    let _ = serve_connection(stream, config).await;
+                    let _ = serve_connection(stream, lab).await;
                 });
             }
             // Out of file descriptors: back off instead of spinning; the clients will see
@@ -56,12 +248,68 @@ pub async fn serve(listener: TcpListener, config: Arc<ServerConfig>) -> io::Resu
     }
 }
 
-async fn serve_connection(mut stream: TcpStream, config: Arc<ServerConfig>) -> io::Result<()> {
+/// The HTTP side of one connection: requests in, responses out.
+struct HttpSession {
+    version: Version,
+    reader: RequestReader,
+    preface_sent: bool,
+}
+
+impl HttpSession {
+    fn for_alpn(alpn: Option<&[u8]>) -> HttpSession {
+        // A client without ALPN (openssl s_client, ab) speaks HTTP/1.1.
+        let version = match alpn {
+            Some(b"h2") => Version::Http2,
+            _ => Version::Http11,
+        };
+        HttpSession {
+            version,
+            reader: RequestReader::new(version),
+            preface_sent: false,
+        }
+    }
+
+    /// Feeds request bytes; writes whatever must go back (acks, responses) into `out`.
+    fn feed(
+        &mut self,
+        mut data: &[u8],
+        body: u64,
+        counters: &Counters,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        if self.version == Version::Http2 && !self.preface_sent {
+            out.extend_from_slice(&tlslab_http::http2_server_preface());
+            self.preface_sent = true;
+        }
+        loop {
+            let request = self.reader.feed(data).map_err(io::Error::other)?;
+            out.extend_from_slice(&self.reader.take_output());
+            let Some(request) = request else {
+                return Ok(());
+            };
+            counters.requests.fetch_add(1, Ordering::Relaxed);
+            out.extend_from_slice(&tlslab_http::encode_response(
+                self.version,
+                request.stream,
+                body as usize,
+            ));
+            // Further pipelined requests may already be buffered in the reader.
+            data = &[];
+        }
+    }
+}
+
+async fn serve_connection(mut stream: TcpStream, lab: Arc<Lab>) -> io::Result<()> {
     stream.set_nodelay(true)?;
-    let mut connection = ServerConnection::new(config).map_err(io::Error::other)?;
+    let mut connection = ServerConnection::new(lab.tcp.clone()).map_err(io::Error::other)?;
+    // Responses larger than rustls' default 64 KiB plaintext buffer go out whole.
+    connection.set_buffer_limit(None);
     let mut buffer = vec![0u8; 16 * 1024];
     let mut outgoing = Vec::with_capacity(8 * 1024);
-    let mut plaintext = [0u8; 4096];
+    let mut plaintext = vec![0u8; 16 * 1024];
+    let mut http: Option<HttpSession> = None;
+    let mut answer = Vec::new();
+    let mut counted_early = false;
     loop {
         if connection.wants_write() {
             outgoing.clear();
@@ -86,12 +334,110 @@ async fn serve_connection(mut stream: TcpStream, config: Arc<ServerConfig>) -> i
                 let _ = stream.write_all(&alert).await;
                 return Err(io::Error::other(error));
             }
-            // Application data is read and dropped: the lab server measures handshakes.
-            while let Ok(count) = std::io::Read::read(&mut connection.reader(), &mut plaintext) {
-                if count == 0 {
-                    break;
+            answer.clear();
+            // 0-RTT: early data is readable while the handshake is still running.
+            if let Some(mut early) = connection.early_data() {
+                let count = early.read(&mut plaintext)?;
+                if count > 0 {
+                    if !counted_early {
+                        counted_early = true;
+                        lab.counters
+                            .early_data_accepted
+                            .fetch_add(1, Ordering::Relaxed);
+                    }
+                    let alpn = connection.alpn_protocol().map(<[u8]>::to_vec);
+                    http.get_or_insert_with(|| HttpSession::for_alpn(alpn.as_deref()))
+                        .feed(&plaintext[..count], lab.body, &lab.counters, &mut answer)?;
                 }
             }
+            loop {
+                match connection.reader().read(&mut plaintext) {
+                    Ok(0) => break,
+                    Ok(count) => {
+                        let alpn = connection.alpn_protocol().map(<[u8]>::to_vec);
+                        http.get_or_insert_with(|| HttpSession::for_alpn(alpn.as_deref()))
+                            .feed(&plaintext[..count], lab.body, &lab.counters, &mut answer)?;
+                    }
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(error) => return Err(error),
+                }
+            }
+            if !answer.is_empty() {
+                connection.writer().write_all(&answer)?;
+            }
+        }
+    }
+}
+
+/// Accepts QUIC connections forever, one task each; every connection answers HTTP/3 requests.
+pub async fn serve_quic(endpoint: quinn::Endpoint, lab: Arc<Lab>) {
+    while let Some(incoming) = endpoint.accept().await {
+        let lab = lab.clone();
+        tokio::spawn(async move {
+            let _ = serve_quic_connection(incoming, lab).await;
+        });
+    }
+}
+
+async fn serve_quic_connection(incoming: quinn::Incoming, lab: Arc<Lab>) -> Result<(), String> {
+    let connecting = incoming.accept().map_err(|error| error.to_string())?;
+    // Accept 0-RTT streams and answer them at once (0.5-RTT data).
+    let connection = match connecting.into_0rtt() {
+        Ok((connection, _)) => connection,
+        Err(connecting) => connecting.await.map_err(|error| error.to_string())?,
+    };
+    let mut control = connection
+        .open_uni()
+        .await
+        .map_err(|error| error.to_string())?;
+    let _ = control
+        .write_all(&tlslab_http::http3_control_stream())
+        .await;
+    loop {
+        tokio::select! {
+            stream = connection.accept_bi() => {
+                let Ok((send, receive)) = stream else { break };
+                let lab = lab.clone();
+                tokio::spawn(async move {
+                    let _ = answer_http3(send, receive, lab).await;
+                });
+            }
+            stream = connection.accept_uni() => {
+                // The client's control and QPACK streams: read and dropped.
+                let Ok(mut receive) = stream else { break };
+                tokio::spawn(async move {
+                    while let Ok(Some(_)) = receive.read_chunk(usize::MAX, true).await {}
+                });
+            }
+        }
+    }
+    drop(control);
+    Ok(())
+}
+
+async fn answer_http3(
+    mut send: quinn::SendStream,
+    mut receive: quinn::RecvStream,
+    lab: Arc<Lab>,
+) -> Result<(), String> {
+    let mut reader = RequestReader::new(Version::Http3);
+    loop {
+        let chunk = receive
+            .read_chunk(usize::MAX, true)
+            .await
+            .map_err(|error| error.to_string())?
+            .ok_or("the request stream ended before a request")?;
+        if let Some(request) = reader.feed(&chunk.bytes).map_err(|e| e.to_string())? {
+            lab.counters.requests.fetch_add(1, Ordering::Relaxed);
+            let response =
+                tlslab_http::encode_response(Version::Http3, request.stream, lab.body as usize);
+            send.write_all(&response)
+                .await
+                .map_err(|error| error.to_string())?;
+            send.finish().map_err(|error| error.to_string())?;
+            // Wait until the peer has the response (or the connection ends) before dropping.
+            let _ = send.stopped().await;
+            return Ok(());
         }
     }
 }

@@ -68,9 +68,35 @@ pub struct RunArgs {
     /// Per-attempt time limit (500ms, 10s, 1m).
     #[arg(long)]
     pub timeout: Option<String>,
-    /// Resume sessions: each agent's first handshake is full, the rest resume.
+    /// Session resumption: off, tickets, session-id (a server-side cache; in TLS 1.3,
+    /// single-use tickets). Each agent's first handshake is full, the rest resume. A bare
+    /// --resume means tickets.
+    #[arg(long, value_delimiter = ',', num_args = 0..=1, default_missing_value = "tickets")]
+    pub resume: Option<Vec<String>>,
+    /// TLS 1.3 0-RTT: bytes of early data on resumed handshakes (the request, padded to this
+    /// size); 0 sends none. Needs --resume.
+    #[arg(long, value_delimiter = ',', value_name = "BYTES")]
+    pub early_data: Option<Vec<u64>>,
+    /// Skip re-verifying certificate chains the client already verified: off, on.
+    #[arg(long, value_delimiter = ',')]
+    pub cert_cache: Option<Vec<String>>,
+    /// Transports: tcp (TLS over TCP), quic.
+    #[arg(long, value_delimiter = ',')]
+    pub transport: Option<Vec<String>>,
+    /// A request after the handshake: none, 1.1, 2 (over TCP), 3 (over QUIC); records the
+    /// time to first byte and the total time.
+    #[arg(long, value_delimiter = ',')]
+    pub http: Option<Vec<String>>,
+    /// The request's path.
     #[arg(long)]
-    pub resume: bool,
+    pub path: Option<String>,
+    /// Body size in bytes of the lab server's responses.
+    #[arg(long, value_name = "BYTES")]
+    pub body: Option<u64>,
+    /// After the run, re-send captured 0-RTT flights to the lab server and show that it
+    /// rejects every replay.
+    #[arg(long)]
+    pub replay: bool,
     /// How to close after the handshake: reset (RST, default) or graceful.
     #[arg(long)]
     pub close: Option<String>,
@@ -150,9 +176,16 @@ pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, default_value = "127.0.0.1:8443")]
     pub listen: String,
-    /// Issue session tickets and keep a session cache (TLS 1.2 IDs) so clients can resume.
+    /// Resumption: off, tickets (stateless), cache (session IDs and single-use TLS 1.3
+    /// tickets).
+    #[arg(long, default_value = "off", default_missing_value = "tickets", num_args = 0..=1)]
+    pub resumption: String,
+    /// Accept TLS 1.3 early data (0-RTT) and answer it before the handshake completes.
     #[arg(long)]
-    pub resumption: bool,
+    pub early_data: bool,
+    /// Body size in bytes of every HTTP response.
+    #[arg(long, default_value_t = 1024)]
+    pub body: u64,
     /// Answer usage requests on stdin/stdout (used by `tlslab run`).
     #[arg(long, hide = true)]
     pub control: bool,

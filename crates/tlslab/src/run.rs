@@ -95,8 +95,29 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment, CliError> {
         experiment.timeout = duration::parse(text)
             .map_err(|error| CliError::usage(error, "for example --timeout 5s"))?;
     }
-    if args.resume {
-        experiment.resume = true;
+    if let Some(values) = &args.resume {
+        experiment.resume = parse_list(values)?;
+    }
+    if let Some(values) = &args.early_data {
+        experiment.early_data = values.clone();
+    }
+    if let Some(values) = &args.cert_cache {
+        experiment.cert_cache = parse_list(values)?;
+    }
+    if let Some(values) = &args.transport {
+        experiment.transport = parse_list(values)?;
+    }
+    if let Some(values) = &args.http {
+        experiment.http = parse_list(values)?;
+    }
+    if let Some(path) = &args.path {
+        experiment.path = path.clone();
+    }
+    if let Some(body) = args.body {
+        experiment.body = body;
+    }
+    if args.replay {
+        experiment.replay = true;
     }
     if let Some(text) = &args.close {
         experiment.close = text

@@ -1,8 +1,11 @@
 //! `tlslab serve`: the lab server, standalone or as a child of `tlslab run`.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
-use tlslab_core::CertProfile;
+use tlslab_core::{CertProfile, ServerResumption};
+use tlslab_engine::lab::ServerCounters;
+use tlslab_tls::server::LabSettings;
 
 use crate::cli::ServeArgs;
 use crate::failure::CliError;
@@ -22,10 +25,20 @@ pub fn serve(args: &ServeArgs) -> Result<i32, CliError> {
     let chain = pki.chain(cert, args.chain).map_err(|error| {
         CliError::usage(error.to_string(), "the chain depth is 1 to 5 certificates")
     })?;
-    let config = tlslab_tls::server::server_config(
+    let resumption = ServerResumption::parse(&args.resumption).ok_or_else(|| {
+        CliError::usage(
+            format!("unknown resumption '{}'", args.resumption),
+            "give --resumption off, tickets or cache",
+        )
+    })?;
+    let lab = tlslab_tls::server::Lab::new(
         chain.certificates.clone(),
         chain.private_key.clone_key(),
-        args.resumption,
+        &LabSettings {
+            resumption,
+            early_data: args.early_data,
+            body: args.body,
+        },
     )
     .map_err(|error| {
         CliError::environment(
@@ -33,28 +46,67 @@ pub fn serve(args: &ServeArgs) -> Result<i32, CliError> {
             "delete the PKI cache directory to regenerate it",
         )
     })?;
+    let lab = Arc::new(lab);
+    let quic_config = lab.quic_config().map_err(|error| {
+        CliError::environment(
+            format!("cannot configure the lab server's QUIC side: {error}"),
+            "report this as a bug",
+        )
+    })?;
     let _ = tlslab_net::raise_file_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|error| CliError::environment(error, "check the process limits"))?;
-    let listener = runtime
-        .block_on(async { tlslab_net::bind_listener(address) })
-        .map_err(|error| {
+    // TLS over TCP and QUIC share one port number; with port 0, retry until a port is free on
+    // both.
+    let (listener, endpoint) = runtime
+        .block_on(async {
+            let mut last_error = None;
+            for _ in 0..20 {
+                let listener = tlslab_net::bind_listener(address)?;
+                let local = listener.local_addr()?;
+                match std::net::UdpSocket::bind(local) {
+                    Ok(socket) => {
+                        let endpoint = tlslab_tls::quinn::Endpoint::new(
+                            tlslab_tls::quinn::EndpointConfig::default(),
+                            Some(quic_config.clone()),
+                            socket,
+                            Arc::new(tlslab_tls::quinn::TokioRuntime),
+                        )?;
+                        return Ok((listener, endpoint));
+                    }
+                    Err(error) if address.port() == 0 => last_error = Some(error),
+                    Err(error) => return Err(error),
+                }
+            }
+            Err(last_error.unwrap_or_else(|| std::io::Error::other("no free port")))
+        })
+        .map_err(|error: std::io::Error| {
             CliError::environment(
                 format!("cannot listen on {address}: {error}"),
-                "choose a free port, for example --listen 127.0.0.1:0",
+                "choose a free port (TCP and UDP), for example --listen 127.0.0.1:0",
             )
         })?;
     let local = listener
         .local_addr()
         .map_err(|error| CliError::environment(error, "check the address"))?;
-    runtime.spawn(tlslab_tls::server::serve(listener, config));
+    runtime.spawn(tlslab_tls::server::serve_tcp(listener, lab.clone()));
+    runtime.spawn(tlslab_tls::server::serve_quic(endpoint, lab.clone()));
     if args.control {
-        tlslab_engine::answer_control_requests(local);
+        let lab = lab.clone();
+        tlslab_engine::answer_control_requests(local, move || {
+            let counters = lab.counters();
+            ServerCounters {
+                tickets_redeemed: counters.tickets_redeemed,
+                replays_rejected: counters.replays_rejected,
+                early_data_accepted: counters.early_data_accepted,
+                requests: counters.requests,
+            }
+        });
     } else {
         eprintln!(
-            "tlslab lab server on {local} ({cert}, {} certificate(s) sent); trust {} ; Ctrl-C stops",
+            "tlslab lab server on {local} TCP and UDP (TLS and QUIC; {cert}, {} certificate(s) sent); trust {} ; Ctrl-C stops",
             args.chain,
             chain.root_pem.display()
         );

@@ -1,0 +1,119 @@
+//! tlslab's OpenSSL backend: an instrumented OpenSSL 4 client that records the same events
+//! and negotiated parameters as the rustls client, an OpenSSL lab server, ECH keys, and
+//! ML-DSA certificate chains.
+//!
+//! OpenSSL reaches what rustls does not: ML-KEM-1024 and the finite-field groups, legacy
+//! TLS 1.2 suites (CBC with SHA-1, DHE, RSA key transport), Encrypted ClientHello on both
+//! sides, and ML-DSA certificates. It links the OpenSSL 4.0.3 that `scripts/openssl` builds
+//! (see `.cargo/config.toml`), so the measured library is the same on every machine.
+//!
+//! The client drives `SSL_connect` through an in-memory pipe from one async loop, so it sees
+//! every byte cross the socket; the message callback timestamps each handshake message and a
+//! certificate verification callback times `X509_verify_cert`. Nothing in OpenSSL is patched.
+//!
+//! ```no_run
+//! # async fn demo(chain: tlslab_pki::ServedChain) -> Result<(), Box<dyn std::error::Error>> {
+//! use tlslab_core::{Cipher, CloseMode, Event, Phase, TlsVersion};
+//! use tlslab_openssl::{server_config, serve, Client, ClientOptions, EchKey, EchMode};
+//! use tlslab_openssl::{Group, ServerSettings, Suite};
+//! use tlslab_tls::{Attempt, Trust};
+//!
+//! // A server that accepts ECH, on a port of its own.
+//! let ech = EchKey::generate("public.example")?;
+//! let settings = ServerSettings { resumption: false, ech: Some(ech.clone()) };
+//! let config = server_config(&chain.certificates, &chain.private_key, &settings)?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let address = listener.local_addr()?;
+//! tokio::spawn(serve(listener, config));
+//!
+//! // One ECH handshake with a post-quantum key share.
+//! let client = Client::new(&ClientOptions {
+//!     version: TlsVersion::Tls13,
+//!     suite: Suite::Cipher(Cipher::Aes128Gcm),
+//!     group: Group::X25519Mlkem768,
+//!     server_name: "localhost".into(),
+//!     trust: Trust::Roots(vec![chain.root.clone()]),
+//!     ech: EchMode::On(ech.config_list()?),
+//!     resume: false,
+//! })?;
+//! let session = client.agent_session();
+//! let mut attempt = Attempt::start();
+//! let stream = tokio::net::TcpStream::connect(address).await?;
+//! attempt.mark(Event::TcpConnected);
+//! let established = client
+//!     .handshake(&session, &mut attempt, stream)
+//!     .await
+//!     .map_err(|failure| failure.detail)?;
+//! println!(
+//!     "{:?} ns, ECH {}, {} messages",
+//!     attempt.timeline.phase(Phase::Handshake),
+//!     established.observations.ech,
+//!     established.observations.messages.len()
+//! );
+//! established.close(CloseMode::Reset).await;
+//! # Ok(())
+//! # }
+//! ```
+
+mod certificates;
+mod client;
+mod ech;
+pub mod ffi;
+pub mod names;
+mod probe;
+mod server;
+mod settings;
+
+use std::fmt;
+
+pub use certificates::{ml_dsa_chain, MlDsa, MlDsaChain};
+pub use client::{AgentSession, Client, Established, Message, Observations};
+pub use ech::{EchKey, EchStatus};
+pub use probe::Direction;
+pub use server::{serve, serve_connection, server_config, ServerConfig, ServerSettings};
+pub use settings::{ClientOptions, EchMode, Group, LegacySuite, Suite};
+
+/// The version of the linked OpenSSL (`OpenSSL 4.0.3 …`), for the run's environment record.
+pub fn openssl_version() -> &'static str {
+    openssl::version::version()
+}
+
+/// Something OpenSSL or this crate refused, described for people.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    message: String,
+}
+
+impl Error {
+    pub(crate) fn new(message: impl Into<String>) -> Error {
+        Error {
+            message: message.into(),
+        }
+    }
+
+    /// `context`, followed by what OpenSSL's error queue says (and drained from it, so it
+    /// does not leak into the next call's error).
+    pub(crate) fn openssl(context: impl Into<String>) -> Error {
+        let stack = openssl::error::ErrorStack::get();
+        let context = context.into();
+        if stack.errors().is_empty() {
+            Error::new(context)
+        } else {
+            Error::new(format!("{context}: {stack}"))
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<openssl::error::ErrorStack> for Error {
+    fn from(stack: openssl::error::ErrorStack) -> Error {
+        Error::new(stack.to_string())
+    }
+}

@@ -1,0 +1,512 @@
+//! QUIC: the instrumented quinn client, and the probes that observe it.
+//!
+//! quinn runs rustls and its UDP socket on its own driver task, so a QUIC attempt cannot be
+//! timed around sans-IO calls as the TCP client is. Instead each attempt gets:
+//! - its own UDP socket, wrapped so every datagram sent and received is timestamped (the first
+//!   datagram sent is the ClientHello's Initial, the first received the server's Initial);
+//! - probes (certificate verifier, key log) that report into a record shared with the attempt.
+//!
+//! When the attempt ends, [`Attempt::settle`] turns those records into the same events the TCP
+//! client records, so both transports share one phase model.
+
+use std::fmt;
+use std::io;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use quinn::udp::{RecvMeta, Transmit};
+use quinn::{AsyncUdpSocket, ConnectionError, Runtime, UdpPoller};
+use tlslab_core::{ErrorClass, Event, QuicPath, Response};
+
+use crate::client::{Attempt, Client, Failure};
+use crate::probe::Observed;
+use crate::AgentSession;
+
+/// Datagrams the log keeps per direction: a handshake takes a handful; the cap only bounds
+/// memory on a long transfer.
+const KEPT_DATAGRAMS: usize = 256;
+
+/// What one QUIC attempt's socket and probes observed.
+pub(crate) struct QuicLog {
+    observed: Arc<Mutex<Observed>>,
+    datagrams: Mutex<Datagrams>,
+}
+
+#[derive(Default)]
+struct Datagrams {
+    sent: Vec<(Instant, usize)>,
+    received: Vec<(Instant, usize)>,
+    bytes_sent: u64,
+    bytes_received: u64,
+    /// Datagrams sent before the server's first answer (Initial and 0-RTT packets), kept for
+    /// the replay probe.
+    captured: Option<Vec<Vec<u8>>>,
+}
+
+impl fmt::Debug for QuicLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("QuicLog")
+    }
+}
+
+impl QuicLog {
+    fn new(observed: Arc<Mutex<Observed>>, capture: bool) -> QuicLog {
+        QuicLog {
+            observed,
+            datagrams: Mutex::new(Datagrams {
+                captured: capture.then(Vec::new),
+                ..Datagrams::default()
+            }),
+        }
+    }
+
+    fn datagrams(&self) -> std::sync::MutexGuard<'_, Datagrams> {
+        self.datagrams.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn sent(&self, transmit: &Transmit<'_>, now: Instant) {
+        let mut datagrams = self.datagrams();
+        datagrams.bytes_sent += transmit.contents.len() as u64;
+        let segment = transmit
+            .segment_size
+            .unwrap_or(transmit.contents.len())
+            .max(1);
+        let answered = !datagrams.received.is_empty();
+        for datagram in transmit.contents.chunks(segment) {
+            if datagrams.sent.len() < KEPT_DATAGRAMS {
+                datagrams.sent.push((now, datagram.len()));
+            }
+            if !answered {
+                if let Some(captured) = &mut datagrams.captured {
+                    captured.push(datagram.to_vec());
+                }
+            }
+        }
+    }
+
+    fn received(&self, meta: &[RecvMeta]) {
+        let now = Instant::now();
+        let mut datagrams = self.datagrams();
+        for meta in meta {
+            datagrams.bytes_received += meta.len as u64;
+            let stride = meta.stride.max(1);
+            let mut left = meta.len;
+            while left > 0 {
+                let size = left.min(stride);
+                if datagrams.received.len() < KEPT_DATAGRAMS {
+                    datagrams.received.push((now, size));
+                }
+                left -= size;
+            }
+        }
+    }
+
+    fn totals(&self) -> (u64, u64) {
+        let datagrams = self.datagrams();
+        (datagrams.bytes_sent, datagrams.bytes_received)
+    }
+
+    /// Turns the datagram times and probe reports into the attempt's events.
+    pub(crate) fn settle_into(&self, attempt: &mut Attempt) {
+        let observed = *self.observed.lock().unwrap_or_else(|e| e.into_inner());
+        let mut datagrams = self.datagrams();
+        let origin = attempt.origin;
+        let timeline = &mut attempt.timeline;
+        let first_answer = datagrams.received.first().map(|(at, _)| *at);
+        if let Some((at, _)) = datagrams.sent.first() {
+            timeline.mark_once(Event::ClientHelloSent, origin, *at);
+            attempt.client_hello_bytes = Some(
+                datagrams
+                    .sent
+                    .iter()
+                    .take_while(|(sent, _)| first_answer.is_none_or(|answer| *sent < answer))
+                    .map(|(_, size)| *size as u64)
+                    .sum(),
+            );
+        }
+        if let Some(at) = first_answer {
+            timeline.mark_once(Event::ServerHelloReceived, origin, at);
+        }
+        // The server's flight ends with the last datagram before the client reacted to it:
+        // by verifying the certificate, or (resumed, nothing to verify) deriving its keys.
+        if let Some(reacted) = observed.verify_start.or(observed.traffic_keys) {
+            let flight: Vec<&(Instant, usize)> = datagrams
+                .received
+                .iter()
+                .take_while(|(at, _)| *at <= reacted)
+                .collect();
+            if let Some((at, _)) = flight.last() {
+                timeline.mark_once(Event::ServerFlightReceived, origin, *at);
+                attempt.server_flight_bytes = Some(flight.iter().map(|(_, n)| *n as u64).sum());
+            }
+        }
+        if let Some(start) = observed.verify_start {
+            timeline.mark_once(Event::CertVerifyStart, origin, start);
+            if let Some(end) = observed.verify_end {
+                timeline.mark_once(Event::CertVerifyEnd, origin, end);
+            }
+        }
+        if let Some(scheme) = observed.signature_scheme {
+            attempt.negotiated.signature_scheme = Some(format!("{scheme:?}"));
+        }
+        if let Some(keys) = observed.traffic_keys {
+            if let Some((at, _)) = datagrams.sent.iter().find(|(at, _)| *at >= keys) {
+                timeline.mark_once(Event::ClientFinishedSent, origin, *at);
+            }
+        }
+        attempt.bytes_sent = datagrams.bytes_sent;
+        attempt.bytes_received = datagrams.bytes_received;
+        if let Some(captured) = datagrams.captured.take() {
+            attempt.captured = Some(captured);
+        }
+    }
+}
+
+/// A UDP socket that reports every datagram to the attempt's log.
+#[derive(Debug)]
+struct ObservedSocket {
+    inner: Arc<dyn AsyncUdpSocket>,
+    log: Arc<QuicLog>,
+}
+
+impl AsyncUdpSocket for ObservedSocket {
+    fn create_io_poller(self: Arc<Self>) -> Pin<Box<dyn UdpPoller>> {
+        self.inner.clone().create_io_poller()
+    }
+
+    fn try_send(&self, transmit: &Transmit<'_>) -> io::Result<()> {
+        // Stamped before the system call: quinn sends from one task and receives on another,
+        // and a thread preempted right after sending would otherwise stamp its datagram after
+        // the answer to it.
+        let now = Instant::now();
+        self.inner.try_send(transmit)?;
+        self.log.sent(transmit, now);
+        Ok(())
+    }
+
+    fn poll_recv(
+        &self,
+        cx: &mut Context<'_>,
+        buffers: &mut [io::IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+    ) -> Poll<io::Result<usize>> {
+        let poll = self.inner.poll_recv(cx, buffers, meta);
+        if let Poll::Ready(Ok(count)) = &poll {
+            self.log.received(&meta[..*count]);
+        }
+        poll
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.local_addr()
+    }
+
+    fn max_transmit_segments(&self) -> usize {
+        self.inner.max_transmit_segments()
+    }
+
+    fn max_receive_segments(&self) -> usize {
+        self.inner.max_receive_segments()
+    }
+
+    fn may_fragment(&self) -> bool {
+        self.inner.may_fragment()
+    }
+}
+
+/// The class of a failed QUIC connection. TLS alerts travel as CRYPTO_ERROR codes
+/// (0x100 + alert); certificate alerts mean verification failed on one side.
+fn connection_failure(error: ConnectionError) -> Failure {
+    use quinn::ConnectionError as E;
+    let alert = |code: u64| (0x100..0x200).contains(&code).then(|| (code - 0x100) as u8);
+    let class = match &error {
+        E::TimedOut => ErrorClass::Timeout,
+        E::Reset => ErrorClass::Reset,
+        E::VersionMismatch => ErrorClass::NotTls,
+        E::CidsExhausted => ErrorClass::Local,
+        E::TransportError(transport) => match alert(u64::from(transport.code)) {
+            Some(42..=46 | 48) => ErrorClass::Certificate,
+            Some(_) => ErrorClass::Alert,
+            None => ErrorClass::Protocol,
+        },
+        E::ConnectionClosed(closed) => match alert(u64::from(closed.error_code)) {
+            Some(42..=46 | 48) => ErrorClass::Certificate,
+            Some(_) => ErrorClass::Alert,
+            None => ErrorClass::Protocol,
+        },
+        E::ApplicationClosed(_) | E::LocallyClosed => ErrorClass::Protocol,
+    };
+    Failure::new(class, error.to_string())
+}
+
+fn stream_failure(error: impl fmt::Display) -> Failure {
+    Failure::new(ErrorClass::Protocol, format!("HTTP/3 request: {error}"))
+}
+
+/// When one HTTP/3 exchange saw its response arrive.
+struct Exchanged {
+    first_byte: Option<Instant>,
+    done: Instant,
+    response: Response,
+    /// The HTTP/3 control stream stays open for the connection's life (closing it is an error).
+    _control: quinn::SendStream,
+}
+
+/// Sends the request on a new stream and reads the response to its end.
+async fn exchange_http3(
+    connection: &quinn::Connection,
+    request: &[u8],
+) -> Result<Exchanged, Failure> {
+    let mut control = connection.open_uni().await.map_err(connection_failure)?;
+    control
+        .write_all(&tlslab_http::http3_control_stream())
+        .await
+        .map_err(stream_failure)?;
+    let (mut send, mut receive) = connection.open_bi().await.map_err(connection_failure)?;
+    send.write_all(request).await.map_err(stream_failure)?;
+    send.finish().map_err(stream_failure)?;
+    let mut reader = tlslab_http::ResponseReader::new(tlslab_http::Version::Http3);
+    let mut first_byte = None;
+    loop {
+        let chunk = receive
+            .read_chunk(usize::MAX, true)
+            .await
+            .map_err(stream_failure)?;
+        let now = Instant::now();
+        let ended = chunk.is_none();
+        let progress = match chunk {
+            Some(chunk) => reader.feed(&chunk.bytes),
+            None => reader.finish(),
+        }
+        .map_err(stream_failure)?;
+        if progress.first_byte && first_byte.is_none() {
+            first_byte = Some(now);
+        }
+        if progress.complete {
+            return Ok(Exchanged {
+                first_byte,
+                done: now,
+                response: Response {
+                    status: progress.status,
+                    body_bytes: progress.body_bytes,
+                },
+                _control: control,
+            });
+        }
+        if ended {
+            return Err(stream_failure("the server ended the stream early"));
+        }
+    }
+}
+
+impl Attempt {
+    fn exchanged(&mut self, exchanged: &Exchanged) {
+        // The client cannot read 1-RTT data before it holds the handshake keys; a first byte
+        // stamped before `handshake_done` only reflects which of two tasks woke first.
+        if let Some(at) = exchanged.first_byte {
+            self.timeline
+                .mark_once(Event::FirstByte, self.origin, at.max(self.done_at()));
+        }
+        self.timeline.mark_once(
+            Event::ResponseDone,
+            self.origin,
+            exchanged.done.max(self.done_at()),
+        );
+        self.response = Some(exchanged.response);
+    }
+
+    /// The moment `handshake_done` was recorded (the origin if it was not).
+    fn done_at(&self) -> Instant {
+        self.origin + Duration::from_nanos(self.timeline.get(Event::HandshakeDone).unwrap_or(0))
+    }
+}
+
+/// A client's settings for one QUIC attempt beyond the Config's.
+#[derive(Debug, Clone, Copy)]
+pub struct QuicAttemptOptions {
+    /// Keep the datagrams of the first flight for the replay probe.
+    pub capture: bool,
+}
+
+impl Client {
+    /// One QUIC attempt from a fresh UDP socket: the handshake, the Config's HTTP/3 request
+    /// (as 0-RTT data when the Config asks and the agent holds a ticket), the session ticket
+    /// when resuming, and a close. Call [`Attempt::settle`] afterwards, also on a timeout.
+    pub async fn quic_attempt(
+        &self,
+        session: &AgentSession,
+        attempt: &mut Attempt,
+        address: SocketAddr,
+        options: QuicAttemptOptions,
+    ) -> Result<(), Failure> {
+        let observed = session.observed.clone().ok_or_else(|| {
+            Failure::new(ErrorClass::Local, "a TCP agent session cannot run QUIC")
+        })?;
+        // The agent's probes report here; the previous attempt's reports are done with.
+        *observed.lock().unwrap_or_else(|e| e.into_inner()) = Observed::default();
+        let log = Arc::new(QuicLog::new(observed.clone(), options.capture));
+        attempt.quic_log = Some(log.clone());
+        let tls = session.config.clone();
+        // Initial packets are always protected with AES-128-GCM (RFC 9001), whatever suite the
+        // Config offers for the handshake itself.
+        let initial = rustls::crypto::aws_lc_rs::cipher_suite::TLS13_AES_128_GCM_SHA256
+            .tls13()
+            .and_then(|suite| suite.quic_suite())
+            .expect("AES-128-GCM is a QUIC suite");
+        let crypto = quinn::crypto::rustls::QuicClientConfig::with_initial(tls, initial)
+            .map_err(|error| Failure::new(ErrorClass::Protocol, error.to_string()))?;
+        let mut config = quinn::ClientConfig::new(Arc::new(crypto));
+        let mut transport = quinn::TransportConfig::default();
+        // Give up with the attempt rather than quinn's 30 s default.
+        transport.max_idle_timeout(Some(
+            quinn::IdleTimeout::try_from(Duration::from_secs(60)).expect("in range"),
+        ));
+        config.transport_config(Arc::new(transport));
+
+        let local: SocketAddr = if address.is_ipv4() {
+            (Ipv4Addr::UNSPECIFIED, 0).into()
+        } else {
+            (Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        let socket = std::net::UdpSocket::bind(local).map_err(|error| Failure::io(&error))?;
+        let runtime: Arc<dyn Runtime> = Arc::new(quinn::TokioRuntime);
+        let inner = runtime
+            .wrap_udp_socket(socket)
+            .map_err(|error| Failure::io(&error))?;
+        let endpoint = quinn::Endpoint::new_with_abstract_socket(
+            quinn::EndpointConfig::default(),
+            None,
+            Arc::new(ObservedSocket {
+                inner,
+                log: log.clone(),
+            }),
+            runtime,
+        )
+        .map_err(|error| Failure::io(&error))?;
+        let tickets_before = session.store.as_ref().map(|s| s.tickets_received());
+        let connecting = endpoint
+            .connect_with(config, address, &self.settings.server_name)
+            .map_err(|error| Failure::new(ErrorClass::Protocol, error.to_string()))?;
+
+        let request = self.request.as_deref();
+        let wants_early = self.settings.early_data > 0 && request.is_some();
+        let (connection, exchanged) = match (wants_early, request) {
+            (true, Some(request)) => match connecting.into_0rtt() {
+                Ok((connection, accepted)) => {
+                    // The request leaves in 0-RTT packets while the handshake runs.
+                    let timed_accept = async {
+                        let accepted = accepted.await;
+                        (accepted, Instant::now())
+                    };
+                    let ((accepted, done), early) =
+                        tokio::join!(timed_accept, exchange_http3(&connection, request));
+                    attempt
+                        .timeline
+                        .mark_once(Event::HandshakeDone, attempt.origin, done);
+                    attempt.negotiated.early_data = Some(accepted);
+                    let exchanged = match (accepted, early) {
+                        (true, Ok(exchanged)) => exchanged,
+                        (true, Err(failure)) => return Err(failure),
+                        // Rejected: the 0-RTT streams are gone; ask again in 1-RTT.
+                        (false, _) => exchange_http3(&connection, request).await?,
+                    };
+                    (connection, Some(exchanged))
+                }
+                Err(connecting) => {
+                    let connection = connecting.await.map_err(connection_failure)?;
+                    attempt.mark(Event::HandshakeDone);
+                    let exchanged = exchange_http3(&connection, request).await?;
+                    (connection, Some(exchanged))
+                }
+            },
+            _ => {
+                let connection = connecting.await.map_err(connection_failure)?;
+                attempt.mark(Event::HandshakeDone);
+                let exchanged = match request {
+                    Some(request) => Some(exchange_http3(&connection, request).await?),
+                    None => None,
+                };
+                (connection, exchanged)
+            }
+        };
+        attempt.set_handshake_bytes(log.totals());
+        if let Some(exchanged) = &exchanged {
+            attempt.exchanged(exchanged);
+        }
+        self.describe(attempt, &connection, &observed);
+
+        if let (Some(before), Some(store)) = (tickets_before, &session.store) {
+            // Tickets follow the handshake within a round trip or so.
+            let patience = attempt.origin.elapsed() * 2 + Duration::from_millis(100);
+            let _ = tokio::time::timeout(patience, store.ticket_after(before)).await;
+        }
+        let statistics = connection.stats();
+        attempt.quic = Some(QuicPath {
+            rtt_ns: statistics.path.rtt.as_nanos() as u64,
+            datagrams_sent: statistics.udp_tx.datagrams,
+            datagrams_received: statistics.udp_rx.datagrams,
+            packets_sent: statistics.path.sent_packets,
+            packets_lost: statistics.path.lost_packets,
+        });
+        connection.close(0u32.into(), b"");
+        drop(exchanged);
+        drop(endpoint);
+        Ok(())
+    }
+
+    /// What the handshake negotiated. quinn does not expose rustls' session, but the client
+    /// offers exactly one TLS 1.3 suite and one group, so a completed handshake used those; a
+    /// handshake that verified no certificate resumed.
+    fn describe(
+        &self,
+        attempt: &mut Attempt,
+        connection: &quinn::Connection,
+        observed: &Arc<Mutex<Observed>>,
+    ) {
+        let negotiated = &mut attempt.negotiated;
+        negotiated.version = Some("1.3".into());
+        negotiated.suite =
+            crate::provider::cipher_suites(self.settings.version, self.settings.cipher)
+                .first()
+                .map(|suite| format!("{:?}", suite.suite()));
+        negotiated.group = Some(self.settings.group.as_str().to_string());
+        negotiated.alpn = connection
+            .handshake_data()
+            .and_then(|data| data.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
+            .and_then(|data| data.protocol)
+            .map(|alpn| String::from_utf8_lossy(&alpn).into_owned());
+        if self.settings.resume != tlslab_core::Resume::Off {
+            let verified = observed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .verify_start
+                .is_some();
+            negotiated.resumed = Some(!verified);
+        }
+    }
+}
+
+/// Re-sends a captured first flight (Initial and 0-RTT datagrams) from a new UDP socket and
+/// waits briefly for the server's answer. The lab server counts the replay.
+pub async fn replay_quic(
+    address: SocketAddr,
+    datagrams: &[Vec<u8>],
+    patience: Duration,
+) -> io::Result<()> {
+    let local: SocketAddr = if address.is_ipv4() {
+        (Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let socket = tokio::net::UdpSocket::bind(local).await?;
+    socket.connect(address).await?;
+    for datagram in datagrams {
+        socket.send(datagram).await?;
+    }
+    let mut buffer = vec![0u8; 2048];
+    let _ = tokio::time::timeout(patience, socket.recv(&mut buffer)).await;
+    Ok(())
+}
