@@ -41,10 +41,13 @@ http {{
   client_body_temp_path {dir_text}/body; proxy_temp_path {dir_text}/proxy;
   fastcgi_temp_path {dir_text}/fastcgi; uwsgi_temp_path {dir_text}/uwsgi; scgi_temp_path {dir_text}/scgi;
   server {{
-    listen {listen} ssl;
+    listen {listen} ssl http2;
     ssl_certificate {chain};
     ssl_certificate_key {key};
     ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_session_cache shared:tlslab:1m;
+    ssl_session_tickets on;
+    ssl_early_data on;
     location / {{ return 200 \"ok\\n\"; }}
   }}
 }}
@@ -160,6 +163,100 @@ fn nginx_serves_tls12_and_tls13_through_target() {
         summary["configs"][0]["errors"]["certificate"], 5,
         "{summary}"
     );
+}
+
+#[test]
+fn both_http_versions_resumption_and_early_data_work_against_nginx() {
+    let Some(binary) = nginx_binary() else {
+        eprintln!("skipping: nginx is not installed (apt-get install nginx-light; .ci/run does)");
+        return;
+    };
+    let dir = scratch("nginx-sessions");
+    let paths = stdout(&tlslab(&["pki", "--cert", "ecdsa-p256", "--chain", "1"]));
+    let path_of = |name: &str| {
+        paths
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in {paths}"))
+            .to_string()
+    };
+    let nginx = start_nginx(&binary, &dir, &path_of("chain"), &path_of("key"));
+    let target = format!("127.0.0.1:{}", nginx.port);
+    let db = dir.join("sessions.db");
+    let output = tlslab(&[
+        "run",
+        "--target",
+        &target,
+        "--sni",
+        "localhost",
+        "--ca",
+        &path_of("root"),
+        "--tls",
+        "1.2,1.3",
+        "--http",
+        "1.1,2",
+        "--resume",
+        "off,tickets,session-id",
+        "-n",
+        "20",
+        "--warmup",
+        "0",
+        "--quiet",
+        "--out",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let connection = open(&db);
+    // nginx answers "ok\n" to every request, over the protocol ALPN chose.
+    let wrong: i64 = connection
+        .query_row(
+            "SELECT COUNT(*) FROM samples s JOIN configs c ON c.id = s.config_id WHERE s.http_status IS NOT 200 OR s.response_bytes IS NOT 3 OR s.alpn IS NOT (CASE c.http WHEN '2' THEN 'h2' ELSE 'http/1.1' END) OR s.first_byte IS NULL",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(wrong, 0);
+    // 8 resuming Configs × 1 agent: every handshake after the agent's first resumes.
+    let resumed: i64 = connection
+        .query_row(
+            "SELECT COUNT(*) FROM samples WHERE resumed = 1",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(resumed, 8 * 19);
+
+    // 0-RTT: nginx (OpenSSL) accepts the request as early data.
+    let early = dir.join("early.db");
+    let output = tlslab(&[
+        "run",
+        "--target",
+        &target,
+        "--sni",
+        "localhost",
+        "--ca",
+        &path_of("root"),
+        "--resume",
+        "tickets",
+        "--early-data",
+        "300",
+        "-n",
+        "20",
+        "--warmup",
+        "0",
+        "--quiet",
+        "--out",
+        early.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let (accepted, attempted): (i64, i64) = open(&early)
+        .query_row(
+            "SELECT COALESCE(SUM(early_data_accepted = 1), 0), COUNT(early_data_accepted) FROM samples WHERE http_status = 200",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((accepted, attempted), (19, 19));
 }
 
 #[test]

@@ -385,3 +385,60 @@ fn at_rtt_50ms_quic_saves_one_round_trip_and_0rtt_another() {
         assert!(summary.contains("early data accepted"), "{summary}");
     }
 }
+
+/// The session-techniques example prints each technique's gain with a 95% interval.
+#[test]
+fn the_session_techniques_example_prints_each_gain_with_its_interval() {
+    if let Some(reason) = emulation_unavailable() {
+        println!("SKIPPED: {reason}");
+        return;
+    }
+    let dir = scratch("session-techniques");
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/session-techniques.toml"
+    );
+    let output = tlslab(&[
+        "run",
+        example,
+        "-n",
+        "40",
+        "--warmup",
+        "2",
+        "--quiet",
+        "--out",
+        dir.join("techniques.db").to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let summary = stdout(&output);
+    let gains: Vec<&str> = summary
+        .lines()
+        .skip_while(|line| !line.starts_with("gains over the full handshake"))
+        .skip(1)
+        .take_while(|line| line.starts_with("  "))
+        .collect();
+    assert_eq!(gains.len(), 3, "{summary}");
+    for technique in [
+        "certificate cache",
+        "resumption (tickets)",
+        "0-RTT (tickets)",
+    ] {
+        let line = gains
+            .iter()
+            .find(|line| line.trim_start().starts_with(technique))
+            .unwrap_or_else(|| panic!("no gain for {technique}: {summary}"));
+        assert!(
+            line.contains("% [") && line.contains("%] of ttfb"),
+            "no interval: {line}"
+        );
+    }
+    // 0-RTT saves one of the full request's three round trips: about a third.
+    let zero_rtt = gains.iter().find(|l| l.contains("0-RTT")).unwrap();
+    let percent: f64 = zero_rtt
+        .split('%')
+        .next()
+        .and_then(|head| head.split_whitespace().last())
+        .and_then(|number| number.parse().ok())
+        .unwrap_or_else(|| panic!("no percentage in {zero_rtt}"));
+    assert!(percent > 25.0, "{zero_rtt}");
+}
