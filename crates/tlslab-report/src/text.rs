@@ -79,19 +79,20 @@ pub fn render_text(summary: &RunSummary) -> String {
         for (class, count) in &config.errors {
             let _ = write!(outcome, ", {count} {class}");
         }
+        let mut sessions = String::new();
         if let (Some(resumed), Some(full)) = (config.resumed, config.full) {
-            let _ = write!(outcome, "   resumed {resumed}, full {full}");
+            let _ = write!(sessions, "   resumed {resumed}, full {full}");
         }
         if let Some((accepted, refused)) = config.early_data {
             let _ = write!(
-                outcome,
-                "   early data accepted {accepted} of {}",
+                sessions,
+                "   early data accepted on {accepted} of {} 0-RTT attempts",
                 accepted + refused
             );
         }
         let _ = writeln!(
             out,
-            "  outcomes   {} of {} attempts",
+            "  outcomes   {} of {} attempts{sessions}",
             outcome, config.attempted
         );
         for (class, example) in &config.error_examples {

@@ -85,6 +85,19 @@ fn start_nginx(binary: &Path, dir: &Path, chain: &str, key: &str) -> Nginx {
     nginx
 }
 
+/// The paths `tlslab pki` prints for an ECDSA P-256 lab chain of `chain` certificates, by
+/// name (`chain`, `key`, `root`).
+fn lab_paths(chain: &str) -> impl Fn(&str) -> String {
+    let paths = stdout(&tlslab(&["pki", "--cert", "ecdsa-p256", "--chain", chain]));
+    move |name: &str| {
+        paths
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in {paths}"))
+            .to_string()
+    }
+}
+
 #[test]
 fn nginx_serves_tls12_and_tls13_through_target() {
     let Some(binary) = nginx_binary() else {
@@ -92,14 +105,7 @@ fn nginx_serves_tls12_and_tls13_through_target() {
         return;
     };
     let dir = scratch("nginx");
-    let paths = stdout(&tlslab(&["pki", "--cert", "ecdsa-p256", "--chain", "2"]));
-    let path_of = |name: &str| {
-        paths
-            .lines()
-            .find_map(|line| line.strip_prefix(&format!("{name} ")))
-            .unwrap_or_else(|| panic!("no {name} in {paths}"))
-            .to_string()
-    };
+    let path_of = lab_paths("2");
     let nginx = start_nginx(&binary, &dir, &path_of("chain"), &path_of("key"));
     let target = format!("127.0.0.1:{}", nginx.port);
     let db = dir.join("nginx.db");
@@ -172,14 +178,7 @@ fn both_http_versions_resumption_and_early_data_work_against_nginx() {
         return;
     };
     let dir = scratch("nginx-sessions");
-    let paths = stdout(&tlslab(&["pki", "--cert", "ecdsa-p256", "--chain", "1"]));
-    let path_of = |name: &str| {
-        paths
-            .lines()
-            .find_map(|line| line.strip_prefix(&format!("{name} ")))
-            .unwrap_or_else(|| panic!("no {name} in {paths}"))
-            .to_string()
-    };
+    let path_of = lab_paths("1");
     let nginx = start_nginx(&binary, &dir, &path_of("chain"), &path_of("key"));
     let target = format!("127.0.0.1:{}", nginx.port);
     let db = dir.join("sessions.db");
@@ -270,14 +269,7 @@ fn nginx_behind_an_emulated_network_through_server_cmd() {
         return;
     }
     let dir = scratch("nginx-emulated");
-    let paths = stdout(&tlslab(&["pki", "--cert", "ecdsa-p256", "--chain", "1"]));
-    let path_of = |name: &str| {
-        paths
-            .lines()
-            .find_map(|line| line.strip_prefix(&format!("{name} ")))
-            .unwrap()
-            .to_string()
-    };
+    let path_of = lab_paths("1");
     let port = closed_port();
     // nginx runs inside the server namespace and listens on all of that namespace's addresses.
     let config = nginx_config(&dir, &port.to_string(), &path_of("chain"), &path_of("key"));
