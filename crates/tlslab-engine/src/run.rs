@@ -543,7 +543,8 @@ pub fn run(
                 .network
                 .map_or(Duration::ZERO, |network| network.rtt * 2)
                 + Duration::from_millis(50);
-            let sent = runtime.block_on(async {
+            // On a runtime thread: those are in the client namespace, this one is not.
+            let replays = runtime.spawn(async move {
                 let mut sent = 0;
                 for flight in &captured {
                     let replayed = match transport {
@@ -556,6 +557,7 @@ pub fn run(
                 }
                 sent
             });
+            let sent = runtime.block_on(replays).unwrap_or(0);
             // The server handles each replay on its own task; give the last ones a moment.
             std::thread::sleep(patience);
             if let (Some(before), Some(after)) = (before, server.counters()) {
@@ -684,6 +686,7 @@ async fn attempt(context: &TrialContext, session: &AgentSession, agent: u32) -> 
             Transport::Quic => {
                 let options = QuicAttemptOptions {
                     capture: attempt.captured.is_some(),
+                    ticket_deadline: attempt.origin + config.timeout / 2,
                 };
                 context
                     .client
@@ -697,6 +700,13 @@ async fn attempt(context: &TrialContext, session: &AgentSession, agent: u32) -> 
     let failure = match result {
         Ok(Ok(())) => None,
         Ok(Err(failure)) => Some(failure),
+        Err(_) if attempt.timeline.get(Event::HandshakeDone).is_some() => Some(Failure::new(
+            ErrorClass::Timeout,
+            format!(
+                "the handshake completed, but the request did not within {:?}",
+                config.timeout
+            ),
+        )),
         Err(_) => Some(Failure::new(
             ErrorClass::Timeout,
             format!("no handshake within {:?}", config.timeout),
@@ -759,8 +769,9 @@ async fn tcp_attempt(
     let mut established = context.client.handshake(session, attempt, stream).await?;
     established.exchange(attempt).await?;
     if config.resumes() {
-        // Waiting for the ticket happens after the handshake and is not part of it.
-        let patience = ticket_patience(attempt);
+        // Waiting for the ticket happens after the handshake and is not part of it; it never
+        // takes more than half the attempt's time limit, so it cannot turn into a timeout.
+        let patience = ticket_patience(attempt).min(config.timeout / 2);
         established.await_ticket(attempt, patience).await;
     }
     established.close(config.close).await;

@@ -329,10 +329,11 @@ impl Store {
     }
 
     /// Counts of 0-RTT attempts whose early data the server accepted / rejected, among
-    /// measured samples that sent early data.
+    /// successful measured samples that sent early data (a failed connection says nothing
+    /// about the server's decision).
     pub fn early_data_counts(&self, config_id: i64) -> Result<(i64, i64), StoreError> {
         Ok(self.connection.query_row(
-            "SELECT COALESCE(SUM(early_data_accepted = 1), 0), COALESCE(SUM(early_data_accepted = 0), 0) FROM samples WHERE config_id = ?1 AND warmup = 0",
+            "SELECT COALESCE(SUM(early_data_accepted = 1), 0), COALESCE(SUM(early_data_accepted = 0), 0) FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok'",
             [config_id],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )?)

@@ -198,6 +198,10 @@ pub fn migrate(connection: &Connection) -> Result<(), String> {
                         statements.push_str(&format!("ALTER TABLE samples ADD COLUMN \"{name}\" {kind};\n"));
                     }
                 }
+                // Before schema 3, resuming Configs used tickets.
+                statements.push_str(
+                    "UPDATE configs SET resumption = 'tickets' WHERE resume = 1 AND resumption = 'off';\n",
+                );
                 statements.push_str(REPLAYS_TABLE);
                 statements.push_str(&format!("\nPRAGMA user_version = {VERSION};"));
                 connection.execute_batch(&statements)

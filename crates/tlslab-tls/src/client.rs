@@ -422,6 +422,10 @@ impl Client {
                         .write_all(request)
                         .map_err(|error| Failure::new(ErrorClass::Protocol, error.to_string()))?;
                     sent_early = true;
+                } else {
+                    // The ticket allows less early data than the request: it goes 1-RTT, and
+                    // the sample says 0-RTT did not happen.
+                    attempt.negotiated.early_data = Some(false);
                 }
             }
         }
@@ -432,8 +436,21 @@ impl Client {
             captured.push(outgoing.clone());
         }
 
+        // With 0-RTT the server's answer follows its flight at once, often in the same read:
+        // it is drained as it is decrypted, because rustls holds at most 16 KiB of it.
+        let mut plaintext = Plaintext::default();
         while connection.is_handshaking() {
-            read_and_process(&mut connection, &mut stream, attempt, &mut buffer).await?;
+            if !read_draining(
+                &mut connection,
+                &mut stream,
+                attempt,
+                &mut buffer,
+                Some(&mut plaintext),
+            )
+            .await?
+            {
+                return Err(closed_during_handshake(attempt));
+            }
             flush(&mut connection, &mut stream, attempt, &mut outgoing).await?;
         }
         attempt.handshake_done();
@@ -470,6 +487,7 @@ impl Client {
             request: self.request.clone(),
             request_sent: early_accepted,
             version: http_version(self.settings.http),
+            plaintext,
         })
     }
 }
@@ -567,15 +585,19 @@ async fn read_and_process(
     if read_into(connection, stream, attempt, buffer).await? {
         return Ok(());
     }
+    Err(closed_during_handshake(attempt))
+}
+
+fn closed_during_handshake(attempt: &Attempt) -> Failure {
     let class = if attempt.timeline.get(Event::ServerHelloReceived).is_none() {
         ErrorClass::Reset
     } else {
         ErrorClass::Protocol
     };
-    Err(Failure::new(
+    Failure::new(
         class,
         "the server closed the connection during the handshake",
-    ))
+    )
 }
 
 async fn flush(
@@ -625,6 +647,8 @@ pub struct Established {
     /// The request already went out as accepted early data.
     request_sent: bool,
     version: Option<tlslab_http::Version>,
+    /// Application data decrypted during the handshake (a 0-RTT answer).
+    plaintext: Plaintext,
 }
 
 /// A failure of the request after a successful handshake.
@@ -653,9 +677,9 @@ impl Established {
             .await?;
         }
         let mut reader = tlslab_http::ResponseReader::new(version);
-        let mut plaintext = Plaintext::default();
-        // What rustls already decrypted: with 0-RTT the response may have arrived together
-        // with the server's handshake flight.
+        // What arrived during the handshake, and what rustls decrypted since: with 0-RTT the
+        // response may have come with the server's handshake flight.
+        let mut plaintext = std::mem::take(&mut self.plaintext);
         plaintext.drain(&mut self.connection)?;
         loop {
             if !plaintext.data.is_empty() {

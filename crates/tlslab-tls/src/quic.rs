@@ -209,7 +209,9 @@ impl AsyncUdpSocket for ObservedSocket {
     }
 
     fn max_receive_segments(&self) -> usize {
-        self.inner.max_receive_segments()
+        // No receive offload: a handshake receives a handful of datagrams, and quinn sizes
+        // each endpoint's receive buffer by this (see `endpoint_config`).
+        1
     }
 
     fn may_fragment(&self) -> bool {
@@ -324,11 +326,25 @@ impl Attempt {
     }
 }
 
+/// The client endpoint's configuration. quinn allocates and zeroes a receive buffer of
+/// max UDP payload × receive segments × batch size per endpoint: with the defaults (64 KiB
+/// and receive offload) that is megabytes, and zeroing it dominated a loopback attempt's CPU.
+/// Handshake datagrams fit in 1,500 bytes.
+fn endpoint_config() -> quinn::EndpointConfig {
+    let mut config = quinn::EndpointConfig::default();
+    config
+        .max_udp_payload_size(1500)
+        .expect("1,500 is within QUIC's limits");
+    config
+}
+
 /// A client's settings for one QUIC attempt beyond the Config's.
 #[derive(Debug, Clone, Copy)]
 pub struct QuicAttemptOptions {
     /// Keep the datagrams of the first flight for the replay probe.
     pub capture: bool,
+    /// Stop waiting for a session ticket at this moment (the attempt's own time limit).
+    pub ticket_deadline: Instant,
 }
 
 impl Client {
@@ -377,7 +393,7 @@ impl Client {
             .wrap_udp_socket(socket)
             .map_err(|error| Failure::io(&error))?;
         let endpoint = quinn::Endpoint::new_with_abstract_socket(
-            quinn::EndpointConfig::default(),
+            endpoint_config(),
             None,
             Arc::new(ObservedSocket {
                 inner,
@@ -399,13 +415,19 @@ impl Client {
                     // The request leaves in 0-RTT packets while the handshake runs.
                     let timed_accept = async {
                         let accepted = accepted.await;
-                        (accepted, Instant::now())
+                        (accepted, Instant::now(), log.totals())
                     };
-                    let ((accepted, done), early) =
+                    let ((accepted, done, bytes), early) =
                         tokio::join!(timed_accept, exchange_http3(&connection, request));
+                    // quinn also resolves `accepted` to false when the connection died: that
+                    // is a failed attempt, not refused early data.
+                    if let Some(reason) = connection.close_reason() {
+                        return Err(connection_failure(reason));
+                    }
                     attempt
                         .timeline
                         .mark_once(Event::HandshakeDone, attempt.origin, done);
+                    attempt.set_handshake_bytes(bytes);
                     attempt.negotiated.early_data = Some(accepted);
                     let exchanged = match (accepted, early) {
                         (true, Ok(exchanged)) => exchanged,
@@ -418,6 +440,7 @@ impl Client {
                 Err(connecting) => {
                     let connection = connecting.await.map_err(connection_failure)?;
                     attempt.mark(Event::HandshakeDone);
+                    attempt.set_handshake_bytes(log.totals());
                     let exchanged = exchange_http3(&connection, request).await?;
                     (connection, Some(exchanged))
                 }
@@ -425,6 +448,7 @@ impl Client {
             _ => {
                 let connection = connecting.await.map_err(connection_failure)?;
                 attempt.mark(Event::HandshakeDone);
+                attempt.set_handshake_bytes(log.totals());
                 let exchanged = match request {
                     Some(request) => Some(exchange_http3(&connection, request).await?),
                     None => None,
@@ -432,7 +456,6 @@ impl Client {
                 (connection, exchanged)
             }
         };
-        attempt.set_handshake_bytes(log.totals());
         if let Some(exchanged) = &exchanged {
             attempt.exchanged(exchanged);
         }
@@ -440,7 +463,11 @@ impl Client {
 
         if let (Some(before), Some(store)) = (tickets_before, &session.store) {
             // Tickets follow the handshake within a round trip or so.
-            let patience = attempt.origin.elapsed() * 2 + Duration::from_millis(100);
+            let patience = (attempt.origin.elapsed() * 2 + Duration::from_millis(100)).min(
+                options
+                    .ticket_deadline
+                    .saturating_duration_since(Instant::now()),
+            );
             let _ = tokio::time::timeout(patience, store.ticket_after(before)).await;
         }
         let statistics = connection.stats();

@@ -210,6 +210,10 @@ fn zero_rtt_is_accepted_and_every_replay_is_rejected() {
         "tickets",
         "--early-data",
         "600",
+        // A body larger than the 16 KiB rustls buffers: the 0-RTT answer follows the server's
+        // flight at once and must be drained while the handshake is still running.
+        "--body",
+        "40000",
         "--replay",
         "-n",
         "100",
@@ -241,6 +245,8 @@ fn zero_rtt_is_accepted_and_every_replay_is_rejected() {
         assert!(sent >= 50, "{transport}: {sent} replays sent");
         assert_eq!(rejected, sent, "{transport}: every replay is refused");
         assert_eq!(replay_accepted, 0, "{transport}");
+        let short = count(&db, &format!("SELECT COUNT(*) FROM samples s JOIN configs c ON c.id = s.config_id WHERE c.transport = '{transport}' AND s.response_bytes IS NOT 40000"));
+        assert_eq!(short, 0, "{transport}: every 0-RTT answer arrives whole");
     }
     let summary = stdout(&output);
     assert!(
