@@ -749,12 +749,6 @@ async fn attempt(context: &TrialContext, session: &AgentSession, agent: u32) -> 
     }
 }
 
-/// How long to wait for a session ticket after a handshake: tickets follow the handshake
-/// within a round trip, so twice the handshake's duration plus a margin is generous.
-fn ticket_patience(attempt: &Attempt) -> Duration {
-    attempt.origin.elapsed() * 2 + Duration::from_millis(100)
-}
-
 /// TLS over TCP: connect, handshake, the optional request, the ticket, close.
 async fn tcp_attempt(
     context: &TrialContext,
@@ -771,7 +765,7 @@ async fn tcp_attempt(
     if config.resumes() {
         // Waiting for the ticket happens after the handshake and is not part of it; it never
         // takes more than half the attempt's time limit, so it cannot turn into a timeout.
-        let patience = ticket_patience(attempt).min(config.timeout / 2);
+        let patience = attempt.ticket_patience().min(config.timeout / 2);
         established.await_ticket(attempt, patience).await;
     }
     established.close(config.close).await;

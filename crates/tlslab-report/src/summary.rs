@@ -128,12 +128,12 @@ fn setting(config: &ConfigRow) -> impl PartialEq + '_ {
 fn gains(store: &Store, configs: &[ConfigRow]) -> Result<Vec<Gain>, StoreError> {
     let mut gains = Vec::new();
     for config in configs {
-        let Some(technique) = technique(config) else {
+        let Some(name) = technique(config) else {
             continue;
         };
         let Some(baseline) = configs
             .iter()
-            .find(|other| technique_free(other) && setting(other) == setting(config))
+            .find(|other| technique(other).is_none() && setting(other) == setting(config))
         else {
             continue;
         };
@@ -160,7 +160,7 @@ fn gains(store: &Store, configs: &[ConfigRow]) -> Result<Vec<Gain>, StoreError> 
             continue;
         };
         gains.push(Gain {
-            technique,
+            technique: name,
             label: config.label.clone(),
             baseline: baseline.label.clone(),
             metric: metric.to_string(),
@@ -175,10 +175,6 @@ fn gains(store: &Store, configs: &[ConfigRow]) -> Result<Vec<Gain>, StoreError> 
         });
     }
     Ok(gains)
-}
-
-fn technique_free(config: &ConfigRow) -> bool {
-    technique(config).is_none()
 }
 
 fn physics(label: &str, median_ms: f64, floor_ms: f64, round_trips: u32) -> Option<String> {

@@ -173,6 +173,12 @@ impl Attempt {
         self.handshake_bytes = Some((self.bytes_sent, self.bytes_received));
     }
 
+    /// How long to wait for a session ticket after the handshake: tickets follow it within a
+    /// round trip, so twice the attempt so far plus a margin is generous.
+    pub fn ticket_patience(&self) -> Duration {
+        self.origin.elapsed() * 2 + Duration::from_millis(100)
+    }
+
     pub(crate) fn set_handshake_bytes(&mut self, bytes: (u64, u64)) {
         self.handshake_bytes = Some(bytes);
     }
@@ -350,10 +356,6 @@ impl Client {
             settings: settings.clone(),
             request,
         })
-    }
-
-    pub fn settings(&self) -> &ClientSettings {
-        &self.settings
     }
 
     /// A session for one agent: shared and cache-less for fresh handshakes, private with

@@ -462,8 +462,7 @@ impl Client {
         self.describe(attempt, &connection, &observed);
 
         if let (Some(before), Some(store)) = (tickets_before, &session.store) {
-            // Tickets follow the handshake within a round trip or so.
-            let patience = (attempt.origin.elapsed() * 2 + Duration::from_millis(100)).min(
+            let patience = attempt.ticket_patience().min(
                 options
                     .ticket_deadline
                     .saturating_duration_since(Instant::now()),
