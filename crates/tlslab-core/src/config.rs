@@ -178,8 +178,15 @@ fn invalid_reason(
     if version == TlsVersion::Tls12 && group.is_post_quantum() {
         return Some(format!("group {group} exists only in TLS 1.3"));
     }
+    if let Some(cert) = cert {
+        if version == TlsVersion::Tls12 && cert.key_kind() == crate::KeyKind::MlDsa {
+            return Some(format!(
+                "{cert} certificates sign TLS 1.3 handshakes only, not TLS 1.2"
+            ));
+        }
+    }
     if let (Some(authentication), Some(cert)) = (suite.authentication, cert) {
-        if cert.key_kind().tls12_authentication() != authentication {
+        if cert.key_kind().tls12_authentication() != Some(authentication) {
             return Some(format!(
                 "suite {} needs a {} certificate, not {}",
                 suite.name,

@@ -140,6 +140,9 @@ spelled_enum!(
         EcdsaP256 => "ecdsa-p256" | "ecdsap256" | "p256-ecdsa",
         EcdsaP384 => "ecdsa-p384" | "ecdsap384" | "p384-ecdsa",
         Ed25519 => "ed25519",
+        MlDsa44 => "mldsa44" | "ml-dsa-44",
+        MlDsa65 => "mldsa65" | "ml-dsa-65",
+        MlDsa87 => "mldsa87" | "ml-dsa-87",
     }
 );
 
@@ -149,14 +152,18 @@ pub enum KeyKind {
     Rsa,
     Ecdsa,
     Ed25519,
+    /// ML-DSA (FIPS 204), which signs TLS 1.3 handshakes only.
+    MlDsa,
 }
 
 impl KeyKind {
-    /// TLS 1.2 suites name ECDSA for both ECDSA and EdDSA keys (RFC 8422).
-    pub fn tls12_authentication(self) -> Authentication {
+    /// TLS 1.2 suites name ECDSA for both ECDSA and EdDSA keys (RFC 8422); ML-DSA keys have
+    /// no TLS 1.2 suite.
+    pub fn tls12_authentication(self) -> Option<Authentication> {
         match self {
-            KeyKind::Rsa => Authentication::Rsa,
-            KeyKind::Ecdsa | KeyKind::Ed25519 => Authentication::Ecdsa,
+            KeyKind::Rsa => Some(Authentication::Rsa),
+            KeyKind::Ecdsa | KeyKind::Ed25519 => Some(Authentication::Ecdsa),
+            KeyKind::MlDsa => None,
         }
     }
 }
@@ -174,6 +181,7 @@ impl CertProfile {
             CertProfile::Rsa2048 | CertProfile::Rsa3072 | CertProfile::Rsa4096 => KeyKind::Rsa,
             CertProfile::EcdsaP256 | CertProfile::EcdsaP384 => KeyKind::Ecdsa,
             CertProfile::Ed25519 => KeyKind::Ed25519,
+            CertProfile::MlDsa44 | CertProfile::MlDsa65 | CertProfile::MlDsa87 => KeyKind::MlDsa,
         }
     }
 
@@ -185,6 +193,9 @@ impl CertProfile {
             CertProfile::EcdsaP256 => "ECDSA_NISTP256_SHA256",
             CertProfile::EcdsaP384 => "ECDSA_NISTP384_SHA384",
             CertProfile::Ed25519 => "ED25519",
+            CertProfile::MlDsa44 => "ML_DSA_44",
+            CertProfile::MlDsa65 => "ML_DSA_65",
+            CertProfile::MlDsa87 => "ML_DSA_87",
         }
     }
 }

@@ -147,6 +147,10 @@ fn generate_key(profile: CertProfile) -> Result<KeyPair, rcgen::Error> {
         CertProfile::Ed25519 => {
             KeyPair::generate_for(&rcgen::PKCS_ED25519).and_then(ed25519_pkcs8_v1)
         }
+        // Placeholder until ML-DSA generation lands: rcgen has no ML-DSA.
+        CertProfile::MlDsa44 | CertProfile::MlDsa65 | CertProfile::MlDsa87 => {
+            Err(rcgen::Error::KeyGenerationUnavailable)
+        }
     }
 }
 

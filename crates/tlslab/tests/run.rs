@@ -216,7 +216,7 @@ fn every_suite_group_certificate_and_chain_negotiates_what_was_asked() {
         let expected_suite = tlslab_core::dimension::iana_suite_name(
             cipher.parse().unwrap(),
             version,
-            profile.key_kind().tls12_authentication(),
+            profile.key_kind().tls12_authentication().unwrap(),
         );
         assert_eq!(row.get::<_, String>(7).unwrap(), expected_suite, "{label}");
         assert_eq!(row.get::<_, String>(8).unwrap(), group, "{label}");
