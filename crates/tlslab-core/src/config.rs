@@ -8,7 +8,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::dimension::{
-    CertCache, CertProfile, CloseMode, Group, Http, Resume, SuiteSpec, TlsVersion, Transport,
+    Backend, CertCache, CertProfile, CloseMode, Ech, Group, Http, LegacyKeyExchange, Resume,
+    SuiteSpec, TlsVersion, Transport,
 };
 use crate::experiment::Experiment;
 use crate::network::{Loss, Network, NetworkDimensions};
@@ -48,6 +49,12 @@ pub struct Config {
     pub http: Http,
     pub path: String,
     pub insecure: bool,
+    /// The TLS library of the client.
+    pub client_backend: Backend,
+    /// The TLS library of the lab server; `None` for an external target.
+    pub server_backend: Option<Backend>,
+    /// Encrypted ClientHello.
+    pub ech: Ech,
     pub close: CloseMode,
     #[serde(skip)]
     pub timeout: Duration,
@@ -80,6 +87,7 @@ impl Config {
         };
         match self.endpoint {
             Endpoint::Lab { cert, chain } => Some(ServerKey {
+                backend: self.server_backend.unwrap_or(Backend::Rustls),
                 cert,
                 chain,
                 resumption,
@@ -127,6 +135,8 @@ impl ServerResumption {
 /// What distinguishes one lab server instance from another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ServerKey {
+    /// The TLS library serving.
+    pub backend: Backend,
     pub cert: CertProfile,
     pub chain: u8,
     /// Tickets or a session cache only when the Config resumes (DESIGN §5.2), so fresh
@@ -178,6 +188,27 @@ fn invalid_reason(
     if version == TlsVersion::Tls12 && group.is_post_quantum() {
         return Some(format!("group {group} exists only in TLS 1.3"));
     }
+    if version == TlsVersion::Tls12 {
+        // In TLS 1.2 the suite names the key exchange, and the group must fit it.
+        let exchange = suite
+            .legacy
+            .map_or(LegacyKeyExchange::Ecdhe, |legacy| legacy.key_exchange());
+        match exchange {
+            LegacyKeyExchange::Dhe if !group.is_finite_field() => {
+                return Some(format!(
+                    "suite {} agrees on keys over ffdhe2048 or ffdhe3072, not {group}",
+                    suite.name
+                ))
+            }
+            LegacyKeyExchange::Ecdhe | LegacyKeyExchange::Rsa if group.is_finite_field() => {
+                return Some(format!(
+                    "group {group} is finite-field; TLS 1.2 uses it only with a DHE suite \
+                     (TLS_DHE_RSA_WITH_AES_128_GCM_SHA256)"
+                ))
+            }
+            _ => {}
+        }
+    }
     if let Some(cert) = cert {
         if version == TlsVersion::Tls12 && cert.key_kind() == crate::KeyKind::MlDsa {
             return Some(format!(
@@ -209,6 +240,99 @@ struct Session {
     resume: Resume,
     early_data: u64,
     cert_cache: bool,
+}
+
+/// The library pair of one Config: the client's, and the lab server's (`None` for a target).
+type Backends = (Backend, Option<Backend>);
+
+/// Why a combination of libraries and ECH cannot run, or `None` when it can. rustls has no
+/// legacy suites, no finite-field groups and no ECH server; the OpenSSL backend runs over TCP
+/// and has no certificate cache.
+fn invalid_backend_reason(
+    version: TlsVersion,
+    suite: &SuiteSpec,
+    group: Group,
+    (client, server): Backends,
+    ech: Ech,
+    session: Session,
+) -> Option<String> {
+    let sides = [("client", Some(client)), ("server", server)];
+    for (side, backend) in sides {
+        if backend != Some(Backend::Rustls) {
+            continue;
+        }
+        if let Some(legacy) = suite.legacy {
+            return Some(format!(
+                "legacy suite {} needs OpenSSL (--{side}-backend openssl)",
+                legacy.iana_name()
+            ));
+        }
+        if group.is_finite_field() {
+            return Some(format!(
+                "rustls has no finite-field groups; {group} needs OpenSSL (--{side}-backend openssl)"
+            ));
+        }
+    }
+    for backend in [Some(client), server] {
+        if backend == Some(Backend::Openssl) && session.transport == Transport::Quic {
+            return Some(
+                "the OpenSSL backend measures TLS over TCP; QUIC runs on rustls (quinn)".into(),
+            );
+        }
+    }
+    if client == Backend::Openssl && session.cert_cache {
+        return Some("the certificate cache is a rustls client feature".into());
+    }
+    if ech != Ech::Off {
+        if version == TlsVersion::Tls12 {
+            return Some("Encrypted ClientHello exists only in TLS 1.3".into());
+        }
+        if session.transport == Transport::Quic {
+            return Some("tlslab offers Encrypted ClientHello over TCP only".into());
+        }
+    }
+    if ech == Ech::On && server == Some(Backend::Rustls) {
+        return Some(
+            "rustls cannot serve Encrypted ClientHello; the lab server needs --server-backend openssl"
+                .into(),
+        );
+    }
+    None
+}
+
+/// Every pair of client and lab server libraries, in matrix order. `backend` pairs each
+/// library with itself; `client_backend` and `server_backend` cross the two sides. A target
+/// has no lab server, so only the client's library varies.
+fn backend_pairs(experiment: &Experiment, lab: bool) -> Vec<Backends> {
+    let side = |values: &Vec<Backend>| {
+        if values.is_empty() {
+            experiment.backend.clone()
+        } else {
+            values.clone()
+        }
+    };
+    let crossed = !experiment.client_backend.is_empty() || !experiment.server_backend.is_empty();
+    let mut pairs: Vec<Backends> = Vec::new();
+    if !lab {
+        for client in side(&experiment.client_backend) {
+            if !pairs.contains(&(client, None)) {
+                pairs.push((client, None));
+            }
+        }
+    } else if crossed {
+        for client in side(&experiment.client_backend) {
+            for server in side(&experiment.server_backend) {
+                pairs.push((client, Some(server)));
+            }
+        }
+    } else {
+        pairs = experiment
+            .backend
+            .iter()
+            .map(|&backend| (backend, Some(backend)))
+            .collect();
+    }
+    pairs
 }
 
 /// Why a combination of transport, request and resumption cannot run, or `None`.
@@ -299,6 +423,32 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
     require_nonempty(&experiment.resume, "resume")?;
     require_nonempty(&experiment.early_data, "early-data")?;
     require_nonempty(&experiment.cert_cache, "cert-cache")?;
+    require_nonempty(&experiment.backend, "backend")?;
+    require_nonempty(&experiment.ech, "ech")?;
+    if experiment.ech.contains(&Ech::On) && experiment.target.is_some() {
+        match &experiment.ech_config {
+            None => {
+                return Err(error(
+                    "ECH against an external target needs the target's ECHConfigList",
+                    "give --ech-config BASE64 (the ech= value of the target's HTTPS DNS record, \
+                     for example from `dig +short HTTPS host`)",
+                ))
+            }
+            Some(text) if !is_base64(text) => {
+                return Err(error(
+                    "--ech-config is not base64",
+                    "give the ECHConfigList as base64, as in the ech= value of an HTTPS DNS record",
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    if experiment.ech_config.is_some() && experiment.target.is_none() {
+        return Err(error(
+            "--ech-config applies to external targets only",
+            "the lab server's ECH configuration is used automatically; add --target host:port",
+        ));
+    }
     if !experiment.path.starts_with('/') {
         return Err(error(
             format!("request path '{}' does not start with /", experiment.path),
@@ -447,8 +597,20 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                         rejected.push(reason);
                         continue;
                     }
-                    for &session in &sessions {
-                        if let Some(reason) = invalid_session_reason(version, session) {
+                    let combinations = backend_pairs(experiment, cert.is_some())
+                        .into_iter()
+                        .flat_map(|pair| experiment.ech.iter().map(move |&ech| (pair, ech)))
+                        .flat_map(|(pair, ech)| {
+                            sessions.iter().map(move |&session| (pair, ech, session))
+                        });
+                    for (backends, ech, session) in combinations {
+                        if let Some(reason) =
+                            invalid_session_reason(version, session).or_else(|| {
+                                invalid_backend_reason(
+                                    version, suite, group, backends, ech, session,
+                                )
+                            })
+                        {
                             rejected.push(reason);
                             continue;
                         }
@@ -467,6 +629,7 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                                 session,
                                 sizes_differ,
                             );
+                            label.push_str(&backend_words(backends, ech));
                             if let Some(network) = network {
                                 label = format!("{label} {}", network.label(&named));
                             }
@@ -485,6 +648,9 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                                 http: session.http,
                                 path: experiment.path.clone(),
                                 insecure: experiment.insecure,
+                                client_backend: backends.0,
+                                server_backend: backends.1,
+                                ech,
                                 close: experiment.close,
                                 timeout: experiment.timeout,
                                 network: *network,
@@ -588,9 +754,11 @@ fn networks(experiment: &Experiment, named: &NetworkDimensions) -> Vec<Option<Ne
 
 fn valid_values_hint() -> String {
     "TLS 1.3 suites: aes128gcm, aes256gcm, chacha20 (or TLS13_* names); TLS 1.2 suites: the same \
-     short names or TLS_ECDHE_{ECDSA,RSA}_WITH_* names matching the certificate; post-quantum \
-     groups (x25519mlkem768, secp256r1mlkem768, mlkem768) need TLS 1.3; add --skip-invalid to \
-     drop invalid combinations instead"
+     short names or TLS_ECDHE_{ECDSA,RSA}_WITH_* names matching the certificate; legacy TLS 1.2 \
+     suites (ECDHE-RSA-AES128-SHA, DHE-RSA-AES128-GCM-SHA256 with ffdhe2048/3072, \
+     AES256-GCM-SHA384) and finite-field groups need --backend openssl; post-quantum groups \
+     (x25519mlkem768, secp256r1mlkem768, mlkem768, mlkem1024), ML-DSA certificates and ECH need \
+     TLS 1.3; add --skip-invalid to drop invalid combinations instead"
         .to_string()
 }
 
@@ -612,6 +780,32 @@ pub const MAX_BODY: u64 = 64 << 20;
 /// early data over TCP.
 pub const MAX_EARLY_DATA: u64 = 16_384;
 
+/// The label words of the libraries (none for rustls on both sides, `openssl` for OpenSSL on
+/// both, `client/server` when they differ) and of ECH.
+fn backend_words((client, server): Backends, ech: Ech) -> String {
+    let mut words = String::new();
+    match server {
+        Some(server) if server != client => words.push_str(&format!(" {client}/{server}")),
+        _ if client != Backend::Rustls => words.push_str(&format!(" {client}")),
+        _ => {}
+    }
+    match ech {
+        Ech::Off => {}
+        Ech::On => words.push_str(" ech"),
+        Ech::Grease => words.push_str(" ech-grease"),
+    }
+    words
+}
+
+/// Whether `text` is standard or URL-safe base64 (padding optional).
+fn is_base64(text: &str) -> bool {
+    let body = text.trim().trim_end_matches('=');
+    !body.is_empty()
+        && body
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'+' | b'/' | b'-' | b'_'))
+}
+
 fn automatic_label(
     version: TlsVersion,
     suite: &SuiteSpec,
@@ -622,6 +816,9 @@ fn automatic_label(
     sizes_differ: bool,
 ) -> String {
     let mut label = format!("{} {} {}", version.label(), suite.name, group);
+    if suite.legacy.is_some() {
+        label.push_str(" legacy");
+    }
     if let Endpoint::Lab { cert, chain } = endpoint {
         label.push_str(&format!(" {cert} chain{chain}"));
     }
@@ -838,5 +1035,154 @@ mod tests {
         let key = zero_rtt[0].server_key(10).unwrap();
         assert_eq!(key.resumption, ServerResumption::Cache);
         assert!(key.early_data);
+    }
+
+    #[test]
+    fn backends_pair_or_cross_and_label_the_config() {
+        let paired = expand(&Experiment {
+            backend: vec![Backend::Rustls, Backend::Openssl],
+            ..Experiment::default()
+        })
+        .unwrap();
+        let pairs: Vec<_> = paired
+            .iter()
+            .map(|c| (c.client_backend, c.server_backend))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                (Backend::Rustls, Some(Backend::Rustls)),
+                (Backend::Openssl, Some(Backend::Openssl))
+            ]
+        );
+        assert!(paired[1].label.ends_with(" openssl"), "{}", paired[1].label);
+        assert_eq!(paired[1].server_key(0).unwrap().backend, Backend::Openssl);
+
+        let crossed = expand(&Experiment {
+            client_backend: vec![Backend::Rustls, Backend::Openssl],
+            server_backend: vec![Backend::Openssl],
+            ..Experiment::default()
+        })
+        .unwrap();
+        assert_eq!(crossed.len(), 2);
+        assert!(
+            crossed[0].label.ends_with(" rustls/openssl"),
+            "{}",
+            crossed[0].label
+        );
+
+        // A target has no lab server: only the client's library varies.
+        let target = expand(&Experiment {
+            client_backend: vec![Backend::Rustls, Backend::Openssl],
+            server_backend: vec![Backend::Rustls, Backend::Openssl],
+            target: Some("example.com:443".into()),
+            ..Experiment::default()
+        })
+        .unwrap();
+        assert_eq!(target.len(), 2);
+        assert!(target.iter().all(|c| c.server_backend.is_none()));
+    }
+
+    #[test]
+    fn what_only_openssl_has_is_rejected_on_rustls_with_the_flag_to_use() {
+        let legacy = Experiment {
+            tls: vec![TlsVersion::Tls12],
+            suite: vec!["DHE-RSA-AES128-GCM-SHA256".parse().unwrap()],
+            group: vec![Group::Ffdhe2048],
+            cert: vec![CertProfile::Rsa2048],
+            ..Experiment::default()
+        };
+        let error = expand(&legacy).unwrap_err();
+        assert!(
+            error.message.contains("--client-backend openssl"),
+            "{error}"
+        );
+        let configs = expand(&Experiment {
+            backend: vec![Backend::Openssl],
+            ..legacy.clone()
+        })
+        .unwrap();
+        assert_eq!(
+            configs[0].label,
+            "tls1.2 TLS_DHE_RSA_WITH_AES_128_GCM_SHA256 ffdhe2048 legacy rsa2048 chain1 c1 openssl"
+        );
+        // The DHE suite needs a finite-field group, and an ECDHE suite must not get one.
+        let error = expand(&Experiment {
+            backend: vec![Backend::Openssl],
+            group: vec![Group::X25519],
+            ..legacy.clone()
+        })
+        .unwrap_err();
+        assert!(error.message.contains("ffdhe2048 or ffdhe3072"), "{error}");
+        let error = expand(&Experiment {
+            backend: vec![Backend::Openssl],
+            suite: vec!["aes128gcm".parse().unwrap()],
+            ..legacy
+        })
+        .unwrap_err();
+        assert!(error.message.contains("only with a DHE suite"), "{error}");
+
+        // ECH: TLS 1.3 only, and only an OpenSSL lab server can accept it.
+        let ech = Experiment {
+            ech: vec![Ech::Off, Ech::On, Ech::Grease],
+            ..Experiment::default()
+        };
+        let error = expand(&ech).unwrap_err();
+        assert!(
+            error.message.contains("--server-backend openssl"),
+            "{error}"
+        );
+        let configs = expand(&Experiment {
+            server_backend: vec![Backend::Openssl],
+            ..ech.clone()
+        })
+        .unwrap();
+        let words: Vec<_> = configs.iter().map(|c| c.label.clone()).collect();
+        assert!(words[1].ends_with("rustls/openssl ech"), "{words:?}");
+        assert!(words[2].ends_with("rustls/openssl ech-grease"), "{words:?}");
+        let error = expand(&Experiment {
+            tls: vec![TlsVersion::Tls12],
+            backend: vec![Backend::Openssl],
+            ..ech
+        })
+        .unwrap_err();
+        assert!(error.message.contains("only in TLS 1.3"), "{error}");
+
+        // ML-DSA certificates sign TLS 1.3 handshakes only.
+        let error = expand(&Experiment {
+            tls: vec![TlsVersion::Tls12],
+            cert: vec![CertProfile::MlDsa65],
+            ..Experiment::default()
+        })
+        .unwrap_err();
+        assert!(error.message.contains("TLS 1.3 handshakes only"), "{error}");
+    }
+
+    #[test]
+    fn ech_against_a_target_needs_its_configuration_in_base64() {
+        let target = Experiment {
+            ech: vec![Ech::On],
+            target: Some("example.com:443".into()),
+            ..Experiment::default()
+        };
+        assert!(expand(&target).unwrap_err().hint.contains("--ech-config"));
+        let error = expand(&Experiment {
+            ech_config: Some("not base64!".into()),
+            ..target.clone()
+        })
+        .unwrap_err();
+        assert!(error.message.contains("not base64"), "{error}");
+        let configs = expand(&Experiment {
+            ech_config: Some("AEX+DQBB".into()),
+            ..target
+        })
+        .unwrap();
+        assert_eq!(configs[0].ech, Ech::On);
+        let error = expand(&Experiment {
+            ech_config: Some("AEX+DQBB".into()),
+            ..Experiment::default()
+        })
+        .unwrap_err();
+        assert!(error.message.contains("external targets only"), "{error}");
     }
 }

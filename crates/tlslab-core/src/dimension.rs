@@ -118,6 +118,9 @@ spelled_enum!(
         X25519Mlkem768 => "x25519mlkem768",
         Secp256r1Mlkem768 => "secp256r1mlkem768",
         Mlkem768 => "mlkem768",
+        Mlkem1024 => "mlkem1024",
+        Ffdhe2048 => "ffdhe2048",
+        Ffdhe3072 => "ffdhe3072",
     }
 );
 
@@ -126,9 +129,91 @@ impl Group {
     pub fn is_post_quantum(self) -> bool {
         matches!(
             self,
-            Group::X25519Mlkem768 | Group::Secp256r1Mlkem768 | Group::Mlkem768
+            Group::X25519Mlkem768 | Group::Secp256r1Mlkem768 | Group::Mlkem768 | Group::Mlkem1024
         )
     }
+
+    /// The RFC 7919 finite-field groups: TLS 1.3 key shares, or the DHE parameters of a
+    /// TLS 1.2 DHE suite.
+    pub fn is_finite_field(self) -> bool {
+        matches!(self, Group::Ffdhe2048 | Group::Ffdhe3072)
+    }
+}
+
+spelled_enum!(
+    /// The TLS library on one side of a handshake.
+    Backend, "backend", {
+        Rustls => "rustls",
+        Openssl => "openssl" | "ossl",
+    }
+);
+
+spelled_enum!(
+    /// Encrypted ClientHello: not offered, offered with the server's ECHConfigList, or a
+    /// GREASE extension of the same shape without a configuration.
+    Ech, "ECH mode", {
+        Off => "off" | "no" | "false",
+        On => "on" | "yes" | "true",
+        Grease => "grease",
+    }
+);
+
+/// A TLS 1.2 suite outside tlslab's ECDHE-with-AEAD set, kept to measure what legacy
+/// configurations cost; only the OpenSSL backend offers them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LegacySuite {
+    /// `TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA`: CBC with HMAC-SHA1.
+    EcdheRsaAes128CbcSha,
+    /// `TLS_DHE_RSA_WITH_AES_128_GCM_SHA256`: finite-field Diffie-Hellman (ffdhe2048/3072).
+    DheRsaAes128GcmSha256,
+    /// `TLS_RSA_WITH_AES_256_GCM_SHA384`: RSA key transport, no forward secrecy.
+    RsaAes256GcmSha384,
+}
+
+impl LegacySuite {
+    pub const ALL: [LegacySuite; 3] = [
+        LegacySuite::EcdheRsaAes128CbcSha,
+        LegacySuite::DheRsaAes128GcmSha256,
+        LegacySuite::RsaAes256GcmSha384,
+    ];
+
+    /// The IANA name, as stored.
+    pub fn iana_name(self) -> &'static str {
+        match self {
+            LegacySuite::EcdheRsaAes128CbcSha => "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+            LegacySuite::DheRsaAes128GcmSha256 => "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256",
+            LegacySuite::RsaAes256GcmSha384 => "TLS_RSA_WITH_AES_256_GCM_SHA384",
+        }
+    }
+
+    /// OpenSSL's name (`ECDHE-RSA-AES128-SHA`).
+    pub fn openssl_name(self) -> &'static str {
+        match self {
+            LegacySuite::EcdheRsaAes128CbcSha => "ECDHE-RSA-AES128-SHA",
+            LegacySuite::DheRsaAes128GcmSha256 => "DHE-RSA-AES128-GCM-SHA256",
+            LegacySuite::RsaAes256GcmSha384 => "AES256-GCM-SHA384",
+        }
+    }
+
+    /// How the suite agrees on keys, which decides the groups that fit it.
+    pub fn key_exchange(self) -> LegacyKeyExchange {
+        match self {
+            LegacySuite::EcdheRsaAes128CbcSha => LegacyKeyExchange::Ecdhe,
+            LegacySuite::DheRsaAes128GcmSha256 => LegacyKeyExchange::Dhe,
+            LegacySuite::RsaAes256GcmSha384 => LegacyKeyExchange::Rsa,
+        }
+    }
+}
+
+/// The key exchange of a legacy TLS 1.2 suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LegacyKeyExchange {
+    /// Elliptic-curve Diffie-Hellman over the Config's group.
+    Ecdhe,
+    /// Finite-field Diffie-Hellman over the Config's ffdhe group (RFC 7919).
+    Dhe,
+    /// The client encrypts the premaster secret to the server's RSA key: no group at all.
+    Rsa,
 }
 
 spelled_enum!(
@@ -281,7 +366,11 @@ spelled_enum!(
 /// for TLS 1.2, an authentication (when given by its full IANA or OpenSSL name).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SuiteSpec {
+    /// The bulk cipher. For a legacy suite, the AEAD cipher of the same key size: only
+    /// `legacy` decides what a legacy Config offers.
     pub cipher: Cipher,
+    /// A legacy TLS 1.2 suite (CBC, DHE, RSA key transport), offered by OpenSSL only.
+    pub legacy: Option<LegacySuite>,
     pub version: Option<TlsVersion>,
     pub authentication: Option<Authentication>,
     /// The spelling used in labels: the short cipher name, or the full name as given.
@@ -361,30 +450,56 @@ impl FromStr for SuiteSpec {
     fn from_str(text: &str) -> Result<Self, ParseError> {
         let trimmed = text.trim();
         if let Ok(cipher) = trimmed.parse::<Cipher>() {
-            return Ok(SuiteSpec {
-                cipher,
-                version: None,
-                authentication: None,
-                name: cipher.as_str().to_string(),
-            });
+            return Ok(SuiteSpec::of(cipher));
         }
         for (iana, openssl, cipher, version, authentication) in FULL_SUITES {
             if trimmed.eq_ignore_ascii_case(iana) || trimmed.eq_ignore_ascii_case(openssl) {
                 return Ok(SuiteSpec {
                     cipher: *cipher,
+                    legacy: None,
                     version: Some(*version),
                     authentication: *authentication,
                     name: iana.to_string(),
                 });
             }
         }
+        for legacy in LegacySuite::ALL {
+            if trimmed.eq_ignore_ascii_case(legacy.iana_name())
+                || trimmed.eq_ignore_ascii_case(legacy.openssl_name())
+            {
+                return Ok(SuiteSpec {
+                    cipher: match legacy {
+                        LegacySuite::RsaAes256GcmSha384 => Cipher::Aes256Gcm,
+                        _ => Cipher::Aes128Gcm,
+                    },
+                    legacy: Some(legacy),
+                    version: Some(TlsVersion::Tls12),
+                    authentication: Some(Authentication::Rsa),
+                    name: legacy.iana_name().to_string(),
+                });
+            }
+        }
         let mut valid: Vec<&'static str> = Cipher::ALL.iter().map(|c| c.as_str()).collect();
         valid.extend(FULL_SUITES.iter().map(|suite| suite.0));
+        valid.extend(LegacySuite::ALL.iter().map(|suite| suite.iana_name()));
         Err(ParseError {
             dimension: "cipher suite",
             given: text.to_string(),
             valid,
         })
+    }
+}
+
+impl SuiteSpec {
+    /// The suite (or the TLS 1.2 pair of suites) of a bulk cipher, by its short name.
+    pub fn of(cipher: Cipher) -> SuiteSpec {
+        SuiteSpec {
+            cipher,
+            legacy: None,
+            version: None,
+            authentication: None,
+            name: cipher.as_str().to_string(),
+        }
     }
 }
 
@@ -445,6 +560,23 @@ mod tests {
         assert_eq!(suite.name, "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256");
         let short: SuiteSpec = "chacha20".parse().unwrap();
         assert_eq!(short.version, None);
+    }
+
+    #[test]
+    fn legacy_suites_parse_by_either_name_and_pin_tls12_with_rsa() {
+        for legacy in LegacySuite::ALL {
+            for name in [legacy.iana_name(), legacy.openssl_name()] {
+                let suite: SuiteSpec = name.to_ascii_lowercase().parse().unwrap();
+                assert_eq!(suite.legacy, Some(legacy));
+                assert_eq!(suite.version, Some(TlsVersion::Tls12));
+                assert_eq!(suite.authentication, Some(Authentication::Rsa));
+                assert_eq!(suite.name, legacy.iana_name());
+            }
+        }
+        let error = "RC4-MD5".parse::<SuiteSpec>().unwrap_err();
+        assert!(error
+            .to_string()
+            .contains("TLS_RSA_WITH_AES_256_GCM_SHA384"));
     }
 
     #[test]

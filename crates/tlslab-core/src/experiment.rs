@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{expand, Config, ConfigError};
 use crate::dimension::{
-    CertCache, CertProfile, Cipher, CloseMode, Emulator, Group, Http, Resume, SuiteSpec,
-    TlsVersion, Transport,
+    Backend, CertCache, CertProfile, Cipher, CloseMode, Ech, Emulator, Group, Http, Resume,
+    SuiteSpec, TlsVersion, Transport,
 };
 use crate::duration;
 use crate::network::{Loss, Rate};
@@ -75,6 +75,21 @@ pub struct Experiment {
     pub insecure: bool,
     /// Labels for the Configs, in matrix order (default: automatic labels).
     pub labels: Vec<String>,
+    /// TLS libraries: each value is one Config whose client and lab server both use it.
+    pub backend: Vec<Backend>,
+    /// Client libraries, crossed with `server_backend`; either list replaces `backend` on
+    /// its side (the other side keeps `backend`).
+    pub client_backend: Vec<Backend>,
+    /// Lab server libraries, crossed with `client_backend`.
+    pub server_backend: Vec<Backend>,
+    /// Encrypted ClientHello: `off`, `on` (the lab server's configuration, or `ech_config`
+    /// for a target), `grease`.
+    pub ech: Vec<Ech>,
+    /// The ECHConfigList of an external target, base64 (as in its HTTPS DNS record).
+    pub ech_config: Option<String>,
+    /// The public name in the lab server's ECH configuration: the name an observer sees in
+    /// the outer ClientHello.
+    pub ech_public_name: String,
     /// Drop invalid combinations instead of rejecting the experiment.
     pub skip_invalid: bool,
     /// Highest tolerated fraction of failed attempts before the exit code says so.
@@ -104,12 +119,7 @@ impl Default for Experiment {
     fn default() -> Self {
         Experiment {
             tls: vec![TlsVersion::Tls13],
-            suite: vec![SuiteSpec {
-                cipher: Cipher::Aes128Gcm,
-                version: None,
-                authentication: None,
-                name: Cipher::Aes128Gcm.as_str().to_string(),
-            }],
+            suite: vec![SuiteSpec::of(Cipher::Aes128Gcm)],
             group: vec![Group::X25519],
             cert: vec![CertProfile::EcdsaP256],
             chain: vec![1],
@@ -133,6 +143,12 @@ impl Default for Experiment {
             ca: None,
             insecure: false,
             labels: Vec::new(),
+            backend: vec![Backend::Rustls],
+            client_backend: Vec::new(),
+            server_backend: Vec::new(),
+            ech: vec![Ech::Off],
+            ech_config: None,
+            ech_public_name: "public.tlslab.test".to_string(),
             skip_invalid: false,
             max_error_rate: 0.0,
             until_ci: None,

@@ -29,12 +29,12 @@ pub mod sample;
 
 pub use config::{Config, ConfigError, Endpoint, ServerKey, ServerResumption};
 pub use dimension::{
-    Authentication, CertCache, CertProfile, Cipher, CloseMode, Emulator, Group, Http, KeyKind,
-    Resume, SuiteSpec, TlsVersion, Transport,
+    Authentication, Backend, CertCache, CertProfile, Cipher, CloseMode, Ech, Emulator, Group, Http,
+    KeyKind, LegacyKeyExchange, LegacySuite, Resume, SuiteSpec, TlsVersion, Transport,
 };
 pub use experiment::Experiment;
 pub use network::{Loss, Network, NetworkDimensions, Rate};
 pub use plan::{Plan, Trial};
 pub use sample::{
-    ErrorClass, Event, Negotiated, Outcome, Phase, QuicPath, Response, Sample, Timeline,
+    EchStatus, ErrorClass, Event, Negotiated, Outcome, Phase, QuicPath, Response, Sample, Timeline,
 };

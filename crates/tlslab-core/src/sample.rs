@@ -5,6 +5,7 @@
 //! [`Phase`]s partition `start..handshake_done`: the additive phases ([`Phase::PARTS`]) add up
 //! to [`Phase::Handshake`] exactly, so "where does the time go" has an exact answer.
 
+use std::fmt;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -309,6 +310,53 @@ pub struct Negotiated {
     pub resumed: Option<bool>,
     /// Whether the server accepted the early data (0-RTT); `None` when none was sent.
     pub early_data: Option<bool>,
+    /// What became of Encrypted ClientHello; `None` when the backend could not tell.
+    pub ech: Option<EchStatus>,
+}
+
+/// What became of Encrypted ClientHello in one handshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EchStatus {
+    /// The server decrypted the inner ClientHello: the real server name stayed private.
+    Accepted,
+    /// ECH was offered and the server did not use it (the outer ClientHello was answered).
+    Rejected,
+    /// A GREASE extension was sent, with nothing to accept.
+    Grease,
+    /// No ECH extension was sent.
+    NotOffered,
+}
+
+impl EchStatus {
+    pub const ALL: [EchStatus; 4] = [
+        EchStatus::Accepted,
+        EchStatus::Rejected,
+        EchStatus::Grease,
+        EchStatus::NotOffered,
+    ];
+
+    /// The stored spelling (`not_offered`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EchStatus::Accepted => "accepted",
+            EchStatus::Rejected => "rejected",
+            EchStatus::Grease => "grease",
+            EchStatus::NotOffered => "not_offered",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<EchStatus> {
+        EchStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == text)
+    }
+}
+
+impl fmt::Display for EchStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// QUIC's view of the path during one attempt (quinn's connection statistics).

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde::{Deserialize, Serialize};
-use tlslab_core::ServerKey;
+use tlslab_core::{Backend, ServerKey};
 
 use crate::usage::{reset_peak, Usage};
 
@@ -19,6 +19,9 @@ use crate::usage::{reset_peak, Usage};
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Ready {
     pub listening: SocketAddr,
+    /// The ECHConfigList of a server that accepts ECH, base64.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ech_config: Option<String>,
 }
 
 /// A lab server child process.
@@ -28,19 +31,24 @@ pub struct LabServer {
     output: BufReader<ChildStdout>,
     pub address: SocketAddr,
     pub key: ServerKey,
+    /// The ECHConfigList clients need to reach this server with ECH (OpenSSL servers only).
+    pub ech_config: Option<Vec<u8>>,
 }
 
 impl LabServer {
     /// Starts `program serve --control` for one server-side configuration.
     /// With an emulated network it listens on the server side of the link, inside the
-    /// server namespace.
+    /// server namespace. An OpenSSL server always accepts ECH, with a key of its own whose
+    /// configuration names `ech_public_name`, so Configs with and without ECH share it.
     pub fn spawn(
         program: &Path,
         pki_dir: &Path,
         key: ServerKey,
+        ech_public_name: &str,
         network: Option<&tlslab_emulation::Network>,
     ) -> Result<LabServer, String> {
         let ServerKey {
+            backend,
             cert,
             chain,
             resumption,
@@ -72,6 +80,10 @@ impl LabServer {
         if early_data {
             command.arg("--early-data");
         }
+        command.arg("--backend").arg(backend.as_str());
+        if backend == Backend::Openssl {
+            command.arg("--ech-public-name").arg(ech_public_name);
+        }
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -95,9 +107,15 @@ impl LabServer {
             }
             let _ = child.wait();
             return Err(format!(
-                "the lab server ({cert}, chain {chain}) did not start: {}",
+                "the {backend} lab server ({cert}, chain {chain}) did not start: {}",
                 message.trim()
             ));
+        };
+        let ech_config = match &ready.ech_config {
+            Some(text) => Some(openssl::base64::decode_block(text).map_err(|_| {
+                format!("the {backend} lab server sent an ECH configuration that is not base64")
+            })?),
+            None => None,
         };
         Ok(LabServer {
             child,
@@ -105,6 +123,7 @@ impl LabServer {
             output,
             address: ready.listening,
             key,
+            ech_config,
         })
     }
 
@@ -147,9 +166,9 @@ pub struct ServerCounters {
 
 /// The child's side of the control channel: announce `address` (TCP and UDP share the port),
 /// then answer `usage` and `counters` requests until stdin closes. Blocks the calling thread.
-pub fn answer_control_requests(address: SocketAddr, counters: impl Fn() -> ServerCounters) {
+pub fn answer_control_requests(ready: &Ready, counters: impl Fn() -> ServerCounters) {
     let stdout = std::io::stdout();
-    let announce = serde_json::to_string(&Ready { listening: address }).expect("serializable");
+    let announce = serde_json::to_string(ready).expect("serializable");
     {
         let mut out = stdout.lock();
         let _ = writeln!(out, "{announce}");

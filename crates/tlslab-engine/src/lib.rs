@@ -34,6 +34,7 @@
 //! assert_eq!(end.attempted, 120);
 //! ```
 
+mod backend;
 pub mod environment;
 pub mod lab;
 pub mod network;

@@ -10,14 +10,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use tlslab_core::{
-    Config, Endpoint, ErrorClass, Event, Experiment, Outcome, Plan, Sample, ServerKey, Transport,
-    Trial,
+    Config, Ech, Endpoint, ErrorClass, Event, Experiment, Outcome, Plan, Sample, ServerKey,
+    Transport, Trial,
 };
 use tlslab_pki::Pki;
-use tlslab_tls::{
-    AgentSession, Attempt, Client, ClientSettings, Failure, QuicAttemptOptions, Trust,
-};
+use tlslab_tls::{Attempt, EchMode, Failure, Trust};
 
+use crate::backend::{Agent, ConfigClient};
 use crate::environment::Environment;
 use crate::lab::LabServer;
 use crate::network::{EmulatedNetwork, ExternalServer};
@@ -216,6 +215,7 @@ pub fn run(
             &options.server_program,
             options.pki.dir(),
             key,
+            &experiment.ech_public_name,
             emulated.as_ref().map(|emulated| &emulated.network),
         )
         .map_err(|error| {
@@ -315,23 +315,25 @@ pub fn run(
         } else {
             trust
         };
-        let client = Client::new(&ClientSettings {
-            version: config.version,
-            cipher: config.suite.cipher,
-            group: config.group,
-            server_name,
-            trust,
-            resume: config.resume,
-            early_data: config.early_data,
-            cert_cache: config.cert_cache,
-            transport: config.transport,
-            http: config.http,
-            path: config.path.clone(),
-        })
-        .map_err(|error| {
+        let ech = match config.ech {
+            Ech::Off => EchMode::Off,
+            Ech::Grease => EchMode::Grease,
+            Ech::On => EchMode::On(ech_config_list(
+                config,
+                &servers,
+                experiment.ech_config.as_deref(),
+                experiment.body,
+            )?),
+        };
+        let client = ConfigClient::new(config, server_name, trust, ech).map_err(|error| {
             environment_error(
                 format!("cannot set up the client for '{}': {error}", config.label),
-                "install the system CA certificates (ca-certificates) or pass --ca FILE",
+                match (&config.endpoint, config.insecure) {
+                    (Endpoint::Target { ca: None, .. }, false) => {
+                        "install the system CA certificates (ca-certificates), pass --ca FILE, or change the Config's settings"
+                    }
+                    _ => "the client library refused the Config's settings; change them or try the other --client-backend",
+                },
             )
         })?;
         clients.push(Arc::new(client));
@@ -424,7 +426,7 @@ pub fn run(
         });
     }
 
-    let mut sessions: Vec<Vec<AgentSession>> = vec![Vec::new(); configs.len()];
+    let mut sessions: Vec<Vec<Agent>> = vec![Vec::new(); configs.len()];
     // First flights of 0-RTT attempts, kept for the replay probe.
     let flights: Vec<Flights> = configs.iter().map(|_| Flights::default()).collect();
     let mut measured: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
@@ -605,6 +607,34 @@ pub fn run(
     }
 }
 
+/// The ECHConfigList a Config with ECH offers: its lab server's, or the target's from
+/// `--ech-config`.
+fn ech_config_list(
+    config: &Config,
+    servers: &HashMap<ServerKey, LabServer>,
+    given: Option<&str>,
+    body: u64,
+) -> Result<Vec<u8>, RunError> {
+    if let Some(key) = config.server_key(body) {
+        return servers[&key].ech_config.clone().ok_or_else(|| {
+            environment_error(
+                format!(
+                    "the lab server of '{}' offers no ECH configuration",
+                    config.label
+                ),
+                "ECH needs the OpenSSL lab server: --server-backend openssl",
+            )
+        });
+    }
+    let text = given.unwrap_or_default().trim();
+    openssl::base64::decode_block(text).map_err(|_| RunError {
+        kind: RunErrorKind::Configuration,
+        message: "--ech-config is not valid base64".into(),
+        hint: "give the ECHConfigList as base64, as in the ech= value of an HTTPS DNS record"
+            .into(),
+    })
+}
+
 /// Captured first flights of one Config's 0-RTT attempts (each a list of datagrams or one
 /// TCP write).
 type Flights = Arc<std::sync::Mutex<Vec<Vec<Vec<u8>>>>>;
@@ -615,7 +645,7 @@ const REPLAYED_FLIGHTS: usize = 100;
 struct TrialContext {
     trial: Trial,
     config: Arc<Config>,
-    client: Arc<Client>,
+    client: Arc<ConfigClient>,
     address: SocketAddr,
     run_origin: Instant,
     stop: Arc<AtomicBool>,
@@ -629,7 +659,7 @@ struct TrialContext {
 /// attempted, and the handshake durations (ns) of the successful ones.
 async fn run_trial(
     context: TrialContext,
-    agents: Vec<AgentSession>,
+    agents: Vec<Agent>,
     sender: mpsc::Sender<Message>,
 ) -> (u64, Vec<f64>) {
     let context = Arc::new(context);
@@ -673,28 +703,19 @@ async fn run_trial(
 }
 
 /// One handshake attempt, always producing a Sample.
-async fn attempt(context: &TrialContext, session: &AgentSession, agent: u32) -> Sample {
+async fn attempt(context: &TrialContext, session: &Agent, agent: u32) -> Sample {
     let config = &context.config;
     let mut attempt = Attempt::start();
     let started_at = attempt.origin.duration_since(context.run_origin).as_nanos() as u64;
     if context.flights.is_some() && config.early_data > 0 {
         attempt.captured = Some(Vec::new());
     }
-    let result = tokio::time::timeout(config.timeout, async {
-        match config.transport {
-            Transport::Tcp => tcp_attempt(context, session, &mut attempt).await,
-            Transport::Quic => {
-                let options = QuicAttemptOptions {
-                    capture: attempt.captured.is_some(),
-                    ticket_deadline: attempt.origin + config.timeout / 2,
-                };
-                context
-                    .client
-                    .quic_attempt(session, &mut attempt, context.address, options)
-                    .await
-            }
-        }
-    })
+    let result = tokio::time::timeout(
+        config.timeout,
+        context
+            .client
+            .attempt(config, session, &mut attempt, context.address),
+    )
     .await;
     attempt.settle();
     let failure = match result {
@@ -747,27 +768,4 @@ async fn attempt(context: &TrialContext, session: &AgentSession, agent: u32) -> 
         quic: attempt.quic,
         insecure: config.insecure,
     }
-}
-
-/// TLS over TCP: connect, handshake, the optional request, the ticket, close.
-async fn tcp_attempt(
-    context: &TrialContext,
-    session: &AgentSession,
-    attempt: &mut Attempt,
-) -> Result<(), Failure> {
-    let config = &context.config;
-    let stream = tlslab_net::connect(context.address, config.close)
-        .await
-        .map_err(|error| Failure::new(tlslab_net::classify(&error), error.to_string()))?;
-    attempt.mark(Event::TcpConnected);
-    let mut established = context.client.handshake(session, attempt, stream).await?;
-    established.exchange(attempt).await?;
-    if config.resumes() {
-        // Waiting for the ticket happens after the handshake and is not part of it; it never
-        // takes more than half the attempt's time limit, so it cannot turn into a timeout.
-        let patience = attempt.ticket_patience().min(config.timeout / 2);
-        established.await_ticket(attempt, patience).await;
-    }
-    established.close(config.close).await;
-    Ok(())
 }

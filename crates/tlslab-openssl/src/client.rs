@@ -1,6 +1,7 @@
 //! The instrumented OpenSSL client: drives `SSL_connect` over an in-memory pipe from one
 //! async loop and timestamps every phase of DESIGN §4 around the calls, like the rustls
-//! client does around `process_new_packets`.
+//! client does around `process_new_packets`; then, when the Config asks for it, one HTTP
+//! request (sent as early data on 0-RTT Configs), as the rustls client does.
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -12,7 +13,7 @@ use openssl::ssl::{
     SslSessionCacheMode, SslStream, SslVerifyMode, SslVersion,
 };
 use openssl::x509::{X509VerifyResult, X509};
-use tlslab_core::{CloseMode, ErrorClass, Event, TlsVersion};
+use tlslab_core::{CloseMode, ErrorClass, Event, Http, Response, TlsVersion};
 use tlslab_tls::{Attempt, Failure, Trust};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -21,7 +22,8 @@ use crate::ech::EchStatus;
 use crate::ffi;
 use crate::names::{group_name, handshake_message_name, signature_scheme_name, suite_name};
 use crate::probe::{self, observe, Direction, Observed, Pipe};
-use crate::settings::{ClientOptions, EchMode, Group};
+use crate::settings::{ClientOptions, Group};
+use tlslab_tls::EchMode;
 
 /// One handshake message with the time it was seen, in nanoseconds since the attempt
 /// started: sent messages when OpenSSL wrote them into its buffer (the bytes reach the kernel
@@ -42,7 +44,8 @@ pub struct Message {
 /// What the OpenSSL client observes beyond the fields of [`Attempt`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Observations {
-    /// Bytes received until `server_flight_received`.
+    /// Bytes received until `server_flight_received` (also in
+    /// [`Attempt::server_flight_bytes`]).
     pub server_flight_bytes: Option<u64>,
     pub ech: EchStatus,
     /// Every handshake message in both directions, in order.
@@ -75,6 +78,26 @@ pub struct Client {
     server_name: String,
     ech: EchMode,
     resume: bool,
+    /// The request, encoded once (padded to `early_data` bytes, as the rustls client pads it).
+    request: Option<Request>,
+    early_data: u64,
+}
+
+/// An encoded HTTP request and the version it speaks.
+#[derive(Debug, Clone)]
+struct Request {
+    version: tlslab_http::Version,
+    bytes: Vec<u8>,
+}
+
+/// The wire version of an HTTP request dimension over TLS-over-TCP.
+fn http_version(http: Http) -> Result<Option<tlslab_http::Version>, String> {
+    match http {
+        Http::None => Ok(None),
+        Http::Http11 => Ok(Some(tlslab_http::Version::Http11)),
+        Http::Http2 => Ok(Some(tlslab_http::Version::Http2)),
+        Http::Http3 => Err("HTTP/3 needs QUIC; the OpenSSL backend speaks TLS over TCP".into()),
+    }
 }
 
 impl std::fmt::Debug for Client {
@@ -83,6 +106,11 @@ impl std::fmt::Debug for Client {
             .field("server_name", &self.server_name)
             .field("ech", &self.ech)
             .field("resume", &self.resume)
+            .field(
+                "http",
+                &self.request.as_ref().map(|request| request.version),
+            )
+            .field("early_data", &self.early_data)
             .finish_non_exhaustive()
     }
 }
@@ -107,12 +135,26 @@ impl std::fmt::Debug for AgentSession {
 
 impl Client {
     pub fn new(options: &ClientOptions) -> Result<Client, String> {
-        let context = client_context(options).map_err(|error| error.to_string())?;
+        let version = http_version(options.http)?;
+        let context = client_context(options, version).map_err(|error| error.to_string())?;
+        let request = version.map(|version| Request {
+            version,
+            bytes: tlslab_http::encode_request(
+                version,
+                &tlslab_http::Request {
+                    authority: &options.server_name,
+                    path: &options.path,
+                    min_size: options.early_data as usize,
+                },
+            ),
+        });
         Ok(Client {
             context,
             server_name: options.server_name.clone(),
             ech: options.ech.clone(),
             resume: options.resume,
+            request,
+            early_data: options.early_data,
         })
     }
 
@@ -123,8 +165,8 @@ impl Client {
         }
     }
 
-    /// A fresh `SSL` for one handshake, and whether it offers a session to resume.
-    fn connection(&self, session: &AgentSession) -> Result<(Ssl, bool), Failure> {
+    /// A fresh `SSL` for one handshake, and the session it offers to resume.
+    fn connection(&self, session: &AgentSession) -> Result<(Ssl, Option<SslSession>), Failure> {
         let protocol = |error: openssl::error::ErrorStack| {
             Failure::new(ErrorClass::Protocol, error.to_string())
         };
@@ -153,32 +195,58 @@ impl Client {
                 ));
             }
         }
-        let mut offered = false;
+        let mut offered = None;
         if let Some(slot) = &session.slot {
             let latest = slot.lock().ok().and_then(|held| held.latest.clone());
             if let Some(previous) = latest {
                 // SAFETY: the session comes from this client's context.
                 unsafe { ssl.set_session(&previous) }.map_err(protocol)?;
-                offered = true;
+                offered = Some(previous);
             }
             ssl.set_ex_data(session_slot_index(), slot.clone());
         }
+        ssl.set_connect_state();
         Ok((ssl, offered))
     }
 
     /// Runs a handshake on a connected stream. `attempt` holds the partial record when this
-    /// fails or is cancelled by a timeout.
+    /// fails or is cancelled by a timeout. On 0-RTT Configs the request goes out as early data
+    /// with the ClientHello whenever the agent holds a session that allows it.
     pub async fn handshake(
         &self,
         session: &AgentSession,
         attempt: &mut Attempt,
         mut socket: TcpStream,
     ) -> Result<Established, Failure> {
+        let tickets_before = session.slot.as_ref().map(sessions_received);
         let (ssl, offered_session) = self.connection(session)?;
         let mut tls = SslStream::new(ssl, Pipe::default())
             .map_err(|error| Failure::new(ErrorClass::Protocol, error.to_string()))?;
         let mut progress = Progress::default();
         let mut buffer = vec![0u8; 32 * 1024];
+        let mut sent_early = false;
+        if let (Some(request), true, Some(previous)) =
+            (&self.request, self.early_data > 0, &offered_session)
+        {
+            let allowed = previous.max_early_data() as usize;
+            if allowed >= request.bytes.len() {
+                // SSL_write_early_data writes the ClientHello, then the request after it.
+                let (result, observed) = observe(|| write_early(&mut tls, &request.bytes));
+                progress.apply(attempt, observed);
+                if let Err(error) = result {
+                    return Err(progress.failure(&error, tls.ssl()));
+                }
+                sent_early = true;
+                if let Some(captured) = &mut attempt.captured {
+                    captured.push(tls.get_ref().outgoing.clone());
+                }
+                progress.flush(attempt, &mut tls, &mut socket).await?;
+            } else if allowed > 0 {
+                // The session allows less early data than the request: it goes 1-RTT, and the
+                // sample says 0-RTT did not happen.
+                attempt.negotiated.early_data = Some(false);
+            }
+        }
         loop {
             let (result, observed) = observe(|| tls.connect());
             progress.apply(attempt, observed);
@@ -202,9 +270,24 @@ impl Client {
             }
         }
         attempt.mark(Event::HandshakeDone);
-        record_negotiated(attempt, tls.ssl(), offered_session);
+        record_negotiated(attempt, tls.ssl(), self.resume);
+        if let (Some(slot), Some(SslVersion::TLS1_2)) = (&session.slot, tls.ssl().version2()) {
+            // A TLS 1.2 server may renew the ticket of a resumed session: OpenSSL then marks
+            // the old session spent and announces no new one, so keep the connection's own.
+            if let (Ok(mut held), Some(current)) = (slot.lock(), tls.ssl().session()) {
+                held.latest = Some(current.to_owned());
+            }
+        }
         // SAFETY: the SSL is live.
         let ech = unsafe { EchStatus::of(tls.ssl().as_ptr()) };
+        attempt.negotiated.ech = Some(ech.into());
+        // SAFETY: the SSL is live.
+        let early_accepted = sent_early
+            && unsafe { ffi::SSL_get_early_data_status(tls.ssl().as_ptr()) }
+                == ffi::SSL_EARLY_DATA_ACCEPTED;
+        if sent_early {
+            attempt.negotiated.early_data = Some(early_accepted);
+        }
         Ok(Established {
             observations: Observations {
                 server_flight_bytes: progress.server_flight_bytes,
@@ -215,11 +298,28 @@ impl Client {
             socket,
             buffer,
             slot: session.slot.clone(),
+            tickets_before,
+            request: self.request.clone(),
+            // A rejected early request is sent again after the handshake (OpenSSL does not
+            // resend it by itself).
+            request_sent: early_accepted,
         })
     }
 }
 
-fn client_context(options: &ClientOptions) -> Result<SslContext, crate::Error> {
+/// Writes all of `data` as early data (OpenSSL writes the ClientHello first).
+fn write_early(tls: &mut SslStream<Pipe>, mut data: &[u8]) -> Result<(), openssl::ssl::Error> {
+    while !data.is_empty() {
+        let written = tls.write_early_data(data)?;
+        data = &data[written..];
+    }
+    Ok(())
+}
+
+fn client_context(
+    options: &ClientOptions,
+    http: Option<tlslab_http::Version>,
+) -> Result<SslContext, crate::Error> {
     let mut builder = SslContextBuilder::new(SslMethod::tls_client())?;
     let version = match options.version {
         TlsVersion::Tls12 => SslVersion::TLS1_2,
@@ -291,6 +391,14 @@ fn client_context(options: &ClientOptions) -> Result<SslContext, crate::Error> {
     }
     // SAFETY: a plain function that only touches the per-thread record.
     unsafe { ffi::SSL_CTX_set_msg_callback(builder.as_ptr(), Some(probe::message_callback)) };
+    if let Some(version) = http {
+        // One protocol, as the rustls client offers: the Config's request decides.
+        let alpn = version.alpn();
+        let mut wire = Vec::with_capacity(alpn.len() + 1);
+        wire.push(alpn.len() as u8);
+        wire.extend_from_slice(alpn);
+        builder.set_alpn_protos(&wire)?;
+    }
     if options.resume {
         builder.set_session_cache_mode(SslSessionCacheMode::CLIENT);
         builder.set_new_session_callback(|ssl, session| {
@@ -320,6 +428,10 @@ fn offered_groups(version: TlsVersion, group: Group) -> Result<String, crate::Er
             "group {group} exists only in TLS 1.3"
         )));
     }
+    // A DHE suite's group, offered alone: the server must not fall back to its own choice.
+    if group.is_finite_field() {
+        return Ok(group.openssl_name().to_string());
+    }
     let mut groups = vec![group];
     for curve in [Group::Secp256r1, Group::Secp384r1] {
         if !groups.contains(&curve) {
@@ -333,7 +445,9 @@ fn offered_groups(version: TlsVersion, group: Group) -> Result<String, crate::Er
         .join(":"))
 }
 
-fn record_negotiated(attempt: &mut Attempt, ssl: &SslRef, offered_session: bool) {
+/// What the handshake negotiated. `resumes`: the client resumes sessions, so `resumed` says
+/// whether this handshake did (`Some(false)` for an agent's first, as in the rustls client).
+fn record_negotiated(attempt: &mut Attempt, ssl: &SslRef, resumes: bool) {
     let negotiated = &mut attempt.negotiated;
     negotiated.version = ssl.version2().map(|version| {
         if version == SslVersion::TLS1_3 {
@@ -368,7 +482,7 @@ fn record_negotiated(attempt: &mut Attempt, ssl: &SslRef, offered_session: bool)
     negotiated.alpn = ssl
         .selected_alpn_protocol()
         .map(|alpn| String::from_utf8_lossy(alpn).into_owned());
-    if offered_session {
+    if resumes {
         negotiated.resumed = Some(ssl.session_reused());
     }
 }
@@ -437,8 +551,10 @@ impl Progress {
         attempt
             .timeline
             .mark_once(Event::ServerFlightReceived, attempt.origin, arrived);
-        self.server_flight_bytes
+        let bytes = *self
+            .server_flight_bytes
             .get_or_insert(self.bytes_at_last_read);
+        attempt.server_flight_bytes.get_or_insert(bytes);
     }
 
     /// Hands what OpenSSL wrote to the kernel, and records which flight it was.
@@ -552,6 +668,11 @@ pub struct Established {
     socket: TcpStream,
     buffer: Vec<u8>,
     slot: Option<SessionSlot>,
+    /// Sessions the agent had received when the handshake started.
+    tickets_before: Option<u64>,
+    request: Option<Request>,
+    /// The request already went out as accepted early data.
+    request_sent: bool,
 }
 
 impl std::fmt::Debug for Established {
@@ -562,32 +683,174 @@ impl std::fmt::Debug for Established {
     }
 }
 
+/// Application data read from OpenSSL, and whether the server sent close_notify.
+#[derive(Default)]
+struct Plaintext {
+    data: Vec<u8>,
+    closed: bool,
+}
+
+/// A failure of the request after a successful handshake.
+fn http_failure(detail: impl Into<String>) -> Failure {
+    Failure::new(ErrorClass::Protocol, detail)
+}
+
 impl Established {
+    /// Sends the Config's request (unless early data carried it) and reads the response,
+    /// marking `first_byte` and `response_done` and filling [`Attempt::response`], as the
+    /// rustls client's `Established::exchange` does. Does nothing for Configs without a
+    /// request.
+    ///
+    /// Bytes exchanged after the handshake are not added to [`Attempt::bytes_sent`] and
+    /// [`Attempt::bytes_received`]: the rustls client adds them but freezes
+    /// [`Attempt::handshake_bytes`] at `handshake_done`, which only `tlslab-tls` can do, so
+    /// leaving them out keeps `handshake_bytes()` (what a sample stores) the same for both
+    /// clients.
+    pub async fn exchange(&mut self, attempt: &mut Attempt) -> Result<(), Failure> {
+        let Some(request) = self.request.take() else {
+            return Ok(());
+        };
+        if !self.request_sent {
+            self.write(&request.bytes)?;
+            self.send().await?;
+        }
+        let mut reader = tlslab_http::ResponseReader::new(request.version);
+        // With 0-RTT the response may have come with the server's handshake flight: it waits
+        // in OpenSSL's buffers (or the pipe) and the first drain returns it.
+        let mut plaintext = Plaintext::default();
+        loop {
+            self.drain(&mut plaintext)?;
+            // Tickets or key update acknowledgements OpenSSL wrote while reading.
+            self.send().await?;
+            if !plaintext.data.is_empty() {
+                let progress = reader
+                    .feed(&plaintext.data)
+                    .map_err(|error| http_failure(error.to_string()))?;
+                plaintext.data.clear();
+                if self.note(attempt, &mut reader, progress).await? {
+                    return Ok(());
+                }
+            }
+            let open = !plaintext.closed && self.receive().await?;
+            if !open {
+                let progress = reader
+                    .finish()
+                    .map_err(|error| http_failure(error.to_string()))?;
+                if self.note(attempt, &mut reader, progress).await? {
+                    return Ok(());
+                }
+                return Err(Failure::new(
+                    ErrorClass::Reset,
+                    "the server closed the connection before the response was complete",
+                ));
+            }
+        }
+    }
+
+    /// Records a response's progress; `Ok(true)` once it is complete.
+    async fn note(
+        &mut self,
+        attempt: &mut Attempt,
+        reader: &mut tlslab_http::ResponseReader,
+        progress: tlslab_http::Progress,
+    ) -> Result<bool, Failure> {
+        if progress.first_byte {
+            attempt.mark(Event::FirstByte);
+        }
+        let answer = reader.take_output();
+        if !answer.is_empty() {
+            self.write(&answer)?;
+            self.send().await?;
+        }
+        attempt.response = Some(Response {
+            status: progress.status,
+            body_bytes: progress.body_bytes,
+        });
+        if progress.complete {
+            attempt.mark(Event::ResponseDone);
+        }
+        Ok(progress.complete)
+    }
+
+    /// Encrypts application data into the pipe.
+    fn write(&mut self, mut data: &[u8]) -> Result<(), Failure> {
+        while !data.is_empty() {
+            let written = self
+                .tls
+                .ssl_write(data)
+                .map_err(|error| http_failure(error.to_string()))?;
+            data = &data[written..];
+        }
+        Ok(())
+    }
+
+    /// Hands what OpenSSL wrote to the kernel.
+    async fn send(&mut self) -> Result<(), Failure> {
+        let pipe = self.tls.get_mut();
+        if pipe.outgoing.is_empty() {
+            return Ok(());
+        }
+        self.socket
+            .write_all(&pipe.outgoing)
+            .await
+            .map_err(|error| Failure::io(&error))?;
+        pipe.outgoing.clear();
+        Ok(())
+    }
+
+    /// Reads from the socket into the pipe; `Ok(false)` when the server closed the connection.
+    async fn receive(&mut self) -> Result<bool, Failure> {
+        let read = self
+            .socket
+            .read(&mut self.buffer)
+            .await
+            .map_err(|error| Failure::io(&error))?;
+        if read == 0 {
+            return Ok(false);
+        }
+        self.tls.get_mut().push(&self.buffer[..read]);
+        Ok(true)
+    }
+
+    /// Decrypts whatever application data the pipe holds.
+    fn drain(&mut self, plaintext: &mut Plaintext) -> Result<(), Failure> {
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            match self.tls.ssl_read(&mut chunk) {
+                Ok(count) => plaintext.data.extend_from_slice(&chunk[..count]),
+                Err(error) if error.code() == ErrorCode::WANT_READ => return Ok(()),
+                Err(error) if error.code() == ErrorCode::ZERO_RETURN => {
+                    plaintext.closed = true;
+                    return Ok(());
+                }
+                Err(error) => return Err(http_failure(error.to_string())),
+            }
+        }
+    }
+
     /// With resumption under TLS 1.3, reads until the server's NewSessionTicket arrives (it
     /// follows the handshake) so the agent's next handshake can resume. Gives up quietly after
     /// `patience`: a server that issues no tickets just means the next handshake is full.
+    /// Tickets that came during [`Established::exchange`] count.
     pub async fn await_ticket(&mut self, patience: Duration) {
-        let Some(slot) = self.slot.clone() else {
+        let (Some(slot), Some(before)) = (self.slot.clone(), self.tickets_before) else {
             return;
         };
         if self.tls.ssl().version2() != Some(SslVersion::TLS1_3) {
             return;
         }
-        let before = sessions_received(&slot);
         let wait = async {
-            let mut plaintext = [0u8; 4096];
+            let mut plaintext = Plaintext::default();
             while sessions_received(&slot) == before {
-                let read = match self.socket.read(&mut self.buffer).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(read) => read,
-                };
-                self.tls.get_mut().push(&self.buffer[..read]);
-                loop {
-                    match self.tls.ssl_read(&mut plaintext) {
-                        Ok(_) => continue,
-                        Err(error) if error.code() == ErrorCode::WANT_READ => break,
-                        Err(_) => return,
-                    }
+                plaintext.data.clear();
+                if self.drain(&mut plaintext).is_err() || plaintext.closed {
+                    return;
+                }
+                if sessions_received(&slot) != before {
+                    return;
+                }
+                if !matches!(self.receive().await, Ok(true)) {
+                    return;
                 }
             }
         };

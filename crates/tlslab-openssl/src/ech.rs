@@ -279,6 +279,18 @@ impl EchStatus {
     }
 }
 
+impl From<EchStatus> for tlslab_core::EchStatus {
+    /// The status a sample stores ([`tlslab_core::Negotiated::ech`]).
+    fn from(status: EchStatus) -> tlslab_core::EchStatus {
+        match status {
+            EchStatus::Accepted => tlslab_core::EchStatus::Accepted,
+            EchStatus::Rejected => tlslab_core::EchStatus::Rejected,
+            EchStatus::Grease => tlslab_core::EchStatus::Grease,
+            EchStatus::NotOffered => tlslab_core::EchStatus::NotOffered,
+        }
+    }
+}
+
 impl fmt::Display for EchStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

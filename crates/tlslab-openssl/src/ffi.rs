@@ -27,6 +27,11 @@ pub const SSL_CTRL_SET_DH_AUTO: c_int = 118;
 /// `SSL_OP_ECH_GREASE`: send a GREASE ECH extension when no real ECH configuration is set.
 pub const SSL_OP_ECH_GREASE: u64 = 1 << 37;
 
+/// `SSL_OP_NO_ANTI_REPLAY`: leave 0-RTT replay protection to the application. The lab
+/// server's own session cache hands out each TLS 1.3 ticket once, which is the protection;
+/// OpenSSL's would look for the session in its internal cache, which that server does not use.
+pub const SSL_OP_NO_ANTI_REPLAY: u64 = 1 << 24;
+
 /// `SSL_get_early_data_status` results.
 pub const SSL_EARLY_DATA_NOT_SENT: c_int = 0;
 pub const SSL_EARLY_DATA_REJECTED: c_int = 1;

@@ -11,22 +11,28 @@
 //! every byte cross the socket; the message callback timestamps each handshake message and a
 //! certificate verification callback times `X509_verify_cert`. Nothing in OpenSSL is patched.
 //!
+//! Over TCP both sides match the rustls ones feature for feature: the client sends an
+//! HTTP/1.1 or HTTP/2 request after the handshake (or as 0-RTT early data on resumed TLS 1.3
+//! handshakes) and reads the response; the server resumes by stateless tickets or a
+//! single-use session cache, accepts early data, answers requests with a body of a chosen
+//! size, and keeps the rustls lab server's [`tlslab_tls::server::Counters`].
+//!
 //! ```no_run
 //! # async fn demo(chain: tlslab_pki::ServedChain) -> Result<(), Box<dyn std::error::Error>> {
-//! use tlslab_core::{Cipher, CloseMode, Event, Phase, TlsVersion};
+//! use tlslab_core::{Cipher, CloseMode, Event, Http, Phase, TlsVersion};
 //! use tlslab_openssl::{server_config, serve, Client, ClientOptions, EchKey, EchMode};
 //! use tlslab_openssl::{Group, ServerSettings, Suite};
 //! use tlslab_tls::{Attempt, Trust};
 //!
-//! // A server that accepts ECH, on a port of its own.
+//! // A server that accepts ECH and answers requests with 1 kB, on a port of its own.
 //! let ech = EchKey::generate("public.example")?;
-//! let settings = ServerSettings { resumption: false, ech: Some(ech.clone()) };
+//! let settings = ServerSettings { body: 1_000, ech: Some(ech.clone()), ..Default::default() };
 //! let config = server_config(&chain.certificates, &chain.private_key, &settings)?;
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
 //! let address = listener.local_addr()?;
 //! tokio::spawn(serve(listener, config));
 //!
-//! // One ECH handshake with a post-quantum key share.
+//! // One ECH handshake with a post-quantum key share, then an HTTP/2 request.
 //! let client = Client::new(&ClientOptions {
 //!     version: TlsVersion::Tls13,
 //!     suite: Suite::Cipher(Cipher::Aes128Gcm),
@@ -35,20 +41,26 @@
 //!     trust: Trust::Roots(vec![chain.root.clone()]),
 //!     ech: EchMode::On(ech.config_list()?),
 //!     resume: false,
+//!     http: Http::Http2,
+//!     path: "/".into(),
+//!     early_data: 0,
 //! })?;
 //! let session = client.agent_session();
 //! let mut attempt = Attempt::start();
 //! let stream = tokio::net::TcpStream::connect(address).await?;
 //! attempt.mark(Event::TcpConnected);
-//! let established = client
+//! let mut established = client
 //!     .handshake(&session, &mut attempt, stream)
 //!     .await
 //!     .map_err(|failure| failure.detail)?;
+//! established.exchange(&mut attempt).await.map_err(|failure| failure.detail)?;
 //! println!(
-//!     "{:?} ns, ECH {}, {} messages",
+//!     "{:?} ns, ECH {}, {} messages, TTFB {:?} ns, {:?}",
 //!     attempt.timeline.phase(Phase::Handshake),
 //!     established.observations.ech,
-//!     established.observations.messages.len()
+//!     established.observations.messages.len(),
+//!     attempt.timeline.phase(Phase::Ttfb),
+//!     attempt.response,
 //! );
 //! established.close(CloseMode::Reset).await;
 //! # Ok(())

@@ -1,17 +1,28 @@
 //! The OpenSSL lab server: every TLS 1.2 and 1.3 suite and group OpenSSL offers, driven by
-//! the same in-memory pipe as the client.
+//! the same in-memory pipe as the client, answering HTTP/1.1 and HTTP/2 requests with a body
+//! of a chosen size, as the rustls lab server (`tlslab_tls::server`) does over TCP.
+//!
+//! Resumption follows [`ServerResumption`]: none, stateless tickets, or a session cache whose
+//! TLS 1.3 tickets are removed when used. The cache is what makes 0-RTT safe to accept: a
+//! ticket, and the early data sent with it, is accepted once, and the [`Counters`] say how many
+//! replays were turned away.
 
+use std::collections::{HashMap, HashSet};
 use std::io;
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use openssl::pkey::PKey;
 use openssl::ssl::{
-    ErrorCode, Ssl, SslContext, SslContextBuilder, SslMethod, SslOptions, SslSessionCacheMode,
-    SslStream, SslVersion,
+    select_next_proto, AlpnError, ErrorCode, Ssl, SslContext, SslContextBuilder, SslMethod,
+    SslOptions, SslRef, SslSession, SslSessionCacheMode, SslStream, SslVersion,
 };
 use openssl::x509::X509;
+use tlslab_core::ServerResumption;
+use tlslab_http::{RequestReader, Version};
 use tlslab_tls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tlslab_tls::server::{CounterSnapshot, Counters, LabSettings};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -29,25 +40,78 @@ const TLS13_SUITES: &str = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:\
 /// transport suites a legacy Config may ask for.
 const TLS12_SUITES: &str = "ALL:!aNULL:!eNULL";
 
-/// Server-side settings shared by every connection of one lab server instance.
-#[derive(Debug, Clone, Default)]
+/// The application protocols the server selects, in its order of preference (the rustls lab
+/// server's).
+const ALPN: &[u8] = b"\x02h2\x08http/1.1";
+
+/// How much early data the server accepts per connection, as the rustls lab server.
+const MAX_EARLY_DATA: u32 = 16_384;
+
+/// Sessions the cache keeps, and spent tickets remembered to recognise replays (the rustls lab
+/// server's bounds).
+const CACHED_SESSIONS: usize = 65_536;
+const REMEMBERED_TICKETS: usize = 262_144;
+
+/// Server-side settings shared by every connection of one lab server instance: what a
+/// [`LabSettings`] says, plus ECH.
+#[derive(Debug, Clone)]
 pub struct ServerSettings {
-    /// TLS 1.3 and 1.2 tickets and a stateful cache for TLS 1.2 session IDs; without it, no
-    /// tickets and no cache, so fresh-handshake measurements hold no ticket-issuing work.
-    pub resumption: bool,
+    /// `Off`: no tickets and no cache, so fresh-handshake measurements hold no ticket-issuing
+    /// work. `Tickets`: stateless TLS 1.3 tickets and RFC 5077 TLS 1.2 tickets, no cache.
+    /// `Cache`: a server-side session cache; TLS 1.2 resumes by session ID, and TLS 1.3
+    /// tickets only name a cache entry and are accepted once.
+    pub resumption: ServerResumption,
+    /// Accept TLS 1.3 early data (0-RTT) and answer a request it carries right after the
+    /// server's flight (0.5-RTT). Only with `Cache`: as in the rustls lab server, stateless
+    /// tickets could be replayed, so they do not allow early data.
+    pub early_data: bool,
+    /// Body bytes of every HTTP response.
+    pub body: u64,
     /// Accept ECH with this key.
     pub ech: Option<EchKey>,
 }
 
-/// A configured server: one `SSL_CTX` shared by every connection.
+impl Default for ServerSettings {
+    /// No resumption, no early data, empty bodies, no ECH.
+    fn default() -> ServerSettings {
+        ServerSettings {
+            resumption: ServerResumption::Off,
+            early_data: false,
+            body: 0,
+            ech: None,
+        }
+    }
+}
+
+impl ServerSettings {
+    /// The OpenSSL server for what a rustls lab server offers, without ECH.
+    pub fn from_lab(settings: &LabSettings) -> ServerSettings {
+        ServerSettings {
+            resumption: settings.resumption,
+            early_data: settings.early_data,
+            body: settings.body,
+            ech: None,
+        }
+    }
+}
+
+/// A configured server: one `SSL_CTX` shared by every connection, and what they count.
 #[derive(Clone)]
 pub struct ServerConfig {
     context: SslContext,
+    counters: Arc<Counters>,
+    body: u64,
+    /// Connections read early data before completing the handshake.
+    early_data: bool,
 }
 
 impl std::fmt::Debug for ServerConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServerConfig").finish_non_exhaustive()
+        f.debug_struct("ServerConfig")
+            .field("body", &self.body)
+            .field("early_data", &self.early_data)
+            .field("counters", &self.counters.snapshot())
+            .finish_non_exhaustive()
     }
 }
 
@@ -89,13 +153,48 @@ pub fn server_config(
     let key = PKey::private_key_from_der(key.secret_der())?;
     builder.set_private_key(&key)?;
     builder.check_private_key()?;
-    if settings.resumption {
-        builder.set_session_cache_mode(SslSessionCacheMode::SERVER);
-        builder.set_session_id_context(b"tlslab")?;
-    } else {
-        builder.set_session_cache_mode(SslSessionCacheMode::OFF);
-        builder.set_options(SslOptions::NO_TICKET);
-        builder.set_num_tickets(0)?;
+    builder.set_session_id_context(b"tlslab")?;
+    builder.set_alpn_select_callback(|_, offered| {
+        // No common protocol: no ALPN at all (a client without ALPN speaks HTTP/1.1).
+        select_next_proto(ALPN, offered).ok_or(AlpnError::NOACK)
+    });
+    let counters = Arc::<Counters>::default();
+    match settings.resumption {
+        ServerResumption::Off => {
+            builder.set_session_cache_mode(SslSessionCacheMode::OFF);
+            builder.set_options(SslOptions::NO_TICKET);
+            builder.set_num_tickets(0)?;
+        }
+        ServerResumption::Tickets => {
+            // Tickets decrypt without a cache: TLS 1.2 (RFC 5077) and TLS 1.3 alike.
+            builder.set_session_cache_mode(SslSessionCacheMode::OFF);
+        }
+        ServerResumption::Cache => {
+            // No internal cache: ours takes TLS 1.3 tickets out when they are used and counts
+            // the replays. NO_TICKET makes TLS 1.2 resume by session ID and TLS 1.3 tickets
+            // stateful (a cache key); NO_ANTI_REPLAY because the cache is the protection.
+            builder.set_session_cache_mode(
+                SslSessionCacheMode::SERVER | SslSessionCacheMode::NO_INTERNAL,
+            );
+            builder.set_options(
+                SslOptions::NO_TICKET
+                    | SslOptions::from_bits_retain(ffi::SSL_OP_NO_ANTI_REPLAY as _),
+            );
+            let cache = Arc::new(SessionCache {
+                state: Mutex::default(),
+                counters: counters.clone(),
+            });
+            let stored = cache.clone();
+            builder.set_new_session_callback(move |_, session| stored.put(session));
+            let found = cache.clone();
+            // SAFETY: the sessions handed back come from this context's connections.
+            unsafe { builder.set_get_session_callback(move |_, id| found.find(id)) };
+            builder.set_remove_session_callback(move |_, session| cache.remove(session.id()));
+        }
+    }
+    let early_data = settings.early_data && settings.resumption == ServerResumption::Cache;
+    if early_data {
+        builder.set_max_early_data(MAX_EARLY_DATA)?;
     }
     if let Some(key) = &settings.ech {
         let store = key.store()?;
@@ -106,7 +205,70 @@ pub fn server_config(
     }
     Ok(Arc::new(ServerConfig {
         context: builder.build(),
+        counters,
+        body: settings.body,
+        early_data,
     }))
+}
+
+/// The `Cache` mode's sessions: TLS 1.2 sessions stay until evicted (a session ID resumes any
+/// number of times); TLS 1.3 sessions are taken out when their ticket is presented, and the
+/// ticket is remembered as spent.
+struct SessionCache {
+    state: Mutex<CacheState>,
+    counters: Arc<Counters>,
+}
+
+#[derive(Default)]
+struct CacheState {
+    sessions: HashMap<Vec<u8>, SslSession>,
+    spent: HashSet<Vec<u8>>,
+}
+
+impl SessionCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, CacheState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn put(&self, session: SslSession) {
+        let mut state = self.lock();
+        if state.sessions.len() >= CACHED_SESSIONS {
+            // Full: forget one; its holder's next handshake is a full one.
+            if let Some(evicted) = state.sessions.keys().next().cloned() {
+                state.sessions.remove(&evicted);
+            }
+        }
+        state.sessions.insert(session.id().to_vec(), session);
+    }
+
+    fn find(&self, id: &[u8]) -> Option<SslSession> {
+        let mut state = self.lock();
+        let tls13 = match state.sessions.get(id) {
+            Some(session) => session.protocol_version() == SslVersion::TLS1_3,
+            None => {
+                if state.spent.contains(id) {
+                    self.counters
+                        .replays_rejected
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+                return None;
+            }
+        };
+        if !tls13 {
+            return state.sessions.get(id).cloned();
+        }
+        // Bounded memory: forgetting old spent tickets only means a very late replay is
+        // counted as an unknown ticket; it is refused either way.
+        if state.spent.len() >= REMEMBERED_TICKETS {
+            state.spent.clear();
+        }
+        state.spent.insert(id.to_vec());
+        state.sessions.remove(id)
+    }
+
+    fn remove(&self, id: &[u8]) {
+        self.lock().sessions.remove(id);
+    }
 }
 
 /// Accepts connections forever, one task each.
@@ -129,48 +291,214 @@ pub async fn serve(listener: TcpListener, config: Arc<ServerConfig>) -> io::Resu
     }
 }
 
-/// Runs one connection: the handshake, then reads and drops application data until the
-/// client leaves.
+/// Runs one connection: the handshake (reading early data first when the server accepts it),
+/// then HTTP requests until the client leaves. Application data that is not HTTP is read and
+/// dropped.
 pub async fn serve_connection(mut socket: TcpStream, config: &ServerConfig) -> io::Result<()> {
     socket.set_nodelay(true)?;
-    let ssl = Ssl::new(&config.context).map_err(io::Error::other)?;
+    let mut ssl = Ssl::new(&config.context).map_err(io::Error::other)?;
+    ssl.set_accept_state();
     let mut tls = SslStream::new(ssl, Pipe::default()).map_err(io::Error::other)?;
+    let mut connection = Connection {
+        config,
+        stage: if config.early_data {
+            Stage::EarlyData
+        } else {
+            Stage::Handshake
+        },
+        http: HttpState::Waiting,
+        counted_early: false,
+        plaintext: vec![0u8; 16 * 1024],
+    };
     let mut buffer = vec![0u8; 16 * 1024];
-    let mut plaintext = [0u8; 4096];
-    let mut handshaking = true;
     loop {
-        if handshaking {
-            let result = tls.accept();
-            flush(&mut tls, &mut socket).await?;
-            match result {
-                Ok(()) => handshaking = false,
-                Err(error) if error.code() == ErrorCode::WANT_READ => {}
-                // The alert OpenSSL queued went out with the flush.
-                Err(error) => return Err(io::Error::other(error.to_string())),
-            }
-        }
-        if !handshaking {
-            // Application data is read and dropped: the lab server measures handshakes.
-            loop {
-                match tls.ssl_read(&mut plaintext) {
-                    Ok(_) => continue,
-                    Err(error) if error.code() == ErrorCode::WANT_READ => break,
-                    Err(error) if error.code() == ErrorCode::ZERO_RETURN => {
-                        let _ = tls.shutdown();
-                        flush(&mut tls, &mut socket).await?;
-                        return Ok(());
-                    }
-                    Err(error) => return Err(io::Error::other(error.to_string())),
-                }
-            }
-            // Tickets and key updates written while reading.
-            flush(&mut tls, &mut socket).await?;
+        let advanced = connection.advance(&mut tls);
+        // The flight, answers and tickets, or the alert OpenSSL queued before failing.
+        flush(&mut tls, &mut socket).await?;
+        if advanced? {
+            return Ok(());
         }
         let read = socket.read(&mut buffer).await?;
         if read == 0 {
             return Ok(());
         }
         tls.get_mut().push(&buffer[..read]);
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// `SSL_read_early_data`: the handshake up to the client's Finished, and 0-RTT data.
+    EarlyData,
+    /// `SSL_accept` until the handshake completes.
+    Handshake,
+    /// Application data.
+    Open,
+}
+
+/// What becomes of a connection's application data.
+enum HttpState {
+    /// Nothing arrived yet.
+    Waiting,
+    Serving(Box<HttpSession>),
+    /// The client sent something that is not HTTP: read and dropped from then on.
+    Ignoring,
+}
+
+struct Connection<'a> {
+    config: &'a ServerConfig,
+    stage: Stage,
+    http: HttpState,
+    counted_early: bool,
+    plaintext: Vec<u8>,
+}
+
+impl Connection<'_> {
+    /// Runs OpenSSL as far as the bytes already read allow; `Ok(true)` once the client closed
+    /// the TLS session.
+    fn advance(&mut self, tls: &mut SslStream<Pipe>) -> io::Result<bool> {
+        let failed = |error: openssl::ssl::Error| io::Error::other(error.to_string());
+        let mut plaintext = std::mem::take(&mut self.plaintext);
+        let result = (|| {
+            if self.stage == Stage::EarlyData {
+                loop {
+                    match tls.read_early_data(&mut plaintext) {
+                        // The end of early data, or none was sent or accepted.
+                        Ok(0) => {
+                            self.stage = Stage::Handshake;
+                            break;
+                        }
+                        Ok(count) => {
+                            if !self.counted_early {
+                                self.counted_early = true;
+                                self.config
+                                    .counters
+                                    .early_data_accepted
+                                    .fetch_add(1, Ordering::Relaxed);
+                            }
+                            let answer = self.receive(tls.ssl(), &plaintext[..count]);
+                            // 0.5-RTT: the answer follows the server's flight at once.
+                            write_all(&answer, |data| tls.write_early_data(data))
+                                .map_err(failed)?;
+                        }
+                        Err(error) if error.code() == ErrorCode::WANT_READ => return Ok(false),
+                        Err(error) => return Err(failed(error)),
+                    }
+                }
+            }
+            if self.stage == Stage::Handshake {
+                match tls.accept() {
+                    Ok(()) => {
+                        self.stage = Stage::Open;
+                        if tls.ssl().session_reused() {
+                            self.config
+                                .counters
+                                .tickets_redeemed
+                                .fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    Err(error) if error.code() == ErrorCode::WANT_READ => return Ok(false),
+                    Err(error) => return Err(failed(error)),
+                }
+            }
+            loop {
+                match tls.ssl_read(&mut plaintext) {
+                    Ok(count) => {
+                        let answer = self.receive(tls.ssl(), &plaintext[..count]);
+                        write_all(&answer, |data| tls.ssl_write(data)).map_err(failed)?;
+                    }
+                    Err(error) if error.code() == ErrorCode::WANT_READ => return Ok(false),
+                    Err(error) if error.code() == ErrorCode::ZERO_RETURN => {
+                        let _ = tls.shutdown();
+                        return Ok(true);
+                    }
+                    Err(error) => return Err(failed(error)),
+                }
+            }
+        })();
+        self.plaintext = plaintext;
+        result
+    }
+
+    /// Feeds application data to the connection's HTTP session; returns what goes back.
+    fn receive(&mut self, ssl: &SslRef, data: &[u8]) -> Vec<u8> {
+        let mut answer = Vec::new();
+        if let HttpState::Waiting = self.http {
+            self.http = HttpState::Serving(Box::new(HttpSession::for_alpn(
+                ssl.selected_alpn_protocol(),
+            )));
+        }
+        if let HttpState::Serving(session) = &mut self.http {
+            if session
+                .feed(data, self.config.body, &self.config.counters, &mut answer)
+                .is_err()
+            {
+                self.http = HttpState::Ignoring;
+            }
+        }
+        answer
+    }
+}
+
+fn write_all(
+    mut data: &[u8],
+    mut write: impl FnMut(&[u8]) -> Result<usize, openssl::ssl::Error>,
+) -> Result<(), openssl::ssl::Error> {
+    while !data.is_empty() {
+        let written = write(data)?;
+        data = &data[written..];
+    }
+    Ok(())
+}
+
+/// The HTTP side of one connection: requests in, responses out (the rustls lab server's).
+struct HttpSession {
+    version: Version,
+    reader: RequestReader,
+    preface_sent: bool,
+}
+
+impl HttpSession {
+    fn for_alpn(alpn: Option<&[u8]>) -> HttpSession {
+        // A client without ALPN (openssl s_client, ab) speaks HTTP/1.1.
+        let version = match alpn {
+            Some(b"h2") => Version::Http2,
+            _ => Version::Http11,
+        };
+        HttpSession {
+            version,
+            reader: RequestReader::new(version),
+            preface_sent: false,
+        }
+    }
+
+    /// Feeds request bytes; writes whatever must go back (acks, responses) into `out`.
+    fn feed(
+        &mut self,
+        mut data: &[u8],
+        body: u64,
+        counters: &Counters,
+        out: &mut Vec<u8>,
+    ) -> Result<(), tlslab_http::HttpError> {
+        if self.version == Version::Http2 && !self.preface_sent {
+            out.extend_from_slice(&tlslab_http::http2_server_preface());
+            self.preface_sent = true;
+        }
+        loop {
+            let request = self.reader.feed(data)?;
+            out.extend_from_slice(&self.reader.take_output());
+            let Some(request) = request else {
+                return Ok(());
+            };
+            counters.requests.fetch_add(1, Ordering::Relaxed);
+            out.extend_from_slice(&tlslab_http::encode_response(
+                self.version,
+                request.stream,
+                body as usize,
+            ));
+            // Further pipelined requests may already be buffered in the reader.
+            data = &[];
+        }
     }
 }
 
@@ -188,6 +516,14 @@ impl ServerConfig {
     /// The raw context, for settings this crate does not wrap.
     pub fn context(&self) -> &SslContext {
         &self.context
+    }
+
+    /// What the server has counted so far: resumed handshakes (`tickets_redeemed`, in every
+    /// resumption mode), spent `Cache` tickets presented again (`replays_rejected`),
+    /// connections whose early data was read (`early_data_accepted`), and HTTP requests
+    /// answered.
+    pub fn counters(&self) -> CounterSnapshot {
+        self.counters.snapshot()
     }
 }
 

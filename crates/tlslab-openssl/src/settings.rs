@@ -4,7 +4,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use tlslab_core::{Cipher, TlsVersion};
+pub use tlslab_core::LegacySuite;
+use tlslab_core::{Cipher, Http, Resume, TlsVersion};
+pub use tlslab_tls::EchMode;
 use tlslab_tls::Trust;
 
 /// A key-exchange group. A superset of [`tlslab_core::Group`]: OpenSSL also has ML-KEM-1024
@@ -65,10 +67,16 @@ impl Group {
         }
     }
 
-    /// Groups OpenSSL offers only in TLS 1.3: the ML-KEM groups, and the finite-field groups
-    /// (TLS 1.2 negotiates DHE parameters through the suite instead).
+    /// Groups that exist only in TLS 1.3: the ML-KEM groups and hybrids.
     pub fn is_tls13_only(self) -> bool {
         !matches!(self, Group::X25519 | Group::Secp256r1 | Group::Secp384r1)
+            && !self.is_finite_field()
+    }
+
+    /// The RFC 7919 groups: TLS 1.3 key shares, and in TLS 1.2 the parameters of a DHE suite
+    /// (OpenSSL 4 servers use a finite-field group the client lists).
+    pub fn is_finite_field(self) -> bool {
+        matches!(self, Group::Ffdhe2048 | Group::Ffdhe3072)
     }
 }
 
@@ -81,6 +89,9 @@ impl From<tlslab_core::Group> for Group {
             tlslab_core::Group::X25519Mlkem768 => Group::X25519Mlkem768,
             tlslab_core::Group::Secp256r1Mlkem768 => Group::Secp256r1Mlkem768,
             tlslab_core::Group::Mlkem768 => Group::Mlkem768,
+            tlslab_core::Group::Mlkem1024 => Group::Mlkem1024,
+            tlslab_core::Group::Ffdhe2048 => Group::Ffdhe2048,
+            tlslab_core::Group::Ffdhe3072 => Group::Ffdhe3072,
         }
     }
 }
@@ -108,44 +119,6 @@ impl FromStr for Group {
 impl fmt::Display for Group {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-/// A TLS 1.2 suite outside tlslab's AEAD-with-ECDHE set, kept to measure what legacy
-/// configurations cost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LegacySuite {
-    /// `TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA`: CBC with HMAC-SHA1.
-    EcdheRsaAes128CbcSha,
-    /// `TLS_DHE_RSA_WITH_AES_128_GCM_SHA256`: finite-field Diffie-Hellman.
-    DheRsaAes128GcmSha256,
-    /// `TLS_RSA_WITH_AES_256_GCM_SHA384`: RSA key transport, no forward secrecy.
-    RsaAes256GcmSha384,
-}
-
-impl LegacySuite {
-    pub const ALL: [LegacySuite; 3] = [
-        LegacySuite::EcdheRsaAes128CbcSha,
-        LegacySuite::DheRsaAes128GcmSha256,
-        LegacySuite::RsaAes256GcmSha384,
-    ];
-
-    /// The IANA name, as stored.
-    pub fn iana_name(self) -> &'static str {
-        match self {
-            LegacySuite::EcdheRsaAes128CbcSha => "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
-            LegacySuite::DheRsaAes128GcmSha256 => "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256",
-            LegacySuite::RsaAes256GcmSha384 => "TLS_RSA_WITH_AES_256_GCM_SHA384",
-        }
-    }
-
-    /// OpenSSL's name, for `SSL_CTX_set_cipher_list`.
-    pub fn openssl_name(self) -> &'static str {
-        match self {
-            LegacySuite::EcdheRsaAes128CbcSha => "ECDHE-RSA-AES128-SHA",
-            LegacySuite::DheRsaAes128GcmSha256 => "DHE-RSA-AES128-GCM-SHA256",
-            LegacySuite::RsaAes256GcmSha384 => "AES256-GCM-SHA384",
-        }
     }
 }
 
@@ -215,18 +188,6 @@ impl FromStr for Suite {
     }
 }
 
-/// Encrypted ClientHello.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum EchMode {
-    /// No ECH extension.
-    #[default]
-    Off,
-    /// Real ECH with this ECHConfigList (binary, or the base64 text `--ech-config` takes).
-    On(Vec<u8>),
-    /// A GREASE ECH extension: the size and shape of ECH without a configuration.
-    Grease,
-}
-
 /// One Config's worth of OpenSSL client settings.
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
@@ -239,11 +200,19 @@ pub struct ClientOptions {
     /// Resume: each [`crate::AgentSession`] keeps the latest session the server gave it and
     /// offers it on its next handshake.
     pub resume: bool,
+    /// The request after the handshake: `Http11` or `Http2` (offered by ALPN, as the rustls
+    /// client does), or `None`. HTTP/3 needs QUIC, which this backend does not speak.
+    pub http: Http,
+    /// The request's path.
+    pub path: String,
+    /// Bytes of early data on resumed TLS 1.3 handshakes: the request, padded to this size,
+    /// goes out as 0-RTT data when the resumed session allows that much; 0 for none.
+    pub early_data: u64,
 }
 
 impl ClientOptions {
     /// The OpenSSL equivalent of a rustls client's settings: the same version, cipher, group,
-    /// name and trust; no ECH, no resumption.
+    /// name, trust, ECH, resumption (on for any [`Resume`] but `Off`), request and early data.
     pub fn from_settings(settings: &tlslab_tls::ClientSettings) -> ClientOptions {
         ClientOptions {
             version: settings.version,
@@ -251,8 +220,11 @@ impl ClientOptions {
             group: settings.group.into(),
             server_name: settings.server_name.clone(),
             trust: settings.trust.clone(),
-            ech: EchMode::Off,
-            resume: false,
+            ech: settings.ech.clone(),
+            resume: settings.resume != Resume::Off,
+            http: settings.http,
+            path: settings.path.clone(),
+            early_data: settings.early_data,
         }
     }
 }
@@ -284,6 +256,35 @@ mod tests {
         for group in Group::ALL {
             assert_eq!(group.as_str().parse::<Group>().unwrap(), group);
         }
+    }
+
+    #[test]
+    fn options_from_rustls_settings_keep_the_request_resumption_and_early_data() {
+        let mut settings = tlslab_tls::ClientSettings::handshake_only(
+            TlsVersion::Tls13,
+            Cipher::Chacha20,
+            tlslab_core::Group::X25519Mlkem768,
+            "lab.test",
+            Trust::Insecure,
+        );
+        let options = ClientOptions::from_settings(&settings);
+        assert!(!options.resume);
+        assert_eq!(options.http, Http::None);
+        assert_eq!(options.early_data, 0);
+        settings.resume = Resume::SessionId;
+        settings.http = Http::Http2;
+        settings.path = "/file?size=10".into();
+        settings.early_data = 1_500;
+        settings.ech = tlslab_tls::EchMode::Grease;
+        let options = ClientOptions::from_settings(&settings);
+        assert!(options.resume);
+        assert_eq!(options.http, Http::Http2);
+        assert_eq!(options.path, "/file?size=10");
+        assert_eq!(options.early_data, 1_500);
+        assert_eq!(options.ech, EchMode::Grease);
+        assert_eq!(options.suite, Suite::Cipher(Cipher::Chacha20));
+        assert_eq!(options.group, Group::X25519Mlkem768);
+        assert_eq!(options.server_name, "lab.test");
     }
 
     #[test]

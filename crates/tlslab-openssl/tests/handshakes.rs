@@ -55,6 +55,9 @@ fn options(version: TlsVersion, group: Group, root: &CertificateDer<'static>) ->
         trust: Trust::Roots(vec![root.clone()]),
         ech: EchMode::Off,
         resume: false,
+        http: tlslab_core::Http::None,
+        path: "/".into(),
+        early_data: 0,
     }
 }
 
@@ -313,8 +316,8 @@ async fn ech_is_accepted_by_the_openssl_server() {
         &chain.certificates,
         &chain.private_key,
         ServerSettings {
-            resumption: false,
             ech: Some(key.clone()),
+            ..ServerSettings::default()
         },
     )
     .await;
@@ -359,8 +362,8 @@ async fn ech_with_a_configuration_the_server_lacks_is_rejected() {
         &chain.certificates,
         &chain.private_key,
         ServerSettings {
-            resumption: false,
             ech: Some(served),
+            ..ServerSettings::default()
         },
     )
     .await;
@@ -459,8 +462,8 @@ async fn resumption_resumes_the_second_handshake() {
         &chain.certificates,
         &chain.private_key,
         ServerSettings {
-            resumption: true,
-            ech: None,
+            resumption: tlslab_core::ServerResumption::Tickets,
+            ..ServerSettings::default()
         },
     )
     .await;
@@ -485,7 +488,7 @@ async fn resumption_resumes_the_second_handshake() {
             resumed.push(attempt.negotiated.resumed);
             established.close(CloseMode::Graceful).await;
         }
-        assert_eq!(resumed, [None, Some(true)], "{version}");
+        assert_eq!(resumed, [Some(false), Some(true)], "{version}");
     }
 }
 
@@ -498,8 +501,8 @@ async fn a_rustls_client_with_ech_is_accepted_by_the_openssl_server() {
         &chain.certificates,
         &chain.private_key,
         ServerSettings {
-            resumption: false,
             ech: Some(key.clone()),
+            ..ServerSettings::default()
         },
     )
     .await;

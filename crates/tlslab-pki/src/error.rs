@@ -79,7 +79,8 @@ impl PkiError {
         )
     }
 
-    pub(crate) fn generation(what: &str, error: rcgen::Error) -> Self {
+    /// rcgen or OpenSSL refused to generate a key or sign a certificate.
+    pub(crate) fn generation(what: &str, error: impl fmt::Display) -> Self {
         PkiError::new(
             PkiErrorKind::Generation,
             format!("cannot generate {what}: {error}"),

@@ -41,14 +41,26 @@ pub(crate) fn intermediate_common_name(profile: CertProfile, index: usize) -> St
     format!("tlslab intermediate {index} ({profile})")
 }
 
+/// The validity window of every certificate, as (year, month, day) at midnight UTC. It
+/// starts in the past and ends far in the future so cached material never expires in the
+/// middle of a project.
+pub(crate) const VALID_FROM: (i32, u8, u8) = (2025, 1, 1);
+pub(crate) const VALID_UNTIL: (i32, u8, u8) = (2045, 1, 1);
+
 /// Generates the keys of `profile` once and issues the chains of every depth from them.
+///
+/// rcgen makes every profile except ML-DSA, which it cannot; OpenSSL makes those
+/// ([`crate::ml_dsa`]), into the same [`ProfileMaterial`] with the same certificate fields.
 pub(crate) fn generate_profile(profile: CertProfile) -> Result<ProfileMaterial, PkiError> {
+    if profile.key_kind() == KeyKind::MlDsa {
+        return crate::ml_dsa::generate_profile(profile);
+    }
     let mut keys = generate_keys(profile)?;
     let leaf_key = keys.pop().expect("generate_keys returns the leaf key last");
     let root_key = keys.remove(0);
     let intermediate_keys = keys;
 
-    let nonce = serial_nonce(&root_key);
+    let nonce = serial_nonce(root_key.public_key_raw());
     let root_params = ca_params(root_common_name(profile), serial_number(nonce, 0, 0));
     let root_certificate = root_params
         .self_signed(&root_key)
@@ -147,7 +159,7 @@ fn generate_key(profile: CertProfile) -> Result<KeyPair, rcgen::Error> {
         CertProfile::Ed25519 => {
             KeyPair::generate_for(&rcgen::PKCS_ED25519).and_then(ed25519_pkcs8_v1)
         }
-        // Placeholder until ML-DSA generation lands: rcgen has no ML-DSA.
+        // rcgen has no ML-DSA; generate_profile hands these profiles to crate::ml_dsa.
         CertProfile::MlDsa44 | CertProfile::MlDsa65 | CertProfile::MlDsa87 => {
             Err(rcgen::Error::KeyGenerationUnavailable)
         }
@@ -185,12 +197,13 @@ fn ed25519_pkcs8_v1(key: KeyPair) -> Result<KeyPair, rcgen::Error> {
     )
 }
 
-/// Fields every certificate shares. The validity starts in the past and ends far in the
-/// future so cached material never expires in the middle of a project.
+/// Fields every certificate shares (see [`VALID_FROM`] for the validity).
 fn base_params(common_name: String, serial: SerialNumber) -> CertificateParams {
     let mut params = CertificateParams::default();
-    params.not_before = date_time_ymd(2025, 1, 1);
-    params.not_after = date_time_ymd(2045, 1, 1);
+    let (year, month, day) = VALID_FROM;
+    params.not_before = date_time_ymd(year, month, day);
+    let (year, month, day) = VALID_UNTIL;
+    params.not_after = date_time_ymd(year, month, day);
     let mut name = DistinguishedName::new();
     name.push(DnType::OrganizationName, "tlslab");
     name.push(DnType::CommonName, common_name);
@@ -229,9 +242,10 @@ fn leaf_params(profile: CertProfile, serial: SerialNumber) -> Result<Certificate
 
 /// A value unique to one generation, so that certificates from two generations of the same
 /// profile (say, after the cache was deleted) never share an issuer name and serial number.
-fn serial_nonce(root_key: &KeyPair) -> u64 {
+/// `root_public_key` is any encoding of the root's public key.
+pub(crate) fn serial_nonce(root_public_key: &[u8]) -> u64 {
     let mut hasher = DefaultHasher::new();
-    root_key.public_key_raw().hash(&mut hasher);
+    root_public_key.hash(&mut hasher);
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|elapsed| elapsed.as_nanos())
@@ -245,9 +259,15 @@ fn serial_nonce(root_key: &KeyPair) -> u64 {
 /// depths share an issuer name, and X.509 requires issuer and serial to identify a
 /// certificate. Position 0 is the leaf (depth 0, position 0 is the root).
 fn serial_number(nonce: u64, depth: u8, position: u8) -> SerialNumber {
+    SerialNumber::from_slice(&serial_bytes(nonce, depth, position))
+}
+
+/// The big-endian serial number [`serial_number`] wraps; the leading 0x01 keeps it positive
+/// and free of leading zeros, so it is its own DER encoding.
+pub(crate) fn serial_bytes(nonce: u64, depth: u8, position: u8) -> Vec<u8> {
     let mut bytes = vec![0x01, depth, position];
     bytes.extend_from_slice(&nonce.to_be_bytes());
-    SerialNumber::from_slice(&bytes)
+    bytes
 }
 
 #[cfg(test)]

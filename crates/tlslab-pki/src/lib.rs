@@ -4,8 +4,16 @@
 //! signature the server computes and the client verifies, and the chain depth decides how
 //! many bytes the server sends and how many signatures the client checks. This crate gives
 //! the lab server a chain for every [`CertProfile`] (RSA-2048/3072/4096, ECDSA P-256/P-384,
-//! Ed25519) and every depth from 1 to [`MAX_CHAIN_DEPTH`], with every certificate of a chain
-//! using the profile's key type.
+//! Ed25519, ML-DSA-44/65/87) and every depth from 1 to [`MAX_CHAIN_DEPTH`], with every
+//! certificate of a chain using the profile's key type.
+//!
+//! rcgen makes every profile except ML-DSA (FIPS 204), which it can neither generate nor sign
+//! with: ML-DSA material is made with OpenSSL (the `openssl` crate over the OpenSSL 4 that
+//! `scripts/openssl` builds, linked statically). Both generators write the same files with
+//! the same names, serial numbers, validity (2025-01-01 to 2045-01-01) and extensions, and
+//! all keys as PKCS#8, so nothing downstream depends on which one ran. ML-DSA signs only in
+//! TLS 1.3 (TLS 1.2 handshakes with an ML-DSA chain fail), and its certificates are large:
+//! about 5.5 KB of DER each for ML-DSA-65, so a depth-5 chain sends some 27 KB.
 //!
 //! Depth counts the certificates the server *sends*: the leaf plus `depth - 1`
 //! intermediates. The root is what the client trusts and is never sent.
@@ -63,6 +71,7 @@ mod ca_file;
 mod cache;
 mod error;
 mod generate;
+mod ml_dsa;
 
 use std::path::{Path, PathBuf};
 

@@ -7,14 +7,22 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Barrier, OnceLock};
+use std::sync::{Arc, Barrier, Mutex, OnceLock};
 use std::time::Instant;
 
-use rustls::client::danger::ServerCertVerifier;
+use openssl::pkey::{KeyType, PKey};
+use openssl::stack::Stack;
+use openssl::x509::store::X509StoreBuilder;
+use openssl::x509::verify::{X509VerifyFlags, X509VerifyParam};
+use openssl::x509::{X509PurposeId, X509StoreContext, X509};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, ClientConnection, RootCertStore, ServerConfig, ServerConnection};
-use tlslab_core::CertProfile;
+use rustls::{
+    ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, ServerConfig,
+    ServerConnection, SignatureScheme,
+};
+use tlslab_core::{CertProfile, KeyKind};
 use tlslab_pki::{load_certificates, Pki, PkiErrorKind, ServedChain, MAX_CHAIN_DEPTH};
 
 /// One cache for the whole test binary, so each profile (RSA-4096 above all) is generated
@@ -106,17 +114,28 @@ fn every_profile_and_depth_verifies_for_localhost_and_loopback_addresses() {
 /// Runs a complete in-memory handshake; proves the leaf key matches the leaf certificate
 /// and that the key type works for the TLS version.
 fn handshake(chain: &ServedChain, version: &'static rustls::SupportedProtocolVersion) {
+    let client_config = ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[version])
+        .unwrap()
+        .with_root_certificates(roots(&chain.root))
+        .with_no_client_auth();
+    handshake_with(chain, version, client_config)
+        .unwrap_or_else(|error| panic!("{} {version:?}: {error}", chain.profile));
+}
+
+/// The handshake of [`handshake`] with the client configuration given; the client's error
+/// if either side fails.
+fn handshake_with(
+    chain: &ServedChain,
+    version: &'static rustls::SupportedProtocolVersion,
+    client_config: ClientConfig,
+) -> Result<(), rustls::Error> {
     let server_config = ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[version])
         .unwrap()
         .with_no_client_auth()
         .with_single_cert(chain.certificates.clone(), chain.private_key.clone_key())
         .unwrap();
-    let client_config = ClientConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[version])
-        .unwrap()
-        .with_root_certificates(roots(&chain.root))
-        .with_no_client_auth();
     let mut client = ClientConnection::new(
         Arc::new(client_config),
         ServerName::try_from("localhost").unwrap(),
@@ -132,7 +151,15 @@ fn handshake(chain: &ServedChain, version: &'static rustls::SupportedProtocolVer
         let mut unread = &bytes[..];
         while !unread.is_empty() {
             server.read_tls(&mut unread).unwrap();
-            server.process_new_packets().unwrap();
+            if let Err(error) = server.process_new_packets() {
+                // The server's alert tells the client why; the caller wants that side.
+                let mut alert = Vec::new();
+                while server.wants_write() {
+                    server.write_tls(&mut alert).unwrap();
+                }
+                let _ = client.read_tls(&mut &alert[..]);
+                return Err(client.process_new_packets().err().unwrap_or(error));
+            }
         }
         bytes.clear();
         while server.wants_write() {
@@ -141,12 +168,10 @@ fn handshake(chain: &ServedChain, version: &'static rustls::SupportedProtocolVer
         let mut unread = &bytes[..];
         while !unread.is_empty() {
             client.read_tls(&mut unread).unwrap();
-            client
-                .process_new_packets()
-                .unwrap_or_else(|error| panic!("{} {version:?}: {error}", chain.profile));
+            client.process_new_packets()?;
         }
         if !client.is_handshaking() && !server.is_handshaking() {
-            return;
+            return Ok(());
         }
     }
     panic!("{} {version:?}: handshake did not finish", chain.profile);
@@ -159,7 +184,10 @@ fn every_profile_completes_rustls_handshakes_over_tls12_and_tls13() {
         for depth in [1, MAX_CHAIN_DEPTH] {
             let chain = pki.chain(profile, depth).unwrap();
             handshake(&chain, &rustls::version::TLS13);
-            handshake(&chain, &rustls::version::TLS12);
+            // ML-DSA exists in TLS 1.3 only (ml_dsa_chains_are_refused_over_tls12).
+            if profile.key_kind() != KeyKind::MlDsa {
+                handshake(&chain, &rustls::version::TLS12);
+            }
         }
     }
 }
@@ -170,8 +198,18 @@ fn every_profile_and_depth_verifies_with_openssl() {
         eprintln!("skipped: no openssl command");
         return;
     }
+    // OpenSSL learned ML-DSA in 3.5; every_profile_and_depth_verifies_with_the_openssl_library
+    // checks those profiles with the OpenSSL 4 this crate links whatever the command is.
+    let knows_ml_dsa = Command::new("openssl")
+        .args(["list", "-signature-algorithms"])
+        .output()
+        .is_ok_and(|output| String::from_utf8_lossy(&output.stdout).contains("ML-DSA-65"));
     let pki = shared_pki();
     for &profile in CertProfile::ALL {
+        if profile.key_kind() == KeyKind::MlDsa && !knows_ml_dsa {
+            eprintln!("{profile}: skipped, the openssl command has no ML-DSA");
+            continue;
+        }
         for depth in 1..=MAX_CHAIN_DEPTH {
             let chain = pki.chain(profile, depth).unwrap();
             // -x509_strict also demands the key identifier extensions OpenSSL builds
@@ -220,55 +258,326 @@ fn every_profile_and_depth_verifies_with_openssl() {
     }
 }
 
+/// `openssl verify -x509_strict -purpose sslserver -verify_hostname localhost -CAfile root.pem
+/// -untrusted chainN.pem chainN.pem`, done with the OpenSSL 4 library this crate links.
+fn openssl_verify(chain: &ServedChain, root: &CertificateDer<'_>) -> Result<(), String> {
+    let mut store = X509StoreBuilder::new().unwrap();
+    store.add_cert(X509::from_der(root).unwrap()).unwrap();
+    let mut parameters = X509VerifyParam::new().unwrap();
+    parameters.set_flags(X509VerifyFlags::X509_STRICT).unwrap();
+    parameters.set_purpose(X509PurposeId::SSL_SERVER).unwrap();
+    parameters.set_host("localhost").unwrap();
+    store.set_param(&parameters).unwrap();
+    let store = store.build();
+
+    let sent = X509::stack_from_pem(&fs::read(&chain.chain_pem).unwrap()).unwrap();
+    let mut untrusted = Stack::new().unwrap();
+    for certificate in &sent[1..] {
+        untrusted.push(certificate.clone()).unwrap();
+    }
+    let mut context = X509StoreContext::new().unwrap();
+    context
+        .init(&store, &sent[0], &untrusted, |context| {
+            Ok(if context.verify_cert()? {
+                Ok(context.chain().map_or(0, |built| built.len()))
+            } else {
+                Err(format!(
+                    "{} at depth {}",
+                    context.error(),
+                    context.error_depth()
+                ))
+            })
+        })
+        .unwrap()
+        .map(|built| assert_eq!(built, chain.certificates.len() + 1, "sent and root"))
+}
+
+#[test]
+fn every_profile_and_depth_verifies_with_the_openssl_library() {
+    let pki = shared_pki();
+    for &profile in CertProfile::ALL {
+        for depth in 1..=MAX_CHAIN_DEPTH {
+            let chain = pki.chain(profile, depth).unwrap();
+            openssl_verify(&chain, &chain.root)
+                .unwrap_or_else(|error| panic!("{profile} depth {depth}: {error}"));
+        }
+        let chain = pki.chain(profile, 1).unwrap();
+        let leaf = X509::from_der(&chain.certificates[0]).unwrap();
+        let key = PKey::private_key_from_pem(&fs::read(&chain.key_pem).unwrap()).unwrap();
+        assert!(
+            leaf.public_key().unwrap().public_eq(&key),
+            "{profile}: leaf.key belongs to the leaf certificate"
+        );
+    }
+    let ml_dsa = pki.chain(CertProfile::MlDsa65, 3).unwrap();
+    let other = pki.chain(CertProfile::MlDsa44, 3).unwrap();
+    assert!(openssl_verify(&ml_dsa, &other.root).is_err());
+}
+
+const ML_DSA: [(CertProfile, KeyType, SignatureScheme); 3] = [
+    (
+        CertProfile::MlDsa44,
+        KeyType::ML_DSA_44,
+        SignatureScheme::ML_DSA_44,
+    ),
+    (
+        CertProfile::MlDsa65,
+        KeyType::ML_DSA_65,
+        SignatureScheme::ML_DSA_65,
+    ),
+    (
+        CertProfile::MlDsa87,
+        KeyType::ML_DSA_87,
+        SignatureScheme::ML_DSA_87,
+    ),
+];
+
+/// The client's ordinary verifier, noting the scheme of every TLS 1.3 CertificateVerify.
+#[derive(Debug)]
+struct SchemeRecorder {
+    verifier: Arc<WebPkiServerVerifier>,
+    schemes: Mutex<Vec<SignatureScheme>>,
+}
+
+impl ServerCertVerifier for SchemeRecorder {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.verifier
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        certificate: &CertificateDer<'_>,
+        signature: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.verifier
+            .verify_tls12_signature(message, certificate, signature)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        certificate: &CertificateDer<'_>,
+        signature: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.schemes.lock().unwrap().push(signature.scheme);
+        self.verifier
+            .verify_tls13_signature(message, certificate, signature)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.verifier.supported_verify_schemes()
+    }
+}
+
+#[test]
+fn ml_dsa_profiles_complete_tls13_handshakes_signed_with_ml_dsa() {
+    let dir = fresh_dir("ml-dsa");
+    let pki = Pki::open(&dir).unwrap();
+    for (profile, key_type, scheme) in ML_DSA {
+        let started = Instant::now();
+        pki.chain(profile, 1).unwrap();
+        eprintln!("{profile}: ready in {:.2?}", started.elapsed());
+        for depth in [1, 3] {
+            let chain = pki.chain(profile, depth).unwrap();
+            assert_eq!(chain.certificates.len(), depth as usize);
+            assert!(matches!(
+                chain.private_key,
+                rustls::pki_types::PrivateKeyDer::Pkcs8(_)
+            ));
+            for certificate in chain.certificates.iter().chain([&chain.root]) {
+                let certificate = X509::from_der(certificate).unwrap();
+                assert!(
+                    certificate.public_key().unwrap().is_a(key_type),
+                    "{profile}"
+                );
+            }
+            openssl_verify(&chain, &chain.root)
+                .unwrap_or_else(|error| panic!("{profile} depth {depth}: {error}"));
+
+            let recorder = Arc::new(SchemeRecorder {
+                verifier: WebPkiServerVerifier::builder_with_provider(
+                    roots(&chain.root),
+                    provider(),
+                )
+                .build()
+                .unwrap(),
+                schemes: Mutex::new(Vec::new()),
+            });
+            let client_config = ClientConfig::builder_with_provider(provider())
+                .with_protocol_versions(&[&rustls::version::TLS13])
+                .unwrap()
+                .dangerous()
+                .with_custom_certificate_verifier(recorder.clone())
+                .with_no_client_auth();
+            handshake_with(&chain, &rustls::version::TLS13, client_config)
+                .unwrap_or_else(|error| panic!("{profile} depth {depth}: {error}"));
+            assert_eq!(
+                *recorder.schemes.lock().unwrap(),
+                [scheme],
+                "{profile} depth {depth}"
+            );
+        }
+    }
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn ml_dsa_chains_are_refused_over_tls12() {
+    let chain = shared_pki().chain(CertProfile::MlDsa65, 1).unwrap();
+    let client_config = ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS12])
+        .unwrap()
+        .with_root_certificates(roots(&chain.root))
+        .with_no_client_auth();
+    let error = handshake_with(&chain, &rustls::version::TLS12, client_config).unwrap_err();
+    // The server finds no TLS 1.2 signature scheme for its key and says so.
+    assert_eq!(
+        error,
+        rustls::Error::AlertReceived(rustls::AlertDescription::HandshakeFailure)
+    );
+}
+
+/// The lines of OpenSSL's text form that an ML-DSA certificate must share with the
+/// rcgen-made Ed25519 certificate in the same place: version, names, validity and every
+/// extension with its criticality, in order. Key identifiers are masked and profile names
+/// replaced; serial numbers, keys and signatures differ by nature.
+fn comparable_text(certificate: &CertificateDer<'_>, profile: CertProfile) -> Vec<String> {
+    let text = X509::from_der(certificate).unwrap().to_text().unwrap();
+    let text = String::from_utf8(text).unwrap();
+    let is_key_identifier = |line: &str| {
+        line.len() > 20
+            && line
+                .split(':')
+                .all(|byte| byte.len() == 2 && byte.bytes().all(|b| b.is_ascii_hexdigit()))
+    };
+    let mut lines = Vec::new();
+    let mut in_extensions = false;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with("X509v3 extensions:") {
+            in_extensions = true;
+        } else if trimmed.starts_with("Signature Algorithm:") {
+            in_extensions = false;
+        }
+        let kept = in_extensions
+            || ["Version:", "Issuer:", "Subject:", "Not Before", "Not After"]
+                .iter()
+                .any(|start| trimmed.starts_with(start));
+        if !kept {
+            continue;
+        }
+        if is_key_identifier(trimmed) {
+            lines.push("<key identifier>".to_string());
+        } else {
+            lines.push(trimmed.replace(profile.as_str(), "<profile>"));
+        }
+    }
+    lines
+}
+
+#[test]
+fn ml_dsa_certificates_carry_the_fields_of_the_rcgen_profiles() {
+    let pki = shared_pki();
+    let reference = pki.chain(CertProfile::Ed25519, 3).unwrap();
+    for (profile, _, _) in ML_DSA {
+        let chain = pki.chain(profile, 3).unwrap();
+        let sent = chain.certificates.iter().chain([&chain.root]);
+        let reference_sent = reference.certificates.iter().chain([&reference.root]);
+        for (position, (certificate, expected)) in sent.zip(reference_sent).enumerate() {
+            let lines = comparable_text(certificate, profile);
+            assert_eq!(
+                lines,
+                comparable_text(expected, CertProfile::Ed25519),
+                "{profile}, certificate {position} of leaf, intermediates, root"
+            );
+            assert!(lines.iter().any(|line| line.contains("Key Usage")));
+        }
+        // Issuer and serial identify a certificate: unique across the whole profile.
+        let mut serials: Vec<Vec<u8>> = (1..=MAX_CHAIN_DEPTH)
+            .flat_map(|depth| pki.chain(profile, depth).unwrap().certificates)
+            .chain([chain.root.clone()])
+            .map(|certificate| {
+                let certificate = X509::from_der(&certificate).unwrap();
+                let mut serial = certificate.issuer_name().to_der().unwrap();
+                serial.extend(certificate.serial_number().to_bn().unwrap().to_vec());
+                serial
+            })
+            .collect();
+        let count = serials.len();
+        serials.sort();
+        serials.dedup();
+        assert_eq!(serials.len(), count, "{profile}: issuer and serial repeat");
+    }
+}
+
 #[test]
 fn key_files_are_private_and_directories_owner_only() {
     let pki = shared_pki();
-    let chain = pki.chain(CertProfile::EcdsaP256, 1).unwrap();
     let mode = |path: &Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
-    let profile_dir = chain.key_pem.parent().unwrap();
     assert_eq!(mode(pki.dir()), 0o700);
-    assert_eq!(mode(profile_dir), 0o700);
-    let mut keys = 0;
-    for entry in fs::read_dir(profile_dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|extension| extension == "key") {
-            assert_eq!(mode(&path), 0o600, "{}", path.display());
-            keys += 1;
+    // One profile of each generator: rcgen and OpenSSL (ML-DSA).
+    for profile in [CertProfile::EcdsaP256, CertProfile::MlDsa65] {
+        let chain = pki.chain(profile, 1).unwrap();
+        let profile_dir = chain.key_pem.parent().unwrap();
+        assert_eq!(mode(profile_dir), 0o700);
+        let mut keys = 0;
+        for entry in fs::read_dir(profile_dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|extension| extension == "key") {
+                assert_eq!(mode(&path), 0o600, "{}", path.display());
+                keys += 1;
+            }
         }
+        assert_eq!(keys, 6, "{profile}: root, four intermediates, leaf");
     }
-    assert_eq!(keys, 6, "root, four intermediates, leaf");
 }
 
 #[test]
 fn the_layout_is_the_documented_one() {
     let pki = shared_pki();
-    let chain = pki.chain(CertProfile::Ed25519, 4).unwrap();
-    let profile_dir = pki.dir().join("ed25519");
-    assert_eq!(chain.chain_pem, profile_dir.join("chain4.pem"));
-    assert_eq!(chain.key_pem, profile_dir.join("leaf.key"));
-    assert_eq!(chain.root_pem, profile_dir.join("root.pem"));
-    let mut names: Vec<String> = fs::read_dir(&profile_dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    assert_eq!(
-        names,
-        [
-            "chain1.pem",
-            "chain2.pem",
-            "chain3.pem",
-            "chain4.pem",
-            "chain5.pem",
-            "intermediate1.key",
-            "intermediate2.key",
-            "intermediate3.key",
-            "intermediate4.key",
-            "leaf.key",
-            "root.key",
-            "root.pem",
-        ]
-    );
+    // The same files whichever generator made the profile (rcgen, or OpenSSL for ML-DSA).
+    for (profile, name) in [
+        (CertProfile::Ed25519, "ed25519"),
+        (CertProfile::MlDsa44, "mldsa44"),
+    ] {
+        let chain = pki.chain(profile, 4).unwrap();
+        let profile_dir = pki.dir().join(name);
+        assert_eq!(chain.chain_pem, profile_dir.join("chain4.pem"));
+        assert_eq!(chain.key_pem, profile_dir.join("leaf.key"));
+        assert_eq!(chain.root_pem, profile_dir.join("root.pem"));
+        let mut names: Vec<String> = fs::read_dir(&profile_dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "chain1.pem",
+                "chain2.pem",
+                "chain3.pem",
+                "chain4.pem",
+                "chain5.pem",
+                "intermediate1.key",
+                "intermediate2.key",
+                "intermediate3.key",
+                "intermediate4.key",
+                "leaf.key",
+                "root.key",
+                "root.pem",
+            ],
+            "{profile}"
+        );
+    }
 }
 
 #[test]

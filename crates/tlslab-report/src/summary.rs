@@ -225,6 +225,9 @@ pub struct ConfigSummary {
     pub early_data: Option<(i64, i64)>,
     /// The replay probe: flights re-sent, rejected, accepted.
     pub replay: Option<ReplayRow>,
+    /// Successful handshakes per ECH status (accepted, rejected, grease, not_offered), for
+    /// Configs that offered ECH.
+    pub ech: Vec<(String, i64)>,
     /// Median of each phase in ms (additive phases first).
     pub phase_medians_ms: BTreeMap<String, f64>,
     /// Measured attempts per second of trial time.
@@ -370,6 +373,22 @@ impl RunSummary {
                     ));
                 }
             }
+            let ech = if config.ech == "off" {
+                Vec::new()
+            } else {
+                store.ech_counts(config.id)?
+            };
+            let not_accepted: i64 = ech
+                .iter()
+                .filter(|(status, _)| status != "accepted")
+                .map(|(_, count)| count)
+                .sum();
+            if config.ech == "on" && not_accepted > 0 {
+                warnings.push(format!(
+                    "'{}': ECH was not accepted on {not_accepted} of {ok} successful handshakes (the real server name was visible)",
+                    config.label
+                ));
+            }
             let replay = store.replay(config.id)?;
             if let Some(replay) = replay.filter(|r| r.accepted > 0) {
                 warnings.push(format!(
@@ -390,6 +409,7 @@ impl RunSummary {
                 server_flight_bytes: store.median_bytes(config.id, "server_flight_bytes")?,
                 early_data,
                 replay,
+                ech,
                 phase_medians_ms,
                 handshakes_per_second: (seconds > 0.0).then(|| totals.attempted as f64 / seconds),
                 server_cpu_per_handshake_ms: totals.server_cpu_ns.and_then(per_attempt),

@@ -120,6 +120,19 @@ pub fn render_text(summary: &RunSummary) -> String {
                 thousands(flight as f64)
             );
         }
+        if !config.ech.is_empty() {
+            let counts: Vec<String> = config
+                .ech
+                .iter()
+                .map(|(status, count)| format!("{status} {count}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "  ech        {} (of {} successful handshakes)",
+                counts.join(" · "),
+                config.ok
+            );
+        }
         if let Some(replay) = &config.replay {
             let _ = writeln!(
                 out,

@@ -41,11 +41,15 @@ pub const EXPORT_FIELDS: &[&str] = &[
     "datagrams_received",
     "packets_sent",
     "packets_lost",
+    "ech",
     "transport",
     "http",
     "resumption",
     "early_data_bytes",
     "cert_cache",
+    "client_backend",
+    "server_backend",
+    "ech_mode",
     "rtt_ns",
     "jitter_ns",
     "loss",
@@ -69,6 +73,9 @@ pub fn export(store: &Store, format: ExportFormat, out: &mut dyn Write) -> Resul
             "transport" | "http" | "resumption" | "early_data_bytes" | "cert_cache" => {
                 format!("c.{name}")
             }
+            // And its libraries and ECH mode (`ech` is what became of ECH in the sample).
+            "client_backend" | "server_backend" => format!("c.{name}"),
+            "ech_mode" => "c.ech".to_string(),
             other => format!("s.\"{other}\""),
         })
         .collect();

@@ -94,6 +94,12 @@ pub struct ConfigRow {
     /// Bytes of 0-RTT early data per resumed handshake (0: none).
     pub early_data_bytes: i64,
     pub cert_cache: bool,
+    /// rustls or openssl.
+    pub client_backend: String,
+    /// The lab server's library; `None` for an external target.
+    pub server_backend: Option<String>,
+    /// off, on or grease.
+    pub ech: String,
 }
 
 impl ConfigRow {
@@ -244,7 +250,7 @@ impl Store {
 
     pub fn configs(&self) -> Result<Vec<ConfigRow>, StoreError> {
         let mut statement = self.connection.prepare(
-            "SELECT id, label, version, suite, \"group\", cert, chain, target, concurrency, resume, insecure, stopped_round, stopped_samples, stopped_half_width, rtt_ns, loss, emulator, transport, http, resumption, early_data_bytes, cert_cache FROM configs ORDER BY id",
+            "SELECT id, label, version, suite, \"group\", cert, chain, target, concurrency, resume, insecure, stopped_round, stopped_samples, stopped_half_width, rtt_ns, loss, emulator, transport, http, resumption, early_data_bytes, cert_cache, client_backend, server_backend, ech FROM configs ORDER BY id",
         )?;
         let rows = statement.query_map([], |row| {
             Ok(ConfigRow {
@@ -271,6 +277,9 @@ impl Store {
                 resumption: row.get(19)?,
                 early_data_bytes: row.get(20)?,
                 cert_cache: row.get(21)?,
+                client_backend: row.get(22)?,
+                server_backend: row.get(23)?,
+                ech: row.get(24)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -337,6 +346,16 @@ impl Store {
             [config_id],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )?)
+    }
+
+    /// How many successful measured samples ended with each ECH status (`accepted`,
+    /// `rejected`, `grease`, `not_offered`), most frequent first.
+    pub fn ech_counts(&self, config_id: i64) -> Result<Vec<(String, i64)>, StoreError> {
+        let mut statement = self.connection.prepare(
+            "SELECT ech, COUNT(*) FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok' AND ech IS NOT NULL GROUP BY ech ORDER BY COUNT(*) DESC, ech",
+        )?;
+        let rows = statement.query_map([config_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// The replay probe's result for a Config, when the run had one.

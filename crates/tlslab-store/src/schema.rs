@@ -4,7 +4,7 @@ use rusqlite::Connection;
 use tlslab_core::{Event, Phase};
 
 /// The schema version this build writes, kept in `PRAGMA user_version`.
-pub const VERSION: i64 = 3;
+pub const VERSION: i64 = 4;
 
 /// Columns of the samples table after the fixed ones: every event, then every phase, so
 /// exports and notebooks find each under its DESIGN name.
@@ -26,6 +26,7 @@ pub fn create(connection: &Connection) -> rusqlite::Result<()> {
     };
     let network = columns(&NETWORK_COLUMNS);
     let session = columns(&SESSION_COLUMNS);
+    let libraries = columns(&LIBRARY_COLUMNS);
     let measured = columns(&SAMPLE_COLUMNS);
     connection.execute_batch(&format!(
         r#"
@@ -65,7 +66,7 @@ CREATE TABLE configs (
     description TEXT NOT NULL,
     stopped_round INTEGER,
     stopped_samples INTEGER,
-    stopped_half_width REAL{network}{session}
+    stopped_half_width REAL{network}{session}{libraries}
 );
 CREATE TABLE trials (
     id INTEGER PRIMARY KEY,
@@ -136,9 +137,17 @@ pub const SESSION_COLUMNS: [(&str, &str); 6] = [
     ("path", "TEXT"),
 ];
 
-/// Per-sample measurements added in schema version 3: early data, flight sizes, the
-/// response, and QUIC's path statistics.
-pub const SAMPLE_COLUMNS: [(&str, &str); 9] = [
+/// A Config's TLS libraries and ECH mode (schema version 4). `server_backend` is NULL for an
+/// external target.
+pub const LIBRARY_COLUMNS: [(&str, &str); 3] = [
+    ("client_backend", "TEXT NOT NULL DEFAULT 'rustls'"),
+    ("server_backend", "TEXT"),
+    ("ech", "TEXT NOT NULL DEFAULT 'off'"),
+];
+
+/// Per-sample measurements added in schema version 3 (early data, flight sizes, the
+/// response, QUIC's path statistics) and 4 (what became of ECH).
+pub const SAMPLE_COLUMNS: [(&str, &str); 10] = [
     ("early_data_accepted", "INTEGER"),
     ("server_flight_bytes", "INTEGER"),
     ("http_status", "INTEGER"),
@@ -148,6 +157,7 @@ pub const SAMPLE_COLUMNS: [(&str, &str); 9] = [
     ("datagrams_received", "INTEGER"),
     ("packets_sent", "INTEGER"),
     ("packets_lost", "INTEGER"),
+    ("ech", "TEXT"),
 ];
 
 /// The replay probe's results (schema version 3).
@@ -179,11 +189,16 @@ pub fn migrate(connection: &Connection) -> Result<(), String> {
         VERSION => Ok(()),
         // Older versions lack columns, never have different ones: add what is missing, with
         // the values every old Config had (loopback, TCP, no request, no 0-RTT).
-        older @ (1 | 2) => {
+        older @ (1..=3) => {
             let upgrade = || -> rusqlite::Result<()> {
                 let mut statements = String::new();
                 let configs = existing_columns(connection, "configs")?;
-                for (name, kind) in NETWORK_COLUMNS.iter().chain(&SESSION_COLUMNS) {
+                let before_libraries = !configs.iter().any(|c| c == "client_backend");
+                for (name, kind) in NETWORK_COLUMNS
+                    .iter()
+                    .chain(&SESSION_COLUMNS)
+                    .chain(&LIBRARY_COLUMNS)
+                {
                     if !configs.iter().any(|c| c == name) {
                         statements.push_str(&format!("ALTER TABLE configs ADD COLUMN {name} {kind};\n"));
                     }
@@ -202,6 +217,12 @@ pub fn migrate(connection: &Connection) -> Result<(), String> {
                 statements.push_str(
                     "UPDATE configs SET resumption = 'tickets' WHERE resume = 1 AND resumption = 'off';\n",
                 );
+                // Before schema 4, every lab server was rustls.
+                if before_libraries {
+                    statements.push_str(
+                        "UPDATE configs SET server_backend = 'rustls' WHERE cert IS NOT NULL;\n",
+                    );
+                }
                 statements.push_str(REPLAYS_TABLE);
                 statements.push_str(&format!("\nPRAGMA user_version = {VERSION};"));
                 connection.execute_batch(&statements)

@@ -164,6 +164,9 @@ impl StoreSink {
             optional_int(sample.quic.map(|q| q.datagrams_received)),
             optional_int(sample.quic.map(|q| q.packets_sent)),
             optional_int(sample.quic.map(|q| q.packets_lost)),
+            sample.negotiated.ech.map_or(Value::Null, |status| {
+                Value::Text(status.as_str().to_string())
+            }),
         ]);
         values.extend(
             Event::ALL
@@ -248,7 +251,7 @@ impl Sink for StoreSink {
             let network = config.network.as_ref();
             self.connection
                 .execute(
-                    "INSERT INTO configs (id, run_id, label, version, suite, \"group\", cert, chain, target, sni, address, concurrency, resume, insecure, description, rtt_ns, jitter_ns, loss, rate_bps, emulator, transport, http, resumption, early_data_bytes, cert_cache, path) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+                    "INSERT INTO configs (id, run_id, label, version, suite, \"group\", cert, chain, target, sni, address, concurrency, resume, insecure, description, rtt_ns, jitter_ns, loss, rate_bps, emulator, transport, http, resumption, early_data_bytes, cert_cache, path, client_backend, server_backend, ech) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
                     params![
                         config.index as i64,
                         config.label,
@@ -275,6 +278,9 @@ impl Sink for StoreSink {
                         config.early_data as i64,
                         config.cert_cache,
                         (config.http != tlslab_core::Http::None).then_some(config.path.as_str()),
+                        config.client_backend.as_str(),
+                        config.server_backend.map(|backend| backend.as_str()),
+                        config.ech.as_str(),
                     ],
                 )
                 .map_err(text)?;

@@ -12,8 +12,8 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::HandshakeKind;
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
 use tlslab_core::{
-    CloseMode, ErrorClass, Event, Http, Negotiated, QuicPath, Response, Resume, Timeline,
-    TlsVersion, Transport,
+    CloseMode, EchStatus, ErrorClass, Event, Http, Negotiated, QuicPath, Response, Resume,
+    Timeline, TlsVersion, Transport,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -41,6 +41,20 @@ pub struct ClientSettings {
     /// The request after the handshake, if any, and its path.
     pub http: Http,
     pub path: String,
+    /// Encrypted ClientHello (TLS 1.3 only).
+    pub ech: EchMode,
+}
+
+/// Encrypted ClientHello, as a client offers it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum EchMode {
+    /// No ECH extension.
+    #[default]
+    Off,
+    /// Real ECH with this ECHConfigList (the binary list, as in an HTTPS DNS record).
+    On(Vec<u8>),
+    /// A GREASE ECH extension: the size and shape of ECH without a configuration.
+    Grease,
 }
 
 impl ClientSettings {
@@ -64,6 +78,7 @@ impl ClientSettings {
             transport: Transport::Tcp,
             http: Http::None,
             path: "/".into(),
+            ech: EchMode::Off,
         }
     }
 }
@@ -264,6 +279,19 @@ pub struct AgentSession {
     pub(crate) observed: Option<Arc<std::sync::Mutex<Observed>>>,
 }
 
+/// tlslab's name for what rustls says became of ECH. After a completed handshake `Offered`
+/// cannot remain; it would mean the server never answered the offer, which is a rejection.
+fn ech_status(status: rustls::client::EchStatus) -> EchStatus {
+    match status {
+        rustls::client::EchStatus::NotOffered => EchStatus::NotOffered,
+        rustls::client::EchStatus::Grease => EchStatus::Grease,
+        rustls::client::EchStatus::Accepted => EchStatus::Accepted,
+        rustls::client::EchStatus::Offered | rustls::client::EchStatus::Rejected => {
+            EchStatus::Rejected
+        }
+    }
+}
+
 /// The wire version of an HTTP request dimension.
 pub(crate) fn http_version(http: Http) -> Option<tlslab_http::Version> {
     match http {
@@ -276,7 +304,7 @@ pub(crate) fn http_version(http: Http) -> Option<tlslab_http::Version> {
 
 impl Client {
     pub fn new(settings: &ClientSettings) -> Result<Client, String> {
-        let provider = client_provider(settings.version, settings.cipher, settings.group);
+        let provider = client_provider(settings.version, settings.cipher, settings.group)?;
         let inner: Arc<dyn ServerCertVerifier> = match &settings.trust {
             Trust::Insecure => Arc::new(NoVerification {
                 schemes: provider
@@ -315,8 +343,28 @@ impl Client {
         let cache = settings
             .cert_cache
             .then(|| Arc::new(VerifiedChains::default()));
-        let mut config = ClientConfig::builder_with_provider(provider)
-            .with_protocol_versions(&[rustls_version(settings.version)])
+        let builder = ClientConfig::builder_with_provider(provider);
+        let builder = match &settings.ech {
+            EchMode::Off => builder.with_protocol_versions(&[rustls_version(settings.version)]),
+            EchMode::On(list) => {
+                let config = rustls::client::EchConfig::new(
+                    rustls::pki_types::EchConfigListBytes::from(list.clone()),
+                    rustls::crypto::aws_lc_rs::hpke::ALL_SUPPORTED_SUITES,
+                )
+                .map_err(|error| format!("the ECH configuration is unusable: {error}"))?;
+                builder.with_ech(rustls::client::EchMode::Enable(config))
+            }
+            EchMode::Grease => {
+                // The placeholder key is fresh per Config: GREASE only needs the shape.
+                let suite = rustls::crypto::aws_lc_rs::hpke::DH_KEM_X25519_HKDF_SHA256_AES_128;
+                let (public_key, _) = rustls::crypto::hpke::Hpke::generate_key_pair(suite)
+                    .map_err(|error| format!("cannot make an ECH GREASE key: {error}"))?;
+                builder.with_ech(rustls::client::EchMode::Grease(
+                    rustls::client::EchGreaseConfig::new(suite, public_key),
+                ))
+            }
+        };
+        let mut config = builder
             .map_err(|error| error.to_string())?
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(TimedVerifier {
@@ -475,6 +523,7 @@ impl Client {
         if self.settings.resume != Resume::Off {
             negotiated.resumed = Some(connection.handshake_kind() == Some(HandshakeKind::Resumed));
         }
+        negotiated.ech = Some(ech_status(connection.ech_status()));
         let early_accepted = sent_early && connection.is_early_data_accepted();
         if sent_early {
             negotiated.early_data = Some(early_accepted);

@@ -35,7 +35,7 @@ pub mod quic;
 pub mod server;
 
 pub use client::{
-    replay_tcp, AgentSession, Attempt, Client, ClientSettings, Established, Failure, Trust,
+    replay_tcp, AgentSession, Attempt, Client, ClientSettings, EchMode, Established, Failure, Trust,
 };
 pub use quic::{replay_quic, QuicAttemptOptions};
 pub use quinn;

@@ -7,22 +7,23 @@ use rustls::crypto::{CryptoProvider, SupportedKxGroup};
 use rustls::{NamedGroup, SupportedCipherSuite};
 use tlslab_core::{Cipher, Group, TlsVersion};
 
-/// Every group tlslab offers, with its rustls implementation.
-const GROUPS: [(Group, &dyn SupportedKxGroup); 6] = [
+/// Every group rustls implements, with tlslab's name (rustls has no finite-field groups).
+const GROUPS: [(Group, &dyn SupportedKxGroup); 7] = [
     (Group::X25519, kx_group::X25519),
     (Group::Secp256r1, kx_group::SECP256R1),
     (Group::Secp384r1, kx_group::SECP384R1),
     (Group::X25519Mlkem768, kx_group::X25519MLKEM768),
     (Group::Secp256r1Mlkem768, kx_group::SECP256R1MLKEM768),
     (Group::Mlkem768, kx_group::MLKEM768),
+    (Group::Mlkem1024, kx_group::MLKEM1024),
 ];
 
-pub fn kx_group(group: Group) -> &'static dyn SupportedKxGroup {
+/// rustls' implementation of `group`, or `None` for the groups only OpenSSL has.
+pub fn kx_group(group: Group) -> Option<&'static dyn SupportedKxGroup> {
     GROUPS
         .iter()
         .find(|(candidate, _)| *candidate == group)
         .map(|(_, implementation)| *implementation)
-        .expect("every group has an implementation")
 }
 
 /// The tlslab name of a negotiated group (`x25519`), or rustls' name for groups tlslab does
@@ -65,7 +66,10 @@ pub fn cipher_suites(version: TlsVersion, cipher: Cipher) -> Vec<SupportedCipher
 /// TLS 1.2 offers list P-256 and P-384 after the requested group; servers that follow the
 /// client's order (rustls, nginx by default) still negotiate the requested one, and the sample
 /// records whatever was negotiated.
-pub fn offered_groups(version: TlsVersion, group: Group) -> Vec<&'static dyn SupportedKxGroup> {
+pub fn offered_groups(
+    version: TlsVersion,
+    group: Group,
+) -> Result<Vec<&'static dyn SupportedKxGroup>, String> {
     let mut groups = vec![group];
     if version == TlsVersion::Tls12 {
         for curve in [Group::Secp256r1, Group::Secp384r1] {
@@ -74,17 +78,28 @@ pub fn offered_groups(version: TlsVersion, group: Group) -> Vec<&'static dyn Sup
             }
         }
     }
-    groups.into_iter().map(kx_group).collect()
+    groups
+        .into_iter()
+        .map(|group| {
+            kx_group(group).ok_or_else(|| {
+                format!("rustls has no group {group}; the OpenSSL backend has (--backend openssl)")
+            })
+        })
+        .collect()
 }
 
 /// A provider restricted to what one Config offers: one version's suites for one cipher,
 /// the groups of [`offered_groups`].
-pub fn client_provider(version: TlsVersion, cipher: Cipher, group: Group) -> Arc<CryptoProvider> {
-    Arc::new(CryptoProvider {
+pub fn client_provider(
+    version: TlsVersion,
+    cipher: Cipher,
+    group: Group,
+) -> Result<Arc<CryptoProvider>, String> {
+    Ok(Arc::new(CryptoProvider {
         cipher_suites: cipher_suites(version, cipher),
-        kx_groups: offered_groups(version, group),
+        kx_groups: offered_groups(version, group)?,
         ..aws_lc_rs::default_provider()
-    })
+    }))
 }
 
 /// The lab server accepts every suite and group, so the client alone decides what a Config
@@ -114,7 +129,12 @@ mod tests {
     #[test]
     fn every_group_round_trips_through_its_rustls_name() {
         for group in Group::ALL {
-            assert_eq!(group_name(kx_group(*group).name()), group.as_str());
+            match kx_group(*group) {
+                Some(implementation) => {
+                    assert_eq!(group_name(implementation.name()), group.as_str())
+                }
+                None => assert!(group.is_finite_field(), "{group}"),
+            }
         }
     }
 
@@ -122,6 +142,7 @@ mod tests {
     fn tls12_offers_the_certificate_curves_after_the_requested_group() {
         let names = |version, group| -> Vec<String> {
             offered_groups(version, group)
+                .unwrap()
                 .iter()
                 .map(|g| group_name(g.name()))
                 .collect()

@@ -494,6 +494,8 @@ impl Client {
     ) {
         let negotiated = &mut attempt.negotiated;
         negotiated.version = Some("1.3".into());
+        // tlslab offers no ECH over QUIC (the Config is rejected before it runs).
+        negotiated.ech = Some(tlslab_core::EchStatus::NotOffered);
         negotiated.suite =
             crate::provider::cipher_suites(self.settings.version, self.settings.cipher)
                 .first()

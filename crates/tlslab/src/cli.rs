@@ -38,13 +38,17 @@ pub struct RunArgs {
     /// TLS versions: 1.2, 1.3.
     #[arg(long, value_delimiter = ',')]
     pub tls: Option<Vec<String>>,
-    /// Cipher suites: aes128gcm, aes256gcm, chacha20, or full IANA/OpenSSL names.
+    /// Cipher suites: aes128gcm, aes256gcm, chacha20, or full IANA/OpenSSL names; the legacy
+    /// TLS 1.2 suites ECDHE-RSA-AES128-SHA, DHE-RSA-AES128-GCM-SHA256, AES256-GCM-SHA384 need
+    /// OpenSSL.
     #[arg(long, value_delimiter = ',')]
     pub suite: Option<Vec<String>>,
-    /// Key-exchange groups: x25519, secp256r1, secp384r1, x25519mlkem768, secp256r1mlkem768, mlkem768.
+    /// Key-exchange groups: x25519, secp256r1, secp384r1, x25519mlkem768, secp256r1mlkem768,
+    /// mlkem768, mlkem1024; ffdhe2048, ffdhe3072 (OpenSSL only).
     #[arg(long, value_delimiter = ',')]
     pub group: Option<Vec<String>>,
-    /// Lab server certificate profiles: rsa2048, rsa3072, rsa4096, ecdsa-p256, ecdsa-p384, ed25519.
+    /// Lab server certificate profiles: rsa2048, rsa3072, rsa4096, ecdsa-p256, ecdsa-p384,
+    /// ed25519, mldsa44, mldsa65, mldsa87.
     #[arg(long, value_delimiter = ',')]
     pub cert: Option<Vec<String>>,
     /// Certificates the lab server sends (leaf plus intermediates), 1 to 5.
@@ -90,6 +94,25 @@ pub struct RunArgs {
     /// The request's path.
     #[arg(long)]
     pub path: Option<String>,
+    /// TLS libraries, client and lab server alike: rustls, openssl.
+    #[arg(long, value_delimiter = ',')]
+    pub backend: Option<Vec<String>>,
+    /// Client libraries, crossed with --server-backend (each overrides --backend on its side).
+    #[arg(long, value_delimiter = ',')]
+    pub client_backend: Option<Vec<String>>,
+    /// Lab server libraries, crossed with --client-backend.
+    #[arg(long, value_delimiter = ',')]
+    pub server_backend: Option<Vec<String>>,
+    /// Encrypted ClientHello: off, on, grease (TLS 1.3; `on` needs the OpenSSL lab server or
+    /// --ech-config). Each sample records accepted, rejected, grease or not_offered.
+    #[arg(long, value_delimiter = ',')]
+    pub ech: Option<Vec<String>>,
+    /// The ECHConfigList of a --target, base64 (the ech= value of its HTTPS DNS record).
+    #[arg(long, value_name = "BASE64")]
+    pub ech_config: Option<String>,
+    /// The public name in the lab server's ECH configuration (default public.tlslab.test).
+    #[arg(long, value_name = "NAME")]
+    pub ech_public_name: Option<String>,
     /// Body size in bytes of the lab server's responses.
     #[arg(long, value_name = "BYTES")]
     pub body: Option<u64>,
@@ -186,6 +209,12 @@ pub struct ServeArgs {
     /// Body size in bytes of every HTTP response.
     #[arg(long, default_value_t = 1024)]
     pub body: u64,
+    /// The TLS library: rustls (TLS and QUIC) or openssl (TLS over TCP, with ECH).
+    #[arg(long, default_value = "rustls")]
+    pub backend: String,
+    /// The public name of the OpenSSL server's ECH configuration.
+    #[arg(long, default_value = "public.tlslab.test", value_name = "NAME")]
+    pub ech_public_name: String,
     /// Answer usage requests on stdin/stdout (used by `tlslab run`).
     #[arg(long, hide = true)]
     pub control: bool,

@@ -110,6 +110,24 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment, CliError> {
     if let Some(values) = &args.http {
         experiment.http = parse_list(values)?;
     }
+    if let Some(values) = &args.backend {
+        experiment.backend = parse_list(values)?;
+    }
+    if let Some(values) = &args.client_backend {
+        experiment.client_backend = parse_list(values)?;
+    }
+    if let Some(values) = &args.server_backend {
+        experiment.server_backend = parse_list(values)?;
+    }
+    if let Some(values) = &args.ech {
+        experiment.ech = parse_list(values)?;
+    }
+    if let Some(text) = &args.ech_config {
+        experiment.ech_config = Some(text.clone());
+    }
+    if let Some(name) = &args.ech_public_name {
+        experiment.ech_public_name = name.clone();
+    }
     if let Some(path) = &args.path {
         experiment.path = path.clone();
     }

@@ -119,6 +119,8 @@ fn nginx_serves_tls12_and_tls13_through_target() {
         &path_of("root"),
         "--tls",
         "1.2,1.3",
+        "--client-backend",
+        "rustls,openssl",
         "-n",
         "50",
         "-c",
@@ -129,6 +131,8 @@ fn nginx_serves_tls12_and_tls13_through_target() {
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let summary: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    // Both clients, both versions.
+    assert_eq!(summary["configs"].as_array().unwrap().len(), 4, "{summary}");
     for config in summary["configs"].as_array().unwrap() {
         assert_eq!(config["ok"], 50, "{config}");
         // An external target has no server CPU figure: tlslab does not guess.
@@ -136,9 +140,16 @@ fn nginx_serves_tls12_and_tls13_through_target() {
     }
     let connection = open(&db);
     let mismatched: i64 = connection
-        .query_row("SELECT COUNT(*) FROM samples s JOIN configs c ON c.id = s.config_id WHERE s.version != c.version OR s.cert_verify_start IS NULL", [], |r| r.get(0))
+        .query_row("SELECT COUNT(*) FROM samples s JOIN configs c ON c.id = s.config_id WHERE s.version != c.version OR s.cert_verify_start IS NULL OR s.\"group\" IS NOT 'x25519' OR c.server_backend IS NOT NULL", [], |r| r.get(0))
         .unwrap();
     assert_eq!(mismatched, 0);
+    let openssl: i64 = connection
+        .query_row("SELECT COUNT(*) FROM samples s JOIN configs c ON c.id = s.config_id WHERE c.client_backend = 'openssl' AND s.outcome = 'ok' AND s.server_hello_received IS NOT NULL AND s.client_finished_sent IS NOT NULL", [], |r| r.get(0))
+        .unwrap();
+    assert!(
+        openssl >= 100,
+        "the OpenSSL client's samples carry its events: {openssl}"
+    );
 
     // The wrong trust anchor is a certificate error, not a crash.
     let other_root = stdout(&tlslab(&["pki", "--cert", "ed25519", "--chain", "1"]));
