@@ -9,6 +9,8 @@ pub struct Environment {
     pub commit: String,
     pub rustls_version: String,
     pub crypto_provider: String,
+    /// The linked OpenSSL (`OpenSSL 4.0.3 …`), which the openssl backend measures.
+    pub openssl_version: String,
     pub cpu_model: String,
     pub cores: usize,
     pub kernel: String,
@@ -35,6 +37,7 @@ impl Environment {
             commit: commit.to_string(),
             rustls_version: "0.23.46".to_string(),
             crypto_provider: "aws-lc-rs".to_string(),
+            openssl_version: tlslab_openssl::openssl_version().to_string(),
             cpu_model,
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             kernel: read("/proc/sys/kernel/osrelease"),

@@ -865,6 +865,13 @@ impl Established {
             let outgoing = std::mem::take(&mut self.tls.get_mut().outgoing);
             let _ = self.socket.write_all(&outgoing).await;
             let _ = self.socket.shutdown().await;
+        } else {
+            // An abortive close is how tlslab ends a finished connection, not a failure. Freed
+            // without a shutdown, OpenSSL would mark the session unresumable (and the agent
+            // would never resume), so the connection is declared shut down first.
+            self.tls.set_shutdown(
+                openssl::ssl::ShutdownState::SENT | openssl::ssl::ShutdownState::RECEIVED,
+            );
         }
     }
 }

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use openssl::pkey::PKey;
 use openssl::ssl::{
-    select_next_proto, AlpnError, ErrorCode, Ssl, SslContext, SslContextBuilder, SslMethod,
-    SslOptions, SslRef, SslSession, SslSessionCacheMode, SslStream, SslVersion,
+    select_next_proto, AlpnError, ErrorCode, ShutdownState, Ssl, SslContext, SslContextBuilder,
+    SslMethod, SslOptions, SslRef, SslSession, SslSessionCacheMode, SslStream, SslVersion,
 };
 use openssl::x509::X509;
 use tlslab_core::ServerResumption;
@@ -310,11 +310,24 @@ pub async fn serve_connection(mut socket: TcpStream, config: &ServerConfig) -> i
         counted_early: false,
         plaintext: vec![0u8; 16 * 1024],
     };
+    let outcome = drive(&mut socket, &mut tls, &mut connection).await;
+    // Clients end finished connections with a reset or without close_notify; freed without a
+    // shutdown, OpenSSL would remove the session from the cache as if the connection had
+    // failed, and no client could resume it.
+    tls.set_shutdown(ShutdownState::SENT | ShutdownState::RECEIVED);
+    outcome
+}
+
+async fn drive(
+    socket: &mut TcpStream,
+    tls: &mut SslStream<Pipe>,
+    connection: &mut Connection<'_>,
+) -> io::Result<()> {
     let mut buffer = vec![0u8; 16 * 1024];
     loop {
-        let advanced = connection.advance(&mut tls);
+        let advanced = connection.advance(tls);
         // The flight, answers and tickets, or the alert OpenSSL queued before failing.
-        flush(&mut tls, &mut socket).await?;
+        flush(tls, socket).await?;
         if advanced? {
             return Ok(());
         }

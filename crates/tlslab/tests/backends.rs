@@ -290,3 +290,116 @@ fn what_a_backend_lacks_is_a_usage_error_that_names_the_fix() {
     let output = tlslab(&["run", "--backend", "boringssl", "-n", "1"]);
     assert_user_error(&output, 2, "openssl");
 }
+
+fn example(name: &str) -> String {
+    format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn the_ech_example_runs_both_arms_and_compares_them() {
+    let dir = scratch("example-ech");
+    let (db, summary) = run(&dir, "ech-example", &[&example("ech.toml")]);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM samples WHERE warmup = 0 AND outcome = 'ok'"
+        ),
+        200,
+        "{summary}"
+    );
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM samples s JOIN configs c ON c.id = s.config_id WHERE c.label = 'with ECH' AND s.warmup = 0 AND s.ech = 'accepted'"),
+        100
+    );
+    assert!(
+        summary.contains("against baseline 'without ECH'") && summary.contains("rank-biserial"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn the_study_examples_expand_to_their_matrices() {
+    // (file, Configs): the cipher/certificate matrix keeps 7 per round trip; the TLS 1.2 vs
+    // 1.3 study crosses three suites, two versions and three agent counts.
+    for (file, configs) in [("cipher-cert-matrix.toml", 21), ("tls12-vs-tls13.toml", 18)] {
+        let output = tlslab(&["run", &example(file), "--dump-experiment"]);
+        assert_eq!(output.status.code(), Some(0), "{file}: {}", stderr(&output));
+        // One label for the whole matrix is refused with the matrix's size.
+        let output = tlslab(&["run", &example(file), "--label", "one"]);
+        assert_user_error(&output, 2, &format!("1 labels given for {configs} configs"));
+    }
+}
+
+#[test]
+fn every_backend_pair_resumes_sends_0rtt_and_refuses_its_replays() {
+    let dir = scratch("backend-sessions");
+    let (db, summary) = run(
+        &dir,
+        "resume",
+        &[
+            "--client-backend",
+            "rustls,openssl",
+            "--server-backend",
+            "rustls,openssl",
+            "--tls",
+            "1.2,1.3",
+            "--resume",
+            "tickets,session-id",
+            "--http",
+            "1.1,2",
+            "-n",
+            "10",
+            "--warmup",
+            "0",
+        ],
+    );
+    // 4 pairs × 2 versions × 2 modes × 2 HTTP versions, one agent each: every handshake after
+    // the agent's first resumes, and every request is answered.
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM configs"), 32);
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM samples WHERE resumed = 1"),
+        32 * 9,
+        "{summary}"
+    );
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM samples WHERE http_status IS NOT 200 OR response_bytes IS NOT 1024"),
+        0
+    );
+
+    let (db, summary) = run(
+        &dir,
+        "zero-rtt",
+        &[
+            "--client-backend",
+            "rustls,openssl",
+            "--server-backend",
+            "rustls,openssl",
+            "--resume",
+            "tickets",
+            "--early-data",
+            "512",
+            "--replay",
+            "-n",
+            "40",
+            "--warmup",
+            "0",
+        ],
+    );
+    // Each Config's first handshake is full; the other 39 carry the request as early data.
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM samples WHERE early_data_accepted = 1 AND http_status = 200"
+        ),
+        4 * 39,
+        "{summary}"
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM replays WHERE sent >= 30 AND rejected = sent AND accepted = 0"
+        ),
+        4,
+        "{summary}"
+    );
+}

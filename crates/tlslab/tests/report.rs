@@ -190,6 +190,9 @@ fn a_version_1_store_is_upgraded_when_opened() {
             "early_data_bytes",
             "cert_cache",
             "path",
+            "client_backend",
+            "server_backend",
+            "ech",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE configs DROP COLUMN {column}"))
@@ -200,6 +203,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
             "total",
             "early_data_accepted",
             "quic_rtt_ns",
+            "ech",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
@@ -227,7 +231,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
             |row| row.get(0),
         )
         .unwrap();
-    assert_eq!((version, loopback), (3, 4));
+    assert_eq!((version, loopback), (4, 4));
     let tcp: i64 = connection
         .query_row(
             "SELECT count(*) FROM configs WHERE transport = 'tcp' AND resumption = 'off'",
@@ -236,6 +240,17 @@ fn a_version_1_store_is_upgraded_when_opened() {
         )
         .unwrap();
     assert_eq!(tcp, 4, "old Configs read as TCP without resumption");
+    let rustls: i64 = connection
+        .query_row(
+            "SELECT count(*) FROM configs WHERE client_backend = 'rustls' AND server_backend = 'rustls' AND ech = 'off'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        rustls, 4,
+        "old lab Configs read as rustls on both sides, without ECH"
+    );
 }
 
 fn decode_png(path: &Path) -> (u32, u32, Vec<u8>) {
