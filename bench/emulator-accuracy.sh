@@ -14,6 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 handshakes=${1:-40}
 [ "$(id -u)" = 0 ] || { echo "run as root: namespaces and TUN devices need CAP_NET_ADMIN" >&2; exit 3; }
+# tlslab links OpenSSL 4 statically; this builds it once per machine.
+scripts/openssl >/dev/null
 cargo build --release -q -p tlslab -p tlslab-emulation --examples
 tlslab=${CARGO_TARGET_DIR:-target}/release/tlslab
 accuracy=${CARGO_TARGET_DIR:-target}/release/examples/accuracy

@@ -8,11 +8,14 @@
 # like with like; client CPU is the user + system time of each client process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/common.sh
 seconds=${1:-10}
 nginx=$(command -v nginx || echo /usr/sbin/nginx)
 [ -x "$nginx" ] || { echo "nginx is required: apt-get install nginx-light" >&2; exit 3; }
 command -v openssl >/dev/null || { echo "openssl is required: apt-get install openssl" >&2; exit 3; }
 
+# tlslab links OpenSSL 4 statically; this builds it once per machine.
+scripts/openssl >/dev/null
 cargo build --release -q -p tlslab
 tlslab=${CARGO_TARGET_DIR:-target}/release/tlslab
 work=$(mktemp -d)
@@ -20,22 +23,7 @@ trap 'kill $nginx_pid 2>/dev/null || true; rm -rf "$work"' EXIT
 
 eval "$($tlslab pki --cert ecdsa-p256 --chain 1 | sed -E 's/^(chain|key|root) (.*)$/\1="\2"/')"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat > "$work/nginx.conf" <<CONF
-daemon off; master_process off; worker_processes 1; pid $work/nginx.pid;
-error_log $work/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $work/body; proxy_temp_path $work/proxy; fastcgi_temp_path $work/fastcgi;
-  uwsgi_temp_path $work/uwsgi; scgi_temp_path $work/scgi;
-  server {
-    listen 127.0.0.1:$port ssl;
-    ssl_certificate $chain; ssl_certificate_key $key;
-    ssl_protocols TLSv1.3; ssl_ecdh_curve X25519; ssl_session_tickets off;
-    location / { return 200 "ok\n"; }
-  }
-}
-CONF
+write_nginx_conf "$work/nginx.conf" "$work" "$port" "$chain" "$key"
 "$nginx" -e "$work/error.log" -p "$work" -c "$work/nginx.conf" &
 nginx_pid=$!
 for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done

@@ -8,6 +8,8 @@
 # suites × five groups × two certificates = 30 Configs, 3,334 handshakes each, 4 agents.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# tlslab links OpenSSL 4 statically; this builds it once per machine.
+scripts/openssl >/dev/null
 cargo build --release -q -p tlslab
 tlslab=${CARGO_TARGET_DIR:-target}/release/tlslab
 store=${1:-${TMPDIR:-/tmp}/tlslab-bench-report.db}

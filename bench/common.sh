@@ -1,0 +1,25 @@
+# Shared by the bench scripts (sourced, not run).
+
+# write_nginx_conf FILE WORK PORT CHAIN KEY [DIRECTIVES]: a one-worker nginx in the
+# foreground, serving TLS 1.3 with X25519 and no session tickets on 127.0.0.1:PORT, with its
+# state under WORK; DIRECTIVES go into the server block.
+write_nginx_conf() {
+    local file=$1 work=$2 port=$3 chain=$4 key=$5 directives=${6:-}
+    cat > "$file" <<CONF
+daemon off; master_process off; worker_processes 1; pid $work/nginx.pid;
+error_log $work/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $work/body; proxy_temp_path $work/proxy; fastcgi_temp_path $work/fastcgi;
+  uwsgi_temp_path $work/uwsgi; scgi_temp_path $work/scgi;
+  server {
+    listen 127.0.0.1:$port ssl;
+    ssl_certificate $chain; ssl_certificate_key $key;
+    ssl_protocols TLSv1.3; ssl_ecdh_curve X25519; ssl_session_tickets off;
+    $directives
+    location / { return 200 "ok\n"; }
+  }
+}
+CONF
+}
