@@ -176,6 +176,7 @@ fn invalid_reason(
     suite: &SuiteSpec,
     group: Group,
     cert: Option<CertProfile>,
+    rsa_transport_group: Option<Group>,
 ) -> Option<String> {
     if let Some(only) = suite.version {
         if only != version {
@@ -198,6 +199,16 @@ fn invalid_reason(
                 return Some(format!(
                     "suite {} agrees on keys over ffdhe2048 or ffdhe3072, not {group}",
                     suite.name
+                ))
+            }
+            // RSA key transport agrees on no group: one Config, not one per group.
+            LegacyKeyExchange::Rsa
+                if !group.is_finite_field() && Some(group) != rsa_transport_group =>
+            {
+                return Some(format!(
+                    "suite {} uses no key-exchange group; it runs once, with {}",
+                    suite.name,
+                    rsa_transport_group.map_or("an elliptic-curve group".into(), |g| g.to_string())
                 ))
             }
             LegacyKeyExchange::Ecdhe | LegacyKeyExchange::Rsa if group.is_finite_field() => {
@@ -593,7 +604,14 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                         Endpoint::Lab { cert, .. } => Some(*cert),
                         Endpoint::Target { .. } => None,
                     };
-                    if let Some(reason) = invalid_reason(version, suite, group, cert) {
+                    let rsa_transport_group = experiment
+                        .group
+                        .iter()
+                        .copied()
+                        .find(|group| !group.is_finite_field());
+                    if let Some(reason) =
+                        invalid_reason(version, suite, group, cert, rsa_transport_group)
+                    {
                         rejected.push(reason);
                         continue;
                     }
@@ -800,7 +818,9 @@ fn backend_words((client, server): Backends, ech: Ech) -> String {
 /// Whether `text` is standard or URL-safe base64 (padding optional).
 fn is_base64(text: &str) -> bool {
     let body = text.trim().trim_end_matches('=');
+    // One character past a multiple of four carries fewer than 8 bits: never valid.
     !body.is_empty()
+        && body.len() % 4 != 1
         && body
             .bytes()
             .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'+' | b'/' | b'-' | b'_'))

@@ -328,11 +328,10 @@ pub fn run(
         let client = ConfigClient::new(config, server_name, trust, ech).map_err(|error| {
             environment_error(
                 format!("cannot set up the client for '{}': {error}", config.label),
-                match (&config.endpoint, config.insecure) {
-                    (Endpoint::Target { ca: None, .. }, false) => {
-                        "install the system CA certificates (ca-certificates), pass --ca FILE, or change the Config's settings"
-                    }
-                    _ => "the client library refused the Config's settings; change them or try the other --client-backend",
+                if error.contains("root certificates") {
+                    "install the system CA certificates (ca-certificates) or pass --ca FILE"
+                } else {
+                    "the client library refused the Config's settings; change them or try the other --client-backend"
                 },
             )
         })?;
@@ -626,8 +625,22 @@ fn ech_config_list(
             )
         });
     }
-    let text = given.unwrap_or_default().trim();
-    openssl::base64::decode_block(text).map_err(|_| RunError {
+    // HTTPS records use standard base64; accept the URL-safe alphabet and missing padding
+    // too, as the experiment's check does.
+    let mut text: String = given
+        .unwrap_or_default()
+        .trim()
+        .chars()
+        .map(|c| match c {
+            '-' => '+',
+            '_' => '/',
+            other => other,
+        })
+        .collect();
+    while text.len() % 4 != 0 {
+        text.push('=');
+    }
+    openssl::base64::decode_block(&text).map_err(|_| RunError {
         kind: RunErrorKind::Configuration,
         message: "--ech-config is not valid base64".into(),
         hint: "give the ECHConfigList as base64, as in the ech= value of an HTTPS DNS record"

@@ -148,14 +148,19 @@ impl Client {
                 },
             ),
         });
-        Ok(Client {
+        let client = Client {
             context,
             server_name: options.server_name.clone(),
             ech: options.ech.clone(),
             resume: options.resume,
             request,
             early_data: options.early_data,
-        })
+        };
+        // A configuration OpenSSL cannot use fails here, once, not on every attempt.
+        client
+            .connection(&client.agent_session())
+            .map_err(|failure| failure.detail)?;
+        Ok(client)
     }
 
     /// A session for one agent: none for fresh handshakes, a private slot with resumption.
@@ -400,7 +405,13 @@ fn client_context(
         builder.set_alpn_protos(&wire)?;
     }
     if options.resume {
-        builder.set_session_cache_mode(SslSessionCacheMode::CLIENT);
+        // Sessions go to the agent's slot only: OpenSSL's internal cache would keep every
+        // session (and its peer chain) of the Config under a shared lock, and nobody reads it.
+        builder
+            .set_session_cache_mode(SslSessionCacheMode::CLIENT | SslSessionCacheMode::NO_INTERNAL);
+        if options.session_id_only {
+            builder.set_options(SslOptions::NO_TICKET);
+        }
         builder.set_new_session_callback(|ssl, session| {
             if let Some(slot) = ssl.ex_data(session_slot_index()) {
                 if let Ok(mut held) = slot.lock() {
@@ -513,6 +524,17 @@ impl Progress {
             .messages
             .iter()
             .any(|message| message.direction == Direction::Sent && message.kind == 20);
+        // The server's flight is every byte read before the client answers it (Finished, or
+        // ClientKeyExchange in TLS 1.2), whatever the reads that carried it: its size must not
+        // depend on where OpenSSL happened to start verifying.
+        let answered = observed
+            .messages
+            .iter()
+            .any(|message| message.direction == Direction::Sent && message.kind != 1);
+        if answered && self.server_flight_bytes.is_none() {
+            self.server_flight_bytes = Some(self.bytes_at_last_read);
+            attempt.server_flight_bytes = self.server_flight_bytes;
+        }
         self.messages
             .extend(observed.messages.iter().map(|message| Message {
                 direction: message.direction,
@@ -522,8 +544,10 @@ impl Progress {
                 at: since_origin(message.at),
             }));
         if let Some(start) = observed.verify_start {
-            // The read that delivered the certificate completed the flight the client needs
-            // (as in the rustls client: the certificate is what it reacts to).
+            // The read that delivered the certificate completed the flight the client needs.
+            // OpenSSL verifies the chain as soon as the Certificate message is in, where
+            // rustls waits for CertificateVerify: when the flight spans several reads, OpenSSL
+            // overlaps verification with the rest of the flight, and the events say so.
             self.flight_complete(attempt, flight_arrived);
             attempt
                 .timeline
@@ -551,10 +575,6 @@ impl Progress {
         attempt
             .timeline
             .mark_once(Event::ServerFlightReceived, attempt.origin, arrived);
-        let bytes = *self
-            .server_flight_bytes
-            .get_or_insert(self.bytes_at_last_read);
-        attempt.server_flight_bytes.get_or_insert(bytes);
     }
 
     /// Hands what OpenSSL wrote to the kernel, and records which flight it was.
@@ -865,14 +885,19 @@ impl Established {
             let outgoing = std::mem::take(&mut self.tls.get_mut().outgoing);
             let _ = self.socket.write_all(&outgoing).await;
             let _ = self.socket.shutdown().await;
-        } else {
-            // An abortive close is how tlslab ends a finished connection, not a failure. Freed
-            // without a shutdown, OpenSSL would mark the session unresumable (and the agent
-            // would never resume), so the connection is declared shut down first.
-            self.tls.set_shutdown(
-                openssl::ssl::ShutdownState::SENT | openssl::ssl::ShutdownState::RECEIVED,
-            );
         }
+    }
+}
+
+impl Drop for Established {
+    /// An abortive close (how tlslab ends a finished connection), a failed request or a
+    /// timeout after the handshake are not failures of the session. Freed without a shutdown,
+    /// OpenSSL would mark the session unresumable and the agent's next handshake would be a
+    /// full one, which the rustls client does not do; so the connection is declared shut down.
+    fn drop(&mut self) {
+        self.tls.set_shutdown(
+            openssl::ssl::ShutdownState::SENT | openssl::ssl::ShutdownState::RECEIVED,
+        );
     }
 }
 

@@ -41,6 +41,7 @@
 //!     trust: Trust::Roots(vec![chain.root.clone()]),
 //!     ech: EchMode::On(ech.config_list()?),
 //!     resume: false,
+//!     session_id_only: false,
 //!     http: Http::Http2,
 //!     path: "/".into(),
 //!     early_data: 0,

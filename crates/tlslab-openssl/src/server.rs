@@ -103,6 +103,8 @@ pub struct ServerConfig {
     body: u64,
     /// Connections read early data before completing the handshake.
     early_data: bool,
+    /// TLS 1.3 tickets name cache entries, counted as redeemed when taken.
+    cache: bool,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -206,6 +208,7 @@ pub fn server_config(
     Ok(Arc::new(ServerConfig {
         context: builder.build(),
         counters,
+        cache: settings.resumption == ServerResumption::Cache,
         body: settings.body,
         early_data,
     }))
@@ -263,6 +266,11 @@ impl SessionCache {
             state.spent.clear();
         }
         state.spent.insert(id.to_vec());
+        // Counted when taken, as the rustls lab does: a replayed first flight never completes
+        // its handshake, and the replay probe must still see a ticket accepted twice.
+        self.counters
+            .tickets_redeemed
+            .fetch_add(1, Ordering::Relaxed);
         state.sessions.remove(id)
     }
 
@@ -403,7 +411,10 @@ impl Connection<'_> {
                 match tls.accept() {
                     Ok(()) => {
                         self.stage = Stage::Open;
-                        if tls.ssl().session_reused() {
+                        // Cache tickets were counted when taken (a replay never gets here).
+                        let ssl = tls.ssl();
+                        let taken = self.config.cache && ssl.version2() == Some(SslVersion::TLS1_3);
+                        if ssl.session_reused() && !taken {
                             self.config
                                 .counters
                                 .tickets_redeemed
@@ -532,7 +543,9 @@ impl ServerConfig {
     }
 
     /// What the server has counted so far: resumed handshakes (`tickets_redeemed`, in every
-    /// resumption mode), spent `Cache` tickets presented again (`replays_rejected`),
+    /// resumption mode; a `Cache` TLS 1.3 ticket counts when it is taken, so an accepted replay
+    /// counts even though its handshake never completes), spent `Cache` tickets presented
+    /// again (`replays_rejected`),
     /// connections whose early data was read (`early_data_accepted`), and HTTP requests
     /// answered.
     pub fn counters(&self) -> CounterSnapshot {

@@ -200,6 +200,9 @@ pub struct ClientOptions {
     /// Resume: each [`crate::AgentSession`] keeps the latest session the server gave it and
     /// offers it on its next handshake.
     pub resume: bool,
+    /// With `resume`, TLS 1.2 resumes by session ID alone: the client asks for no ticket
+    /// (`SSL_OP_NO_TICKET`), as rustls' `SessionIdOnly`. TLS 1.3 resumes by tickets anyway.
+    pub session_id_only: bool,
     /// The request after the handshake: `Http11` or `Http2` (offered by ALPN, as the rustls
     /// client does), or `None`. HTTP/3 needs QUIC, which this backend does not speak.
     pub http: Http,
@@ -222,6 +225,7 @@ impl ClientOptions {
             trust: settings.trust.clone(),
             ech: settings.ech.clone(),
             resume: settings.resume != Resume::Off,
+            session_id_only: settings.resume == Resume::SessionId,
             http: settings.http,
             path: settings.path.clone(),
             early_data: settings.early_data,
@@ -272,6 +276,7 @@ mod tests {
         assert_eq!(options.http, Http::None);
         assert_eq!(options.early_data, 0);
         settings.resume = Resume::SessionId;
+        assert!(ClientOptions::from_settings(&settings).session_id_only);
         settings.http = Http::Http2;
         settings.path = "/file?size=10".into();
         settings.early_data = 1_500;

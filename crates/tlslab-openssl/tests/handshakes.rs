@@ -55,6 +55,7 @@ fn options(version: TlsVersion, group: Group, root: &CertificateDer<'static>) ->
         trust: Trust::Roots(vec![root.clone()]),
         ech: EchMode::Off,
         resume: false,
+        session_id_only: false,
         http: tlslab_core::Http::None,
         path: "/".into(),
         early_data: 0,

@@ -104,6 +104,7 @@ fn options(version: TlsVersion, chain: &ServedChain) -> ClientOptions {
         trust: Trust::Roots(vec![chain.root.clone()]),
         ech: EchMode::Off,
         resume: false,
+        session_id_only: false,
         http: Http::None,
         path: "/".into(),
         early_data: 0,
