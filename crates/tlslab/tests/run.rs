@@ -241,7 +241,7 @@ fn every_suite_group_certificate_and_chain_negotiates_what_was_asked() {
 }
 
 #[test]
-fn resumed_handshakes_follow_each_agents_first_and_are_faster() {
+fn resumed_handshakes_follow_each_agents_first_and_skip_the_certificate() {
     let dir = scratch("resume");
     let db = dir.join("resume.db");
     let output = tlslab(&[
@@ -283,12 +283,16 @@ fn resumed_handshakes_follow_each_agents_first_and_are_faster() {
             }
         }
         assert_eq!(full.len(), 8);
-        full.sort_unstable();
-        resumed.sort_unstable();
-        assert!(
-            resumed[resumed.len() / 2] < full[full.len() / 2],
-            "config {config}"
-        );
+        assert_eq!(resumed.len(), 192);
+        // Which is faster on loopback depends on the machine's load (a resumed TLS 1.3
+        // handshake saves only a signature check): what cannot vary is that no certificate
+        // crosses the wire, so the resumed server flight is the smaller one.
+        let flight = |resumed: bool| -> i64 {
+            connection
+                .query_row("SELECT MAX(server_flight_bytes) FROM samples WHERE config_id = ?1 AND resumed = ?2", rusqlite::params![config, resumed], |r| r.get(0))
+                .unwrap()
+        };
+        assert!(flight(true) < flight(false), "config {config}");
         // A resumed handshake verifies no certificate.
         let verified: i64 = connection
             .query_row("SELECT COUNT(*) FROM samples WHERE config_id = ?1 AND resumed = 1 AND cert_verify_start IS NOT NULL", [config], |r| r.get(0))
