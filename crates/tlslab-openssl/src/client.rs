@@ -13,7 +13,7 @@ use openssl::ssl::{
     SslSessionCacheMode, SslStream, SslVerifyMode, SslVersion,
 };
 use openssl::x509::{X509VerifyResult, X509};
-use tlslab_core::{CloseMode, ErrorClass, Event, Http, Response, TlsVersion};
+use tlslab_core::{CloseMode, ErrorClass, Event, Http, TlsVersion};
 use tlslab_tls::{Attempt, Failure, Trust};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -774,22 +774,13 @@ impl Established {
         reader: &mut tlslab_http::ResponseReader,
         progress: tlslab_http::Progress,
     ) -> Result<bool, Failure> {
-        if progress.first_byte {
-            attempt.mark(Event::FirstByte);
-        }
+        // HTTP/2 acknowledgements (SETTINGS, WINDOW_UPDATE) the reader wants sent.
         let answer = reader.take_output();
         if !answer.is_empty() {
             self.write(&answer)?;
             self.send().await?;
         }
-        attempt.response = Some(Response {
-            status: progress.status,
-            body_bytes: progress.body_bytes,
-        });
-        if progress.complete {
-            attempt.mark(Event::ResponseDone);
-        }
-        Ok(progress.complete)
+        Ok(attempt.record_response(&progress))
     }
 
     /// Encrypts application data into the pipe.

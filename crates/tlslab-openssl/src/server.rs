@@ -20,8 +20,8 @@ use openssl::ssl::{
 };
 use openssl::x509::X509;
 use tlslab_core::ServerResumption;
-use tlslab_http::{RequestReader, Version};
 use tlslab_tls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tlslab_tls::server::HttpSession;
 use tlslab_tls::server::{CounterSnapshot, Counters, LabSettings};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -473,57 +473,6 @@ fn write_all(
         data = &data[written..];
     }
     Ok(())
-}
-
-/// The HTTP side of one connection: requests in, responses out (the rustls lab server's).
-struct HttpSession {
-    version: Version,
-    reader: RequestReader,
-    preface_sent: bool,
-}
-
-impl HttpSession {
-    fn for_alpn(alpn: Option<&[u8]>) -> HttpSession {
-        // A client without ALPN (openssl s_client, ab) speaks HTTP/1.1.
-        let version = match alpn {
-            Some(b"h2") => Version::Http2,
-            _ => Version::Http11,
-        };
-        HttpSession {
-            version,
-            reader: RequestReader::new(version),
-            preface_sent: false,
-        }
-    }
-
-    /// Feeds request bytes; writes whatever must go back (acks, responses) into `out`.
-    fn feed(
-        &mut self,
-        mut data: &[u8],
-        body: u64,
-        counters: &Counters,
-        out: &mut Vec<u8>,
-    ) -> Result<(), tlslab_http::HttpError> {
-        if self.version == Version::Http2 && !self.preface_sent {
-            out.extend_from_slice(&tlslab_http::http2_server_preface());
-            self.preface_sent = true;
-        }
-        loop {
-            let request = self.reader.feed(data)?;
-            out.extend_from_slice(&self.reader.take_output());
-            let Some(request) = request else {
-                return Ok(());
-            };
-            counters.requests.fetch_add(1, Ordering::Relaxed);
-            out.extend_from_slice(&tlslab_http::encode_response(
-                self.version,
-                request.stream,
-                body as usize,
-            ));
-            // Further pipelined requests may already be buffered in the reader.
-            data = &[];
-        }
-    }
 }
 
 async fn flush(tls: &mut SslStream<Pipe>, socket: &mut TcpStream) -> io::Result<()> {

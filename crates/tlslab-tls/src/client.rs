@@ -212,6 +212,22 @@ impl Attempt {
         }
     }
 
+    /// Records how far the response has come (first byte, status, body, done); returns
+    /// whether it is complete. Shared by every client so they mark the same events.
+    pub fn record_response(&mut self, progress: &tlslab_http::Progress) -> bool {
+        if progress.first_byte {
+            self.mark(Event::FirstByte);
+        }
+        self.response = Some(Response {
+            status: progress.status,
+            body_bytes: progress.body_bytes,
+        });
+        if progress.complete {
+            self.mark(Event::ResponseDone);
+        }
+        progress.complete
+    }
+
     /// Records `event` now, unless it was already recorded.
     pub fn mark(&mut self, event: Event) {
         self.timeline.mark_once(event, self.origin, Instant::now());
@@ -773,9 +789,7 @@ impl Established {
         reader: &mut tlslab_http::ResponseReader,
         progress: tlslab_http::Progress,
     ) -> Result<bool, Failure> {
-        if progress.first_byte {
-            attempt.mark(Event::FirstByte);
-        }
+        // HTTP/2 acknowledgements (SETTINGS, WINDOW_UPDATE) the reader wants sent.
         let answer = reader.take_output();
         if !answer.is_empty() {
             let _ = self.connection.writer().write_all(&answer);
@@ -787,14 +801,7 @@ impl Established {
             )
             .await?;
         }
-        attempt.response = Some(Response {
-            status: progress.status,
-            body_bytes: progress.body_bytes,
-        });
-        if progress.complete {
-            attempt.mark(Event::ResponseDone);
-        }
-        Ok(progress.complete)
+        Ok(attempt.record_response(&progress))
     }
 
     /// With resumption under TLS 1.3, reads until the server's NewSessionTicket arrives (it

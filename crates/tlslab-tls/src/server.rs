@@ -248,15 +248,16 @@ pub async fn serve_tcp(listener: TcpListener, lab: Arc<Lab>) -> io::Result<()> {
     }
 }
 
-/// The HTTP side of one connection: requests in, responses out.
-struct HttpSession {
+/// The HTTP side of one lab server connection over TCP: requests in, responses out. Both
+/// lab servers (rustls here, OpenSSL in tlslab-openssl) answer through it.
+pub struct HttpSession {
     version: Version,
     reader: RequestReader,
     preface_sent: bool,
 }
 
 impl HttpSession {
-    fn for_alpn(alpn: Option<&[u8]>) -> HttpSession {
+    pub fn for_alpn(alpn: Option<&[u8]>) -> HttpSession {
         // A client without ALPN (openssl s_client, ab) speaks HTTP/1.1.
         let version = match alpn {
             Some(b"h2") => Version::Http2,
@@ -269,20 +270,21 @@ impl HttpSession {
         }
     }
 
-    /// Feeds request bytes; writes whatever must go back (acks, responses) into `out`.
-    fn feed(
+    /// Feeds request bytes; writes whatever must go back (acks, responses with `body` bytes)
+    /// into `out`, and counts each request.
+    pub fn feed(
         &mut self,
         mut data: &[u8],
         body: u64,
         counters: &Counters,
         out: &mut Vec<u8>,
-    ) -> io::Result<()> {
+    ) -> Result<(), tlslab_http::HttpError> {
         if self.version == Version::Http2 && !self.preface_sent {
             out.extend_from_slice(&tlslab_http::http2_server_preface());
             self.preface_sent = true;
         }
         loop {
-            let request = self.reader.feed(data).map_err(io::Error::other)?;
+            let request = self.reader.feed(data)?;
             out.extend_from_slice(&self.reader.take_output());
             let Some(request) = request else {
                 return Ok(());
@@ -347,7 +349,8 @@ async fn serve_connection(mut stream: TcpStream, lab: Arc<Lab>) -> io::Result<()
                     }
                     let alpn = connection.alpn_protocol().map(<[u8]>::to_vec);
                     http.get_or_insert_with(|| HttpSession::for_alpn(alpn.as_deref()))
-                        .feed(&plaintext[..count], lab.body, &lab.counters, &mut answer)?;
+                        .feed(&plaintext[..count], lab.body, &lab.counters, &mut answer)
+                        .map_err(io::Error::other)?;
                 }
             }
             loop {
@@ -356,7 +359,8 @@ async fn serve_connection(mut stream: TcpStream, lab: Arc<Lab>) -> io::Result<()
                     Ok(count) => {
                         let alpn = connection.alpn_protocol().map(<[u8]>::to_vec);
                         http.get_or_insert_with(|| HttpSession::for_alpn(alpn.as_deref()))
-                            .feed(&plaintext[..count], lab.body, &lab.counters, &mut answer)?;
+                            .feed(&plaintext[..count], lab.body, &lab.counters, &mut answer)
+                            .map_err(io::Error::other)?;
                     }
                     Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
                     Err(error) => return Err(error),
