@@ -11,11 +11,13 @@
 
 use crate::impairment::{Impairment, Verdict};
 use crate::statistics::{DelayErrorHistogram, DirectionStatistics, ForwarderStatistics};
-use crate::sys::{self, Epoll, Timer, Wakeup};
+use crate::sys::{self, Timer, Wakeup};
 use crate::{EmulationError, NetworkProfile};
+use rustix::event::epoll::{self, EventData};
+use rustix::io::Errno;
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
@@ -251,10 +253,9 @@ struct Packet {
     data: Vec<u8>,
 }
 
-/// One direction: packets read from `source`, held in `queue`, written to `destination`.
+/// One direction: packets read from one device, held in `queue`, written to the other (lane
+/// `i` reads device `i` and writes device `1 - i`).
 struct Lane {
-    source: RawFd,
-    destination: RawFd,
     link: Impairment,
     /// Release times never decrease along the queue (the link model preserves order), so
     /// the front is always the next packet due.
@@ -263,10 +264,8 @@ struct Lane {
 }
 
 impl Lane {
-    fn new(source: RawFd, destination: RawFd) -> Lane {
+    fn new() -> Lane {
         Lane {
-            source,
-            destination,
             link: Impairment::new(&NetworkProfile::default(), fastrand::Rng::new()),
             queue: VecDeque::new(),
             statistics: DirectionStatistics::default(),
@@ -277,10 +276,16 @@ impl Lane {
         self.queue.front().map(|packet| packet.release)
     }
 
-    /// Writes one packet and records how late it went out.
-    fn write(&mut self, data: &[u8], release: u64, errors: &mut DelayErrorHistogram) {
+    /// Writes one packet to `destination` and records how late it went out.
+    fn write(
+        &mut self,
+        destination: BorrowedFd<'_>,
+        data: &[u8],
+        release: u64,
+        errors: &mut DelayErrorHistogram,
+    ) {
         let written_at = sys::monotonic_nanos();
-        match sys::write(self.destination, data) {
+        match rustix::io::write(destination, data) {
             Ok(_) => {
                 self.statistics.packets_forwarded += 1;
                 self.statistics.bytes_forwarded += data.len() as u64;
@@ -290,8 +295,14 @@ impl Lane {
         }
     }
 
-    /// Writes every packet due at `now`, returning their buffers to `pool`.
-    fn release_due(&mut self, now: u64, errors: &mut DelayErrorHistogram, pool: &mut Vec<Vec<u8>>) {
+    /// Writes every packet due at `now` to `destination`, returning their buffers to `pool`.
+    fn release_due(
+        &mut self,
+        destination: BorrowedFd<'_>,
+        now: u64,
+        errors: &mut DelayErrorHistogram,
+        pool: &mut Vec<Vec<u8>>,
+    ) {
         while self
             .queue
             .front()
@@ -300,7 +311,7 @@ impl Lane {
             let Some(packet) = self.queue.pop_front() else {
                 break;
             };
-            self.write(&packet.data, packet.release, errors);
+            self.write(destination, &packet.data, packet.release, errors);
             if pool.len() < POOL_LIMIT {
                 pool.push(packet.data);
             }
@@ -310,10 +321,11 @@ impl Lane {
 
 struct Engine {
     shared: Arc<Shared>,
-    epoll: Epoll,
+    epoll: OwnedFd,
     timer: Timer,
-    /// Owned here so the devices live exactly as long as the thread.
-    _devices: [OwnedFd; 2],
+    /// The client and the server TUN device, owned here so they live exactly as long as the
+    /// thread.
+    devices: [OwnedFd; 2],
     lanes: [Lane; 2],
     errors: DelayErrorHistogram,
     pool: Vec<Vec<u8>>,
@@ -326,22 +338,21 @@ struct Engine {
 
 impl Engine {
     fn new(shared: Arc<Shared>, client: OwnedFd, server: OwnedFd) -> io::Result<Engine> {
-        let epoll = Epoll::new()?;
+        let epoll = sys::new_epoll()?;
         let timer = Timer::new()?;
-        epoll.add(client.as_raw_fd(), sys::READABLE, CLIENT_DEVICE)?;
-        epoll.add(server.as_raw_fd(), sys::READABLE, SERVER_DEVICE)?;
-        epoll.add(timer.fd(), sys::READABLE, TIMER)?;
-        epoll.add(shared.wakeup.fd(), sys::READABLE, WAKEUP)?;
-        let lanes = [
-            Lane::new(client.as_raw_fd(), server.as_raw_fd()),
-            Lane::new(server.as_raw_fd(), client.as_raw_fd()),
-        ];
+        let watch = |fd: BorrowedFd<'_>, token| {
+            epoll::add(&epoll, fd, EventData::new_u64(token), sys::READABLE)
+        };
+        watch(client.as_fd(), CLIENT_DEVICE)?;
+        watch(server.as_fd(), SERVER_DEVICE)?;
+        watch(timer.as_fd(), TIMER)?;
+        watch(shared.wakeup.as_fd(), WAKEUP)?;
         Ok(Engine {
             shared,
             epoll,
             timer,
-            _devices: [client, server],
-            lanes,
+            devices: [client, server],
+            lanes: [Lane::new(), Lane::new()],
             errors: DelayErrorHistogram::default(),
             pool: Vec::new(),
             // The largest IP packet: the device MTU is 1500, but a reader must never truncate.
@@ -377,14 +388,14 @@ impl Engine {
                 }
             };
             let blocked_since = (timeout != 0).then(sys::monotonic_nanos);
-            let count = match self.epoll.wait(&mut events, timeout) {
+            let count = match sys::wait(&self.epoll, &mut events, timeout) {
                 Ok(count) => count,
                 Err(_) => break, // only a bug makes epoll_wait fail: stop rather than spin
             };
             let woke = sys::monotonic_nanos();
             governor.account(blocked_since, woke);
             for event in &events[..count] {
-                match event.u64 {
+                match event.data.u64() {
                     CLIENT_DEVICE => self.receive(0),
                     SERVER_DEVICE => self.receive(1),
                     TIMER => self.timer_fired(woke),
@@ -404,8 +415,9 @@ impl Engine {
     }
 
     fn release_due(&mut self, now: u64) {
-        for lane in &mut self.lanes {
-            lane.release_due(now, &mut self.errors, &mut self.pool);
+        for (index, lane) in self.lanes.iter_mut().enumerate() {
+            let destination = self.devices[1 - index].as_fd();
+            lane.release_due(destination, now, &mut self.errors, &mut self.pool);
         }
     }
 
@@ -427,10 +439,10 @@ impl Engine {
     /// Reads a batch of packets from one device and schedules (or drops) each.
     fn receive(&mut self, index: usize) {
         for _ in 0..READ_BATCH {
-            let length = match sys::read(self.lanes[index].source, &mut self.scratch) {
+            let length = match rustix::io::read(&self.devices[index], &mut self.scratch) {
                 Ok(0) => break,
                 Ok(length) => length,
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(Errno::INTR) => continue,
                 Err(_) => break, // WouldBlock: drained
             };
             let now = sys::monotonic_nanos();
@@ -448,7 +460,13 @@ impl Engine {
                 Verdict::DropQueueFull => lane.statistics.dropped_queue_full += 1,
                 Verdict::Release(release) if release <= now && lane.queue.is_empty() => {
                     // Due already (no delay configured): write from the read buffer, no copy.
-                    lane.write(&self.scratch[..length], release, &mut self.errors);
+                    let destination = self.devices[1 - index].as_fd();
+                    lane.write(
+                        destination,
+                        &self.scratch[..length],
+                        release,
+                        &mut self.errors,
+                    );
                 }
                 Verdict::Release(release) => {
                     let mut data = self.pool.pop().unwrap_or_default();

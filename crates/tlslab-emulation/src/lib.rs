@@ -104,9 +104,10 @@ pub use profile::{NetworkProfile, QUEUE_LIMIT_PACKETS};
 pub use statistics::{DelayErrorHistogram, DirectionStatistics, ForwarderStatistics};
 pub use support::{available, choose, EmulatorChoice, EmulatorKind};
 
+use rustix::thread::{move_into_link_name_space, LinkNameSpaceType};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -150,7 +151,7 @@ impl NamespaceHandle {
     /// See [`Network::enter_client_namespace`].
     pub fn enter_client_namespace(&self) -> io::Result<()> {
         match &self.namespaces {
-            Some(namespaces) => sys::enter_network_namespace(namespaces.client.as_fd()),
+            Some(namespaces) => namespace::enter(namespaces.client.as_fd()),
             None => Ok(()),
         }
     }
@@ -158,7 +159,7 @@ impl NamespaceHandle {
     /// See [`Network::enter_server_namespace`].
     pub fn enter_server_namespace(&self) -> io::Result<()> {
         match &self.namespaces {
-            Some(namespaces) => sys::enter_network_namespace(namespaces.server.as_fd()),
+            Some(namespaces) => namespace::enter(namespaces.server.as_fd()),
             None => Ok(()),
         }
     }
@@ -267,13 +268,12 @@ impl Network {
             return;
         };
         let server = Arc::clone(&namespaces.server);
-        // SAFETY: the closure only calls setns on a descriptor opened beforehand and builds an
-        // io::Error from errno: async-signal-safe, no allocation, no locks.
+        // SAFETY: the closure only calls setns (a raw system call in rustix) on a descriptor
+        // opened beforehand and turns the errno into an io::Error: async-signal-safe, no
+        // allocation, no locks.
         unsafe {
             command.pre_exec(move || {
-                if libc::setns(server.as_raw_fd(), libc::CLONE_NEWNET) == -1 {
-                    return Err(io::Error::last_os_error());
-                }
+                move_into_link_name_space(server.as_fd(), Some(LinkNameSpaceType::Network))?;
                 Ok(())
             });
         }

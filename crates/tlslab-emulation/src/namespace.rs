@@ -4,10 +4,11 @@
 //! [`remove_leftovers`](crate::remove_leftovers) tell a dead run's namespaces from a live one's,
 //! since namespaces outlive a process killed with -9 while its TUN devices do not.
 
-use crate::{sys, tool, EmulationError};
+use crate::{tool, EmulationError};
+use rustix::thread::{move_into_link_name_space, LinkNameSpaceType};
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -74,6 +75,14 @@ pub(crate) fn delete(name: &str) -> Result<(), EmulationError> {
     }
 }
 
+/// Moves the calling thread into the network namespace `namespace` refers to (`setns`).
+pub(crate) fn enter(namespace: BorrowedFd<'_>) -> io::Result<()> {
+    Ok(move_into_link_name_space(
+        namespace,
+        Some(LinkNameSpaceType::Network),
+    )?)
+}
+
 /// A namespace this process created; deleted on [`remove`](Namespace::remove) or drop.
 pub(crate) struct Namespace {
     name: String,
@@ -127,7 +136,7 @@ impl Namespace {
 
     /// Moves the calling thread into this namespace; threads it spawns afterwards start there.
     pub(crate) fn enter(&self) -> io::Result<()> {
-        sys::enter_network_namespace(self.file.as_fd())
+        enter(self.file.as_fd())
     }
 
     /// Runs `work` on a short-lived thread inside this namespace, so the caller's thread never

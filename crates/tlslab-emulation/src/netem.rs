@@ -4,10 +4,12 @@
 use crate::namespace::{Namespace, NamespacePair};
 use crate::profile::QUEUE_LIMIT_PACKETS;
 use crate::{tool, tun, EmulationError, NetworkProfile, CLIENT_ADDRESS, SERVER_ADDRESS};
+use rustix::ioctl::{self, Opcode, Updater};
+use socket2::{Domain, Socket, Type};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-const SIOCETHTOOL: libc::c_ulong = 0x8946;
+/// Not an `_IOC`-encoded number: the old socket ioctls predate the scheme.
+const SIOCETHTOOL: Opcode = 0x8946;
 const ETHTOOL_STSO: u32 = 0x1f;
 const ETHTOOL_SGSO: u32 = 0x24;
 const ETHTOOL_SGRO: u32 = 0x2c;
@@ -21,7 +23,7 @@ struct EthtoolValue {
 /// `struct ifreq` with the data-pointer member of its union.
 #[repr(C)]
 struct InterfaceRequest {
-    name: [u8; libc::IFNAMSIZ],
+    name: [u8; tun::IFNAMSIZ],
     data: *mut EthtoolValue,
     padding: [u8; 16],
 }
@@ -30,31 +32,22 @@ struct InterfaceRequest {
 /// namespace, through the same ioctl `ethtool -K` uses (so ethtool need not be installed).
 /// With them on, netem would delay and drop 64 KB super-packets instead of wire-sized ones.
 fn disable_offloads(interface: &str) -> io::Result<()> {
-    // SAFETY: plain syscall; the descriptor is owned right away.
-    let socket = sys_socket()?;
+    // Any socket will do for the ioctl; socket2 makes it close-on-exec.
+    let socket = Socket::new(Domain::IPV4, Type::DGRAM, None)?;
     for command in [ETHTOOL_STSO, ETHTOOL_SGSO, ETHTOOL_SGRO] {
         let mut value = EthtoolValue { command, data: 0 };
         let mut request = InterfaceRequest {
-            name: [0; libc::IFNAMSIZ],
+            name: [0; tun::IFNAMSIZ],
             data: &mut value,
             padding: [0; 16],
         };
         request.name[..interface.len()].copy_from_slice(interface.as_bytes());
-        // SAFETY: `request` and the `value` it points to outlive the call.
-        crate::sys::check(unsafe {
-            libc::ioctl(socket.as_raw_fd(), SIOCETHTOOL as _, &mut request)
-        })?;
+        // rustix has no typed SIOCETHTOOL; its `Updater` pattern passes a pointer to `request`.
+        // SAFETY: SIOCETHTOOL takes a `struct ifreq` whose data member points to an ethtool
+        // command, which `request` is; it and the `value` it points to outlive the call.
+        unsafe { ioctl::ioctl(&socket, Updater::<SIOCETHTOOL, _>::new(&mut request)) }?;
     }
     Ok(())
-}
-
-fn sys_socket() -> io::Result<OwnedFd> {
-    // SAFETY: plain syscall.
-    let fd = crate::sys::check(unsafe {
-        libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0)
-    })?;
-    // SAFETY: just returned by the kernel, owned by no one else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// The `tc … netem …` arguments for one direction of `profile`.

@@ -14,16 +14,20 @@
 
 use crate::impairment::duration_nanos;
 use crate::statistics::ForwarderStatistics;
-use crate::sys::{self, Epoll, Timer, Wakeup};
+use crate::sys::{self, Timer, Wakeup};
 use crate::{EmulationError, NetworkProfile};
+use rustix::event::epoll::{self, EventData, EventFlags};
+use rustix::io::Errno;
+use socket2::{Domain, SockAddr, SockRef, Socket, Type};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 const LISTENER: u64 = u64::MAX;
 const TIMER: u64 = u64::MAX - 1;
@@ -34,7 +38,7 @@ const QUEUE_LIMIT_BYTES: usize = 1 << 20;
 /// Reads per readiness event, so one busy connection cannot starve the others.
 const READS_PER_EVENT: usize = 16;
 /// The relay's accept backlog: thousands of agents connect at once when a trial starts.
-const BACKLOG: libc::c_int = 4096;
+const BACKLOG: i32 = 4096;
 
 /// The delay settings every relay of a network reads, per chunk.
 #[derive(Default)]
@@ -149,11 +153,21 @@ impl Relay {
             wakeup: Wakeup::new()?,
             stop: AtomicBool::new(false),
         });
-        let epoll = Epoll::new()?;
+        let epoll = sys::new_epoll()?;
         let timer = Timer::new()?;
-        epoll.add(listener.as_raw_fd(), sys::READABLE, LISTENER)?;
-        epoll.add(timer.fd(), sys::READABLE, TIMER)?;
-        epoll.add(control.wakeup.fd(), sys::READABLE, WAKEUP)?;
+        epoll::add(
+            &epoll,
+            &listener,
+            EventData::new_u64(LISTENER),
+            sys::READABLE,
+        )?;
+        epoll::add(&epoll, &timer, EventData::new_u64(TIMER), sys::READABLE)?;
+        epoll::add(
+            &epoll,
+            &control.wakeup,
+            EventData::new_u64(WAKEUP),
+            sys::READABLE,
+        )?;
         let mut relay_loop = RelayLoop {
             control: Arc::clone(&control),
             listener,
@@ -227,7 +241,7 @@ struct Pair {
     sockets: [TcpStream; 2],
     connected: bool,
     flows: [Flow; 2],
-    interest: [u32; 2],
+    interest: [EventFlags; 2],
     registered: [bool; 2],
 }
 
@@ -240,7 +254,7 @@ fn token(id: u64, side: usize) -> u64 {
 
 /// Everything the per-pair handlers need besides the pair itself.
 struct Context {
-    epoll: Epoll,
+    epoll: OwnedFd,
     /// (due, pair id, direction): a min-heap of flushes to do.
     schedule: BinaryHeap<Reverse<(u64, u64, usize)>>,
     profile: Arc<RelayProfile>,
@@ -369,7 +383,7 @@ impl Context {
                 continue;
             }
             let flow = &pair.flows[side];
-            let mut interest = 0;
+            let mut interest = EventFlags::empty();
             if !flow.read_closed
                 && flow.queued_bytes < QUEUE_LIMIT_BYTES
                 && (side == 0 || pair.connected)
@@ -380,10 +394,13 @@ impl Context {
                 interest |= sys::WRITABLE;
             }
             if interest != pair.interest[side]
-                && self
-                    .epoll
-                    .modify(pair.sockets[side].as_raw_fd(), interest, token(id, side))
-                    .is_ok()
+                && epoll::modify(
+                    &self.epoll,
+                    &pair.sockets[side],
+                    EventData::new_u64(token(id, side)),
+                    interest,
+                )
+                .is_ok()
             {
                 pair.interest[side] = interest;
             }
@@ -396,23 +413,23 @@ impl Context {
         pair: &mut Pair,
         id: u64,
         side: usize,
-        events: u32,
+        events: EventFlags,
     ) -> Result<bool, Abort> {
-        if side == 1 && !pair.connected && events & (sys::WRITABLE | sys::HANG_UP) != 0 {
+        if side == 1 && !pair.connected && events.intersects(sys::WRITABLE | sys::HANG_UP) {
             match pair.sockets[1].take_error() {
                 Ok(None) => pair.connected = true,
                 _ => return Err(Abort), // the server refused: reset the client
             }
         }
-        let readable = events & (sys::READABLE | sys::HANG_UP) != 0;
+        let readable = events.intersects(sys::READABLE | sys::HANG_UP);
         if readable && !pair.flows[side].read_closed && (side == 0 || pair.connected) {
             self.read(pair, id, side);
-        } else if events & sys::HANG_UP != 0 && pair.flows[side].read_closed {
+        } else if events.intersects(sys::HANG_UP) && pair.flows[side].read_closed {
             // Level-triggered hang-ups repeat until the socket is closed, and the pair may
             // have to wait for data in flight towards it: stop watching the socket. Both
             // directions of it are shut, so writing what is still due there fails and aborts
             // the pair, which is what the peer's reset (or close) means.
-            let _ = self.epoll.delete(pair.sockets[side].as_raw_fd());
+            let _ = epoll::delete(&self.epoll, &pair.sockets[side]);
             pair.registered[side] = false;
         }
         self.flush(pair, 0)?;
@@ -453,12 +470,12 @@ impl RelayLoop {
                     self.armed = Some(due);
                 }
             }
-            let count = match self.context.epoll.wait(&mut events, -1) {
+            let count = match sys::wait(&self.context.epoll, &mut events, -1) {
                 Ok(count) => count,
                 Err(_) => break,
             };
             for event in &events[..count] {
-                let (token, readiness) = (event.u64, event.events);
+                let (token, readiness) = (event.data.u64(), event.flags);
                 match token {
                     LISTENER => self.accept_all(),
                     TIMER => {
@@ -495,7 +512,7 @@ impl RelayLoop {
             Err(Abort) => {
                 if let Some(pair) = self.pairs.remove(&id) {
                     for socket in &pair.sockets {
-                        set_reset_on_close(socket.as_raw_fd());
+                        set_reset_on_close(socket);
                     }
                 }
             }
@@ -522,7 +539,7 @@ impl RelayLoop {
         let (server, connected) = match connect_nonblocking(self.server) {
             Ok(connection) => connection,
             Err(_) => {
-                set_reset_on_close(client.as_raw_fd());
+                set_reset_on_close(&client);
                 return;
             }
         };
@@ -544,13 +561,9 @@ impl RelayLoop {
             registered: [true, true],
         };
         for (side, socket) in pair.sockets.iter().enumerate() {
-            if self
-                .context
-                .epoll
-                .add(socket.as_raw_fd(), interest[side], token(id, side))
-                .is_err()
-            {
-                set_reset_on_close(pair.sockets[0].as_raw_fd());
+            let data = EventData::new_u64(token(id, side));
+            if epoll::add(&self.context.epoll, socket, data, interest[side]).is_err() {
+                set_reset_on_close(&pair.sockets[0]);
                 return;
             }
         }
@@ -559,115 +572,37 @@ impl RelayLoop {
 }
 
 /// An abortive close (RST), so a reset travels through the relay as a reset.
-fn set_reset_on_close(fd: RawFd) {
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    // SAFETY: `linger` is a valid option value of the right size.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
+fn set_reset_on_close(socket: &TcpStream) {
+    let _ = SockRef::from(socket).set_linger(Some(Duration::ZERO));
 }
 
-fn socket_address(address: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
-    // SAFETY: an all-zero sockaddr_storage is valid.
-    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let length = match address {
-        SocketAddr::V4(v4) => {
-            let raw = libc::sockaddr_in {
-                sin_family: libc::AF_INET as libc::sa_family_t,
-                sin_port: v4.port().to_be(),
-                sin_addr: libc::in_addr {
-                    s_addr: u32::from_ne_bytes(v4.ip().octets()),
-                },
-                sin_zero: [0; 8],
-            };
-            // SAFETY: sockaddr_storage is large enough and suitably aligned for sockaddr_in.
-            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), raw) };
-            std::mem::size_of::<libc::sockaddr_in>()
-        }
-        SocketAddr::V6(v6) => {
-            let raw = libc::sockaddr_in6 {
-                sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                sin6_port: v6.port().to_be(),
-                sin6_flowinfo: v6.flowinfo(),
-                sin6_addr: libc::in6_addr {
-                    s6_addr: v6.ip().octets(),
-                },
-                sin6_scope_id: v6.scope_id(),
-            };
-            // SAFETY: as above, for sockaddr_in6.
-            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), raw) };
-            std::mem::size_of::<libc::sockaddr_in6>()
-        }
-    };
-    (storage, length as libc::socklen_t)
-}
-
-fn new_socket(address: SocketAddr) -> io::Result<RawFd> {
-    let domain = match address {
-        SocketAddr::V4(_) => libc::AF_INET,
-        SocketAddr::V6(_) => libc::AF_INET6,
-    };
-    // SAFETY: plain syscall.
-    sys::check(unsafe {
-        libc::socket(
-            domain,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    })
+/// A non-blocking, close-on-exec TCP socket of `address`'s family.
+fn new_socket(address: SocketAddr) -> io::Result<Socket> {
+    Socket::new(
+        Domain::for_address(address),
+        Type::STREAM.nonblocking(),
+        None,
+    )
 }
 
 /// A listener with a deep backlog (std's `bind` uses 128).
 fn listen(address: SocketAddr) -> io::Result<TcpListener> {
-    let fd = new_socket(address)?;
-    // SAFETY: `fd` was just created and is owned by no one else.
-    let listener = unsafe { TcpListener::from_raw_fd(fd) };
-    let (storage, length) = socket_address(address);
-    // SAFETY: `storage` holds a valid address of `length` bytes.
-    sys::check(unsafe {
-        libc::bind(
-            fd,
-            (&storage as *const libc::sockaddr_storage).cast(),
-            length,
-        )
-    })?;
-    // SAFETY: plain syscall on our socket.
-    sys::check(unsafe { libc::listen(fd, BACKLOG) })?;
-    Ok(listener)
+    let socket = new_socket(address)?;
+    socket.bind(&SockAddr::from(address))?;
+    socket.listen(BACKLOG)?;
+    Ok(socket.into())
 }
 
 /// Starts a connect without waiting for it; returns whether it already completed.
 fn connect_nonblocking(address: SocketAddr) -> io::Result<(TcpStream, bool)> {
-    let fd = new_socket(address)?;
-    // SAFETY: `fd` was just created and is owned by no one else.
-    let stream = unsafe { TcpStream::from_raw_fd(fd) };
+    let socket = new_socket(address)?;
     // Handshake messages are small and latency-bound: Nagle would hold them back.
-    stream.set_nodelay(true)?;
-    let (storage, length) = socket_address(address);
-    // SAFETY: `storage` holds a valid address of `length` bytes.
-    let result = unsafe {
-        libc::connect(
-            fd,
-            (&storage as *const libc::sockaddr_storage).cast(),
-            length,
-        )
-    };
-    if result == 0 {
-        return Ok((stream, true));
-    }
-    let error = io::Error::last_os_error();
-    if error.raw_os_error() == Some(libc::EINPROGRESS) {
-        Ok((stream, false))
-    } else {
-        Err(error)
+    socket.set_tcp_nodelay(true)?;
+    match socket.connect(&SockAddr::from(address)) {
+        Ok(()) => Ok((socket.into(), true)),
+        Err(error) if Errno::from_io_error(&error) == Some(Errno::INPROGRESS) => {
+            Ok((socket.into(), false))
+        }
+        Err(error) => Err(error),
     }
 }

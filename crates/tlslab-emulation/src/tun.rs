@@ -7,23 +7,31 @@
 
 use crate::forwarder::Forwarder;
 use crate::namespace::{Namespace, NamespacePair};
-use crate::{sys, tool, EmulationError, CLIENT_ADDRESS, SERVER_ADDRESS};
+use crate::{tool, EmulationError, CLIENT_ADDRESS, SERVER_ADDRESS};
+use rustix::fs::OFlags;
+use rustix::ioctl::{self, opcode, Opcode, Updater};
+use std::ffi::c_int;
 use std::fs::OpenOptions;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 
-/// `_IOW('T', 202, int)`: attach the descriptor to a (new) TUN/TAP interface.
-const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
-const IFF_TUN: libc::c_short = 0x0001;
+/// `_IOW('T', 202, int)`: attach the descriptor to a (new) TUN/TAP interface. (The kernel
+/// reads, and writes back, a whole `struct ifreq`, whatever the `int` in the number says.)
+const TUNSETIFF: Opcode = opcode::write::<c_int>(b'T', 202);
+const _: () = assert!(TUNSETIFF == 0x4004_54ca);
+const _: () = assert!(std::mem::size_of::<InterfaceRequest>() == 40);
+const IFF_TUN: i16 = 0x0001;
 /// No 4-byte packet-information header: reads and writes are bare IP packets.
-const IFF_NO_PI: libc::c_short = 0x1000;
+const IFF_NO_PI: i16 = 0x1000;
+/// Interface names, with their terminating NUL, fill at most this many bytes.
+pub(crate) const IFNAMSIZ: usize = 16;
 
 /// `struct ifreq` with the flags member of its union; 40 bytes like the kernel's.
 #[repr(C)]
 struct InterfaceRequest {
-    name: [u8; libc::IFNAMSIZ],
-    flags: libc::c_short,
+    name: [u8; IFNAMSIZ],
+    flags: i16,
     padding: [u8; 22],
 }
 
@@ -31,7 +39,7 @@ struct InterfaceRequest {
 /// descriptor keeps working from any namespace, and closing it removes the interface: a run
 /// killed with -9 leaves no devices behind.
 pub(crate) fn open_device(name: &str) -> io::Result<OwnedFd> {
-    if name.len() >= libc::IFNAMSIZ {
+    if name.len() >= IFNAMSIZ {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("interface name '{name}' is longer than 15 characters"),
@@ -40,16 +48,18 @@ pub(crate) fn open_device(name: &str) -> io::Result<OwnedFd> {
     let file = OpenOptions::new()
         .read(true)
         .write(true)
-        .custom_flags(libc::O_NONBLOCK)
+        .custom_flags(OFlags::NONBLOCK.bits() as i32)
         .open("/dev/net/tun")?;
     let mut request = InterfaceRequest {
-        name: [0; libc::IFNAMSIZ],
+        name: [0; IFNAMSIZ],
         flags: IFF_TUN | IFF_NO_PI,
         padding: [0; 22],
     };
     request.name[..name.len()].copy_from_slice(name.as_bytes());
-    // SAFETY: `request` is a properly sized `struct ifreq` that outlives the call.
-    sys::check(unsafe { libc::ioctl(file.as_raw_fd(), TUNSETIFF as _, &mut request) })?;
+    // rustix has no typed TUNSETIFF; its `Updater` pattern passes a pointer to `request`.
+    // SAFETY: TUNSETIFF reads and writes a `struct ifreq`, which `request` is (same layout and
+    // size), and the borrow outlives the call.
+    unsafe { ioctl::ioctl(&file, Updater::<TUNSETIFF, _>::new(&mut request)) }?;
     Ok(OwnedFd::from(file))
 }
 

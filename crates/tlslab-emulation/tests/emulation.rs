@@ -422,7 +422,6 @@ fn relay_sustains_hundreds_of_connections() {
 
 #[test]
 fn relay_passes_a_reset_on() {
-    use std::os::fd::AsRawFd;
     let network = Network::create(EmulatorKind::Relay, "relay-reset").unwrap();
     network
         .set_profile(&NetworkProfile::with_rtt(Duration::from_millis(10)))
@@ -448,21 +447,9 @@ fn relay_passes_a_reset_on() {
     client.write_all(b"hello").unwrap();
     thread::sleep(Duration::from_millis(30));
     // tlslab closes connections abortively (SO_LINGER 0): the server must see a reset too.
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    // SAFETY: a valid option value of the right size on an open socket.
-    let result = unsafe {
-        libc::setsockopt(
-            client.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(result, 0);
+    socket2::SockRef::from(&client)
+        .set_linger(Some(Duration::ZERO))
+        .unwrap();
     drop(client);
     let (received, error) = server.join().unwrap();
     assert_eq!(received, b"hello");
