@@ -24,7 +24,9 @@ pub mod dimension;
 pub mod duration;
 pub mod experiment;
 pub mod network;
+pub mod overrides;
 pub mod plan;
+pub mod record;
 pub mod sample;
 
 pub use config::{Config, ConfigError, Endpoint, ServerKey, ServerResumption};
@@ -34,7 +36,12 @@ pub use dimension::{
 };
 pub use experiment::Experiment;
 pub use network::{Loss, Network, NetworkDimensions, Rate};
+pub use overrides::Overrides;
 pub use plan::{Plan, Trial};
+pub use record::{
+    EarlyStop, Environment, Record, ReplayRecord, RunEnd, RunInfo, Sink, SinkError, TrialRecord,
+    Usage,
+};
 pub use sample::{
     EchStatus, ErrorClass, Event, Negotiated, Outcome, Phase, QuicPath, Response, Sample, Timeline,
 };

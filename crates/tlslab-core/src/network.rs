@@ -14,19 +14,22 @@ use crate::duration;
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
 pub struct Loss(pub f64);
 
+/// A fraction written as a percentage (`0.5%`) or as a plain number (`0.005`).
+pub(crate) fn parse_fraction(text: &str) -> Option<f64> {
+    let trimmed = text.trim();
+    let (number, scale) = match trimmed.strip_suffix('%') {
+        Some(percent) => (percent.trim(), 100.0),
+        None => (trimmed, 1.0),
+    };
+    number.parse::<f64>().ok().map(|value| value / scale)
+}
+
 impl FromStr for Loss {
     type Err = String;
     /// `0.5%` or a fraction such as `0.005`.
     fn from_str(text: &str) -> Result<Loss, String> {
-        let trimmed = text.trim();
-        let (number, scale) = match trimmed.strip_suffix('%') {
-            Some(percent) => (percent.trim(), 100.0),
-            None => (trimmed, 1.0),
-        };
-        let value = number
-            .parse::<f64>()
-            .map_err(|_| format!("'{text}' is not a loss rate (examples: 0, 0.5%, 0.01)"))?
-            / scale;
+        let value = parse_fraction(text)
+            .ok_or_else(|| format!("'{text}' is not a loss rate (examples: 0, 0.5%, 0.01)"))?;
         if !(0.0..1.0).contains(&value) {
             return Err(format!(
                 "loss '{text}' is not between 0 and 100% (exclusive)"

@@ -470,6 +470,16 @@ mod tests {
     }
 
     #[test]
+    fn os_errors_map_to_classes() {
+        let class = |code| ErrorClass::of_io_error(&std::io::Error::from_raw_os_error(code));
+        assert_eq!(class(libc::ECONNREFUSED), ErrorClass::Refused);
+        assert_eq!(class(libc::EHOSTUNREACH), ErrorClass::Unreachable);
+        assert_eq!(class(libc::EMFILE), ErrorClass::Local);
+        assert_eq!(class(libc::ECONNRESET), ErrorClass::Reset);
+        assert_eq!(class(libc::EPERM), ErrorClass::Io);
+    }
+
+    #[test]
     fn out_of_order_events_are_detected_and_names_are_stable() {
         let mut timeline = full_handshake();
         timeline.set(Event::CertVerifyEnd, 1);

@@ -1,48 +1,54 @@
-//! The environment a run records: tool and library versions, machine, kernel.
+//! Reading the environment a run records (core's [`Environment`]): machine, kernel, and the
+//! versions of the libraries that measure.
 
-use serde::Serialize;
+use tlslab_core::Environment;
 
-/// What a reader of the results needs to know about where they were measured.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Environment {
-    pub tool_version: String,
-    pub commit: String,
-    pub rustls_version: String,
-    pub crypto_provider: String,
-    /// The linked OpenSSL (`OpenSSL 4.0.3 …`), which the openssl backend measures.
-    pub openssl_version: String,
-    pub cpu_model: String,
-    pub cores: usize,
-    pub kernel: String,
-    pub hostname: String,
-    pub network: String,
+/// The environment of this process, for a run of `tool_version` built from `commit`. The
+/// rustls version is the one this build links (read from Cargo.lock by `build.rs`); the
+/// OpenSSL version is the linked library's own.
+pub fn capture(tool_version: &str, commit: &str) -> Environment {
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    let cpu_model = read("/proc/cpuinfo")
+        .lines()
+        .find(|line| line.starts_with("model name"))
+        .and_then(|line| line.split_once(':'))
+        .map(|(_, model)| model.trim().to_string())
+        .unwrap_or_else(|| "unknown".to_string());
+    Environment {
+        tool_version: tool_version.to_string(),
+        commit: commit.to_string(),
+        rustls_version: env!("TLSLAB_RUSTLS_VERSION").to_string(),
+        crypto_provider: "aws-lc-rs".to_string(),
+        openssl_version: Some(tlslab_openssl::openssl_version().to_string()),
+        cpu_model,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        kernel: read("/proc/sys/kernel/osrelease"),
+        hostname: read("/proc/sys/kernel/hostname"),
+        network: "loopback (no emulation)".to_string(),
+    }
 }
 
-impl Environment {
-    pub fn capture(tool_version: &str, commit: &str) -> Environment {
-        let read = |path: &str| {
-            std::fs::read_to_string(path)
-                .unwrap_or_default()
-                .trim()
-                .to_string()
-        };
-        let cpu_model = read("/proc/cpuinfo")
-            .lines()
-            .find(|line| line.starts_with("model name"))
-            .and_then(|line| line.split_once(':'))
-            .map(|(_, model)| model.trim().to_string())
-            .unwrap_or_else(|| "unknown".to_string());
-        Environment {
-            tool_version: tool_version.to_string(),
-            commit: commit.to_string(),
-            rustls_version: "0.23.46".to_string(),
-            crypto_provider: "aws-lc-rs".to_string(),
-            openssl_version: tlslab_openssl::openssl_version().to_string(),
-            cpu_model,
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            kernel: read("/proc/sys/kernel/osrelease"),
-            hostname: read("/proc/sys/kernel/hostname"),
-            network: "loopback (no emulation)".to_string(),
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_read_from_the_build_not_typed_in() {
+        let environment = capture("1.2.3", "abc");
+        assert!(
+            environment.rustls_version.starts_with("0.23."),
+            "{}",
+            environment.rustls_version
+        );
+        assert!(environment
+            .openssl_version
+            .is_some_and(|version| version.starts_with("OpenSSL 4.")));
+        assert!(environment.cores >= 1);
+        assert_eq!(environment.tool_version, "1.2.3");
     }
 }

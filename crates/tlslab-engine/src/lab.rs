@@ -1,19 +1,23 @@
 //! The lab server as a child process, and the control channel between it and the run.
 //!
-//! The child is the tlslab binary itself (`tlslab serve --control`). It prints one JSON line
-//! with its address when it listens, then answers each `usage` line on stdin with a JSON line
-//! of its CPU time and peak memory. It exits when stdin closes, so a run that dies takes its
-//! servers with it.
+//! The child is the tlslab binary itself (`tlslab serve --control`, which runs
+//! [`crate::serve`]). It prints one JSON line with its address when it listens, then answers
+//! each `usage` line on stdin with a JSON line of its CPU time and peak memory, and each
+//! `counters` line with its [`CounterSnapshot`]. It exits when stdin closes, so a run that
+//! dies takes its servers with it.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
+use base64::Engine;
 use serde::{Deserialize, Serialize};
-use tlslab_core::{Backend, ServerKey};
+use tlslab_backend::CounterSnapshot;
+use tlslab_core::{Backend, ServerKey, Usage};
 
-use crate::usage::{reset_peak, Usage};
+use crate::error::RunError;
+use crate::usage::{current, reset_peak};
 
 /// The first line a controlled lab server prints.
 #[derive(Debug, Serialize, Deserialize)]
@@ -46,7 +50,13 @@ impl LabServer {
         key: ServerKey,
         ech_public_name: &str,
         network: Option<&tlslab_emulation::Network>,
-    ) -> Result<LabServer, String> {
+    ) -> Result<LabServer, RunError> {
+        let failed = |message: String| {
+            RunError::environment(
+                message,
+                "run `tlslab serve --cert ... --chain ...` by hand to see why",
+            )
+        };
         let ServerKey {
             backend,
             cert,
@@ -90,10 +100,19 @@ impl LabServer {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|error| {
-                format!("cannot start the lab server {}: {error}", program.display())
+                failed(format!(
+                    "cannot start the lab server {}: {error}",
+                    program.display()
+                ))
             })?;
-        let input = child.stdin.take().expect("stdin is piped");
-        let mut output = BufReader::new(child.stdout.take().expect("stdout is piped"));
+        let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(failed(
+                "the lab server's stdin and stdout are not piped".into(),
+            ));
+        };
+        let mut output = BufReader::new(output);
         let mut line = String::new();
         let ready: Option<Ready> = match output.read_line(&mut line) {
             Ok(n) if n > 0 => serde_json::from_str(&line).ok(),
@@ -106,15 +125,21 @@ impl LabServer {
                 let _ = std::io::Read::read_to_string(&mut stderr, &mut message);
             }
             let _ = child.wait();
-            return Err(format!(
+            return Err(failed(format!(
                 "the {backend} lab server ({cert}, chain {chain}) did not start: {}",
                 message.trim()
-            ));
+            )));
         };
         let ech_config = match &ready.ech_config {
-            Some(text) => Some(openssl::base64::decode_block(text).map_err(|_| {
-                format!("the {backend} lab server sent an ECH configuration that is not base64")
-            })?),
+            Some(text) => Some(
+                base64::engine::general_purpose::STANDARD
+                    .decode(text)
+                    .map_err(|_| {
+                        failed(format!(
+                            "the {backend} lab server sent an ECH configuration that is not base64"
+                        ))
+                    })?,
+            ),
             None => None,
         };
         Ok(LabServer {
@@ -133,7 +158,7 @@ impl LabServer {
     }
 
     /// What the server counted so far: tickets redeemed, replays refused, early data.
-    pub fn counters(&mut self) -> Option<ServerCounters> {
+    pub fn counters(&mut self) -> Option<CounterSnapshot> {
         self.ask("counters")
     }
 
@@ -155,46 +180,76 @@ impl Drop for LabServer {
     }
 }
 
-/// The lab server's counters as the control channel carries them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ServerCounters {
-    pub tickets_redeemed: u64,
-    pub replays_rejected: u64,
-    pub early_data_accepted: u64,
-    pub requests: u64,
-}
-
 /// The child's side of the control channel: announce `address` (TCP and UDP share the port),
 /// then answer `usage` and `counters` requests until stdin closes. Blocks the calling thread.
-pub fn answer_control_requests(ready: &Ready, counters: impl Fn() -> ServerCounters) {
-    let stdout = std::io::stdout();
-    let announce = serde_json::to_string(ready).expect("serializable");
-    {
-        let mut out = stdout.lock();
-        let _ = writeln!(out, "{announce}");
-        let _ = out.flush();
-    }
-    reset_peak();
-    for line in std::io::stdin().lock().lines() {
-        let Ok(line) = line else { break };
-        if line.trim() == "usage" {
-            let usage = Usage::current();
-            reset_peak();
-            let mut out = stdout.lock();
-            let _ = writeln!(
-                out,
-                "{}",
-                serde_json::to_string(&usage).expect("serializable")
-            );
-            let _ = out.flush();
-        } else if line.trim() == "counters" {
-            let mut out = stdout.lock();
-            let _ = writeln!(
-                out,
-                "{}",
-                serde_json::to_string(&counters()).expect("serializable")
-            );
+pub fn answer_control_requests(ready: &Ready, counters: impl Fn() -> CounterSnapshot) {
+    answer(
+        ready,
+        counters,
+        std::io::stdin().lock(),
+        &mut std::io::stdout(),
+    );
+}
+
+/// The control channel over any line reader and writer.
+fn answer(
+    ready: &Ready,
+    counters: impl Fn() -> CounterSnapshot,
+    input: impl BufRead,
+    out: &mut impl Write,
+) {
+    let mut say = |line: Result<String, serde_json::Error>| {
+        // The three types always serialize; a failed write means the run is gone.
+        if let Ok(line) = line {
+            let _ = writeln!(out, "{line}");
             let _ = out.flush();
         }
+    };
+    say(serde_json::to_string(ready));
+    reset_peak();
+    for line in input.lines() {
+        let Ok(line) = line else { break };
+        match line.trim() {
+            "usage" => {
+                let usage = current();
+                reset_peak();
+                say(serde_json::to_string(&usage));
+            }
+            "counters" => say(serde_json::to_string(&counters())),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_control_channel_announces_then_answers_each_request() {
+        let ready = Ready {
+            listening: "127.0.0.1:8443".parse().unwrap(),
+            ech_config: None,
+        };
+        let counters = || CounterSnapshot {
+            requests: 7,
+            ..CounterSnapshot::default()
+        };
+        let mut out = Vec::new();
+        answer(
+            &ready,
+            counters,
+            &b"usage\nnonsense\ncounters\n"[..],
+            &mut out,
+        );
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        let announced: Ready = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(announced.listening.port(), 8443);
+        let usage: Usage = serde_json::from_str(lines[1]).unwrap();
+        assert!(usage.peak_rss_bytes > 0);
+        let read: CounterSnapshot = serde_json::from_str(lines[2]).unwrap();
+        assert_eq!(read.requests, 7);
     }
 }

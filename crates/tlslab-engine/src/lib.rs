@@ -1,21 +1,29 @@
-//! The tlslab engine: starts lab servers as child processes, runs a [`Plan`](tlslab_core::Plan)
-//! trial by trial with concurrent agents (on an emulated network when the experiment names
-//! one), measures server and client CPU per trial, and streams every [`Sample`](tlslab_core::Sample) to a [`Sink`] (the results store).
+//! The tlslab engine: runs a [`Plan`](tlslab_core::Plan) against lab servers (child processes
+//! it starts) or a target, trial by trial with concurrent agents, on an emulated network when
+//! the experiment names one; measures server and client CPU per trial; and streams every
+//! [`Sample`](tlslab_core::Sample) and run record to a [`Sink`](tlslab_core::Sink).
+//!
+//! [`run`] is a short composition of steps, one module each: the emulated link
+//! (`network`), the lab servers (`servers`, `lab`), where each Config goes and what its client
+//! trusts (`routes`), each Config's client in its library (`clients`), the writer thread
+//! (`writer`), the trial loop with early stopping (`trials`, `stopping`), the replay probe
+//! (`replay`). The trial loop reaches the network only through a [`trials::Connector`], so it
+//! is tested without sockets; a producer with its own kind of attempt can drive it too.
+//! Signals are the caller's business: it hands the engine a [`Stop`] token.
 //!
 //! ```no_run
-//! use std::sync::{atomic::AtomicBool, Arc};
-//! use tlslab_core::{Experiment, Plan};
-//! use tlslab_engine::{run, Environment, Record, RunEnd, RunInfo, RunOptions, Sink};
+//! use tlslab_core::{Experiment, Plan, Record, RunEnd, RunInfo, Sink, SinkError};
+//! use tlslab_engine::{run, RunOptions, Stop};
 //!
 //! struct Count(u64);
 //! impl Sink for Count {
-//!     fn begin(&mut self, _: &RunInfo) -> Result<(), String> { Ok(()) }
-//!     fn record(&mut self, record: Record) -> Result<(), String> {
+//!     fn begin(&mut self, _: &RunInfo) -> Result<(), SinkError> { Ok(()) }
+//!     fn record(&mut self, record: Record) -> Result<(), SinkError> {
 //!         if let Record::Sample(_) = record { self.0 += 1 }
 //!         Ok(())
 //!     }
-//!     fn flush(&mut self) -> Result<(), String> { Ok(()) }
-//!     fn finish(&mut self, _: &RunEnd) -> Result<(), String> { Ok(()) }
+//!     fn flush(&mut self) -> Result<(), SinkError> { Ok(()) }
+//!     fn finish(&mut self, _: &RunEnd) -> Result<(), SinkError> { Ok(()) }
 //! }
 //!
 //! let experiment = Experiment { handshakes: 100, ..Experiment::default() };
@@ -24,29 +32,39 @@
 //! let options = RunOptions {
 //!     server_program: "tlslab".into(),
 //!     pki: tlslab_pki::Pki::open_default().unwrap(),
-//!     environment: Environment::capture("0.1.0", "unknown"),
+//!     environment: tlslab_engine::environment::capture("0.1.0", "unknown"),
 //!     command_line: vec![],
 //!     seed: 1,
-//!     stop: Arc::new(AtomicBool::new(false)),
+//!     stop: Stop::new(),
 //!     progress: None,
 //! };
 //! let end = run(&experiment, &configs, &plan, options, Box::new(Count(0))).unwrap();
 //! assert_eq!(end.attempted, 120);
 //! ```
 
-mod backend;
+mod clients;
 pub mod environment;
+mod error;
 pub mod lab;
 pub mod network;
-pub mod run;
+mod progress;
+mod replay;
+mod routes;
+mod run;
+mod runtime;
+pub mod serve;
+mod servers;
+mod stop;
 pub mod stopping;
+pub mod transport;
+pub mod trials;
 pub mod usage;
+mod writer;
 
-pub use environment::Environment;
+pub use error::{RunError, RunErrorKind};
 pub use lab::{answer_control_requests, LabServer};
-pub use run::{
-    run, Progress, ProgressCallback, Record, RunEnd, RunError, RunErrorKind, RunInfo, RunOptions,
-    Sink, TrialRecord,
-};
-pub use stopping::EarlyStop;
-pub use usage::Usage;
+pub use progress::{Progress, ProgressCallback};
+pub use replay::Flights;
+pub use run::{run, RunOptions};
+pub use stop::Stop;
+pub use writer::{Records, Writer};

@@ -11,23 +11,7 @@ use tlslab_emulation::{
     choose, remove_leftovers, EmulatorChoice, EmulatorKind, NamespaceHandle, NetworkProfile,
 };
 
-use crate::run::{RunError, RunErrorKind};
-
-fn environment_error(message: impl Into<String>, hint: impl Into<String>) -> RunError {
-    RunError {
-        kind: RunErrorKind::Environment,
-        message: message.into(),
-        hint: hint.into(),
-    }
-}
-
-fn configuration_error(message: impl Into<String>, hint: impl Into<String>) -> RunError {
-    RunError {
-        kind: RunErrorKind::Configuration,
-        message: message.into(),
-        hint: hint.into(),
-    }
-}
+use crate::error::RunError;
 
 /// The emulated link of a run, and how to describe it.
 pub struct EmulatedNetwork {
@@ -58,21 +42,21 @@ impl EmulatedNetwork {
             Emulator::Tun => EmulatorChoice::Kind(EmulatorKind::Tun),
             Emulator::Relay => EmulatorChoice::Kind(EmulatorKind::Relay),
         };
-        let kind = choose(choice).map_err(|error| environment_error(error.message, error.hint))?;
+        let kind = choose(choice)?;
         let lossy = experiment.loss.iter().any(|loss| loss.0 > 0.0);
         if kind == EmulatorKind::Relay && (lossy || !experiment.rate.is_empty()) {
-            return Err(configuration_error(
+            return Err(RunError::configuration(
                 "the relay emulator cannot drop packets or limit the rate",
                 "use --emulator tun or netem (they need root or CAP_NET_ADMIN), or leave out --loss and --rate",
             ));
         }
         if kind == EmulatorKind::Relay && experiment.transport.contains(&Transport::Quic) {
             return Err(match experiment.emulator {
-                Emulator::Relay => configuration_error(
+                Emulator::Relay => RunError::configuration(
                     "the relay emulator carries TCP only, not QUIC's UDP",
                     "use --emulator tun or netem (they need root or CAP_NET_ADMIN)",
                 ),
-                _ => environment_error(
+                _ => RunError::environment(
                     "QUIC over an emulated network needs the tun or netem emulator, and this machine can run neither",
                     "run as root or with CAP_NET_ADMIN and /dev/net/tun, or drop --transport quic",
                 ),
@@ -82,13 +66,12 @@ impl EmulatedNetwork {
             && experiment.server_cmd.is_none()
             && kind != EmulatorKind::Relay
         {
-            return Err(configuration_error(
+            return Err(RunError::configuration(
                 "an external --target is outside the emulated network",
                 "start the server inside it with --server-cmd '…' (--target then names its port), or use --emulator relay",
             ));
         }
-        let network = tlslab_emulation::Network::create(kind, run_id)
-            .map_err(|error| environment_error(error.message, error.hint))?;
+        let network = tlslab_emulation::Network::create(kind, run_id)?;
         let description = match kind {
             EmulatorKind::Netem => "netem: a veth pair between two network namespaces, netem on both ends",
             EmulatorKind::Tun => "tun: two network namespaces joined by TUN devices; tlslab forwards each IP packet after its delay",
@@ -128,9 +111,7 @@ impl EmulatedNetwork {
             // sent in answer (an ACK of the Finished) needs the other half to come back.
             std::thread::sleep(previous.rtt + previous.jitter * 2 + Duration::from_millis(2));
         }
-        self.network
-            .set_profile(&profile)
-            .map_err(|error| environment_error(error.message, error.hint))?;
+        self.network.set_profile(&profile)?;
         *current = Some(profile);
         Ok(())
     }
@@ -166,7 +147,7 @@ impl ExternalServer {
             network.network.place_in_server_namespace(&mut shell);
         }
         let child = shell.spawn().map_err(|error| {
-            environment_error(
+            RunError::environment(
                 format!("cannot start --server-cmd: {error}"),
                 "check that sh exists and the command is right",
             )
@@ -180,7 +161,7 @@ impl ExternalServer {
                 if let Some(mut stderr) = server.child.stderr.take() {
                     let _ = std::io::Read::read_to_string(&mut stderr, &mut message);
                 }
-                return Err(configuration_error(
+                return Err(RunError::configuration(
                     format!(
                         "--server-cmd exited ({status}) before accepting connections: {}",
                         message.trim()
@@ -192,7 +173,7 @@ impl ExternalServer {
                 return Ok(server);
             }
             if Instant::now() > deadline {
-                return Err(configuration_error(
+                return Err(RunError::configuration(
                     format!("--server-cmd did not accept connections on {address} within 15 s"),
                     "make the server listen on that port on all addresses (0.0.0.0), or fix --target's port",
                 ));
@@ -219,10 +200,13 @@ fn accepts(address: SocketAddr, namespace: Option<NamespaceHandle>) -> bool {
 impl Drop for ExternalServer {
     fn drop(&mut self) {
         let group = self.child.id() as i32;
-        // SAFETY: signalling a process group we created; no memory is involved.
-        unsafe {
-            libc::kill(-group, libc::SIGTERM);
-        }
+        let group = rustix::process::Pid::from_raw(group);
+        let signal = |signal| {
+            if let Some(group) = group {
+                let _ = rustix::process::kill_process_group(group, signal);
+            }
+        };
+        signal(rustix::process::Signal::TERM);
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -230,10 +214,7 @@ impl Drop for ExternalServer {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        // SAFETY: as above.
-        unsafe {
-            libc::kill(-group, libc::SIGKILL);
-        }
+        signal(rustix::process::Signal::KILL);
         let _ = self.child.wait();
     }
 }

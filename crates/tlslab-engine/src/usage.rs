@@ -1,42 +1,20 @@
-//! CPU time and peak memory of the current process.
+//! Measuring this process's CPU time and peak memory (the data type is core's [`Usage`]).
 
-use serde::{Deserialize, Serialize};
+use tlslab_core::Usage;
 
-/// Resource usage of a process since it started (CPU) or since the last reset (peak RSS).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    pub user_ns: u64,
-    pub system_ns: u64,
-    pub peak_rss_bytes: u64,
-}
-
-impl Usage {
-    /// Usage of this process now.
-    pub fn current() -> Usage {
-        // SAFETY: getrusage writes into the zeroed struct we own.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-        let nanos =
-            |time: libc::timeval| time.tv_sec as u64 * 1_000_000_000 + time.tv_usec as u64 * 1_000;
-        let peak_rss_bytes = high_water_mark().unwrap_or(usage.ru_maxrss as u64 * 1024);
-        Usage {
-            user_ns: nanos(usage.ru_utime),
-            system_ns: nanos(usage.ru_stime),
-            peak_rss_bytes,
-        }
-    }
-
-    pub fn cpu_ns(&self) -> u64 {
-        self.user_ns + self.system_ns
-    }
-
-    /// CPU used between `earlier` and `self`; the peak is `self`'s.
-    pub fn since(&self, earlier: &Usage) -> Usage {
-        Usage {
-            user_ns: self.user_ns.saturating_sub(earlier.user_ns),
-            system_ns: self.system_ns.saturating_sub(earlier.system_ns),
-            peak_rss_bytes: self.peak_rss_bytes,
-        }
+/// Usage of this process now.
+pub fn current() -> Usage {
+    // libc, not rustix: rustix 1.1 has no getrusage.
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let nanos =
+        |time: libc::timeval| time.tv_sec as u64 * 1_000_000_000 + time.tv_usec as u64 * 1_000;
+    let peak_rss_bytes = high_water_mark().unwrap_or(usage.ru_maxrss as u64 * 1024);
+    Usage {
+        user_ns: nanos(usage.ru_utime),
+        system_ns: nanos(usage.ru_stime),
+        peak_rss_bytes,
     }
 }
 
@@ -60,13 +38,13 @@ mod tests {
 
     #[test]
     fn cpu_time_grows_with_work_and_peak_memory_is_positive() {
-        let before = Usage::current();
+        let before = current();
         let mut sum = 0u64;
         for i in 0..20_000_000u64 {
             sum = sum.wrapping_add(i * i);
         }
         std::hint::black_box(sum);
-        let spent = Usage::current().since(&before);
+        let spent = current().since(&before);
         assert!(spent.cpu_ns() > 0);
         assert!(spent.peak_rss_bytes > 1024 * 1024);
     }

@@ -10,7 +10,8 @@
 //!
 //! - Client: [`encode_request`] (optionally padded to a chosen size with [`Request::min_size`],
 //!   for requests sent as TLS 0-RTT early data), then a [`ResponseReader`].
-//! - Lab server: a [`RequestReader`], then [`encode_response`] with a body of N bytes.
+//! - Lab server: a [`RequestReader`], then [`encode_response`] with a body of N bytes; or
+//!   [`ServerSession`], which does both for every request of a connection over TLS.
 //! - HTTP/2 connection setup: [`http2_server_preface`]; the client preface is part of the
 //!   encoded request. HTTP/3 control streams: [`http3_control_stream`] for both sides.
 //!
@@ -55,10 +56,12 @@ mod http2;
 mod http3;
 mod huffman;
 mod qpack;
+mod session;
 
 use std::fmt;
 
 pub use error::HttpError;
+pub use session::ServerSession;
 
 /// The HTTP version spoken on a connection, as negotiated by ALPN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

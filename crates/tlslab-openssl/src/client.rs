@@ -5,7 +5,7 @@
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use foreign_types::ForeignTypeRef;
 use openssl::ssl::{
@@ -13,8 +13,10 @@ use openssl::ssl::{
     SslSessionCacheMode, SslStream, SslVerifyMode, SslVersion,
 };
 use openssl::x509::{X509VerifyResult, X509};
-use tlslab_core::{CloseMode, ErrorClass, Event, Http, TlsVersion};
-use tlslab_tls::{Attempt, Failure, Trust};
+use tlslab_backend::{
+    Attempt, Channel, ClientSettings, EchMode, Failure, Handshake, Plaintext, Request, Trust,
+};
+use tlslab_core::{CloseMode, ErrorClass, Http, TlsVersion};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -22,8 +24,8 @@ use crate::ech::EchStatus;
 use crate::ffi;
 use crate::names::{group_name, handshake_message_name, signature_scheme_name, suite_name};
 use crate::probe::{self, observe, Direction, Observed, Pipe};
-use crate::settings::{ClientOptions, Group};
-use tlslab_tls::EchMode;
+use crate::settings::{groups_list, suite_list};
+use crate::Error;
 
 /// One handshake message with the time it was seen, in nanoseconds since the attempt
 /// started: sent messages when OpenSSL wrote them into its buffer (the bytes reach the kernel
@@ -44,9 +46,6 @@ pub struct Message {
 /// What the OpenSSL client observes beyond the fields of [`Attempt`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Observations {
-    /// Bytes received until `server_flight_received` (also in
-    /// [`Attempt::server_flight_bytes`]).
-    pub server_flight_bytes: Option<u64>,
     pub ech: EchStatus,
     /// Every handshake message in both directions, in order.
     pub messages: Vec<Message>,
@@ -83,23 +82,6 @@ pub struct Client {
     early_data: u64,
 }
 
-/// An encoded HTTP request and the version it speaks.
-#[derive(Debug, Clone)]
-struct Request {
-    version: tlslab_http::Version,
-    bytes: Vec<u8>,
-}
-
-/// The wire version of an HTTP request dimension over TLS-over-TCP.
-fn http_version(http: Http) -> Result<Option<tlslab_http::Version>, String> {
-    match http {
-        Http::None => Ok(None),
-        Http::Http11 => Ok(Some(tlslab_http::Version::Http11)),
-        Http::Http2 => Ok(Some(tlslab_http::Version::Http2)),
-        Http::Http3 => Err("HTTP/3 needs QUIC; the OpenSSL backend speaks TLS over TCP".into()),
-    }
-}
-
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
@@ -134,32 +116,35 @@ impl std::fmt::Debug for AgentSession {
 }
 
 impl Client {
-    pub fn new(options: &ClientOptions) -> Result<Client, String> {
-        let version = http_version(options.http)?;
-        let context = client_context(options, version).map_err(|error| error.to_string())?;
-        let request = version.map(|version| Request {
-            version,
-            bytes: tlslab_http::encode_request(
-                version,
-                &tlslab_http::Request {
-                    authority: &options.server_name,
-                    path: &options.path,
-                    min_size: options.early_data as usize,
-                },
-            ),
-        });
+    /// The client `settings` describe. It speaks TLS over TCP, with HTTP/1.1 or HTTP/2
+    /// requests (offered by ALPN, as the rustls client does); resuming by ticket, or with
+    /// `Resume::SessionId` by TLS 1.2 session ID alone (`SSL_OP_NO_TICKET`, as rustls'
+    /// `SessionIdOnly`). It has no certificate cache.
+    pub fn new(settings: &ClientSettings) -> Result<Client, Error> {
+        if settings.http == Http::Http3 {
+            return Err(Error::unsupported(
+                "HTTP/3 needs QUIC; the OpenSSL backend speaks TLS over TCP",
+            ));
+        }
+        if settings.cert_cache {
+            return Err(Error::unsupported(
+                "the certificate cache is a rustls client feature",
+            ));
+        }
+        let request = settings.request();
+        let context = client_context(settings, request.as_ref().map(|r| r.version))?;
         let client = Client {
             context,
-            server_name: options.server_name.clone(),
-            ech: options.ech.clone(),
-            resume: options.resume,
+            server_name: settings.server_name.clone(),
+            ech: settings.ech.clone(),
+            resume: settings.resumes(),
             request,
-            early_data: options.early_data,
+            early_data: settings.early_data,
         };
         // A configuration OpenSSL cannot use fails here, once, not on every attempt.
         client
             .connection(&client.agent_session())
-            .map_err(|failure| failure.detail)?;
+            .map_err(|failure| Error::new(failure.detail))?;
         Ok(client)
     }
 
@@ -222,8 +207,7 @@ impl Client {
         session: &AgentSession,
         attempt: &mut Attempt,
         mut socket: TcpStream,
-    ) -> Result<Established, Failure> {
-        let tickets_before = session.slot.as_ref().map(sessions_received);
+    ) -> Result<Handshake<Established>, Failure> {
         let (ssl, offered_session) = self.connection(session)?;
         let mut tls = SslStream::new(ssl, Pipe::default())
             .map_err(|error| Failure::new(ErrorClass::Protocol, error.to_string()))?;
@@ -274,7 +258,7 @@ impl Client {
                 }
             }
         }
-        attempt.mark(Event::HandshakeDone);
+        attempt.handshake_done();
         record_negotiated(attempt, tls.ssl(), self.resume);
         if let (Some(slot), Some(SslVersion::TLS1_2)) = (&session.slot, tls.ssl().version2()) {
             // A TLS 1.2 server may renew the ticket of a resumed session: OpenSSL then marks
@@ -293,22 +277,47 @@ impl Client {
         if sent_early {
             attempt.negotiated.early_data = Some(early_accepted);
         }
-        Ok(Established {
-            observations: Observations {
-                server_flight_bytes: progress.server_flight_bytes,
-                ech,
-                messages: progress.messages,
+        Ok(Handshake {
+            channel: Established {
+                observations: Observations {
+                    ech,
+                    messages: progress.messages,
+                },
+                tls,
+                socket,
+                buffer,
+                plaintext: Plaintext::default(),
             },
-            tls,
-            socket,
-            buffer,
-            slot: session.slot.clone(),
-            tickets_before,
-            request: self.request.clone(),
             // A rejected early request is sent again after the handshake (OpenSSL does not
             // resend it by itself).
             request_sent: early_accepted,
         })
+    }
+}
+
+impl tlslab_backend::Client for Client {
+    type Agent = AgentSession;
+    type Channel = Established;
+
+    fn agent(&self) -> AgentSession {
+        self.agent_session()
+    }
+
+    async fn handshake(
+        &self,
+        agent: &AgentSession,
+        attempt: &mut Attempt,
+        stream: TcpStream,
+    ) -> Result<Handshake<Established>, Failure> {
+        Client::handshake(self, agent, attempt, stream).await
+    }
+
+    fn request(&self) -> Option<&Request> {
+        self.request.as_ref()
+    }
+
+    fn tickets_received(&self, agent: &AgentSession) -> Option<u64> {
+        agent.slot.as_ref().map(sessions_received)
     }
 }
 
@@ -322,32 +331,29 @@ fn write_early(tls: &mut SslStream<Pipe>, mut data: &[u8]) -> Result<(), openssl
 }
 
 fn client_context(
-    options: &ClientOptions,
+    settings: &ClientSettings,
     http: Option<tlslab_http::Version>,
-) -> Result<SslContext, crate::Error> {
+) -> Result<SslContext, Error> {
     let mut builder = SslContextBuilder::new(SslMethod::tls_client())?;
-    let version = match options.version {
+    let version = match settings.version {
         TlsVersion::Tls12 => SslVersion::TLS1_2,
         TlsVersion::Tls13 => SslVersion::TLS1_3,
     };
     builder.set_min_proto_version(Some(version))?;
     builder.set_max_proto_version(Some(version))?;
-    let suites = options
-        .suite
-        .openssl_list(options.version)
-        .map_err(crate::Error::new)?;
-    match options.version {
+    let suites = suite_list(settings.suite, settings.version)?;
+    match settings.version {
         TlsVersion::Tls13 => builder.set_ciphersuites(suites)?,
         TlsVersion::Tls12 => builder.set_cipher_list(suites)?,
     }
-    builder.set_groups_list(&offered_groups(options.version, options.group)?)?;
-    if options.ech != EchMode::Off && options.version != TlsVersion::Tls13 {
-        return Err(crate::Error::new("ECH needs TLS 1.3"));
+    builder.set_groups_list(&groups_list(settings.version, &settings.offered_groups())?)?;
+    if settings.ech != EchMode::Off && settings.version != TlsVersion::Tls13 {
+        return Err(Error::unsupported("ECH needs TLS 1.3"));
     }
-    if options.ech == EchMode::Grease {
+    if settings.ech == EchMode::Grease {
         builder.set_options(SslOptions::from_bits_retain(ffi::SSL_OP_ECH_GREASE as _));
     }
-    match &options.trust {
+    match &settings.trust {
         Trust::Insecure => {
             builder.set_verify(SslVerifyMode::NONE);
             // SAFETY: the callback is a plain function that ignores its argument.
@@ -376,7 +382,7 @@ fn client_context(
                         .as_ref()
                         .is_some_and(|file| builder.set_ca_file(file).is_ok());
                     if !loaded {
-                        return Err(crate::Error::new(format!(
+                        return Err(Error::system_roots(format!(
                             "no system root certificates found (looked for a bundle in {:?})",
                             locations.cert_file
                         )));
@@ -404,12 +410,12 @@ fn client_context(
         wire.extend_from_slice(alpn);
         builder.set_alpn_protos(&wire)?;
     }
-    if options.resume {
+    if settings.resumes() {
         // Sessions go to the agent's slot only: OpenSSL's internal cache would keep every
         // session (and its peer chain) of the Config under a shared lock, and nobody reads it.
         builder
             .set_session_cache_mode(SslSessionCacheMode::CLIENT | SslSessionCacheMode::NO_INTERNAL);
-        if options.session_id_only {
+        if settings.resume == tlslab_core::Resume::SessionId {
             builder.set_options(SslOptions::NO_TICKET);
         }
         builder.set_new_session_callback(|ssl, session| {
@@ -425,35 +431,6 @@ fn client_context(
         builder.set_session_cache_mode(SslSessionCacheMode::OFF);
     }
     Ok(builder.build())
-}
-
-/// The groups a client offers, most preferred first: the requested group alone under TLS 1.3
-/// (it is the key share); under TLS 1.2 P-256 and P-384 follow, for the reason the rustls
-/// client gives (`tlslab_tls::provider::offered_groups`).
-fn offered_groups(version: TlsVersion, group: Group) -> Result<String, crate::Error> {
-    if version == TlsVersion::Tls13 {
-        return Ok(group.openssl_name().to_string());
-    }
-    if group.is_tls13_only() {
-        return Err(crate::Error::new(format!(
-            "group {group} exists only in TLS 1.3"
-        )));
-    }
-    // A DHE suite's group, offered alone: the server must not fall back to its own choice.
-    if group.is_finite_field() {
-        return Ok(group.openssl_name().to_string());
-    }
-    let mut groups = vec![group];
-    for curve in [Group::Secp256r1, Group::Secp384r1] {
-        if !groups.contains(&curve) {
-            groups.push(curve);
-        }
-    }
-    Ok(groups
-        .iter()
-        .map(|group| group.openssl_name())
-        .collect::<Vec<_>>()
-        .join(":"))
 }
 
 /// What the handshake negotiated. `resumes`: the client resumes sessions, so `resumed` says
@@ -505,13 +482,10 @@ fn is_dhe(ssl: &SslRef) -> bool {
         .is_some_and(|name| name.starts_with("TLS_DHE_"))
 }
 
-/// The client's progress through one handshake, between OpenSSL calls.
+/// The client's progress through one handshake, between OpenSSL calls: the messages seen so
+/// far (the attempt records the rest).
 #[derive(Debug, Default)]
 struct Progress {
-    last_read: Option<Instant>,
-    bytes_at_last_read: u64,
-    finished_pending: bool,
-    server_flight_bytes: Option<u64>,
     messages: Vec<Message>,
 }
 
@@ -519,21 +493,18 @@ impl Progress {
     fn apply(&mut self, attempt: &mut Attempt, observed: Observed) {
         let origin = attempt.origin;
         let since_origin = |at: Instant| at.saturating_duration_since(origin).as_nanos() as u64;
-        let flight_arrived = self.last_read.unwrap_or(origin);
-        let finished_written = observed
-            .messages
-            .iter()
-            .any(|message| message.direction == Direction::Sent && message.kind == 20);
+        let sent = |kind: fn(u8) -> bool| {
+            observed
+                .messages
+                .iter()
+                .any(|message| message.direction == Direction::Sent && kind(message.kind))
+        };
+        let finished_written = sent(|kind| kind == 20);
         // The server's flight is every byte read before the client answers it (Finished, or
         // ClientKeyExchange in TLS 1.2), whatever the reads that carried it: its size must not
         // depend on where OpenSSL happened to start verifying.
-        let answered = observed
-            .messages
-            .iter()
-            .any(|message| message.direction == Direction::Sent && message.kind != 1);
-        if answered && self.server_flight_bytes.is_none() {
-            self.server_flight_bytes = Some(self.bytes_at_last_read);
-            attempt.server_flight_bytes = self.server_flight_bytes;
+        if sent(|kind| kind != 1) {
+            attempt.server_flight_answered();
         }
         self.messages
             .extend(observed.messages.iter().map(|message| Message {
@@ -543,75 +514,29 @@ impl Progress {
                 length: message.length,
                 at: since_origin(message.at),
             }));
-        if let Some(start) = observed.verify_start {
-            // The read that delivered the certificate completed the flight the client needs.
-            // OpenSSL verifies the chain as soon as the Certificate message is in, where
-            // rustls waits for CertificateVerify: when the flight spans several reads, OpenSSL
-            // overlaps verification with the rest of the flight, and the events say so.
-            self.flight_complete(attempt, flight_arrived);
-            attempt
-                .timeline
-                .mark_once(Event::CertVerifyStart, origin, start);
+        // The read that delivered the certificate completed the flight the client needs.
+        // OpenSSL verifies the chain as soon as the Certificate message is in, where rustls
+        // waits for CertificateVerify: when the flight spans several reads, OpenSSL overlaps
+        // verification with the rest of the flight, and the events say so. Without
+        // verification (insecure, resumed) the flight is complete when the client can answer
+        // it.
+        if observed.verify_start.is_some() || finished_written {
+            attempt.server_flight_received();
         }
-        if let Some(end) = observed.verify_end {
-            if attempt.timeline.get(Event::CertVerifyStart).is_some() {
-                // The signature check after the chain extends verification: take the last.
-                attempt
-                    .timeline
-                    .set(Event::CertVerifyEnd, since_origin(end));
-            }
-        }
+        attempt.verification(observed.verify_start, observed.verify_end);
         if finished_written {
-            // Without verification (insecure, resumed) the flight is complete when the
-            // client can answer it.
-            self.flight_complete(attempt, flight_arrived);
-            if attempt.timeline.get(Event::ClientFinishedSent).is_none() {
-                self.finished_pending = true;
-            }
+            attempt.finished_due();
         }
     }
 
-    fn flight_complete(&mut self, attempt: &mut Attempt, arrived: Instant) {
-        attempt
-            .timeline
-            .mark_once(Event::ServerFlightReceived, attempt.origin, arrived);
-    }
-
-    /// Hands what OpenSSL wrote to the kernel, and records which flight it was.
+    /// Hands what OpenSSL wrote to the kernel.
     async fn flush(
         &mut self,
         attempt: &mut Attempt,
         tls: &mut SslStream<Pipe>,
         socket: &mut TcpStream,
     ) -> Result<(), Failure> {
-        let outgoing = std::mem::take(&mut tls.get_mut().outgoing);
-        if outgoing.is_empty() {
-            return Ok(());
-        }
-        socket
-            .write_all(&outgoing)
-            .await
-            .map_err(|error| Failure::io(&error))?;
-        let now = Instant::now();
-        attempt.bytes_sent += outgoing.len() as u64;
-        if attempt.timeline.get(Event::ClientHelloSent).is_none() {
-            attempt
-                .timeline
-                .mark_once(Event::ClientHelloSent, attempt.origin, now);
-            attempt.client_hello_bytes = Some(outgoing.len() as u64);
-        } else if self.finished_pending {
-            attempt
-                .timeline
-                .mark_once(Event::ClientFinishedSent, attempt.origin, now);
-            self.finished_pending = false;
-        }
-        // Give the buffer back so its capacity is reused.
-        let pipe = tls.get_mut();
-        if pipe.outgoing.is_empty() {
-            pipe.outgoing = outgoing;
-            pipe.outgoing.clear();
-        }
-        Ok(())
+        send(attempt, tls, socket).await
     }
 
     async fn read(
@@ -621,30 +546,11 @@ impl Progress {
         socket: &mut TcpStream,
         buffer: &mut [u8],
     ) -> Result<(), Failure> {
-        let read = socket
-            .read(buffer)
-            .await
-            .map_err(|error| Failure::io(&error))?;
-        let now = Instant::now();
-        if read == 0 {
-            let class = if attempt.timeline.get(Event::ServerHelloReceived).is_none() {
-                ErrorClass::Reset
-            } else {
-                ErrorClass::Protocol
-            };
-            return Err(Failure::new(
-                class,
-                "the server closed the connection during the handshake",
-            ));
+        if receive(attempt, tls, socket, buffer).await? {
+            Ok(())
+        } else {
+            Err(Failure::closed_during_handshake(attempt))
         }
-        attempt.bytes_received += read as u64;
-        attempt
-            .timeline
-            .mark_once(Event::ServerHelloReceived, attempt.origin, now);
-        self.last_read = Some(now);
-        self.bytes_at_last_read = attempt.bytes_received;
-        tls.get_mut().push(&buffer[..read]);
-        Ok(())
     }
 
     fn failure(&self, error: &openssl::ssl::Error, ssl: &SslRef) -> Failure {
@@ -681,18 +587,52 @@ impl Progress {
     }
 }
 
+/// Hands what OpenSSL wrote to the kernel, and reports it to the attempt.
+async fn send(
+    attempt: &mut Attempt,
+    tls: &mut SslStream<Pipe>,
+    socket: &mut TcpStream,
+) -> Result<(), Failure> {
+    let pipe = tls.get_mut();
+    if pipe.outgoing.is_empty() {
+        return Ok(());
+    }
+    socket
+        .write_all(&pipe.outgoing)
+        .await
+        .map_err(|error| Failure::io(&error))?;
+    attempt.sent(pipe.outgoing.len(), Instant::now());
+    pipe.outgoing.clear();
+    Ok(())
+}
+
+/// Reads once from the socket into the pipe; `Ok(false)` when the server closed the
+/// connection.
+async fn receive(
+    attempt: &mut Attempt,
+    tls: &mut SslStream<Pipe>,
+    socket: &mut TcpStream,
+    buffer: &mut [u8],
+) -> Result<bool, Failure> {
+    let read = socket
+        .read(buffer)
+        .await
+        .map_err(|error| Failure::io(&error))?;
+    if read == 0 {
+        return Ok(false);
+    }
+    attempt.received(read, Instant::now());
+    tls.get_mut().push(&buffer[..read]);
+    Ok(true)
+}
+
 /// A completed handshake, still connected.
 pub struct Established {
     pub observations: Observations,
     tls: SslStream<Pipe>,
     socket: TcpStream,
     buffer: Vec<u8>,
-    slot: Option<SessionSlot>,
-    /// Sessions the agent had received when the handshake started.
-    tickets_before: Option<u64>,
-    request: Option<Request>,
-    /// The request already went out as accepted early data.
-    request_sent: bool,
+    plaintext: Plaintext,
 }
 
 impl std::fmt::Debug for Established {
@@ -703,174 +643,46 @@ impl std::fmt::Debug for Established {
     }
 }
 
-/// Application data read from OpenSSL, and whether the server sent close_notify.
-#[derive(Default)]
-struct Plaintext {
-    data: Vec<u8>,
-    closed: bool,
-}
-
-/// A failure of the request after a successful handshake.
-fn http_failure(detail: impl Into<String>) -> Failure {
-    Failure::new(ErrorClass::Protocol, detail)
-}
-
-impl Established {
-    /// Sends the Config's request (unless early data carried it) and reads the response,
-    /// marking `first_byte` and `response_done` and filling [`Attempt::response`], as the
-    /// rustls client's `Established::exchange` does. Does nothing for Configs without a
-    /// request.
-    ///
-    /// Bytes exchanged after the handshake are not added to [`Attempt::bytes_sent`] and
-    /// [`Attempt::bytes_received`]: the rustls client adds them but freezes
-    /// [`Attempt::handshake_bytes`] at `handshake_done`, which only `tlslab-tls` can do, so
-    /// leaving them out keeps `handshake_bytes()` (what a sample stores) the same for both
-    /// clients.
-    pub async fn exchange(&mut self, attempt: &mut Attempt) -> Result<(), Failure> {
-        let Some(request) = self.request.take() else {
-            return Ok(());
-        };
-        if !self.request_sent {
-            self.write(&request.bytes)?;
-            self.send().await?;
-        }
-        let mut reader = tlslab_http::ResponseReader::new(request.version);
-        // With 0-RTT the response may have come with the server's handshake flight: it waits
-        // in OpenSSL's buffers (or the pipe) and the first drain returns it.
-        let mut plaintext = Plaintext::default();
-        loop {
-            self.drain(&mut plaintext)?;
-            // Tickets or key update acknowledgements OpenSSL wrote while reading.
-            self.send().await?;
-            if !plaintext.data.is_empty() {
-                let progress = reader
-                    .feed(&plaintext.data)
-                    .map_err(|error| http_failure(error.to_string()))?;
-                plaintext.data.clear();
-                if self.note(attempt, &mut reader, progress).await? {
-                    return Ok(());
-                }
-            }
-            let open = !plaintext.closed && self.receive().await?;
-            if !open {
-                let progress = reader
-                    .finish()
-                    .map_err(|error| http_failure(error.to_string()))?;
-                if self.note(attempt, &mut reader, progress).await? {
-                    return Ok(());
-                }
-                return Err(Failure::new(
-                    ErrorClass::Reset,
-                    "the server closed the connection before the response was complete",
-                ));
-            }
-        }
-    }
-
-    /// Records a response's progress; `Ok(true)` once it is complete.
-    async fn note(
-        &mut self,
-        attempt: &mut Attempt,
-        reader: &mut tlslab_http::ResponseReader,
-        progress: tlslab_http::Progress,
-    ) -> Result<bool, Failure> {
-        // HTTP/2 acknowledgements (SETTINGS, WINDOW_UPDATE) the reader wants sent.
-        let answer = reader.take_output();
-        if !answer.is_empty() {
-            self.write(&answer)?;
-            self.send().await?;
-        }
-        Ok(attempt.record_response(&progress))
-    }
-
-    /// Encrypts application data into the pipe.
+impl Channel for Established {
     fn write(&mut self, mut data: &[u8]) -> Result<(), Failure> {
         while !data.is_empty() {
-            let written = self
-                .tls
-                .ssl_write(data)
-                .map_err(|error| http_failure(error.to_string()))?;
+            let written = self.tls.ssl_write(data).map_err(Failure::http)?;
             data = &data[written..];
         }
         Ok(())
     }
 
-    /// Hands what OpenSSL wrote to the kernel.
-    async fn send(&mut self) -> Result<(), Failure> {
-        let pipe = self.tls.get_mut();
-        if pipe.outgoing.is_empty() {
-            return Ok(());
-        }
-        self.socket
-            .write_all(&pipe.outgoing)
-            .await
-            .map_err(|error| Failure::io(&error))?;
-        pipe.outgoing.clear();
-        Ok(())
+    async fn send(&mut self, attempt: &mut Attempt) -> Result<(), Failure> {
+        send(attempt, &mut self.tls, &mut self.socket).await
     }
 
-    /// Reads from the socket into the pipe; `Ok(false)` when the server closed the connection.
-    async fn receive(&mut self) -> Result<bool, Failure> {
-        let read = self
-            .socket
-            .read(&mut self.buffer)
-            .await
-            .map_err(|error| Failure::io(&error))?;
-        if read == 0 {
-            return Ok(false);
-        }
-        self.tls.get_mut().push(&self.buffer[..read]);
-        Ok(true)
+    async fn receive(&mut self, attempt: &mut Attempt) -> Result<bool, Failure> {
+        receive(attempt, &mut self.tls, &mut self.socket, &mut self.buffer).await
     }
 
-    /// Decrypts whatever application data the pipe holds.
-    fn drain(&mut self, plaintext: &mut Plaintext) -> Result<(), Failure> {
+    /// Decrypts whatever application data the pipe holds (OpenSSL also processes tickets and
+    /// key updates here).
+    fn plaintext(&mut self) -> Result<&mut Plaintext, Failure> {
         let mut chunk = [0u8; 16 * 1024];
         loop {
             match self.tls.ssl_read(&mut chunk) {
-                Ok(count) => plaintext.data.extend_from_slice(&chunk[..count]),
-                Err(error) if error.code() == ErrorCode::WANT_READ => return Ok(()),
+                Ok(count) => self.plaintext.data.extend_from_slice(&chunk[..count]),
+                Err(error) if error.code() == ErrorCode::WANT_READ => break,
                 Err(error) if error.code() == ErrorCode::ZERO_RETURN => {
-                    plaintext.closed = true;
-                    return Ok(());
+                    self.plaintext.closed = true;
+                    break;
                 }
-                Err(error) => return Err(http_failure(error.to_string())),
+                Err(error) => return Err(Failure::http(error)),
             }
         }
+        Ok(&mut self.plaintext)
     }
 
-    /// With resumption under TLS 1.3, reads until the server's NewSessionTicket arrives (it
-    /// follows the handshake) so the agent's next handshake can resume. Gives up quietly after
-    /// `patience`: a server that issues no tickets just means the next handshake is full.
-    /// Tickets that came during [`Established::exchange`] count.
-    pub async fn await_ticket(&mut self, patience: Duration) {
-        let (Some(slot), Some(before)) = (self.slot.clone(), self.tickets_before) else {
-            return;
-        };
-        if self.tls.ssl().version2() != Some(SslVersion::TLS1_3) {
-            return;
-        }
-        let wait = async {
-            let mut plaintext = Plaintext::default();
-            while sessions_received(&slot) == before {
-                plaintext.data.clear();
-                if self.drain(&mut plaintext).is_err() || plaintext.closed {
-                    return;
-                }
-                if sessions_received(&slot) != before {
-                    return;
-                }
-                if !matches!(self.receive().await, Ok(true)) {
-                    return;
-                }
-            }
-        };
-        let _ = tokio::time::timeout(patience, wait).await;
+    fn is_tls13(&self) -> bool {
+        self.tls.ssl().version2() == Some(SslVersion::TLS1_3)
     }
 
-    /// Closes the connection: an RST (the socket was opened with `SO_LINGER` 0) or a
-    /// close_notify and FIN.
-    pub async fn close(mut self, mode: CloseMode) {
+    async fn close(mut self, mode: CloseMode) {
         if mode == CloseMode::Graceful {
             let _ = self.tls.shutdown();
             let outgoing = std::mem::take(&mut self.tls.get_mut().outgoing);
@@ -889,27 +701,5 @@ impl Drop for Established {
         self.tls.set_shutdown(
             openssl::ssl::ShutdownState::SENT | openssl::ssl::ShutdownState::RECEIVED,
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tls12_offers_the_certificate_curves_and_tls13_only_the_key_share() {
-        assert_eq!(
-            offered_groups(TlsVersion::Tls13, Group::X25519Mlkem768).unwrap(),
-            "X25519MLKEM768"
-        );
-        assert_eq!(
-            offered_groups(TlsVersion::Tls12, Group::X25519).unwrap(),
-            "x25519:secp256r1:secp384r1"
-        );
-        assert_eq!(
-            offered_groups(TlsVersion::Tls12, Group::Secp384r1).unwrap(),
-            "secp384r1:secp256r1"
-        );
-        assert!(offered_groups(TlsVersion::Tls12, Group::Mlkem768).is_err());
     }
 }

@@ -126,12 +126,4 @@ mod tests {
             "RSA_PSS_PSS_SHA256"
         );
     }
-
-    #[test]
-    fn every_tlslab_group_keeps_its_name() {
-        for group in tlslab_core::Group::ALL {
-            let openssl = crate::Group::from(*group).openssl_name();
-            assert_eq!(group_name(openssl), group.as_str());
-        }
-    }
 }

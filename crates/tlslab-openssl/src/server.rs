@@ -1,6 +1,6 @@
 //! The OpenSSL lab server: every TLS 1.2 and 1.3 suite and group OpenSSL offers, driven by
 //! the same in-memory pipe as the client, answering HTTP/1.1 and HTTP/2 requests with a body
-//! of a chosen size, as the rustls lab server (`tlslab_tls::server`) does over TCP.
+//! of a chosen size, as the rustls lab server does over TCP.
 //!
 //! Resumption follows [`ServerResumption`]: none, stateless tickets, or a session cache whose
 //! TLS 1.3 tickets are removed when used. The cache is what makes 0-RTT safe to accept: a
@@ -9,7 +9,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,17 +18,17 @@ use openssl::ssl::{
     SslMethod, SslOptions, SslRef, SslSession, SslSessionCacheMode, SslStream, SslVersion,
 };
 use openssl::x509::X509;
-use tlslab_core::ServerResumption;
-use tlslab_tls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use tlslab_tls::server::HttpSession;
-use tlslab_tls::server::{CounterSnapshot, Counters, LabSettings};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use tlslab_backend::{CounterSnapshot, Counters, ServerSettings};
+use tlslab_core::{Group, ServerResumption};
+use tlslab_http::ServerSession;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::ech::EchKey;
 use crate::ffi;
 use crate::probe::Pipe;
-use crate::settings::Group;
+use crate::settings::group_openssl_name;
 use crate::Error;
 
 /// Every TLS 1.3 suite OpenSSL implements, CCM included.
@@ -51,49 +50,6 @@ const MAX_EARLY_DATA: u32 = 16_384;
 /// server's bounds).
 const CACHED_SESSIONS: usize = 65_536;
 const REMEMBERED_TICKETS: usize = 262_144;
-
-/// Server-side settings shared by every connection of one lab server instance: what a
-/// [`LabSettings`] says, plus ECH.
-#[derive(Debug, Clone)]
-pub struct ServerSettings {
-    /// `Off`: no tickets and no cache, so fresh-handshake measurements hold no ticket-issuing
-    /// work. `Tickets`: stateless TLS 1.3 tickets and RFC 5077 TLS 1.2 tickets, no cache.
-    /// `Cache`: a server-side session cache; TLS 1.2 resumes by session ID, and TLS 1.3
-    /// tickets only name a cache entry and are accepted once.
-    pub resumption: ServerResumption,
-    /// Accept TLS 1.3 early data (0-RTT) and answer a request it carries right after the
-    /// server's flight (0.5-RTT). Only with `Cache`: as in the rustls lab server, stateless
-    /// tickets could be replayed, so they do not allow early data.
-    pub early_data: bool,
-    /// Body bytes of every HTTP response.
-    pub body: u64,
-    /// Accept ECH with this key.
-    pub ech: Option<EchKey>,
-}
-
-impl Default for ServerSettings {
-    /// No resumption, no early data, empty bodies, no ECH.
-    fn default() -> ServerSettings {
-        ServerSettings {
-            resumption: ServerResumption::Off,
-            early_data: false,
-            body: 0,
-            ech: None,
-        }
-    }
-}
-
-impl ServerSettings {
-    /// The OpenSSL server for what a rustls lab server offers, without ECH.
-    pub fn from_lab(settings: &LabSettings) -> ServerSettings {
-        ServerSettings {
-            resumption: settings.resumption,
-            early_data: settings.early_data,
-            body: settings.body,
-            ech: None,
-        }
-    }
-}
 
 /// A configured server: one `SSL_CTX` shared by every connection, and what they count.
 #[derive(Clone)]
@@ -118,14 +74,18 @@ impl std::fmt::Debug for ServerConfig {
 }
 
 /// Builds a server for `certificates` (leaf first, then intermediates, as tlslab-pki's
-/// `ServedChain::certificates`) and the leaf's `key` (PKCS#8, PKCS#1 or SEC1 DER).
+/// `ServedChain::certificates`) and the leaf's `key` (PKCS#8, PKCS#1 or SEC1 DER), accepting
+/// ECH with `ech` when given.
 ///
 /// Everything is enabled, so the client alone decides what a Config negotiates and one
-/// server serves every client-side Config with the same certificate.
+/// server serves every client-side Config with the same certificate. Early data is accepted
+/// only with the session cache: as in the rustls lab server, stateless tickets could be
+/// replayed.
 pub fn server_config(
     certificates: &[CertificateDer<'_>],
     key: &PrivateKeyDer<'_>,
     settings: &ServerSettings,
+    ech: Option<&EchKey>,
 ) -> Result<Arc<ServerConfig>, Error> {
     let (leaf, intermediates) = certificates
         .split_first()
@@ -142,7 +102,7 @@ pub fn server_config(
     builder.set_ciphersuites(TLS13_SUITES)?;
     let groups: Vec<&str> = Group::ALL
         .iter()
-        .map(|group| group.openssl_name())
+        .map(|&group| group_openssl_name(group))
         .collect();
     builder.set_groups_list(&groups.join(":"))?;
     // SAFETY: the context is live.
@@ -198,7 +158,7 @@ pub fn server_config(
     if early_data {
         builder.set_max_early_data(MAX_EARLY_DATA)?;
     }
-    if let Some(key) = &settings.ech {
+    if let Some(key) = ech {
         let store = key.store()?;
         // SAFETY: both are live; the context takes its own copy of the store.
         if unsafe { ffi::SSL_CTX_set1_echstore(builder.as_ptr(), store.0) } != 1 {
@@ -250,9 +210,7 @@ impl SessionCache {
             Some(session) => session.protocol_version() == SslVersion::TLS1_3,
             None => {
                 if state.spent.contains(id) {
-                    self.counters
-                        .replays_rejected
-                        .fetch_add(1, Ordering::Relaxed);
+                    self.counters.replay_rejected();
                 }
                 return None;
             }
@@ -268,9 +226,7 @@ impl SessionCache {
         state.spent.insert(id.to_vec());
         // Counted when taken, as the rustls lab does: a replayed first flight never completes
         // its handshake, and the replay probe must still see a ticket accepted twice.
-        self.counters
-            .tickets_redeemed
-            .fetch_add(1, Ordering::Relaxed);
+        self.counters.ticket_redeemed();
         state.sessions.remove(id)
     }
 
@@ -361,7 +317,7 @@ enum Stage {
 enum HttpState {
     /// Nothing arrived yet.
     Waiting,
-    Serving(Box<HttpSession>),
+    Serving(Box<ServerSession>),
     /// The client sent something that is not HTTP: read and dropped from then on.
     Ignoring,
 }
@@ -392,10 +348,7 @@ impl Connection<'_> {
                         Ok(count) => {
                             if !self.counted_early {
                                 self.counted_early = true;
-                                self.config
-                                    .counters
-                                    .early_data_accepted
-                                    .fetch_add(1, Ordering::Relaxed);
+                                self.config.counters.early_data_accepted();
                             }
                             let answer = self.receive(tls.ssl(), &plaintext[..count]);
                             // 0.5-RTT: the answer follows the server's flight at once.
@@ -415,10 +368,7 @@ impl Connection<'_> {
                         let ssl = tls.ssl();
                         let taken = self.config.cache && ssl.version2() == Some(SslVersion::TLS1_3);
                         if ssl.session_reused() && !taken {
-                            self.config
-                                .counters
-                                .tickets_redeemed
-                                .fetch_add(1, Ordering::Relaxed);
+                            self.config.counters.ticket_redeemed();
                         }
                     }
                     Err(error) if error.code() == ErrorCode::WANT_READ => return Ok(false),
@@ -448,16 +398,14 @@ impl Connection<'_> {
     fn receive(&mut self, ssl: &SslRef, data: &[u8]) -> Vec<u8> {
         let mut answer = Vec::new();
         if let HttpState::Waiting = self.http {
-            self.http = HttpState::Serving(Box::new(HttpSession::for_alpn(
+            self.http = HttpState::Serving(Box::new(ServerSession::for_alpn(
                 ssl.selected_alpn_protocol(),
             )));
         }
         if let HttpState::Serving(session) = &mut self.http {
-            if session
-                .feed(data, self.config.body, &self.config.counters, &mut answer)
-                .is_err()
-            {
-                self.http = HttpState::Ignoring;
+            match session.feed(data, self.config.body, &mut answer) {
+                Ok(answered) => self.config.counters.answered(answered),
+                Err(_) => self.http = HttpState::Ignoring,
             }
         }
         answer
@@ -515,7 +463,7 @@ mod tests {
     #[test]
     fn an_empty_chain_is_refused() {
         let key = PrivateKeyDer::Pkcs8(Vec::<u8>::new().into());
-        let error = server_config(&[], &key, &ServerSettings::default()).unwrap_err();
+        let error = server_config(&[], &key, &ServerSettings::default(), None).unwrap_err();
         assert!(error.to_string().contains("at least one certificate"));
     }
 }

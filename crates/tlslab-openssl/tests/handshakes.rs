@@ -4,14 +4,16 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tlslab_core::{CertProfile, Cipher, CloseMode, Event, Phase, TlsVersion};
-use tlslab_openssl::{
-    ml_dsa_chain, server_config, Client, ClientOptions, Direction, EchKey, EchMode, EchStatus,
-    Established, Group, LegacySuite, MlDsa, ServerSettings, Suite,
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use tlslab_backend::{
+    await_ticket, Attempt, Channel, Client as _, ClientSettings, EchMode, Failure, Handshake,
+    ServerSettings, Suite, Trust,
 };
+use tlslab_core::{
+    CertProfile, Cipher, CloseMode, Event, Group, LegacySuite, Phase, Resume, TlsVersion,
+};
+use tlslab_openssl::{server_config, Client, Direction, EchKey, EchStatus, Established};
 use tlslab_pki::{Pki, ServedChain};
-use tlslab_tls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use tlslab_tls::{Attempt, Failure, Trust};
 use tokio::net::{TcpListener, TcpStream};
 
 fn pki() -> Pki {
@@ -26,8 +28,9 @@ async fn openssl_server(
     certificates: &[CertificateDer<'static>],
     key: &PrivateKeyDer<'static>,
     settings: ServerSettings,
+    ech: Option<&EchKey>,
 ) -> SocketAddr {
-    let config = server_config(certificates, key, &settings).unwrap();
+    let config = server_config(certificates, key, &settings, ech).unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(tlslab_openssl::serve(listener, config));
@@ -46,26 +49,20 @@ async fn rustls_server(
     address
 }
 
-fn options(version: TlsVersion, group: Group, root: &CertificateDer<'static>) -> ClientOptions {
-    ClientOptions {
+fn options(version: TlsVersion, group: Group, root: &CertificateDer<'static>) -> ClientSettings {
+    ClientSettings::handshake_only(
         version,
-        suite: Suite::Cipher(Cipher::Aes128Gcm),
+        Cipher::Aes128Gcm,
         group,
-        server_name: "localhost".into(),
-        trust: Trust::Roots(vec![root.clone()]),
-        ech: EchMode::Off,
-        resume: false,
-        session_id_only: false,
-        http: tlslab_core::Http::None,
-        path: "/".into(),
-        early_data: 0,
-    }
+        "localhost",
+        Trust::Roots(vec![root.clone()]),
+    )
 }
 
 async fn openssl_handshake(
     address: SocketAddr,
-    options: &ClientOptions,
-) -> (Attempt, Result<Established, Failure>) {
+    options: &ClientSettings,
+) -> (Attempt, Result<Handshake<Established>, Failure>) {
     let client = Client::new(options).unwrap();
     let session = client.agent_session();
     let mut attempt = Attempt::start();
@@ -78,10 +75,10 @@ async fn openssl_handshake(
 async fn rustls_handshake(
     address: SocketAddr,
     version: TlsVersion,
-    group: tlslab_core::Group,
+    group: Group,
     root: &CertificateDer<'static>,
 ) -> Attempt {
-    let client = tlslab_tls::Client::new(&tlslab_tls::ClientSettings::handshake_only(
+    let client = tlslab_tls::Client::new(&ClientSettings::handshake_only(
         version,
         Cipher::Aes128Gcm,
         group,
@@ -93,11 +90,11 @@ async fn rustls_handshake(
     let mut attempt = Attempt::start();
     let stream = TcpStream::connect(address).await.unwrap();
     attempt.mark(Event::TcpConnected);
-    let established = client
+    let handshake = client
         .handshake(&session, &mut attempt, stream)
         .await
         .unwrap();
-    established.close(CloseMode::Reset).await;
+    handshake.channel.close(CloseMode::Reset).await;
     attempt
 }
 
@@ -130,7 +127,7 @@ fn assert_complete(attempt: &Attempt) {
 }
 
 fn assert_flight(attempt: &Attempt, established: &Established) {
-    let flight = established.observations.server_flight_bytes.unwrap();
+    let flight = attempt.server_flight_bytes.unwrap();
     assert!(flight > 0 && flight <= attempt.bytes_received, "{flight}");
     let messages = &established.observations.messages;
     let first = messages.first().unwrap();
@@ -151,6 +148,7 @@ async fn openssl_client_and_server_complete_tls12_and_tls13() {
         &chain.certificates,
         &chain.private_key,
         ServerSettings::default(),
+        None,
     )
     .await;
     for (version, suite) in [
@@ -159,7 +157,7 @@ async fn openssl_client_and_server_complete_tls12_and_tls13() {
     ] {
         let (attempt, result) =
             openssl_handshake(address, &options(version, Group::X25519, &chain.root)).await;
-        let established = result.unwrap();
+        let established = result.unwrap().channel;
         assert_complete(&attempt);
         assert_flight(&attempt, &established);
         let negotiated = &attempt.negotiated;
@@ -181,16 +179,13 @@ async fn openssl_client_reports_what_the_rustls_client_reports_against_rustls() 
         let chain = chain(profile);
         let address = rustls_server(&chain.certificates, &chain.private_key).await;
         for version in [TlsVersion::Tls13, TlsVersion::Tls12] {
-            for group in [
-                tlslab_core::Group::X25519,
-                tlslab_core::Group::X25519Mlkem768,
-            ] {
+            for group in [Group::X25519, Group::X25519Mlkem768] {
                 if version == TlsVersion::Tls12 && group.is_post_quantum() {
                     continue;
                 }
                 let (attempt, result) =
-                    openssl_handshake(address, &options(version, group.into(), &chain.root)).await;
-                let established = result.unwrap();
+                    openssl_handshake(address, &options(version, group, &chain.root)).await;
+                let established = result.unwrap().channel;
                 assert_complete(&attempt);
                 assert_flight(&attempt, &established);
                 let reference = rustls_handshake(address, version, group, &chain.root).await;
@@ -211,14 +206,15 @@ async fn rustls_client_completes_against_the_openssl_server() {
         &chain.certificates,
         &chain.private_key,
         ServerSettings::default(),
+        None,
     )
     .await;
     for (version, group) in [
-        (TlsVersion::Tls13, tlslab_core::Group::X25519),
-        (TlsVersion::Tls13, tlslab_core::Group::X25519Mlkem768),
-        (TlsVersion::Tls13, tlslab_core::Group::Secp256r1Mlkem768),
-        (TlsVersion::Tls13, tlslab_core::Group::Mlkem768),
-        (TlsVersion::Tls12, tlslab_core::Group::Secp256r1),
+        (TlsVersion::Tls13, Group::X25519),
+        (TlsVersion::Tls13, Group::X25519Mlkem768),
+        (TlsVersion::Tls13, Group::Secp256r1Mlkem768),
+        (TlsVersion::Tls13, Group::Mlkem768),
+        (TlsVersion::Tls12, Group::Secp256r1),
     ] {
         let attempt = rustls_handshake(address, version, group, &chain.root).await;
         assert_complete(&attempt);
@@ -237,9 +233,10 @@ async fn every_group_negotiates_between_openssl_peers() {
         &chain.certificates,
         &chain.private_key,
         ServerSettings::default(),
+        None,
     )
     .await;
-    for group in Group::ALL {
+    for &group in Group::ALL {
         let (attempt, result) =
             openssl_handshake(address, &options(TlsVersion::Tls13, group, &chain.root)).await;
         result.unwrap_or_else(|failure| panic!("{group}: {failure:?}"));
@@ -255,6 +252,7 @@ async fn a_hybrid_key_share_makes_the_client_hello_three_times_larger() {
         &chain.certificates,
         &chain.private_key,
         ServerSettings::default(),
+        None,
     )
     .await;
     let size = |group| {
@@ -278,6 +276,7 @@ async fn legacy_tls12_suites_negotiate() {
         &chain.certificates,
         &chain.private_key,
         ServerSettings::default(),
+        None,
     )
     .await;
     for suite in LegacySuite::ALL {
@@ -316,22 +315,23 @@ async fn ech_is_accepted_by_the_openssl_server() {
     let address = openssl_server(
         &chain.certificates,
         &chain.private_key,
-        ServerSettings {
-            ech: Some(key.clone()),
-            ..ServerSettings::default()
-        },
+        ServerSettings::default(),
+        Some(&key),
     )
     .await;
     let mut options = options(TlsVersion::Tls13, Group::X25519, &chain.root);
     options.ech = EchMode::On(key.config_list().unwrap());
     let (attempt, result) = openssl_handshake(address, &options).await;
-    let established = result.unwrap();
+    let established = result.unwrap().channel;
     assert_complete(&attempt);
     assert_eq!(established.observations.ech, EchStatus::Accepted);
     // The base64 form (`--ech-config`) works as well.
     options.ech = EchMode::On(key.config_list_base64().unwrap().into_bytes());
     let (_, result) = openssl_handshake(address, &options).await;
-    assert_eq!(result.unwrap().observations.ech, EchStatus::Accepted);
+    assert_eq!(
+        result.unwrap().channel.observations.ech,
+        EchStatus::Accepted
+    );
 }
 
 #[tokio::test]
@@ -341,6 +341,7 @@ async fn ech_grease_is_reported_as_grease_and_costs_bytes() {
         &chain.certificates,
         &chain.private_key,
         ServerSettings::default(),
+        None,
     )
     .await;
     let mut options = options(TlsVersion::Tls13, Group::X25519, &chain.root);
@@ -348,7 +349,7 @@ async fn ech_grease_is_reported_as_grease_and_costs_bytes() {
     result.unwrap();
     options.ech = EchMode::Grease;
     let (greased, result) = openssl_handshake(address, &options).await;
-    let established = result.unwrap();
+    let established = result.unwrap().channel;
     assert_complete(&greased);
     assert_eq!(established.observations.ech, EchStatus::Grease);
     assert!(greased.client_hello_bytes.unwrap() > plain.client_hello_bytes.unwrap());
@@ -362,10 +363,8 @@ async fn ech_with_a_configuration_the_server_lacks_is_rejected() {
     let address = openssl_server(
         &chain.certificates,
         &chain.private_key,
-        ServerSettings {
-            ech: Some(served),
-            ..ServerSettings::default()
-        },
+        ServerSettings::default(),
+        Some(&served),
     )
     .await;
     let mut options = options(TlsVersion::Tls13, Group::X25519, &chain.root);
@@ -373,18 +372,20 @@ async fn ech_with_a_configuration_the_server_lacks_is_rejected() {
     let (attempt, result) = openssl_handshake(address, &options).await;
     // RFC 9849: the client aborts with ech_required after authenticating the outer
     // handshake for the public name; the attempt keeps what it observed.
-    let failure = result.unwrap_err();
+    let failure = result.map(|handshake| handshake.channel).unwrap_err();
     assert!(failure.detail.contains("ech"), "{failure:?}");
     assert!(attempt.timeline.is_ordered());
 }
 
 #[tokio::test]
 async fn ml_dsa_65_chains_work_in_both_directions_across_backends() {
-    let chain = ml_dsa_chain(MlDsa::MlDsa65, "localhost").unwrap();
+    // The leaf alone (depth 1), signed by the root.
+    let chain = pki().chain(CertProfile::MlDsa65, 1).unwrap();
     let address = openssl_server(
         &chain.certificates,
         &chain.private_key,
         ServerSettings::default(),
+        None,
     )
     .await;
     let (attempt, result) = openssl_handshake(
@@ -398,16 +399,11 @@ async fn ml_dsa_65_chains_work_in_both_directions_across_backends() {
         attempt.negotiated.signature_scheme.as_deref(),
         Some("ML_DSA_65")
     );
-    let reference = rustls_handshake(
-        address,
-        TlsVersion::Tls13,
-        tlslab_core::Group::X25519,
-        &chain.root,
-    )
-    .await;
+    let reference = rustls_handshake(address, TlsVersion::Tls13, Group::X25519, &chain.root).await;
     assert_complete(&reference);
     assert_eq!(reference.negotiated, attempt.negotiated);
-    // rustls (aws-lc-rs) also signs with the PKCS#8 key OpenSSL wrote.
+    // rustls (aws-lc-rs) also signs with the PKCS#8 key OpenSSL wrote (tlslab-pki makes
+    // ML-DSA material with OpenSSL).
     let address = rustls_server(&chain.certificates, &chain.private_key).await;
     let (attempt, result) = openssl_handshake(
         address,
@@ -430,11 +426,12 @@ async fn a_wrong_root_fails_as_a_certificate_error() {
         &chain.certificates,
         &chain.private_key,
         ServerSettings::default(),
+        None,
     )
     .await;
     let (attempt, result) =
         openssl_handshake(address, &options(TlsVersion::Tls13, Group::X25519, &other)).await;
-    let failure = result.unwrap_err();
+    let failure = result.map(|handshake| handshake.channel).unwrap_err();
     assert_eq!(
         failure.class,
         tlslab_core::ErrorClass::Certificate,
@@ -466,11 +463,12 @@ async fn resumption_resumes_the_second_handshake() {
             resumption: tlslab_core::ServerResumption::Tickets,
             ..ServerSettings::default()
         },
+        None,
     )
     .await;
     for version in [TlsVersion::Tls13, TlsVersion::Tls12] {
         let mut options = options(version, Group::X25519, &chain.root);
-        options.resume = true;
+        options.resume = Resume::Tickets;
         let client = Arc::new(Client::new(&options).unwrap());
         let session = client.agent_session();
         let mut resumed = Vec::new();
@@ -478,13 +476,23 @@ async fn resumption_resumes_the_second_handshake() {
             let mut attempt = Attempt::start();
             let stream = TcpStream::connect(address).await.unwrap();
             attempt.mark(Event::TcpConnected);
+            let before = client.tickets_received(&session);
             let mut established = client
                 .handshake(&session, &mut attempt, stream)
                 .await
-                .unwrap();
-            established
-                .await_ticket(std::time::Duration::from_secs(2))
+                .unwrap()
+                .channel;
+            // The TLS 1.3 ticket follows the handshake (a TLS 1.2 session comes with it).
+            if let (Some(before), true) = (before, established.is_tls13()) {
+                let arrived = || client.tickets_received(&session) != Some(before);
+                await_ticket(
+                    &mut established,
+                    &mut attempt,
+                    std::time::Duration::from_secs(2),
+                    arrived,
+                )
                 .await;
+            }
             assert!(attempt.timeline.is_ordered());
             resumed.push(attempt.negotiated.resumed);
             established.close(CloseMode::Graceful).await;
@@ -501,10 +509,8 @@ async fn a_rustls_client_with_ech_is_accepted_by_the_openssl_server() {
     let address = openssl_server(
         &chain.certificates,
         &chain.private_key,
-        ServerSettings {
-            ech: Some(key.clone()),
-            ..ServerSettings::default()
-        },
+        ServerSettings::default(),
+        Some(&key),
     )
     .await;
     let ech = rustls::client::EchConfig::new(

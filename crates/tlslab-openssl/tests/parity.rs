@@ -6,16 +6,17 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tlslab_backend::{
+    await_ticket, exchange, Attempt, Channel, Client as BackendClient, ClientSettings,
+    CounterSnapshot, Handshake, ServerSettings, Trust,
+};
 use tlslab_core::{
-    CertProfile, Cipher, CloseMode, Event, Http, Response, Resume, ServerResumption, TlsVersion,
+    CertProfile, Cipher, CloseMode, Event, Group, Http, Response, Resume, ServerResumption,
+    TlsVersion,
 };
-use tlslab_openssl::{
-    server_config, AgentSession, Client, ClientOptions, EchMode, Group, ServerConfig,
-    ServerSettings, Suite,
-};
+use tlslab_openssl::{server_config, AgentSession, Client, ServerConfig};
 use tlslab_pki::{Pki, ServedChain};
-use tlslab_tls::server::{Lab, LabSettings};
-use tlslab_tls::{Attempt, ClientSettings, Trust};
+use tlslab_tls::server::Lab;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -30,14 +31,14 @@ fn chain() -> ServedChain {
 }
 
 async fn openssl_server(chain: &ServedChain, settings: ServerSettings) -> Server {
-    let config = server_config(&chain.certificates, &chain.private_key, &settings).unwrap();
+    let config = server_config(&chain.certificates, &chain.private_key, &settings, None).unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(tlslab_openssl::serve(listener, config.clone()));
     Server::OpenSsl(address, config)
 }
 
-async fn rustls_lab(chain: &ServedChain, settings: LabSettings) -> Server {
+async fn rustls_lab(chain: &ServedChain, settings: ServerSettings) -> Server {
     let lab = Arc::new(
         Lab::new(
             chain.certificates.clone(),
@@ -53,9 +54,9 @@ async fn rustls_lab(chain: &ServedChain, settings: LabSettings) -> Server {
 }
 
 /// Both lab servers for the same settings.
-async fn both_servers(chain: &ServedChain, settings: LabSettings) -> [Server; 2] {
+async fn both_servers(chain: &ServedChain, settings: ServerSettings) -> [Server; 2] {
     [
-        openssl_server(chain, ServerSettings::from_lab(&settings)).await,
+        openssl_server(chain, settings).await,
         rustls_lab(chain, settings).await,
     ]
 }
@@ -79,7 +80,7 @@ impl Server {
         }
     }
 
-    fn counters(&self) -> tlslab_tls::server::CounterSnapshot {
+    fn counters(&self) -> CounterSnapshot {
         match self {
             Server::OpenSsl(_, config) => config.counters(),
             Server::Rustls(_, lab) => lab.counters(),
@@ -87,38 +88,27 @@ impl Server {
     }
 }
 
-fn lab_settings(resumption: ServerResumption, early_data: bool, body: u64) -> LabSettings {
-    LabSettings {
+fn lab_settings(resumption: ServerResumption, early_data: bool, body: u64) -> ServerSettings {
+    ServerSettings {
         resumption,
         early_data,
         body,
     }
 }
 
-fn options(version: TlsVersion, chain: &ServedChain) -> ClientOptions {
-    ClientOptions {
-        version,
-        suite: Suite::Cipher(Cipher::Aes128Gcm),
-        group: Group::X25519,
-        server_name: "localhost".into(),
-        trust: Trust::Roots(vec![chain.root.clone()]),
-        ech: EchMode::Off,
-        resume: false,
-        session_id_only: false,
-        http: Http::None,
-        path: "/".into(),
-        early_data: 0,
-    }
-}
-
-fn rustls_settings(version: TlsVersion, chain: &ServedChain) -> ClientSettings {
+/// The settings of a fresh-handshake client without a request, for either backend.
+fn options(version: TlsVersion, chain: &ServedChain) -> ClientSettings {
     ClientSettings::handshake_only(
         version,
         Cipher::Aes128Gcm,
-        tlslab_core::Group::X25519,
+        Group::X25519,
         "localhost",
         Trust::Roots(vec![chain.root.clone()]),
     )
+}
+
+fn rustls_settings(version: TlsVersion, chain: &ServedChain) -> ClientSettings {
+    options(version, chain)
 }
 
 /// One OpenSSL attempt as the engine runs it: handshake, request, ticket, close.
@@ -138,20 +128,14 @@ async fn openssl_capturing(
     }
     let stream = TcpStream::connect(address).await.unwrap();
     attempt.mark(Event::TcpConnected);
-    let mut established = client
+    let tickets_before = client.tickets_received(session);
+    let handshake = client
         .handshake(session, &mut attempt, stream)
         .await
         .unwrap_or_else(|failure| panic!("{failure:?}"));
-    let flight = established.observations.server_flight_bytes;
-    assert!(flight.is_some_and(|bytes| bytes > 0));
-    assert_eq!(attempt.server_flight_bytes, flight);
-    established
-        .exchange(&mut attempt)
-        .await
-        .unwrap_or_else(|failure| panic!("{failure:?}"));
-    established.await_ticket(PATIENCE).await;
-    established.close(CloseMode::Graceful).await;
-    assert!(attempt.timeline.is_ordered(), "{:?}", attempt.timeline);
+    // The server's flight, up to the client's answer, is recorded when the handshake ends.
+    assert!(attempt.server_flight_bytes.is_some_and(|bytes| bytes > 0));
+    after_handshake(client, session, &mut attempt, handshake, tickets_before).await;
     attempt
 }
 
@@ -168,18 +152,40 @@ async fn rustls_attempt(
     }
     let stream = TcpStream::connect(address).await.unwrap();
     attempt.mark(Event::TcpConnected);
-    let mut established = client
+    let tickets_before = client.tickets_received(session);
+    let handshake = client
         .handshake(session, &mut attempt, stream)
         .await
         .unwrap_or_else(|failure| panic!("{failure:?}"));
-    established
-        .exchange(&mut attempt)
-        .await
-        .unwrap_or_else(|failure| panic!("{failure:?}"));
-    established.await_ticket(&mut attempt, PATIENCE).await;
-    established.close(CloseMode::Graceful).await;
-    assert!(attempt.timeline.is_ordered(), "{:?}", attempt.timeline);
+    after_handshake(client, session, &mut attempt, handshake, tickets_before).await;
     attempt
+}
+
+/// The rest of an attempt, for either client: the request (if the Config sends one) and its
+/// response, the session ticket of a resuming TLS 1.3 connection (waiting up to `PATIENCE`),
+/// a graceful close; then the timeline must be in order.
+async fn after_handshake<C: BackendClient>(
+    client: &C,
+    agent: &C::Agent,
+    attempt: &mut Attempt,
+    handshake: Handshake<C::Channel>,
+    tickets_before: Option<u64>,
+) {
+    let Handshake {
+        mut channel,
+        request_sent,
+    } = handshake;
+    if let Some(request) = client.request() {
+        exchange(&mut channel, attempt, request, request_sent)
+            .await
+            .unwrap_or_else(|failure| panic!("{failure:?}"));
+    }
+    if let (Some(before), true) = (tickets_before, channel.is_tls13()) {
+        let arrived = || client.tickets_received(agent) != Some(before);
+        await_ticket(&mut channel, attempt, PATIENCE, arrived).await;
+    }
+    channel.close(CloseMode::Graceful).await;
+    assert!(attempt.timeline.is_ordered(), "{:?}", attempt.timeline);
 }
 
 /// A complete response of `body` bytes, with its events.
@@ -277,7 +283,7 @@ async fn the_openssl_client_resumes_by_tickets_and_by_cache_on_both_servers_and_
         for server in both_servers(&chain, lab_settings(mode, false, 100)).await {
             for version in [TlsVersion::Tls13, TlsVersion::Tls12] {
                 let mut options = options(version, &chain);
-                options.resume = true;
+                options.resume = Resume::Tickets;
                 options.http = Http::Http11;
                 let client = Client::new(&options).unwrap();
                 let session = client.agent_session();
@@ -415,7 +421,7 @@ async fn a_cache_ticket_resumes_once_and_a_stateless_ticket_again() {
         .await;
         let (relay, hellos) = recording_relay(server.address()).await;
         let mut options = options(TlsVersion::Tls13, &chain);
-        options.resume = true;
+        options.resume = Resume::Tickets;
         options.http = Http::Http11;
         let client = Client::new(&options).unwrap();
         let session = client.agent_session();
@@ -445,7 +451,7 @@ async fn openssl_client_0rtt_is_accepted_by_both_servers_over_http1_and_http2() 
     for server in both_servers(&chain, lab_settings(ServerResumption::Cache, true, 2_000)).await {
         for http in [Http::Http11, Http::Http2] {
             let mut options = options(TlsVersion::Tls13, &chain);
-            options.resume = true;
+            options.resume = Resume::Tickets;
             options.http = http;
             options.early_data = 1_000;
             let client = Client::new(&options).unwrap();
@@ -467,7 +473,7 @@ async fn openssl_client_0rtt_is_accepted_by_both_servers_over_http1_and_http2() 
         }
         // TLS 1.2 clients are served by the same early-data-reading server.
         let mut options = options(TlsVersion::Tls12, &chain);
-        options.resume = true;
+        options.resume = Resume::Tickets;
         options.http = Http::Http2;
         options.early_data = 1_000;
         let client = Client::new(&options).unwrap();
@@ -499,14 +505,13 @@ async fn a_replayed_0rtt_flight_is_rejected_by_the_openssl_server() {
             resumption: ServerResumption::Cache,
             early_data: true,
             body: 500,
-            ech: None,
         },
     )
     .await;
     // The OpenSSL client's flight, then the rustls client's.
     let mut flights = Vec::new();
     let mut options = options(TlsVersion::Tls13, &chain);
-    options.resume = true;
+    options.resume = Resume::Tickets;
     options.http = Http::Http11;
     options.early_data = 600;
     let client = Client::new(&options).unwrap();
@@ -556,7 +561,7 @@ async fn stateless_tickets_and_a_server_without_early_data_get_the_request_after
     ] {
         for server in both_servers(&chain, settings).await {
             let mut options = options(TlsVersion::Tls13, &chain);
-            options.resume = true;
+            options.resume = Resume::Tickets;
             options.http = Http::Http11;
             options.early_data = 400;
             let client = Client::new(&options).unwrap();
@@ -581,12 +586,11 @@ async fn a_request_too_large_for_the_ticket_goes_after_the_handshake() {
             resumption: ServerResumption::Cache,
             early_data: true,
             body: 10,
-            ech: None,
         },
     )
     .await;
     let mut options = options(TlsVersion::Tls13, &chain);
-    options.resume = true;
+    options.resume = Resume::Tickets;
     options.http = Http::Http11;
     // More than the 16,384 bytes the server's tickets allow.
     options.early_data = 17_000;
@@ -673,5 +677,8 @@ async fn the_openssl_client_refuses_http3() {
     let chain = chain();
     let mut options = options(TlsVersion::Tls13, &chain);
     options.http = Http::Http3;
-    assert!(Client::new(&options).unwrap_err().contains("QUIC"));
+    assert!(Client::new(&options)
+        .unwrap_err()
+        .to_string()
+        .contains("QUIC"));
 }

@@ -277,10 +277,10 @@ impl RunSummary {
         let until_ci = tlslab_core::Experiment::from_toml(&run.experiment)
             .ok()
             .and_then(|experiment| experiment.until_ci);
-        let cores = serde_json::from_str::<serde_json::Value>(&run.environment)
-            .ok()
-            .and_then(|environment| environment["cores"].as_u64())
-            .unwrap_or(1)
+        let cores = run
+            .environment
+            .as_ref()
+            .map_or(1, |environment| environment.cores)
             .max(1) as f64;
         let mut configs = Vec::new();
         let mut warnings = Vec::new();

@@ -195,15 +195,9 @@ pub fn errors(data: &ReportData) -> Option<Table> {
 pub fn environment(data: &ReportData) -> Table {
     let mut table = Table::new(&["", ""]);
     table.text_columns = vec![0, 1];
-    if let Ok(serde_json::Value::Object(fields)) =
-        serde_json::from_str::<serde_json::Value>(&data.run.environment)
-    {
-        for (key, value) in fields {
-            let value = match value {
-                serde_json::Value::String(text) => text,
-                other => other.to_string(),
-            };
-            table.rows.push(vec![key.replace('_', " "), value]);
+    if let Some(environment) = &data.run.environment {
+        for (name, value) in environment.entries() {
+            table.rows.push(vec![name.replace('_', " "), value]);
         }
     }
     table

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use rusqlite::types::ValueRef;
 
-use crate::schema::timing_columns;
+use crate::columns::{fields, quoted, Field, Source};
 use crate::{Store, StoreError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,70 +13,19 @@ pub enum ExportFormat {
     JsonLines,
 }
 
-/// Fields before the timing columns, in export order.
-pub const EXPORT_FIELDS: &[&str] = &[
-    "config",
-    "round",
-    "agent",
-    "warmup",
-    "outcome",
-    "error",
-    "error_detail",
-    "version",
-    "suite",
-    "group",
-    "signature_scheme",
-    "alpn",
-    "resumed",
-    "insecure",
-    "bytes_sent",
-    "bytes_received",
-    "client_hello_bytes",
-    "server_flight_bytes",
-    "early_data_accepted",
-    "http_status",
-    "response_bytes",
-    "quic_rtt_ns",
-    "datagrams_sent",
-    "datagrams_received",
-    "packets_sent",
-    "packets_lost",
-    "ech",
-    "transport",
-    "http",
-    "resumption",
-    "early_data_bytes",
-    "cert_cache",
-    "client_backend",
-    "server_backend",
-    "ech_mode",
-    "rtt_ns",
-    "jitter_ns",
-    "loss",
-    "rate_bps",
-    "emulator",
-    "started_at",
-];
+/// The name of every exported field, in order (README, "Export fields").
+pub fn export_fields() -> Vec<&'static str> {
+    fields().map(|field| field.name).collect()
+}
 
 /// Writes every sample (warm-up included, flagged) in `format`.
 pub fn export(store: &Store, format: ExportFormat, out: &mut dyn Write) -> Result<u64, StoreError> {
-    let mut names: Vec<&str> = EXPORT_FIELDS.to_vec();
-    names.extend(timing_columns());
-    let select: Vec<String> = names
+    let fields: Vec<Field> = fields().collect();
+    let select: Vec<String> = fields
         .iter()
-        .map(|name| match *name {
-            "config" => "c.label".to_string(),
-            "started_at" => "s.started_at_ns".to_string(),
-            // The network profile is the Config's; every sample of it ran on that link.
-            "rtt_ns" | "jitter_ns" | "loss" | "rate_bps" | "emulator" => format!("c.{name}"),
-            // So are its transport, request and session techniques.
-            "transport" | "http" | "resumption" | "early_data_bytes" | "cert_cache" => {
-                format!("c.{name}")
-            }
-            // And its libraries and ECH mode (`ech` is what became of ECH in the sample).
-            "client_backend" | "server_backend" => format!("c.{name}"),
-            "ech_mode" => "c.ech".to_string(),
-            other => format!("s.\"{other}\""),
+        .map(|field| match field.source {
+            Source::Sample { column, .. } => format!("s.{}", quoted(column)),
+            Source::Config { column } => format!("c.{}", quoted(column)),
         })
         .collect();
     let mut statement = store.connection().prepare(&format!(
@@ -89,6 +38,7 @@ pub fn export(store: &Store, format: ExportFormat, out: &mut dyn Write) -> Resul
     };
     let mut line = String::with_capacity(1024);
     if format == ExportFormat::Csv {
+        let names: Vec<&str> = fields.iter().map(|field| field.name).collect();
         writeln!(out, "{}", names.join(",")).map_err(io_error)?;
     }
     let mut rows = statement.query([])?;
@@ -98,18 +48,17 @@ pub fn export(store: &Store, format: ExportFormat, out: &mut dyn Write) -> Resul
         if format == ExportFormat::JsonLines {
             line.push('{');
         }
-        for (index, name) in names.iter().enumerate() {
+        for (index, field) in fields.iter().enumerate() {
             if index > 0 {
                 line.push(',');
             }
             let value = row.get_ref(index)?;
-            let boolean = matches!(*name, "warmup" | "resumed" | "insecure");
             match format {
                 ExportFormat::Csv => push_csv(&mut line, value),
                 ExportFormat::JsonLines => {
-                    line.push_str(&serde_json::to_string(name).expect("string"));
+                    push_json_text(&mut line, field.name);
                     line.push(':');
-                    push_json(&mut line, value, boolean);
+                    push_json(&mut line, value, field.boolean);
                 }
             }
         }
@@ -151,7 +100,13 @@ fn push_json(line: &mut String, value: ValueRef<'_>, boolean: bool) {
         ValueRef::Integer(number) => line.push_str(&number.to_string()),
         ValueRef::Real(number) => line.push_str(&number.to_string()),
         ValueRef::Text(bytes) | ValueRef::Blob(bytes) => {
-            line.push_str(&serde_json::to_string(&String::from_utf8_lossy(bytes)).expect("string"))
+            push_json_text(line, &String::from_utf8_lossy(bytes))
         }
     }
+}
+
+/// `text` as a JSON string.
+fn push_json_text(line: &mut String, text: &str) {
+    // Serializing a string cannot fail; an empty string is the harmless fallback.
+    line.push_str(&serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into()));
 }

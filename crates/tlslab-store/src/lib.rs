@@ -14,6 +14,7 @@
 //! export(&store, ExportFormat::Csv, &mut std::io::stdout()).unwrap();
 //! ```
 
+mod columns;
 mod export;
 mod schema;
 mod sink;
@@ -23,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
-pub use export::{export, ExportFormat, EXPORT_FIELDS};
+pub use export::{export, export_fields, ExportFormat};
 pub use sink::{utc_timestamp, StoreSink};
 
 /// A store error: what went wrong and what to do about it.
@@ -126,7 +127,8 @@ pub struct RunRow {
     pub duration_ns: Option<i64>,
     pub seed: i64,
     pub experiment: String,
-    pub environment: String,
+    /// Where the run measured; `None` when the stored record cannot be read.
+    pub environment: Option<tlslab_core::Environment>,
     pub command_line: String,
 }
 
@@ -241,7 +243,7 @@ impl Store {
                     duration_ns: row.get(3)?,
                     seed: row.get(4)?,
                     experiment: row.get(5)?,
-                    environment: row.get(6)?,
+                    environment: serde_json::from_str(&row.get::<_, String>(6)?).ok(),
                     command_line: row.get(7)?,
                 })
             },
@@ -249,37 +251,41 @@ impl Store {
     }
 
     pub fn configs(&self) -> Result<Vec<ConfigRow>, StoreError> {
-        let mut statement = self.connection.prepare(
-            "SELECT id, label, version, suite, \"group\", cert, chain, target, concurrency, resume, insecure, stopped_round, stopped_samples, stopped_half_width, rtt_ns, loss, emulator, transport, http, resumption, early_data_bytes, cert_cache, client_backend, server_backend, ech FROM configs ORDER BY id",
-        )?;
+        let mut statement = self
+            .connection
+            .prepare("SELECT * FROM configs ORDER BY id")?;
         let rows = statement.query_map([], |row| {
             Ok(ConfigRow {
-                id: row.get(0)?,
-                label: row.get(1)?,
-                version: row.get(2)?,
-                suite: row.get(3)?,
-                group: row.get(4)?,
-                cert: row.get(5)?,
-                chain: row.get(6)?,
-                target: row.get(7)?,
-                concurrency: row.get(8)?,
-                resume: row.get(9)?,
-                insecure: row.get(10)?,
-                stopped: match (row.get(11)?, row.get(12)?, row.get(13)?) {
+                id: row.get("id")?,
+                label: row.get("label")?,
+                version: row.get("version")?,
+                suite: row.get("suite")?,
+                group: row.get("group")?,
+                cert: row.get("cert")?,
+                chain: row.get("chain")?,
+                target: row.get("target")?,
+                concurrency: row.get("concurrency")?,
+                resume: row.get("resume")?,
+                insecure: row.get("insecure")?,
+                stopped: match (
+                    row.get("stopped_round")?,
+                    row.get("stopped_samples")?,
+                    row.get("stopped_half_width")?,
+                ) {
                     (Some(round), Some(samples), Some(width)) => Some((round, samples, width)),
                     _ => None,
                 },
-                rtt_ns: row.get(14)?,
-                loss: row.get(15)?,
-                emulator: row.get(16)?,
-                transport: row.get(17)?,
-                http: row.get(18)?,
-                resumption: row.get(19)?,
-                early_data_bytes: row.get(20)?,
-                cert_cache: row.get(21)?,
-                client_backend: row.get(22)?,
-                server_backend: row.get(23)?,
-                ech: row.get(24)?,
+                rtt_ns: row.get("rtt_ns")?,
+                loss: row.get("loss")?,
+                emulator: row.get("emulator")?,
+                transport: row.get("transport")?,
+                http: row.get("http")?,
+                resumption: row.get("resumption")?,
+                early_data_bytes: row.get("early_data_bytes")?,
+                cert_cache: row.get("cert_cache")?,
+                client_backend: row.get("client_backend")?,
+                server_backend: row.get("server_backend")?,
+                ech: row.get("ech")?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -288,12 +294,12 @@ impl Store {
     /// A phase (or event) of a Config's successful measured samples, in nanoseconds, in
     /// sample order. `name` must be an event or phase name.
     pub fn phase_values(&self, config_id: i64, name: &str) -> Result<Vec<f64>, StoreError> {
-        if !schema::timing_columns().any(|column| column == name) {
+        if !columns::timing_columns().any(|column| column == name) {
             return Err(StoreError {
                 message: format!("unknown metric '{name}'"),
                 hint: format!(
                     "use one of: {}",
-                    schema::timing_columns().collect::<Vec<_>>().join(", ")
+                    columns::timing_columns().collect::<Vec<_>>().join(", ")
                 ),
             });
         }

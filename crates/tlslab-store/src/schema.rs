@@ -1,33 +1,15 @@
 //! The SQLite schema and its migrations.
 
 use rusqlite::Connection;
-use tlslab_core::{Event, Phase};
+
+use crate::columns::{definitions, quoted, sample_columns, CONFIG_COLUMNS};
 
 /// The schema version this build writes, kept in `PRAGMA user_version`.
 pub const VERSION: i64 = 4;
 
-/// Columns of the samples table after the fixed ones: every event, then every phase, so
-/// exports and notebooks find each under its DESIGN name.
-pub fn timing_columns() -> impl Iterator<Item = &'static str> {
-    Event::ALL
-        .iter()
-        .map(|event| event.name())
-        .chain(Phase::ALL.iter().map(|phase| phase.name()))
-}
-
 pub fn create(connection: &Connection) -> rusqlite::Result<()> {
-    let timings: String = timing_columns()
-        .map(|name| format!(",\n    \"{name}\" INTEGER"))
-        .collect();
-    let columns = |list: &[(&str, &str)]| -> String {
-        list.iter()
-            .map(|(name, kind)| format!(",\n    {name} {kind}"))
-            .collect()
-    };
-    let network = columns(&NETWORK_COLUMNS);
-    let session = columns(&SESSION_COLUMNS);
-    let libraries = columns(&LIBRARY_COLUMNS);
-    let measured = columns(&SAMPLE_COLUMNS);
+    let configs = definitions(CONFIG_COLUMNS.iter().map(|(name, sql, _)| (*name, *sql)));
+    let samples = definitions(sample_columns().map(|(name, sql, _)| (name, sql)));
     connection.execute_batch(&format!(
         r#"
 CREATE TABLE runs (
@@ -50,23 +32,7 @@ CREATE TABLE runs (
 );
 CREATE TABLE configs (
     id INTEGER PRIMARY KEY,
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    label TEXT NOT NULL,
-    version TEXT NOT NULL,
-    suite TEXT NOT NULL,
-    "group" TEXT NOT NULL,
-    cert TEXT,
-    chain INTEGER,
-    target TEXT,
-    sni TEXT,
-    address TEXT NOT NULL,
-    concurrency INTEGER NOT NULL,
-    resume INTEGER NOT NULL,
-    insecure INTEGER NOT NULL,
-    description TEXT NOT NULL,
-    stopped_round INTEGER,
-    stopped_samples INTEGER,
-    stopped_half_width REAL{network}{session}{libraries}
+    run_id INTEGER NOT NULL REFERENCES runs(id){configs}
 );
 CREATE TABLE trials (
     id INTEGER PRIMARY KEY,
@@ -90,24 +56,7 @@ CREATE TABLE samples (
     id INTEGER PRIMARY KEY,
     run_id INTEGER NOT NULL REFERENCES runs(id),
     config_id INTEGER NOT NULL REFERENCES configs(id),
-    trial_id INTEGER NOT NULL,
-    round INTEGER NOT NULL,
-    agent INTEGER NOT NULL,
-    warmup INTEGER NOT NULL,
-    started_at_ns INTEGER NOT NULL,
-    outcome TEXT NOT NULL,
-    error TEXT,
-    error_detail TEXT,
-    version TEXT,
-    suite TEXT,
-    "group" TEXT,
-    signature_scheme TEXT,
-    alpn TEXT,
-    resumed INTEGER,
-    insecure INTEGER NOT NULL,
-    bytes_sent INTEGER NOT NULL,
-    bytes_received INTEGER NOT NULL,
-    client_hello_bytes INTEGER{measured}{timings}
+    trial_id INTEGER NOT NULL{samples}
 );
 CREATE INDEX samples_by_config ON samples(config_id, warmup, outcome);
 {REPLAYS_TABLE}
@@ -115,50 +64,6 @@ PRAGMA user_version = {VERSION};
 "#
     ))
 }
-
-/// A Config's emulated network (schema version 2); all NULL for loopback or a real network.
-/// `emulator` says which emulator carried the packets (netem, tun, relay).
-pub const NETWORK_COLUMNS: [(&str, &str); 5] = [
-    ("rtt_ns", "INTEGER"),
-    ("jitter_ns", "INTEGER"),
-    ("loss", "REAL"),
-    ("rate_bps", "INTEGER"),
-    ("emulator", "TEXT"),
-];
-
-/// A Config's transport, request and session techniques (schema version 3). `resumption` is
-/// the mode (off, tickets, session-id); the older `resume` column says whether it is not off.
-pub const SESSION_COLUMNS: [(&str, &str); 6] = [
-    ("transport", "TEXT NOT NULL DEFAULT 'tcp'"),
-    ("http", "TEXT NOT NULL DEFAULT 'none'"),
-    ("resumption", "TEXT NOT NULL DEFAULT 'off'"),
-    ("early_data_bytes", "INTEGER NOT NULL DEFAULT 0"),
-    ("cert_cache", "INTEGER NOT NULL DEFAULT 0"),
-    ("path", "TEXT"),
-];
-
-/// A Config's TLS libraries and ECH mode (schema version 4). `server_backend` is NULL for an
-/// external target.
-pub const LIBRARY_COLUMNS: [(&str, &str); 3] = [
-    ("client_backend", "TEXT NOT NULL DEFAULT 'rustls'"),
-    ("server_backend", "TEXT"),
-    ("ech", "TEXT NOT NULL DEFAULT 'off'"),
-];
-
-/// Per-sample measurements added in schema version 3 (early data, flight sizes, the
-/// response, QUIC's path statistics) and 4 (what became of ECH).
-pub const SAMPLE_COLUMNS: [(&str, &str); 10] = [
-    ("early_data_accepted", "INTEGER"),
-    ("server_flight_bytes", "INTEGER"),
-    ("http_status", "INTEGER"),
-    ("response_bytes", "INTEGER"),
-    ("quic_rtt_ns", "INTEGER"),
-    ("datagrams_sent", "INTEGER"),
-    ("datagrams_received", "INTEGER"),
-    ("packets_sent", "INTEGER"),
-    ("packets_lost", "INTEGER"),
-    ("ech", "TEXT"),
-];
 
 /// The replay probe's results (schema version 3).
 const REPLAYS_TABLE: &str = "CREATE TABLE IF NOT EXISTS replays (
@@ -194,23 +99,22 @@ pub fn migrate(connection: &Connection) -> Result<(), String> {
                 let mut statements = String::new();
                 let configs = existing_columns(connection, "configs")?;
                 let before_libraries = !configs.iter().any(|c| c == "client_backend");
-                for (name, kind) in NETWORK_COLUMNS
-                    .iter()
-                    .chain(&SESSION_COLUMNS)
-                    .chain(&LIBRARY_COLUMNS)
-                {
+                for (name, sql, _) in CONFIG_COLUMNS {
                     if !configs.iter().any(|c| c == name) {
-                        statements.push_str(&format!("ALTER TABLE configs ADD COLUMN {name} {kind};\n"));
+                        statements.push_str(&format!(
+                            "ALTER TABLE configs ADD COLUMN {} {sql};\n",
+                            quoted(name)
+                        ));
                     }
                 }
+                // Columns added since schema 1 are nullable: older samples have NULL there.
                 let samples = existing_columns(connection, "samples")?;
-                let added = SAMPLE_COLUMNS
-                    .iter()
-                    .map(|(name, kind)| (*name, *kind))
-                    .chain(timing_columns().map(|name| (name, "INTEGER")));
-                for (name, kind) in added {
+                for (name, sql, _) in sample_columns() {
                     if !samples.iter().any(|c| c == name) {
-                        statements.push_str(&format!("ALTER TABLE samples ADD COLUMN \"{name}\" {kind};\n"));
+                        statements.push_str(&format!(
+                            "ALTER TABLE samples ADD COLUMN {} {sql};\n",
+                            quoted(name)
+                        ));
                     }
                 }
                 // Before schema 3, resuming Configs used tickets.

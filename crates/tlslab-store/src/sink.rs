@@ -1,12 +1,13 @@
-//! The engine's sink: batched inserts, one transaction per ~1,000 samples or ~200 ms.
+//! The store as a [`Sink`]: any producer's records (the engine's, or a capture reader's),
+//! in batched inserts, one transaction per ~1,000 samples or ~200 ms.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use rusqlite::types::Value;
 use rusqlite::{params, Connection};
-use tlslab_core::{Endpoint, Event, Phase, Sample};
-use tlslab_engine::{Record, RunEnd, RunInfo, Sink, TrialRecord};
+use tlslab_core::{Record, RunEnd, RunInfo, Sample, Sink, SinkError, TrialRecord};
 
-use crate::schema::{timing_columns, SAMPLE_COLUMNS};
+use crate::columns::{insert, sample_columns, ConfigEntry, Fill, CONFIG_COLUMNS};
 
 const BATCH_SAMPLES: usize = 1_000;
 const BATCH_TIME: Duration = Duration::from_millis(200);
@@ -17,91 +18,49 @@ pub struct StoreSink {
     pending: usize,
     batch_started: Instant,
     in_transaction: bool,
+    /// The samples insert, by column name.
     insert_sample: String,
+    /// Each measured column's parameter name and how a sample fills it.
+    fills: Vec<(String, Fill)>,
 }
 
-fn text(error: rusqlite::Error) -> String {
-    error.to_string()
+fn text(error: rusqlite::Error) -> SinkError {
+    SinkError {
+        message: error.to_string(),
+        hint: "check free disk space; samples committed before the failure are kept".into(),
+    }
 }
 
-/// ISO 8601 UTC timestamp of a moment given in nanoseconds since the Unix epoch.
+/// ISO 8601 UTC timestamp (to the second) of a moment given in nanoseconds since the Unix
+/// epoch.
 pub fn utc_timestamp(unix_ns: u64) -> String {
-    let seconds = (unix_ns / 1_000_000_000) as i64;
-    let days = seconds.div_euclid(86_400);
-    let second_of_day = seconds.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        second_of_day / 3600,
-        second_of_day / 60 % 60,
-        second_of_day % 60
-    )
+    let format =
+        time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(unix_ns))
+        .ok()
+        .and_then(|moment| moment.format(&format).ok())
+        .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_string())
 }
 
 impl StoreSink {
     pub(crate) fn new(connection: Connection) -> StoreSink {
-        let columns: Vec<&str> = [
-            "run_id",
-            "config_id",
-            "trial_id",
-            "round",
-            "agent",
-            "warmup",
-            "started_at_ns",
-            "outcome",
-            "error",
-            "error_detail",
-            "version",
-            "suite",
-            "group",
-            "signature_scheme",
-            "alpn",
-            "resumed",
-            "insecure",
-            "bytes_sent",
-            "bytes_received",
-            "client_hello_bytes",
-        ]
-        .into_iter()
-        .chain(SAMPLE_COLUMNS.iter().map(|(name, _)| *name))
-        .chain(timing_columns())
-        .collect();
-        let insert_sample = format!(
-            "INSERT INTO samples ({}) VALUES ({})",
-            columns
-                .iter()
-                .map(|c| format!("\"{c}\""))
-                .collect::<Vec<_>>()
-                .join(", "),
-            (1..=columns.len())
-                .map(|i| format!("?{i}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        let columns: Vec<&str> = ["run_id", "config_id", "trial_id"]
+            .into_iter()
+            .chain(sample_columns().map(|(name, _, _)| name))
+            .collect();
         StoreSink {
             connection,
             pending: 0,
             batch_started: Instant::now(),
             in_transaction: false,
-            insert_sample,
+            insert_sample: insert("samples", &columns),
+            fills: sample_columns()
+                .map(|(name, _, fill)| (format!(":{name}"), fill))
+                .collect(),
         }
     }
 
-    fn begin_batch(&mut self) -> Result<(), String> {
+    fn begin_batch(&mut self) -> Result<(), SinkError> {
         if !self.in_transaction {
             self.connection.execute_batch("BEGIN").map_err(text)?;
             self.in_transaction = true;
@@ -110,7 +69,7 @@ impl StoreSink {
         Ok(())
     }
 
-    fn commit(&mut self) -> Result<(), String> {
+    fn commit(&mut self) -> Result<(), SinkError> {
         if self.in_transaction {
             self.connection.execute_batch("COMMIT").map_err(text)?;
             self.in_transaction = false;
@@ -119,74 +78,31 @@ impl StoreSink {
         Ok(())
     }
 
-    fn insert_sample(&mut self, sample: &Sample) -> Result<(), String> {
-        let mut values: Vec<rusqlite::types::Value> = Vec::with_capacity(40);
-        use rusqlite::types::Value;
-        let optional_text = |value: &Option<String>| value.clone().map_or(Value::Null, Value::Text);
-        let optional_int =
-            |value: Option<u64>| value.map_or(Value::Null, |v| Value::Integer(v as i64));
+    fn insert_sample(&mut self, sample: &Sample) -> Result<(), SinkError> {
+        let mut values: Vec<(&str, Value)> = Vec::with_capacity(self.fills.len() + 3);
         values.extend([
-            Value::Integer(1),
-            Value::Integer(sample.config as i64),
-            Value::Integer(sample.trial as i64),
-            Value::Integer(i64::from(sample.round)),
-            Value::Integer(i64::from(sample.agent)),
-            Value::Integer(i64::from(sample.warmup)),
-            Value::Integer(sample.started_at as i64),
-            Value::Text(sample.outcome.as_str().to_string()),
-            sample
-                .error
-                .map_or(Value::Null, |e| Value::Text(e.as_str().to_string())),
-            optional_text(&sample.error_detail),
-            optional_text(&sample.negotiated.version),
-            optional_text(&sample.negotiated.suite),
-            optional_text(&sample.negotiated.group),
-            optional_text(&sample.negotiated.signature_scheme),
-            optional_text(&sample.negotiated.alpn),
-            sample
-                .negotiated
-                .resumed
-                .map_or(Value::Null, |r| Value::Integer(i64::from(r))),
-            Value::Integer(i64::from(sample.insecure)),
-            Value::Integer(sample.bytes_sent as i64),
-            Value::Integer(sample.bytes_received as i64),
-            optional_int(sample.client_hello_bytes),
-            // SAMPLE_COLUMNS, in order.
-            sample
-                .negotiated
-                .early_data
-                .map_or(Value::Null, |accepted| Value::Integer(i64::from(accepted))),
-            optional_int(sample.server_flight_bytes),
-            optional_int(sample.response.and_then(|r| r.status).map(u64::from)),
-            optional_int(sample.response.map(|r| r.body_bytes)),
-            optional_int(sample.quic.map(|q| q.rtt_ns)),
-            optional_int(sample.quic.map(|q| q.datagrams_sent)),
-            optional_int(sample.quic.map(|q| q.datagrams_received)),
-            optional_int(sample.quic.map(|q| q.packets_sent)),
-            optional_int(sample.quic.map(|q| q.packets_lost)),
-            sample.negotiated.ech.map_or(Value::Null, |status| {
-                Value::Text(status.as_str().to_string())
-            }),
+            (":run_id", Value::Integer(1)),
+            (":config_id", Value::Integer(sample.config as i64)),
+            (":trial_id", Value::Integer(sample.trial as i64)),
         ]);
         values.extend(
-            Event::ALL
+            self.fills
                 .iter()
-                .map(|e| optional_int(sample.timeline.get(*e))),
+                .map(|(parameter, fill)| (parameter.as_str(), fill.value(sample))),
         );
-        values.extend(
-            Phase::ALL
-                .iter()
-                .map(|p| optional_int(sample.timeline.phase(*p))),
-        );
+        let parameters: Vec<(&str, &dyn rusqlite::ToSql)> = values
+            .iter()
+            .map(|(name, value)| (*name, value as &dyn rusqlite::ToSql))
+            .collect();
         self.connection
             .prepare_cached(&self.insert_sample)
             .map_err(text)?
-            .execute(rusqlite::params_from_iter(values))
+            .execute(parameters.as_slice())
             .map_err(text)?;
         Ok(())
     }
 
-    fn insert_trial(&mut self, record: &TrialRecord) -> Result<(), String> {
+    fn insert_trial(&mut self, record: &TrialRecord) -> Result<(), SinkError> {
         let server = record.server;
         self.connection
             .prepare_cached(
@@ -216,9 +132,8 @@ impl StoreSink {
 }
 
 impl Sink for StoreSink {
-    fn begin(&mut self, info: &RunInfo) -> Result<(), String> {
+    fn begin(&mut self, info: &RunInfo) -> Result<(), SinkError> {
         let experiment = info.experiment.to_toml();
-        let json = |value: &dyn erased::Json| value.to_json();
         self.begin_batch()?;
         self.connection
             .execute(
@@ -236,59 +151,43 @@ impl Sink for StoreSink {
                 ],
             )
             .map_err(text)?;
+        let columns: Vec<&str> = ["id", "run_id"]
+            .into_iter()
+            .chain(
+                CONFIG_COLUMNS
+                    .iter()
+                    .filter(|(_, _, fill)| fill.is_some())
+                    .map(|(name, _, _)| *name),
+            )
+            .collect();
+        let statement = insert("configs", &columns);
         for (config, address) in info.configs.iter().zip(&info.addresses) {
-            let (cert, chain, target, sni) = match &config.endpoint {
-                Endpoint::Lab { cert, chain } => (
-                    Some(cert.as_str().to_string()),
-                    Some(i64::from(*chain)),
-                    None,
-                    None,
-                ),
-                Endpoint::Target { address, sni, .. } => {
-                    (None, None, Some(address.clone()), Some(sni.clone()))
-                }
+            let entry = ConfigEntry {
+                config,
+                address,
+                emulator: info.emulator.as_deref(),
             };
-            let network = config.network.as_ref();
+            let mut values: Vec<(String, Value)> = vec![
+                (":id".into(), Value::Integer(config.index as i64)),
+                (":run_id".into(), Value::Integer(1)),
+            ];
+            for (name, _, fill) in CONFIG_COLUMNS {
+                if let Some(fill) = fill {
+                    values.push((format!(":{name}"), fill(&entry)));
+                }
+            }
+            let parameters: Vec<(&str, &dyn rusqlite::ToSql)> = values
+                .iter()
+                .map(|(name, value)| (name.as_str(), value as &dyn rusqlite::ToSql))
+                .collect();
             self.connection
-                .execute(
-                    "INSERT INTO configs (id, run_id, label, version, suite, \"group\", cert, chain, target, sni, address, concurrency, resume, insecure, description, rtt_ns, jitter_ns, loss, rate_bps, emulator, transport, http, resumption, early_data_bytes, cert_cache, path, client_backend, server_backend, ech) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
-                    params![
-                        config.index as i64,
-                        config.label,
-                        config.version.as_str(),
-                        config.suite.name,
-                        config.group.as_str(),
-                        cert,
-                        chain,
-                        target,
-                        sni,
-                        address,
-                        config.concurrency,
-                        config.resumes(),
-                        config.insecure,
-                        json(config),
-                        network.map(|n| n.rtt.as_nanos() as i64),
-                        network.map(|n| n.jitter.as_nanos() as i64),
-                        network.map(|n| n.loss.0),
-                        network.and_then(|n| n.rate).map(|rate| rate.0 as i64),
-                        network.and(info.emulator.as_deref()),
-                        config.transport.as_str(),
-                        config.http.as_str(),
-                        config.resume.as_str(),
-                        config.early_data as i64,
-                        config.cert_cache,
-                        (config.http != tlslab_core::Http::None).then_some(config.path.as_str()),
-                        config.client_backend.as_str(),
-                        config.server_backend.map(|backend| backend.as_str()),
-                        config.ech.as_str(),
-                    ],
-                )
+                .execute(&statement, parameters.as_slice())
                 .map_err(text)?;
         }
         self.commit()
     }
 
-    fn record(&mut self, record: Record) -> Result<(), String> {
+    fn record(&mut self, record: Record) -> Result<(), SinkError> {
         self.begin_batch()?;
         match record {
             Record::Sample(sample) => {
@@ -319,11 +218,11 @@ impl Sink for StoreSink {
         Ok(())
     }
 
-    fn flush(&mut self) -> Result<(), String> {
+    fn flush(&mut self) -> Result<(), SinkError> {
         self.commit()
     }
 
-    fn finish(&mut self, end: &RunEnd) -> Result<(), String> {
+    fn finish(&mut self, end: &RunEnd) -> Result<(), SinkError> {
         self.commit()?;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -350,16 +249,11 @@ impl Sink for StoreSink {
     }
 }
 
-/// Serializing heterogeneous values to JSON text without naming each type.
-mod erased {
-    pub trait Json {
-        fn to_json(&self) -> String;
-    }
-    impl<T: serde::Serialize> Json for T {
-        fn to_json(&self) -> String {
-            serde_json::to_string(self).unwrap_or_else(|_| "null".into())
-        }
-    }
+/// A value as JSON text, for the columns that keep records whole (the plan, the
+/// environment, a Config's description); `null` in the impossible case that it does not
+/// serialize.
+pub(crate) fn json(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".into())
 }
 
 #[cfg(test)]

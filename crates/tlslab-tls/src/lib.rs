@@ -6,10 +6,15 @@
 //! certificate verifier times verification and a key-log probe marks the moment the client's
 //! Finished is due. Nothing in rustls is patched.
 //!
+//! The client fills the backend contract (`tlslab-backend`): the same [`Attempt`] record,
+//! [`ClientSettings`] and post-handshake exchange as every other library.
+//!
 //! ```no_run
 //! # async fn demo(root: rustls::pki_types::CertificateDer<'static>) {
-//! use tlslab_core::{Cipher, CloseMode, Group, TlsVersion};
-//! use tlslab_tls::{Attempt, Client, ClientSettings, Trust};
+//! use std::time::Duration;
+//! use tlslab_backend::{attempt_over_tcp, Attempt, ClientSettings, Trust};
+//! use tlslab_core::{Cipher, CloseMode, Event, Group, Phase, TlsVersion};
+//! use tlslab_tls::Client;
 //!
 //! let client = Client::new(&ClientSettings::handshake_only(
 //!     TlsVersion::Tls13,
@@ -18,25 +23,29 @@
 //!     "localhost",
 //!     Trust::Roots(vec![root]),
 //! )).unwrap();
-//! let session = client.agent_session();
+//! let agent = client.agent_session();
 //! let mut attempt = Attempt::start();
 //! let stream = tokio::net::TcpStream::connect("127.0.0.1:8443").await.unwrap();
-//! attempt.mark(tlslab_core::Event::TcpConnected);
-//! let established = client.handshake(&session, &mut attempt, stream).await.unwrap();
-//! established.close(CloseMode::Reset).await;
-//! println!("{:?}", attempt.timeline.phase(tlslab_core::Phase::Handshake));
+//! attempt.mark(Event::TcpConnected);
+//! attempt_over_tcp(&client, &agent, &mut attempt, stream, CloseMode::Reset, Duration::from_secs(1))
+//!     .await
+//!     .unwrap();
+//! println!("{:?}", attempt.timeline.phase(Phase::Handshake));
 //! # }
 //! ```
+//!
+//! [`Attempt`]: tlslab_backend::Attempt
+//! [`ClientSettings`]: tlslab_backend::ClientSettings
 
 pub mod client;
+mod error;
 mod probe;
 pub mod provider;
 pub mod quic;
 pub mod server;
 
-pub use client::{
-    replay_tcp, AgentSession, Attempt, Client, ClientSettings, EchMode, Established, Failure, Trust,
-};
+pub use client::{replay_tcp, AgentSession, Client, Established};
+pub use error::Error;
 pub use quic::{replay_quic, QuicAttemptOptions};
 pub use quinn;
 pub use rustls;

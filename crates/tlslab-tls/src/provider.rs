@@ -7,6 +7,8 @@ use rustls::crypto::{CryptoProvider, SupportedKxGroup};
 use rustls::{NamedGroup, SupportedCipherSuite};
 use tlslab_core::{Cipher, Group, TlsVersion};
 
+use crate::error::Error;
+
 /// Every group rustls implements, with tlslab's name (rustls has no finite-field groups).
 const GROUPS: [(Group, &dyn SupportedKxGroup); 7] = [
     (Group::X25519, kx_group::X25519),
@@ -60,44 +62,30 @@ pub fn cipher_suites(version: TlsVersion, cipher: Cipher) -> Vec<SupportedCipher
     }
 }
 
-/// The groups a client offers, most preferred first. TLS 1.3 offers the requested group alone
-/// (it is the key share). TLS 1.2 servers built on OpenSSL accept an ECDSA certificate only
-/// when its curve is in the client's supported groups (the RFC 4492 rule they still apply), so
-/// TLS 1.2 offers list P-256 and P-384 after the requested group; servers that follow the
-/// client's order (rustls, nginx by default) still negotiate the requested one, and the sample
-/// records whatever was negotiated.
-pub fn offered_groups(
-    version: TlsVersion,
-    group: Group,
-) -> Result<Vec<&'static dyn SupportedKxGroup>, String> {
-    let mut groups = vec![group];
-    if version == TlsVersion::Tls12 {
-        for curve in [Group::Secp256r1, Group::Secp384r1] {
-            if !groups.contains(&curve) {
-                groups.push(curve);
-            }
-        }
-    }
+/// rustls' implementations of `groups`, or the error naming the first it lacks.
+pub fn kx_groups(groups: &[Group]) -> Result<Vec<&'static dyn SupportedKxGroup>, Error> {
     groups
-        .into_iter()
-        .map(|group| {
+        .iter()
+        .map(|&group| {
             kx_group(group).ok_or_else(|| {
-                format!("rustls has no group {group}; the OpenSSL backend has (--backend openssl)")
+                Error::Unsupported(format!(
+                    "rustls has no group {group}; the OpenSSL backend has (--backend openssl)"
+                ))
             })
         })
         .collect()
 }
 
 /// A provider restricted to what one Config offers: one version's suites for one cipher,
-/// the groups of [`offered_groups`].
+/// and the groups the client offers.
 pub fn client_provider(
     version: TlsVersion,
     cipher: Cipher,
-    group: Group,
-) -> Result<Arc<CryptoProvider>, String> {
+    groups: &[Group],
+) -> Result<Arc<CryptoProvider>, Error> {
     Ok(Arc::new(CryptoProvider {
         cipher_suites: cipher_suites(version, cipher),
-        kx_groups: offered_groups(version, group)?,
+        kx_groups: kx_groups(groups)?,
         ..aws_lc_rs::default_provider()
     }))
 }
@@ -139,23 +127,13 @@ mod tests {
     }
 
     #[test]
-    fn tls12_offers_the_certificate_curves_after_the_requested_group() {
-        let names = |version, group| -> Vec<String> {
-            offered_groups(version, group)
-                .unwrap()
-                .iter()
-                .map(|g| group_name(g.name()))
-                .collect()
-        };
-        assert_eq!(names(TlsVersion::Tls13, Group::X25519), ["x25519"]);
+    fn every_group_but_the_finite_field_ones_has_an_implementation() {
         assert_eq!(
-            names(TlsVersion::Tls12, Group::X25519),
-            ["x25519", "secp256r1", "secp384r1"]
+            kx_groups(&[Group::X25519, Group::Mlkem1024]).unwrap().len(),
+            2
         );
-        assert_eq!(
-            names(TlsVersion::Tls12, Group::Secp384r1),
-            ["secp384r1", "secp256r1"]
-        );
+        let error = kx_groups(&[Group::X25519, Group::Ffdhe2048]).err().unwrap();
+        assert!(error.to_string().contains("ffdhe2048"), "{error}");
     }
 
     #[test]

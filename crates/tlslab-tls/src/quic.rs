@@ -21,7 +21,9 @@ use quinn::udp::{RecvMeta, Transmit};
 use quinn::{AsyncUdpSocket, ConnectionError, Runtime, UdpPoller};
 use tlslab_core::{ErrorClass, Event, QuicPath, Response};
 
-use crate::client::{Attempt, Client, Failure};
+use tlslab_backend::{Attempt, Failure, Observer};
+
+use crate::client::Client;
 use crate::probe::Observed;
 use crate::AgentSession;
 
@@ -108,9 +110,11 @@ impl QuicLog {
         let datagrams = self.datagrams();
         (datagrams.bytes_sent, datagrams.bytes_received)
     }
+}
 
+impl Observer for QuicLog {
     /// Turns the datagram times and probe reports into the attempt's events.
-    pub(crate) fn settle_into(&self, attempt: &mut Attempt) {
+    fn settle_into(&self, attempt: &mut Attempt) {
         let observed = *self.observed.lock().unwrap_or_else(|e| e.into_inner());
         let mut datagrams = self.datagrams();
         let origin = attempt.origin;
@@ -304,26 +308,24 @@ async fn exchange_http3(
     }
 }
 
-impl Attempt {
-    fn exchanged(&mut self, exchanged: &Exchanged) {
-        // The client cannot read 1-RTT data before it holds the handshake keys; a first byte
-        // stamped before `handshake_done` only reflects which of two tasks woke first.
-        if let Some(at) = exchanged.first_byte {
-            self.timeline
-                .mark_once(Event::FirstByte, self.origin, at.max(self.done_at()));
-        }
-        self.timeline.mark_once(
-            Event::ResponseDone,
-            self.origin,
-            exchanged.done.max(self.done_at()),
-        );
-        self.response = Some(exchanged.response);
+/// Records when the HTTP/3 response arrived. The client cannot read 1-RTT data before it
+/// holds the handshake keys: a first byte stamped before `handshake_done` only reflects which
+/// of two tasks woke first.
+fn record_exchange(attempt: &mut Attempt, exchanged: &Exchanged) {
+    let done = attempt
+        .instant_of(Event::HandshakeDone)
+        .unwrap_or(attempt.origin);
+    if let Some(at) = exchanged.first_byte {
+        attempt
+            .timeline
+            .mark_once(Event::FirstByte, attempt.origin, at.max(done));
     }
-
-    /// The moment `handshake_done` was recorded (the origin if it was not).
-    fn done_at(&self) -> Instant {
-        self.origin + Duration::from_nanos(self.timeline.get(Event::HandshakeDone).unwrap_or(0))
-    }
+    attempt.timeline.mark_once(
+        Event::ResponseDone,
+        attempt.origin,
+        exchanged.done.max(done),
+    );
+    attempt.response = Some(exchanged.response);
 }
 
 /// The client endpoint's configuration. quinn allocates and zeroes a receive buffer of
@@ -364,7 +366,7 @@ impl Client {
         // The agent's probes report here; the previous attempt's reports are done with.
         *observed.lock().unwrap_or_else(|e| e.into_inner()) = Observed::default();
         let log = Arc::new(QuicLog::new(observed.clone(), options.capture));
-        attempt.quic_log = Some(log.clone());
+        attempt.observe_with(log.clone());
         let tls = session.config.clone();
         // Initial packets are always protected with AES-128-GCM (RFC 9001), whatever suite the
         // Config offers for the handshake itself.
@@ -407,7 +409,10 @@ impl Client {
             .connect_with(config, address, &self.settings.server_name)
             .map_err(|error| Failure::new(ErrorClass::Protocol, error.to_string()))?;
 
-        let request = self.request.as_deref();
+        let request = self
+            .request
+            .as_ref()
+            .map(|request| request.bytes.as_slice());
         let wants_early = self.settings.early_data > 0 && request.is_some();
         let (connection, exchanged) = match (wants_early, request) {
             (true, Some(request)) => match connecting.into_0rtt() {
@@ -427,7 +432,7 @@ impl Client {
                     attempt
                         .timeline
                         .mark_once(Event::HandshakeDone, attempt.origin, done);
-                    attempt.set_handshake_bytes(bytes);
+                    attempt.set_handshake_bytes(bytes.0, bytes.1);
                     attempt.negotiated.early_data = Some(accepted);
                     let exchanged = match (accepted, early) {
                         (true, Ok(exchanged)) => exchanged,
@@ -440,7 +445,8 @@ impl Client {
                 Err(connecting) => {
                     let connection = connecting.await.map_err(connection_failure)?;
                     attempt.mark(Event::HandshakeDone);
-                    attempt.set_handshake_bytes(log.totals());
+                    let (sent, received) = log.totals();
+                    attempt.set_handshake_bytes(sent, received);
                     let exchanged = exchange_http3(&connection, request).await?;
                     (connection, Some(exchanged))
                 }
@@ -448,7 +454,8 @@ impl Client {
             _ => {
                 let connection = connecting.await.map_err(connection_failure)?;
                 attempt.mark(Event::HandshakeDone);
-                attempt.set_handshake_bytes(log.totals());
+                let (sent, received) = log.totals();
+                attempt.set_handshake_bytes(sent, received);
                 let exchanged = match request {
                     Some(request) => Some(exchange_http3(&connection, request).await?),
                     None => None,
@@ -457,7 +464,7 @@ impl Client {
             }
         };
         if let Some(exchanged) = &exchanged {
-            attempt.exchanged(exchanged);
+            record_exchange(attempt, exchanged);
         }
         self.describe(attempt, &connection, &observed);
 
@@ -496,17 +503,22 @@ impl Client {
         negotiated.version = Some("1.3".into());
         // tlslab offers no ECH over QUIC (the Config is rejected before it runs).
         negotiated.ech = Some(tlslab_core::EchStatus::NotOffered);
-        negotiated.suite =
-            crate::provider::cipher_suites(self.settings.version, self.settings.cipher)
-                .first()
-                .map(|suite| format!("{:?}", suite.suite()));
+        negotiated.suite = match self.settings.suite {
+            tlslab_backend::Suite::Cipher(cipher) => {
+                crate::provider::cipher_suites(self.settings.version, cipher)
+                    .first()
+                    .map(|suite| format!("{:?}", suite.suite()))
+            }
+            // A client with a legacy suite cannot be made (Client::new refuses it).
+            tlslab_backend::Suite::Legacy(_) => None,
+        };
         negotiated.group = Some(self.settings.group.as_str().to_string());
         negotiated.alpn = connection
             .handshake_data()
             .and_then(|data| data.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
             .and_then(|data| data.protocol)
             .map(|alpn| String::from_utf8_lossy(&alpn).into_owned());
-        if self.settings.resume != tlslab_core::Resume::Off {
+        if self.settings.resumes() {
             let verified = observed
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())

@@ -9,18 +9,19 @@
 
 use std::collections::HashSet;
 use std::io::{self, Read, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ServerSessionMemoryCache, StoresServerSessions};
 use rustls::{ServerConfig, ServerConnection};
+use tlslab_backend::{CounterSnapshot, Counters, ServerSettings};
 use tlslab_core::ServerResumption;
-use tlslab_http::{RequestReader, Version};
+use tlslab_http::{RequestReader, ServerSession, Version};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::error::Error;
 use crate::provider::server_provider;
 
 /// How much early data the TCP server accepts per connection (rustls' limit is per ticket).
@@ -39,8 +40,8 @@ pub fn server_config(
     certificates: Vec<CertificateDer<'static>>,
     key: PrivateKeyDer<'static>,
     resumption: bool,
-) -> Result<Arc<ServerConfig>, rustls::Error> {
-    let settings = LabSettings {
+) -> Result<Arc<ServerConfig>, Error> {
+    let settings = ServerSettings {
         resumption: if resumption {
             ServerResumption::Tickets
         } else {
@@ -61,49 +62,6 @@ pub async fn serve(listener: TcpListener, config: Arc<ServerConfig>) -> io::Resu
         body: 0,
     });
     serve_tcp(listener, lab).await
-}
-
-/// What one lab server instance offers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LabSettings {
-    pub resumption: ServerResumption,
-    /// Accept TLS 1.3 early data (0-RTT), and answer it before the handshake completes.
-    pub early_data: bool,
-    /// Body bytes of every HTTP response.
-    pub body: u64,
-}
-
-/// What the lab server has seen, for the run's control channel.
-#[derive(Debug, Default)]
-pub struct Counters {
-    /// Tickets presented and found in the cache (each can be found once).
-    pub tickets_redeemed: AtomicU64,
-    /// Tickets presented again after they were spent: replays, refused.
-    pub replays_rejected: AtomicU64,
-    /// TCP connections whose early data the server accepted.
-    pub early_data_accepted: AtomicU64,
-    /// HTTP requests answered.
-    pub requests: AtomicU64,
-}
-
-/// A consistent reading of [`Counters`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CounterSnapshot {
-    pub tickets_redeemed: u64,
-    pub replays_rejected: u64,
-    pub early_data_accepted: u64,
-    pub requests: u64,
-}
-
-impl Counters {
-    pub fn snapshot(&self) -> CounterSnapshot {
-        CounterSnapshot {
-            tickets_redeemed: self.tickets_redeemed.load(Ordering::Relaxed),
-            replays_rejected: self.replays_rejected.load(Ordering::Relaxed),
-            early_data_accepted: self.early_data_accepted.load(Ordering::Relaxed),
-            requests: self.requests.load(Ordering::Relaxed),
-        }
-    }
 }
 
 /// A session cache that counts redeemed tickets and recognises spent ones.
@@ -128,9 +86,7 @@ impl StoresServerSessions for CountingCache {
         let mut spent = self.spent.lock().unwrap_or_else(|e| e.into_inner());
         match &taken {
             Some(_) => {
-                self.counters
-                    .tickets_redeemed
-                    .fetch_add(1, Ordering::Relaxed);
+                self.counters.ticket_redeemed();
                 // Bounded memory: forgetting old spent tickets only means a very late replay
                 // is counted as an unknown ticket; it is refused either way.
                 if spent.len() >= REMEMBERED_TICKETS {
@@ -139,9 +95,7 @@ impl StoresServerSessions for CountingCache {
                 spent.insert(key.to_vec());
             }
             None if spent.contains(key) => {
-                self.counters
-                    .replays_rejected
-                    .fetch_add(1, Ordering::Relaxed);
+                self.counters.replay_rejected();
             }
             None => {}
         }
@@ -166,8 +120,8 @@ impl Lab {
     pub fn new(
         certificates: Vec<CertificateDer<'static>>,
         key: PrivateKeyDer<'static>,
-        settings: &LabSettings,
-    ) -> Result<Lab, rustls::Error> {
+        settings: &ServerSettings,
+    ) -> Result<Lab, Error> {
         let counters = Arc::<Counters>::default();
         let mut tcp = ServerConfig::builder_with_provider(server_provider())
             .with_protocol_versions(&[&rustls::version::TLS12, &rustls::version::TLS13])?
@@ -221,9 +175,9 @@ impl Lab {
     }
 
     /// quinn's server configuration for this lab server.
-    pub fn quic_config(&self) -> Result<quinn::ServerConfig, String> {
+    pub fn quic_config(&self) -> Result<quinn::ServerConfig, Error> {
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(self.quic.clone())
-            .map_err(|error| error.to_string())?;
+            .map_err(|error| Error::Quic(error.to_string()))?;
         Ok(quinn::ServerConfig::with_crypto(Arc::new(crypto)))
     }
 }
@@ -248,59 +202,6 @@ pub async fn serve_tcp(listener: TcpListener, lab: Arc<Lab>) -> io::Result<()> {
     }
 }
 
-/// The HTTP side of one lab server connection over TCP: requests in, responses out. Both
-/// lab servers (rustls here, OpenSSL in tlslab-openssl) answer through it.
-pub struct HttpSession {
-    version: Version,
-    reader: RequestReader,
-    preface_sent: bool,
-}
-
-impl HttpSession {
-    pub fn for_alpn(alpn: Option<&[u8]>) -> HttpSession {
-        // A client without ALPN (openssl s_client, ab) speaks HTTP/1.1.
-        let version = match alpn {
-            Some(b"h2") => Version::Http2,
-            _ => Version::Http11,
-        };
-        HttpSession {
-            version,
-            reader: RequestReader::new(version),
-            preface_sent: false,
-        }
-    }
-
-    /// Feeds request bytes; writes whatever must go back (acks, responses with `body` bytes)
-    /// into `out`, and counts each request.
-    pub fn feed(
-        &mut self,
-        mut data: &[u8],
-        body: u64,
-        counters: &Counters,
-        out: &mut Vec<u8>,
-    ) -> Result<(), tlslab_http::HttpError> {
-        if self.version == Version::Http2 && !self.preface_sent {
-            out.extend_from_slice(&tlslab_http::http2_server_preface());
-            self.preface_sent = true;
-        }
-        loop {
-            let request = self.reader.feed(data)?;
-            out.extend_from_slice(&self.reader.take_output());
-            let Some(request) = request else {
-                return Ok(());
-            };
-            counters.requests.fetch_add(1, Ordering::Relaxed);
-            out.extend_from_slice(&tlslab_http::encode_response(
-                self.version,
-                request.stream,
-                body as usize,
-            ));
-            // Further pipelined requests may already be buffered in the reader.
-            data = &[];
-        }
-    }
-}
-
 async fn serve_connection(mut stream: TcpStream, lab: Arc<Lab>) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let mut connection = ServerConnection::new(lab.tcp.clone()).map_err(io::Error::other)?;
@@ -309,7 +210,7 @@ async fn serve_connection(mut stream: TcpStream, lab: Arc<Lab>) -> io::Result<()
     let mut buffer = vec![0u8; 16 * 1024];
     let mut outgoing = Vec::with_capacity(8 * 1024);
     let mut plaintext = vec![0u8; 16 * 1024];
-    let mut http: Option<HttpSession> = None;
+    let mut http: Option<ServerSession> = None;
     let mut answer = Vec::new();
     let mut counted_early = false;
     loop {
@@ -343,14 +244,14 @@ async fn serve_connection(mut stream: TcpStream, lab: Arc<Lab>) -> io::Result<()
                 if count > 0 {
                     if !counted_early {
                         counted_early = true;
-                        lab.counters
-                            .early_data_accepted
-                            .fetch_add(1, Ordering::Relaxed);
+                        lab.counters.early_data_accepted();
                     }
                     let alpn = connection.alpn_protocol().map(<[u8]>::to_vec);
-                    http.get_or_insert_with(|| HttpSession::for_alpn(alpn.as_deref()))
-                        .feed(&plaintext[..count], lab.body, &lab.counters, &mut answer)
+                    let answered = http
+                        .get_or_insert_with(|| ServerSession::for_alpn(alpn.as_deref()))
+                        .feed(&plaintext[..count], lab.body, &mut answer)
                         .map_err(io::Error::other)?;
+                    lab.counters.answered(answered);
                 }
             }
             loop {
@@ -358,9 +259,11 @@ async fn serve_connection(mut stream: TcpStream, lab: Arc<Lab>) -> io::Result<()
                     Ok(0) => break,
                     Ok(count) => {
                         let alpn = connection.alpn_protocol().map(<[u8]>::to_vec);
-                        http.get_or_insert_with(|| HttpSession::for_alpn(alpn.as_deref()))
-                            .feed(&plaintext[..count], lab.body, &lab.counters, &mut answer)
+                        let answered = http
+                            .get_or_insert_with(|| ServerSession::for_alpn(alpn.as_deref()))
+                            .feed(&plaintext[..count], lab.body, &mut answer)
                             .map_err(io::Error::other)?;
+                        lab.counters.answered(answered);
                     }
                     Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
                     Err(error) => return Err(error),
@@ -432,7 +335,7 @@ async fn answer_http3(
             .map_err(|error| error.to_string())?
             .ok_or("the request stream ended before a request")?;
         if let Some(request) = reader.feed(&chunk.bytes).map_err(|e| e.to_string())? {
-            lab.counters.requests.fetch_add(1, Ordering::Relaxed);
+            lab.counters.answered(1);
             let response =
                 tlslab_http::encode_response(Version::Http3, request.stream, lab.body as usize);
             send.write_all(&response)

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use tlslab_core::Overrides;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -186,6 +187,55 @@ pub struct RunArgs {
     /// Also write the HTML report beside the results file when the run ends.
     #[arg(long)]
     pub report: bool,
+}
+
+impl RunArgs {
+    /// The flags that describe the experiment, as typed: core parses and checks them
+    /// (`Experiment::apply`), the same way it reads an experiment file.
+    pub fn overrides(&self) -> Overrides {
+        Overrides {
+            tls: self.tls.clone(),
+            suite: self.suite.clone(),
+            group: self.group.clone(),
+            cert: self.cert.clone(),
+            chain: self.chain.clone(),
+            concurrency: self.concurrency.clone(),
+            handshakes: self.handshakes,
+            warmup: self.warmup,
+            block: self.block,
+            seed: self.seed,
+            timeout: self.timeout.clone(),
+            resume: self.resume.clone(),
+            early_data: self.early_data.clone(),
+            cert_cache: self.cert_cache.clone(),
+            transport: self.transport.clone(),
+            http: self.http.clone(),
+            path: self.path.clone(),
+            backend: self.backend.clone(),
+            client_backend: self.client_backend.clone(),
+            server_backend: self.server_backend.clone(),
+            ech: self.ech.clone(),
+            ech_config: self.ech_config.clone(),
+            ech_public_name: self.ech_public_name.clone(),
+            body: self.body,
+            replay: self.replay,
+            close: self.close.clone(),
+            target: self.target.clone(),
+            sni: self.sni.clone(),
+            ca: self.ca.clone(),
+            insecure: self.insecure,
+            labels: self.label.clone(),
+            skip_invalid: self.skip_invalid,
+            until_ci: self.until_ci.clone(),
+            max_error_rate: self.max_error_rate,
+            rtt: self.rtt.clone(),
+            jitter: self.jitter.clone(),
+            loss: self.loss.clone(),
+            rate: self.rate.clone(),
+            emulator: self.emulator.clone(),
+            server_cmd: self.server_cmd.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Args)]

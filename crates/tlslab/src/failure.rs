@@ -1,8 +1,9 @@
-//! Errors the user sees: `error:` and `hint:` lines and an exit code.
+//! Errors the user sees: `error:` and `hint:` lines and an exit code. Every library error
+//! type carries its hint; this is the one place that maps each to its exit code.
 
 use std::fmt::Display;
 
-/// Exit codes (DESIGN §8).
+/// Exit codes (DESIGN §8, README "Exit codes").
 pub const EXIT_FAILURES: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_ENVIRONMENT: i32 = 3;
@@ -39,8 +40,37 @@ impl CliError {
     }
 }
 
+/// A results file that cannot be read is the user's input.
 impl From<tlslab_store::StoreError> for CliError {
     fn from(error: tlslab_store::StoreError) -> Self {
         CliError::usage(error.message, error.hint)
+    }
+}
+
+/// An experiment that cannot run as written.
+impl From<tlslab_core::ConfigError> for CliError {
+    fn from(error: tlslab_core::ConfigError) -> Self {
+        CliError::usage(error.message, error.hint)
+    }
+}
+
+/// A run that could not start or had to stop: the user's request, or the machine.
+impl From<tlslab_engine::RunError> for CliError {
+    fn from(error: tlslab_engine::RunError) -> Self {
+        match error.kind {
+            tlslab_engine::RunErrorKind::Configuration => {
+                CliError::usage(error.message, error.hint)
+            }
+            tlslab_engine::RunErrorKind::Environment => {
+                CliError::environment(error.message, error.hint)
+            }
+        }
+    }
+}
+
+/// A report that cannot be written: the machine (disk, permissions).
+impl From<tlslab_report::ReportError> for CliError {
+    fn from(error: tlslab_report::ReportError) -> Self {
+        CliError::environment(error.message, error.hint)
     }
 }

@@ -2,17 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-use tlslab_report::{render_html, render_markdown, write_pngs, ReportData, ReportError};
+use tlslab_report::{render_html, render_markdown, write_pngs, ReportData};
 use tlslab_store::Store;
 
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::failure::CliError;
-
-impl From<ReportError> for CliError {
-    fn from(error: ReportError) -> Self {
-        CliError::environment(error.message, error.hint)
-    }
-}
 
 /// The format the user asked for, or the one the output file's extension names.
 fn format(args: &ReportArgs) -> ReportFormat {

@@ -2,45 +2,16 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use tlslab_core::{duration, Experiment, Plan};
-use tlslab_engine::{Environment, Progress, RunErrorKind, RunOptions};
+use tlslab_core::{Experiment, Plan};
+use tlslab_engine::{Progress, RunOptions, Stop};
 use tlslab_report::{render_text, RunSummary};
 use tlslab_store::Store;
 
 use crate::cli::RunArgs;
 use crate::failure::{CliError, EXIT_FAILURES};
-
-fn parse_list<T: FromStr>(values: &[String]) -> Result<Vec<T>, CliError>
-where
-    T::Err: std::fmt::Display,
-{
-    values
-        .iter()
-        .map(|value| {
-            value.parse::<T>().map_err(|error| {
-                CliError::usage(
-                    error,
-                    "comma-separated values make a matrix dimension, for example --tls 1.2,1.3",
-                )
-            })
-        })
-        .collect()
-}
-
-fn parse_durations(values: &[String], example: &str) -> Result<Vec<Duration>, CliError> {
-    values
-        .iter()
-        .map(|value| {
-            duration::parse(value)
-                .map_err(|error| CliError::usage(error, format!("for example {example}")))
-        })
-        .collect()
-}
 
 /// The experiment the flags describe: the file's (or the default), with flags on top.
 pub fn experiment(args: &RunArgs) -> Result<Experiment, CliError> {
@@ -61,145 +32,7 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment, CliError> {
         }
         None => Experiment::default(),
     };
-    if let Some(values) = &args.tls {
-        experiment.tls = parse_list(values)?;
-    }
-    if let Some(values) = &args.suite {
-        experiment.suite = parse_list(values)?;
-    }
-    if let Some(values) = &args.group {
-        experiment.group = parse_list(values)?;
-    }
-    if let Some(values) = &args.cert {
-        experiment.cert = parse_list(values)?;
-    }
-    if let Some(values) = &args.chain {
-        experiment.chain = values.clone();
-    }
-    if let Some(values) = &args.concurrency {
-        experiment.concurrency = values.clone();
-    }
-    if let Some(value) = args.handshakes {
-        experiment.handshakes = value;
-    }
-    if let Some(value) = args.warmup {
-        experiment.warmup = value;
-    }
-    if args.block.is_some() {
-        experiment.block = args.block;
-    }
-    if args.seed.is_some() {
-        experiment.seed = args.seed;
-    }
-    if let Some(text) = &args.timeout {
-        experiment.timeout = duration::parse(text)
-            .map_err(|error| CliError::usage(error, "for example --timeout 5s"))?;
-    }
-    if let Some(values) = &args.resume {
-        experiment.resume = parse_list(values)?;
-    }
-    if let Some(values) = &args.early_data {
-        experiment.early_data = values.clone();
-    }
-    if let Some(values) = &args.cert_cache {
-        experiment.cert_cache = parse_list(values)?;
-    }
-    if let Some(values) = &args.transport {
-        experiment.transport = parse_list(values)?;
-    }
-    if let Some(values) = &args.http {
-        experiment.http = parse_list(values)?;
-    }
-    if let Some(values) = &args.backend {
-        experiment.backend = parse_list(values)?;
-    }
-    if let Some(values) = &args.client_backend {
-        experiment.client_backend = parse_list(values)?;
-    }
-    if let Some(values) = &args.server_backend {
-        experiment.server_backend = parse_list(values)?;
-    }
-    if let Some(values) = &args.ech {
-        experiment.ech = parse_list(values)?;
-    }
-    if let Some(text) = &args.ech_config {
-        experiment.ech_config = Some(text.clone());
-    }
-    if let Some(name) = &args.ech_public_name {
-        experiment.ech_public_name = name.clone();
-    }
-    if let Some(path) = &args.path {
-        experiment.path = path.clone();
-    }
-    if let Some(body) = args.body {
-        experiment.body = body;
-    }
-    if args.replay {
-        experiment.replay = true;
-    }
-    if let Some(text) = &args.close {
-        experiment.close = text
-            .parse()
-            .map_err(|error| CliError::usage(error, "--close reset or --close graceful"))?;
-    }
-    if args.target.is_some() {
-        experiment.target = args.target.clone();
-    }
-    if args.sni.is_some() {
-        experiment.sni = args.sni.clone();
-    }
-    if args.ca.is_some() {
-        experiment.ca = args.ca.clone();
-    }
-    if args.insecure {
-        experiment.insecure = true;
-    }
-    if let Some(labels) = &args.label {
-        experiment.labels = labels.clone();
-    }
-    if args.skip_invalid {
-        experiment.skip_invalid = true;
-    }
-    if let Some(text) = &args.until_ci {
-        let trimmed = text.trim();
-        let (number, scale) = match trimmed.strip_suffix('%') {
-            Some(number) => (number, 100.0),
-            None => (trimmed, 1.0),
-        };
-        let value: f64 = number.trim().parse().map_err(|_| {
-            CliError::usage(
-                format!("--until-ci '{text}' is not a percentage"),
-                "for example --until-ci 2% or --until-ci 0.02",
-            )
-        })?;
-        experiment.until_ci = Some(value / scale);
-    }
-    if let Some(rate) = args.max_error_rate {
-        experiment.max_error_rate = rate;
-    }
-    if let Some(values) = &args.rtt {
-        experiment.rtt = parse_durations(values, "--rtt 30ms,150ms")?;
-    }
-    if let Some(values) = &args.jitter {
-        experiment.jitter = parse_durations(values, "--jitter 2ms")?;
-    }
-    if let Some(values) = &args.loss {
-        experiment.loss = parse_list(values)?;
-    }
-    if let Some(values) = &args.rate {
-        experiment.rate = parse_list(values)?;
-    }
-    if let Some(text) = &args.emulator {
-        experiment.emulator = text.parse().map_err(|error| {
-            CliError::usage(
-                error,
-                "--emulator auto picks the best one this machine supports",
-            )
-        })?;
-    }
-    if args.server_cmd.is_some() {
-        experiment.server_cmd = args.server_cmd.clone();
-    }
+    experiment.apply(&args.overrides())?;
     Ok(experiment)
 }
 
@@ -267,15 +100,25 @@ pub fn open_pki(dir: &Option<PathBuf>) -> Result<tlslab_pki::Pki, CliError> {
     })
 }
 
+/// A stop token that SIGINT (Ctrl-C) and SIGTERM request. A second signal ends the process
+/// at once (exit 130), for a run that does not stop by itself.
+pub fn stop_on_signals() -> Stop {
+    let stop = Stop::new();
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Registering fails only for signals that cannot be caught; these two can.
+        let _ = signal_hook::flag::register_conditional_shutdown(signal, 130, stop.flag());
+        let _ = signal_hook::flag::register(signal, stop.flag());
+    }
+    stop
+}
+
 pub fn run(args: &RunArgs) -> Result<i32, CliError> {
     let experiment = experiment(args)?;
     if args.dump_experiment {
         print!("{}", experiment.to_toml());
         return Ok(0);
     }
-    let configs = experiment
-        .configs()
-        .map_err(|error| CliError::usage(error.message, error.hint))?;
+    let configs = experiment.configs()?;
     let seed = experiment.seed.unwrap_or_else(|| fastrand::u64(..));
     let plan = Plan::new(&experiment, &configs, seed);
     let mut recorded = experiment.clone();
@@ -292,10 +135,13 @@ pub fn run(args: &RunArgs) -> Result<i32, CliError> {
             )
         })?,
         pki: open_pki(&args.pki_dir)?,
-        environment: Environment::capture(env!("CARGO_PKG_VERSION"), env!("TLSLAB_COMMIT")),
+        environment: tlslab_engine::environment::capture(
+            env!("CARGO_PKG_VERSION"),
+            env!("TLSLAB_COMMIT"),
+        ),
         command_line: std::env::args().collect(),
         seed,
-        stop: Arc::new(AtomicBool::new(false)),
+        stop: stop_on_signals(),
         progress: show_progress.then(progress_bar),
     };
     let result = tlslab_engine::run(
@@ -309,11 +155,9 @@ pub fn run(args: &RunArgs) -> Result<i32, CliError> {
         eprint!("\r{}\r", " ".repeat(100));
     }
     let end = result.map_err(|error| {
-        let hint = format!("{} (results so far: {})", error.hint, path.display());
-        match error.kind {
-            RunErrorKind::Configuration => CliError::usage(error.message, hint),
-            RunErrorKind::Environment => CliError::environment(error.message, hint),
-        }
+        let mut error = CliError::from(error);
+        error.hint = format!("{} (results so far: {})", error.hint, path.display());
+        error
     })?;
 
     let store = Store::open(&path)?;

@@ -1,538 +1,24 @@
-//! [`Config`]: one labelled point of the matrix, and the expansion that produces them.
+//! Expansion: the matrix of an experiment as labelled [`Config`]s in matrix order, each
+//! combination checked by the rules in `rules.rs`.
 
 use std::collections::HashSet;
-use std::fmt;
-use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Serialize;
-
+use super::rules::{
+    invalid_backend_reason, invalid_reason, invalid_session_reason, Backends, Session,
+};
+use super::validate::{require_nonempty, validate};
+use super::{error, target_host, Config, ConfigError, Endpoint};
 use crate::dimension::{
-    Backend, CertCache, CertProfile, CloseMode, Ech, Group, Http, LegacyKeyExchange, Resume,
-    SuiteSpec, TlsVersion, Transport,
+    Backend, CertCache, Ech, Group, Http, Resume, SuiteSpec, TlsVersion, Transport,
 };
 use crate::experiment::Experiment;
 use crate::network::{Loss, Network, NetworkDimensions};
 
-/// Where the handshakes go.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Endpoint {
-    /// The embedded lab server, started by tlslab with this certificate profile and chain.
-    Lab { cert: CertProfile, chain: u8 },
-    /// An external server.
-    Target {
-        address: String,
-        sni: String,
-        ca: Option<PathBuf>,
-    },
-}
-
-/// Everything needed to run one kind of handshake.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Config {
-    /// Position in the matrix; also the Config's id in the store.
-    pub index: usize,
-    pub label: String,
-    pub version: TlsVersion,
-    pub suite: SuiteSpec,
-    pub group: Group,
-    pub endpoint: Endpoint,
-    pub concurrency: u32,
-    pub resume: Resume,
-    /// Bytes of TLS 1.3 early data (0-RTT) on resumed handshakes; 0 sends none.
-    pub early_data: u64,
-    /// The client skips re-verifying chains it already verified.
-    pub cert_cache: bool,
-    pub transport: Transport,
-    /// The request after the handshake, if any.
-    pub http: Http,
-    pub path: String,
-    pub insecure: bool,
-    /// The TLS library of the client.
-    pub client_backend: Backend,
-    /// The TLS library of the lab server; `None` for an external target.
-    pub server_backend: Option<Backend>,
-    /// Encrypted ClientHello.
-    pub ech: Ech,
-    pub close: CloseMode,
-    #[serde(skip)]
-    pub timeout: Duration,
-    /// The emulated link, or `None` for plain loopback (or the real network to a target).
-    pub network: Option<Network>,
-}
-
-impl Config {
-    /// The certificate profile when the endpoint is the lab server.
-    pub fn cert(&self) -> Option<CertProfile> {
-        match self.endpoint {
-            Endpoint::Lab { cert, .. } => Some(cert),
-            Endpoint::Target { .. } => None,
-        }
-    }
-
-    /// Whether the Config resumes sessions after each agent's first handshake.
-    pub fn resumes(&self) -> bool {
-        self.resume != Resume::Off
-    }
-
-    /// The server-side part of a lab Config: Configs that share it share one lab server.
-    pub fn server_key(&self, body: u64) -> Option<ServerKey> {
-        let resumption = match (self.resume, self.early_data > 0) {
-            (Resume::Off, _) => ServerResumption::Off,
-            // 0-RTT needs single-use tickets, which only a stateful cache can enforce (rustls
-            // refuses early data on stateless tickets for that reason).
-            (Resume::Tickets, false) => ServerResumption::Tickets,
-            (Resume::Tickets, true) | (Resume::SessionId, _) => ServerResumption::Cache,
-        };
-        match self.endpoint {
-            Endpoint::Lab { cert, chain } => Some(ServerKey {
-                backend: self.server_backend.unwrap_or(Backend::Rustls),
-                cert,
-                chain,
-                resumption,
-                early_data: self.early_data > 0,
-                body,
-            }),
-            Endpoint::Target { .. } => None,
-        }
-    }
-}
-
-/// How a lab server lets clients resume.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ServerResumption {
-    /// No tickets, no cache: fresh-handshake measurements hold no ticket-issuing work.
-    Off,
-    /// Stateless encrypted tickets (TLS 1.2 RFC 5077 tickets and TLS 1.3 tickets).
-    Tickets,
-    /// A server-side session cache: TLS 1.2 session IDs, and TLS 1.3 tickets that name a cache
-    /// entry and are removed when used, so each is accepted once (0-RTT anti-replay).
-    Cache,
-}
-
-impl ServerResumption {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ServerResumption::Off => "off",
-            ServerResumption::Tickets => "tickets",
-            ServerResumption::Cache => "cache",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<ServerResumption> {
-        [
-            ServerResumption::Off,
-            ServerResumption::Tickets,
-            ServerResumption::Cache,
-        ]
-        .into_iter()
-        .find(|mode| mode.as_str() == text)
-    }
-}
-
-/// What distinguishes one lab server instance from another.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ServerKey {
-    /// The TLS library serving.
-    pub backend: Backend,
-    pub cert: CertProfile,
-    pub chain: u8,
-    /// Tickets or a session cache only when the Config resumes (DESIGN §5.2), so fresh
-    /// handshakes do not pay for tickets nobody uses.
-    pub resumption: ServerResumption,
-    /// Accept TLS 1.3 early data.
-    pub early_data: bool,
-    /// Bytes of the body every HTTP response carries.
-    pub body: u64,
-}
-
-/// Why an experiment cannot run as written.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    pub message: String,
-    pub hint: String,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.message)
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
-fn error(message: impl Into<String>, hint: impl Into<String>) -> ConfigError {
-    ConfigError {
-        message: message.into(),
-        hint: hint.into(),
-    }
-}
-
-/// Why one combination of dimension values cannot run, or `None` when it can.
-fn invalid_reason(
-    version: TlsVersion,
-    suite: &SuiteSpec,
-    group: Group,
-    cert: Option<CertProfile>,
-    rsa_transport_group: Option<Group>,
-) -> Option<String> {
-    if let Some(only) = suite.version {
-        if only != version {
-            return Some(format!(
-                "suite {} exists only in TLS {}, not TLS {}",
-                suite.name, only, version
-            ));
-        }
-    }
-    if version == TlsVersion::Tls12 && group.is_post_quantum() {
-        return Some(format!("group {group} exists only in TLS 1.3"));
-    }
-    if version == TlsVersion::Tls12 {
-        // In TLS 1.2 the suite names the key exchange, and the group must fit it.
-        let exchange = suite
-            .legacy
-            .map_or(LegacyKeyExchange::Ecdhe, |legacy| legacy.key_exchange());
-        match exchange {
-            LegacyKeyExchange::Dhe if !group.is_finite_field() => {
-                return Some(format!(
-                    "suite {} agrees on keys over ffdhe2048 or ffdhe3072, not {group}",
-                    suite.name
-                ))
-            }
-            // RSA key transport agrees on no group: one Config, not one per group.
-            LegacyKeyExchange::Rsa
-                if !group.is_finite_field() && Some(group) != rsa_transport_group =>
-            {
-                return Some(format!(
-                    "suite {} uses no key-exchange group; it runs once, with {}",
-                    suite.name,
-                    rsa_transport_group.map_or("an elliptic-curve group".into(), |g| g.to_string())
-                ))
-            }
-            LegacyKeyExchange::Ecdhe | LegacyKeyExchange::Rsa if group.is_finite_field() => {
-                return Some(format!(
-                    "group {group} is finite-field; TLS 1.2 uses it only with a DHE suite \
-                     (TLS_DHE_RSA_WITH_AES_128_GCM_SHA256)"
-                ))
-            }
-            _ => {}
-        }
-    }
-    if let Some(cert) = cert {
-        if version == TlsVersion::Tls12 && cert.key_kind() == crate::KeyKind::MlDsa {
-            return Some(format!(
-                "{cert} certificates sign TLS 1.3 handshakes only, not TLS 1.2"
-            ));
-        }
-    }
-    if let (Some(authentication), Some(cert)) = (suite.authentication, cert) {
-        if cert.key_kind().tls12_authentication() != Some(authentication) {
-            return Some(format!(
-                "suite {} needs a {} certificate, not {}",
-                suite.name,
-                match authentication {
-                    crate::Authentication::Rsa => "RSA",
-                    crate::Authentication::Ecdsa => "ECDSA or Ed25519",
-                },
-                cert
-            ));
-        }
-    }
-    None
-}
-
-/// The session-level dimensions of one Config.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Session {
-    transport: Transport,
-    http: Http,
-    resume: Resume,
-    early_data: u64,
-    cert_cache: bool,
-}
-
-/// The library pair of one Config: the client's, and the lab server's (`None` for a target).
-type Backends = (Backend, Option<Backend>);
-
-/// Why a combination of libraries and ECH cannot run, or `None` when it can. rustls has no
-/// legacy suites, no finite-field groups and no ECH server; the OpenSSL backend runs over TCP
-/// and has no certificate cache.
-fn invalid_backend_reason(
-    version: TlsVersion,
-    suite: &SuiteSpec,
-    group: Group,
-    (client, server): Backends,
-    ech: Ech,
-    session: Session,
-) -> Option<String> {
-    let sides = [("client", Some(client)), ("server", server)];
-    for (side, backend) in sides {
-        if backend != Some(Backend::Rustls) {
-            continue;
-        }
-        if let Some(legacy) = suite.legacy {
-            return Some(format!(
-                "legacy suite {} needs OpenSSL (--{side}-backend openssl)",
-                legacy.iana_name()
-            ));
-        }
-        if group.is_finite_field() {
-            return Some(format!(
-                "rustls has no finite-field groups; {group} needs OpenSSL (--{side}-backend openssl)"
-            ));
-        }
-    }
-    for backend in [Some(client), server] {
-        if backend == Some(Backend::Openssl) && session.transport == Transport::Quic {
-            return Some(
-                "the OpenSSL backend measures TLS over TCP; QUIC runs on rustls (quinn)".into(),
-            );
-        }
-    }
-    if client == Backend::Openssl && session.cert_cache {
-        return Some("the certificate cache is a rustls client feature".into());
-    }
-    if ech != Ech::Off {
-        if version == TlsVersion::Tls12 {
-            return Some("Encrypted ClientHello exists only in TLS 1.3".into());
-        }
-        if session.transport == Transport::Quic {
-            return Some("tlslab offers Encrypted ClientHello over TCP only".into());
-        }
-    }
-    if ech == Ech::On && server == Some(Backend::Rustls) {
-        return Some(
-            "rustls cannot serve Encrypted ClientHello; the lab server needs --server-backend openssl"
-                .into(),
-        );
-    }
-    None
-}
-
-/// Every pair of client and lab server libraries, in matrix order. `backend` pairs each
-/// library with itself; `client_backend` and `server_backend` cross the two sides. A target
-/// has no lab server, so only the client's library varies.
-fn backend_pairs(experiment: &Experiment, lab: bool) -> Vec<Backends> {
-    let side = |values: &Vec<Backend>| {
-        if values.is_empty() {
-            experiment.backend.clone()
-        } else {
-            values.clone()
-        }
-    };
-    let crossed = !experiment.client_backend.is_empty() || !experiment.server_backend.is_empty();
-    let mut pairs: Vec<Backends> = Vec::new();
-    if !lab {
-        for client in side(&experiment.client_backend) {
-            if !pairs.contains(&(client, None)) {
-                pairs.push((client, None));
-            }
-        }
-    } else if crossed {
-        for client in side(&experiment.client_backend) {
-            for server in side(&experiment.server_backend) {
-                pairs.push((client, Some(server)));
-            }
-        }
-    } else {
-        pairs = experiment
-            .backend
-            .iter()
-            .map(|&backend| (backend, Some(backend)))
-            .collect();
-    }
-    pairs
-}
-
-/// Why a combination of transport, request and resumption cannot run, or `None`.
-fn invalid_session_reason(version: TlsVersion, session: Session) -> Option<String> {
-    let Session {
-        transport,
-        http,
-        resume,
-        early_data,
-        cert_cache,
-    } = session;
-    if transport == Transport::Quic && version == TlsVersion::Tls12 {
-        return Some("QUIC carries TLS 1.3 only, not TLS 1.2".into());
-    }
-    match (transport, http) {
-        (Transport::Quic, Http::Http11 | Http::Http2) => {
-            return Some(format!("HTTP/{http} runs over TCP; QUIC carries HTTP/3"))
-        }
-        (Transport::Tcp, Http::Http3) => {
-            return Some("HTTP/3 needs QUIC (--transport quic)".into())
-        }
-        _ => {}
-    }
-    if early_data > 0 && version == TlsVersion::Tls12 {
-        return Some("early data (0-RTT) exists only in TLS 1.3".into());
-    }
-    if early_data > 0 && resume == Resume::Off {
-        return Some("early data (0-RTT) needs a resumed session (--resume tickets)".into());
-    }
-    if cert_cache && resume != Resume::Off {
-        return Some(
-            "the certificate cache has nothing to save on resumed handshakes, which verify no certificate"
-                .into(),
-        );
-    }
-    None
-}
-
-/// Every combination of the session-level dimensions, in matrix order.
-fn sessions(experiment: &Experiment) -> Vec<Session> {
-    let mut sessions = Vec::new();
-    for &transport in &experiment.transport {
-        for &http in &experiment.http {
-            for &resume in &experiment.resume {
-                for &early_data in &experiment.early_data {
-                    for &cert_cache in &experiment.cert_cache {
-                        // A 0-RTT request needs a request: HTTP/1.1 over TCP, HTTP/3 over QUIC
-                        // unless the experiment names one.
-                        let http = if http == Http::None && early_data > 0 {
-                            Http::default_for(transport)
-                        } else {
-                            http
-                        };
-                        sessions.push(Session {
-                            transport,
-                            http,
-                            resume,
-                            early_data,
-                            cert_cache: cert_cache == CertCache::On,
-                        });
-                    }
-                }
-            }
-        }
-    }
-    sessions
-}
-
-fn require_nonempty<T>(values: &[T], name: &str) -> Result<(), ConfigError> {
-    if values.is_empty() {
-        return Err(error(
-            format!("the {name} dimension is empty"),
-            format!("give at least one value for {name}"),
-        ));
-    }
-    Ok(())
-}
-
 /// Expands an experiment into Configs in matrix order: version, suite, group, certificate,
 /// chain, concurrency (the last varies fastest).
 pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
-    require_nonempty(&experiment.tls, "tls")?;
-    require_nonempty(&experiment.suite, "suite")?;
-    require_nonempty(&experiment.group, "group")?;
-    require_nonempty(&experiment.concurrency, "concurrency")?;
-    require_nonempty(&experiment.transport, "transport")?;
-    require_nonempty(&experiment.http, "http")?;
-    require_nonempty(&experiment.resume, "resume")?;
-    require_nonempty(&experiment.early_data, "early-data")?;
-    require_nonempty(&experiment.cert_cache, "cert-cache")?;
-    require_nonempty(&experiment.backend, "backend")?;
-    require_nonempty(&experiment.ech, "ech")?;
-    if experiment.ech.contains(&Ech::On) && experiment.target.is_some() {
-        match &experiment.ech_config {
-            None => {
-                return Err(error(
-                    "ECH against an external target needs the target's ECHConfigList",
-                    "give --ech-config BASE64 (the ech= value of the target's HTTPS DNS record, \
-                     for example from `dig +short HTTPS host`)",
-                ))
-            }
-            Some(text) if !is_base64(text) => {
-                return Err(error(
-                    "--ech-config is not base64",
-                    "give the ECHConfigList as base64, as in the ech= value of an HTTPS DNS record",
-                ))
-            }
-            Some(_) => {}
-        }
-    }
-    if experiment.ech_config.is_some() && experiment.target.is_none() {
-        return Err(error(
-            "--ech-config applies to external targets only",
-            "the lab server's ECH configuration is used automatically; add --target host:port",
-        ));
-    }
-    if !experiment.path.starts_with('/') {
-        return Err(error(
-            format!("request path '{}' does not start with /", experiment.path),
-            "give an absolute path such as --path /index.html",
-        ));
-    }
-    if experiment.body > MAX_BODY {
-        return Err(error(
-            format!(
-                "a body of {} bytes is above the lab server's limit",
-                experiment.body
-            ),
-            format!("give --body {MAX_BODY} or less"),
-        ));
-    }
-    if let Some(&size) = experiment
-        .early_data
-        .iter()
-        .find(|&&size| size > MAX_EARLY_DATA)
-    {
-        return Err(error(
-            format!("{size} bytes of early data is more than a server accepts"),
-            format!("give --early-data {MAX_EARLY_DATA} or less"),
-        ));
-    }
-    if experiment.replay && experiment.early_data.iter().all(|&size| size == 0) {
-        return Err(error(
-            "--replay re-sends 0-RTT flights, but the experiment sends no early data",
-            "add --resume tickets --early-data 1024",
-        ));
-    }
-    if experiment.replay && experiment.target.is_some() {
-        return Err(error(
-            "--replay needs the lab server, which counts the replays it rejects",
-            "drop --target, or drop --replay",
-        ));
-    }
-    if experiment.handshakes == 0 {
-        return Err(error(
-            "handshakes is 0",
-            "ask for at least one handshake per config (-n)",
-        ));
-    }
-    if let Some(&zero) = experiment.concurrency.iter().find(|&&c| c == 0) {
-        return Err(error(
-            format!("concurrency {zero} is not possible"),
-            "use at least one agent (-c 1)",
-        ));
-    }
-    if let Some(target) = experiment.until_ci {
-        if !(target > 0.0 && target < 1.0) {
-            return Err(error(
-                format!("--until-ci {target} is not a fraction of the median"),
-                "give a relative half-width such as --until-ci 2% (or 0.02)",
-            ));
-        }
-    }
-    if experiment.timeout.is_zero() {
-        return Err(error(
-            "the timeout is 0",
-            "give a timeout such as --timeout 10s",
-        ));
-    }
-    if !(0.0..=1.0).contains(&experiment.max_error_rate) {
-        return Err(error(
-            format!(
-                "max error rate {} is not a fraction",
-                experiment.max_error_rate
-            ),
-            "give a value between 0 and 1, for example --max-error-rate 0.01",
-        ));
-    }
-
+    let checked = validate(experiment)?;
     let endpoints: Vec<Endpoint> = match &experiment.target {
         Some(address) => {
             let host = target_host(address).ok_or_else(|| {
@@ -573,12 +59,6 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
         }
     };
 
-    if experiment.server_cmd.is_some() && experiment.target.is_none() {
-        return Err(error(
-            "--server-cmd needs --target to name the port the server listens on",
-            "for example --server-cmd 'nginx -c /etc/tlslab/nginx.conf' --target 127.0.0.1:8443",
-        ));
-    }
     let named = NetworkDimensions {
         rtt: !experiment.rtt.is_empty(),
         jitter: !experiment.jitter.is_empty(),
@@ -672,6 +152,9 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                                 close: experiment.close,
                                 timeout: experiment.timeout,
                                 network: *network,
+                                body: experiment.body,
+                                ech_config: checked.ech_config.clone(),
+                                ech_public_name: experiment.ech_public_name.clone(),
                             });
                         }
                     }
@@ -729,6 +212,71 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
     Ok(configs)
 }
 
+/// Every pair of client and lab server libraries, in matrix order. `backend` pairs each
+/// library with itself; `client_backend` and `server_backend` cross the two sides. A target
+/// has no lab server, so only the client's library varies.
+fn backend_pairs(experiment: &Experiment, lab: bool) -> Vec<Backends> {
+    let side = |values: &Vec<Backend>| {
+        if values.is_empty() {
+            experiment.backend.clone()
+        } else {
+            values.clone()
+        }
+    };
+    let crossed = !experiment.client_backend.is_empty() || !experiment.server_backend.is_empty();
+    let mut pairs: Vec<Backends> = Vec::new();
+    if !lab {
+        for client in side(&experiment.client_backend) {
+            if !pairs.contains(&(client, None)) {
+                pairs.push((client, None));
+            }
+        }
+    } else if crossed {
+        for client in side(&experiment.client_backend) {
+            for server in side(&experiment.server_backend) {
+                pairs.push((client, Some(server)));
+            }
+        }
+    } else {
+        pairs = experiment
+            .backend
+            .iter()
+            .map(|&backend| (backend, Some(backend)))
+            .collect();
+    }
+    pairs
+}
+
+/// Every combination of the session-level dimensions, in matrix order.
+fn sessions(experiment: &Experiment) -> Vec<Session> {
+    let mut sessions = Vec::new();
+    for &transport in &experiment.transport {
+        for &http in &experiment.http {
+            for &resume in &experiment.resume {
+                for &early_data in &experiment.early_data {
+                    for &cert_cache in &experiment.cert_cache {
+                        // A 0-RTT request needs a request: HTTP/1.1 over TCP, HTTP/3 over QUIC
+                        // unless the experiment names one.
+                        let http = if http == Http::None && early_data > 0 {
+                            Http::default_for(transport)
+                        } else {
+                            http
+                        };
+                        sessions.push(Session {
+                            transport,
+                            http,
+                            resume,
+                            early_data,
+                            cert_cache: cert_cache == CertCache::On,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    sessions
+}
+
 /// Every combination of the network dimensions (unnamed ones at their neutral value), or one
 /// `None` (loopback) when the experiment names none.
 fn networks(experiment: &Experiment, named: &NetworkDimensions) -> Vec<Option<Network>> {
@@ -780,24 +328,6 @@ fn valid_values_hint() -> String {
         .to_string()
 }
 
-/// The host part of `host:port` (IPv6 literals in brackets), or `None` when malformed.
-pub fn target_host(address: &str) -> Option<&str> {
-    let (host, port) = address.rsplit_once(':')?;
-    port.parse::<u16>().ok()?;
-    let host = host
-        .strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(host);
-    (!host.is_empty()).then_some(host)
-}
-
-/// The largest response body the lab server sends.
-pub const MAX_BODY: u64 = 64 << 20;
-
-/// The largest early data a Config may send: rustls' default limit for a server that accepts
-/// early data over TCP.
-pub const MAX_EARLY_DATA: u64 = 16_384;
-
 /// The label words of the libraries (none for rustls on both sides, `openssl` for OpenSSL on
 /// both, `client/server` when they differ) and of ECH.
 fn backend_words((client, server): Backends, ech: Ech) -> String {
@@ -813,17 +343,6 @@ fn backend_words((client, server): Backends, ech: Ech) -> String {
         Ech::Grease => words.push_str(" ech-grease"),
     }
     words
-}
-
-/// Whether `text` is standard or URL-safe base64 (padding optional).
-fn is_base64(text: &str) -> bool {
-    let body = text.trim().trim_end_matches('=');
-    // One character past a multiple of four carries fewer than 8 bits: never valid.
-    !body.is_empty()
-        && body.len() % 4 != 1
-        && body
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'+' | b'/' | b'-' | b'_'))
 }
 
 fn automatic_label(
@@ -869,7 +388,8 @@ fn automatic_label(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dimension::Cipher;
+    use crate::config::ServerResumption;
+    use crate::dimension::{CertProfile, Cipher};
 
     fn experiment() -> Experiment {
         Experiment {
@@ -1052,7 +572,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(zero_rtt[0].http, Http::Http3);
-        let key = zero_rtt[0].server_key(10).unwrap();
+        let key = zero_rtt[0].server_key().unwrap();
         assert_eq!(key.resumption, ServerResumption::Cache);
         assert!(key.early_data);
     }
@@ -1076,7 +596,7 @@ mod tests {
             ]
         );
         assert!(paired[1].label.ends_with(" openssl"), "{}", paired[1].label);
-        assert_eq!(paired[1].server_key(0).unwrap().backend, Backend::Openssl);
+        assert_eq!(paired[1].server_key().unwrap().backend, Backend::Openssl);
 
         let crossed = expand(&Experiment {
             client_backend: vec![Backend::Rustls, Backend::Openssl],

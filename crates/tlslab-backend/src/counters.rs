@@ -1,0 +1,85 @@
+//! What a lab server counts, whatever its library, and how the count travels on the control
+//! channel to the run.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+/// What a lab server has seen, counted as it happens by every connection.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Tickets presented and found in the session cache (each can be found once), or, with
+    /// stateless tickets, resumed handshakes.
+    pub tickets_redeemed: AtomicU64,
+    /// Tickets presented again after they were spent: replays, refused.
+    pub replays_rejected: AtomicU64,
+    /// Connections whose early data the server accepted.
+    pub early_data_accepted: AtomicU64,
+    /// HTTP requests answered.
+    pub requests: AtomicU64,
+}
+
+/// A reading of [`Counters`], as the control channel carries it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterSnapshot {
+    pub tickets_redeemed: u64,
+    pub replays_rejected: u64,
+    pub early_data_accepted: u64,
+    pub requests: u64,
+}
+
+impl Counters {
+    pub fn snapshot(&self) -> CounterSnapshot {
+        CounterSnapshot {
+            tickets_redeemed: self.tickets_redeemed.load(Ordering::Relaxed),
+            replays_rejected: self.replays_rejected.load(Ordering::Relaxed),
+            early_data_accepted: self.early_data_accepted.load(Ordering::Relaxed),
+            requests: self.requests.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Counts a ticket found in the cache, or a resumed handshake.
+    pub fn ticket_redeemed(&self) {
+        self.tickets_redeemed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a spent ticket presented again.
+    pub fn replay_rejected(&self) {
+        self.replays_rejected.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a connection whose early data was read.
+    pub fn early_data_accepted(&self) {
+        self.early_data_accepted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts answered HTTP requests.
+    pub fn answered(&self, requests: u64) {
+        self.requests.fetch_add(requests, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshots_count_and_travel_as_json() {
+        let counters = Counters::default();
+        counters.ticket_redeemed();
+        counters.replay_rejected();
+        counters.replay_rejected();
+        counters.answered(3);
+        let snapshot = counters.snapshot();
+        assert_eq!(snapshot.replays_rejected, 2);
+        let line = serde_json::to_string(&snapshot).unwrap();
+        assert_eq!(
+            line,
+            r#"{"tickets_redeemed":1,"replays_rejected":2,"early_data_accepted":0,"requests":3}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<CounterSnapshot>(&line).unwrap(),
+            snapshot
+        );
+    }
+}

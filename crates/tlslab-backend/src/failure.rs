@@ -1,0 +1,67 @@
+//! [`Failure`]: why an attempt failed, as a sample records it.
+
+use tlslab_core::{ErrorClass, Event};
+
+use crate::attempt::Attempt;
+
+/// A failed attempt: its class and a description for people. A failure is a measurement
+/// (the sample's outcome), not an error of tlslab.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub class: ErrorClass,
+    pub detail: String,
+}
+
+impl Failure {
+    pub fn new(class: ErrorClass, detail: impl Into<String>) -> Self {
+        Failure {
+            class,
+            detail: detail.into(),
+        }
+    }
+
+    /// A failed read, write or connect.
+    pub fn io(error: &std::io::Error) -> Self {
+        Failure::new(ErrorClass::of_io_error(error), error.to_string())
+    }
+
+    /// The server closed the connection before the handshake completed: a reset when it
+    /// had not answered at all, a protocol failure when it gave up midway.
+    pub fn closed_during_handshake(attempt: &Attempt) -> Self {
+        let class = if attempt.timeline.get(Event::ServerHelloReceived).is_none() {
+            ErrorClass::Reset
+        } else {
+            ErrorClass::Protocol
+        };
+        Failure::new(
+            class,
+            "the server closed the connection during the handshake",
+        )
+    }
+
+    /// A failure of the request after a successful handshake.
+    pub fn http(detail: impl ToString) -> Self {
+        Failure::new(ErrorClass::Protocol, detail.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_close_before_any_answer_is_a_reset_and_after_one_a_protocol_failure() {
+        let mut attempt = Attempt::start();
+        assert_eq!(
+            Failure::closed_during_handshake(&attempt).class,
+            ErrorClass::Reset
+        );
+        attempt.received(100, std::time::Instant::now());
+        assert_eq!(
+            Failure::closed_during_handshake(&attempt).class,
+            ErrorClass::Protocol
+        );
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert_eq!(Failure::io(&refused).class, ErrorClass::Refused);
+    }
+}

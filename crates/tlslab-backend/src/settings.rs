@@ -1,0 +1,347 @@
+//! What a client offers and trusts, and what a lab server offers: the same settings for every
+//! TLS library, so a Config means the same thing whichever library runs it.
+
+use std::fmt;
+use std::str::FromStr;
+
+use rustls_pki_types::CertificateDer;
+use tlslab_core::{
+    Cipher, Config, Group, Http, LegacySuite, Resume, ServerKey, ServerResumption, TlsVersion,
+    Transport,
+};
+
+/// Which certificates the client accepts.
+#[derive(Debug, Clone)]
+pub enum Trust {
+    /// These roots only (the lab root, or `--ca`).
+    Roots(Vec<CertificateDer<'static>>),
+    /// The operating system's roots.
+    System,
+    /// Anything (`--insecure`): handshake signatures are still parsed, not checked.
+    Insecure,
+}
+
+/// Encrypted ClientHello, as a client offers it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum EchMode {
+    /// No ECH extension.
+    #[default]
+    Off,
+    /// Real ECH with this ECHConfigList (the binary list, as in an HTTPS DNS record).
+    On(Vec<u8>),
+    /// A GREASE ECH extension: the size and shape of ECH without a configuration.
+    Grease,
+}
+
+/// The suite a client offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Suite {
+    /// A bulk cipher: under TLS 1.3 its one suite, under TLS 1.2 its ECDHE-ECDSA and
+    /// ECDHE-RSA suites, so the certificate decides.
+    Cipher(Cipher),
+    /// One legacy TLS 1.2 suite (the Config must be TLS 1.2; OpenSSL only).
+    Legacy(LegacySuite),
+}
+
+impl From<Cipher> for Suite {
+    fn from(cipher: Cipher) -> Suite {
+        Suite::Cipher(cipher)
+    }
+}
+
+impl fmt::Display for Suite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Suite::Cipher(cipher) => f.write_str(cipher.as_str()),
+            Suite::Legacy(suite) => f.write_str(suite.openssl_name()),
+        }
+    }
+}
+
+impl FromStr for Suite {
+    type Err = String;
+
+    /// Accepts tlslab's cipher names (`aes128gcm`) and the legacy suites by IANA or OpenSSL
+    /// name. Full names of the AEAD suites pin a version and authentication, which is the
+    /// Config's business: give those as their cipher.
+    fn from_str(text: &str) -> Result<Suite, String> {
+        let trimmed = text.trim();
+        if let Ok(cipher) = trimmed.parse::<Cipher>() {
+            return Ok(Suite::Cipher(cipher));
+        }
+        LegacySuite::ALL
+            .into_iter()
+            .find(|suite| {
+                trimmed.eq_ignore_ascii_case(suite.iana_name())
+                    || trimmed.eq_ignore_ascii_case(suite.openssl_name())
+            })
+            .map(Suite::Legacy)
+            .ok_or_else(|| {
+                let mut valid: Vec<&str> = Cipher::ALL.iter().map(|c| c.as_str()).collect();
+                valid.extend(LegacySuite::ALL.iter().map(|suite| suite.openssl_name()));
+                format!("unknown suite '{text}' (valid: {})", valid.join(", "))
+            })
+    }
+}
+
+/// One Config's worth of client-side settings, for any library.
+#[derive(Debug, Clone)]
+pub struct ClientSettings {
+    pub version: TlsVersion,
+    pub suite: Suite,
+    pub group: Group,
+    pub server_name: String,
+    pub trust: Trust,
+    /// Each agent's first handshake is full, the rest resume (by ticket, or by TLS 1.2
+    /// session ID alone with [`Resume::SessionId`]).
+    pub resume: Resume,
+    /// Bytes of early data (the request, padded) on resumed TLS 1.3 handshakes; 0 for none.
+    pub early_data: u64,
+    /// Skip re-verifying chains this client already verified.
+    pub cert_cache: bool,
+    pub transport: Transport,
+    /// The request after the handshake, if any, and its path.
+    pub http: Http,
+    pub path: String,
+    /// Encrypted ClientHello (TLS 1.3 only).
+    pub ech: EchMode,
+}
+
+impl ClientSettings {
+    /// A fresh-handshake TLS-over-TCP client with no request: what most Configs are.
+    pub fn handshake_only(
+        version: TlsVersion,
+        suite: impl Into<Suite>,
+        group: Group,
+        server_name: impl Into<String>,
+        trust: Trust,
+    ) -> ClientSettings {
+        ClientSettings {
+            version,
+            suite: suite.into(),
+            group,
+            server_name: server_name.into(),
+            trust,
+            resume: Resume::Off,
+            early_data: 0,
+            cert_cache: false,
+            transport: Transport::Tcp,
+            http: Http::None,
+            path: "/".into(),
+            ech: EchMode::Off,
+        }
+    }
+
+    /// What `config`'s client offers, reaching `server_name` with `trust` and `ech`.
+    pub fn for_config(
+        config: &Config,
+        server_name: String,
+        trust: Trust,
+        ech: EchMode,
+    ) -> ClientSettings {
+        ClientSettings {
+            version: config.version,
+            suite: match config.suite.legacy {
+                Some(legacy) => Suite::Legacy(legacy),
+                None => Suite::Cipher(config.suite.cipher),
+            },
+            group: config.group,
+            server_name,
+            trust,
+            resume: config.resume,
+            early_data: config.early_data,
+            cert_cache: config.cert_cache,
+            transport: config.transport,
+            http: config.http,
+            path: config.path.clone(),
+            ech,
+        }
+    }
+
+    /// The groups the client offers, most preferred first. TLS 1.3 offers the requested
+    /// group alone (it is the key share), and so does a TLS 1.2 DHE suite's finite-field
+    /// group (the server must not fall back to its own choice). Otherwise TLS 1.2 lists
+    /// P-256 and P-384 after the requested group: servers built on OpenSSL (nginx) accept an
+    /// ECDSA certificate only when its curve is in the client's supported groups (the
+    /// RFC 4492 rule they still apply), and servers that follow the client's order still
+    /// negotiate the requested group; every sample records the group negotiated.
+    pub fn offered_groups(&self) -> Vec<Group> {
+        let mut groups = vec![self.group];
+        if self.version == TlsVersion::Tls12 && !self.group.is_finite_field() {
+            for curve in [Group::Secp256r1, Group::Secp384r1] {
+                if !groups.contains(&curve) {
+                    groups.push(curve);
+                }
+            }
+        }
+        groups
+    }
+
+    /// Whether agents resume sessions.
+    pub fn resumes(&self) -> bool {
+        self.resume != Resume::Off
+    }
+
+    /// The wire version of the request, if the Config sends one.
+    pub fn http_version(&self) -> Option<tlslab_http::Version> {
+        match self.http {
+            Http::None => None,
+            Http::Http11 => Some(tlslab_http::Version::Http11),
+            Http::Http2 => Some(tlslab_http::Version::Http2),
+            Http::Http3 => Some(tlslab_http::Version::Http3),
+        }
+    }
+
+    /// The request, encoded once: padded to `early_data` bytes, so a 0-RTT Config's request
+    /// fills the early data it promises.
+    pub fn request(&self) -> Option<Request> {
+        self.http_version().map(|version| Request {
+            version,
+            bytes: tlslab_http::encode_request(
+                version,
+                &tlslab_http::Request {
+                    authority: &self.server_name,
+                    path: &self.path,
+                    min_size: self.early_data as usize,
+                },
+            ),
+        })
+    }
+}
+
+/// An encoded HTTP request and the version it speaks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub version: tlslab_http::Version,
+    pub bytes: Vec<u8>,
+}
+
+/// What one lab server instance offers, for any library: every suite and group it has, so
+/// the client alone decides what a Config negotiates, plus these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerSettings {
+    /// `Off`: no tickets and no cache, so fresh-handshake measurements hold no ticket-issuing
+    /// work. `Tickets`: stateless TLS 1.3 and RFC 5077 TLS 1.2 tickets. `Cache`: a server-side
+    /// session cache; TLS 1.2 resumes by session ID, and TLS 1.3 tickets only name a cache
+    /// entry and are accepted once.
+    pub resumption: ServerResumption,
+    /// Accept TLS 1.3 early data (0-RTT) and answer a request it carries right after the
+    /// server's flight (0.5-RTT). Only with `Cache`: stateless tickets could be replayed.
+    pub early_data: bool,
+    /// Body bytes of every HTTP response.
+    pub body: u64,
+}
+
+impl Default for ServerSettings {
+    /// No resumption, no early data, empty bodies.
+    fn default() -> ServerSettings {
+        ServerSettings {
+            resumption: ServerResumption::Off,
+            early_data: false,
+            body: 0,
+        }
+    }
+}
+
+impl From<&ServerKey> for ServerSettings {
+    fn from(key: &ServerKey) -> ServerSettings {
+        ServerSettings {
+            resumption: key.resumption,
+            early_data: key.early_data,
+            body: key.body,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suites_parse_from_every_spelling() {
+        assert_eq!(
+            "ECDHE-RSA-AES128-SHA".parse::<Suite>().unwrap(),
+            Suite::Legacy(LegacySuite::EcdheRsaAes128CbcSha)
+        );
+        assert_eq!(
+            "tls_rsa_with_aes_256_gcm_sha384".parse::<Suite>().unwrap(),
+            Suite::Legacy(LegacySuite::RsaAes256GcmSha384)
+        );
+        assert_eq!(
+            "chacha20".parse::<Suite>().unwrap(),
+            Suite::Cipher(Cipher::Chacha20)
+        );
+        assert!("rc4"
+            .parse::<Suite>()
+            .unwrap_err()
+            .contains("AES256-GCM-SHA384"));
+    }
+
+    #[test]
+    fn a_config_becomes_the_same_settings_for_every_library() {
+        let experiment = tlslab_core::Experiment {
+            tls: vec![TlsVersion::Tls12],
+            suite: vec!["ECDHE-RSA-AES128-SHA".parse().unwrap()],
+            cert: vec![tlslab_core::CertProfile::Rsa2048],
+            backend: vec![tlslab_core::Backend::Openssl],
+            resume: vec![Resume::SessionId],
+            http: vec![Http::Http2],
+            path: "/file?size=10".into(),
+            ..tlslab_core::Experiment::default()
+        };
+        let config = &experiment.configs().unwrap()[0];
+        let settings =
+            ClientSettings::for_config(config, "lab.test".into(), Trust::Insecure, EchMode::Grease);
+        assert_eq!(
+            settings.suite,
+            Suite::Legacy(LegacySuite::EcdheRsaAes128CbcSha)
+        );
+        assert!(settings.resumes());
+        assert_eq!(settings.ech, EchMode::Grease);
+        let request = settings.request().unwrap();
+        assert_eq!(request.version, tlslab_http::Version::Http2);
+        let plain = ClientSettings::handshake_only(
+            TlsVersion::Tls13,
+            Cipher::Aes128Gcm,
+            Group::X25519,
+            "lab.test",
+            Trust::System,
+        );
+        assert!(plain.request().is_none() && !plain.resumes());
+    }
+
+    #[test]
+    fn tls12_offers_the_certificate_curves_after_the_requested_group() {
+        let offered = |version, group| {
+            ClientSettings::handshake_only(version, Cipher::Aes128Gcm, group, "a", Trust::System)
+                .offered_groups()
+        };
+        assert_eq!(offered(TlsVersion::Tls13, Group::X25519), [Group::X25519]);
+        assert_eq!(
+            offered(TlsVersion::Tls12, Group::X25519),
+            [Group::X25519, Group::Secp256r1, Group::Secp384r1]
+        );
+        assert_eq!(
+            offered(TlsVersion::Tls12, Group::Secp384r1),
+            [Group::Secp384r1, Group::Secp256r1]
+        );
+        assert_eq!(
+            offered(TlsVersion::Tls12, Group::Ffdhe2048),
+            [Group::Ffdhe2048]
+        );
+    }
+
+    #[test]
+    fn early_data_pads_the_request_to_its_size() {
+        let mut settings = ClientSettings::handshake_only(
+            TlsVersion::Tls13,
+            Cipher::Aes128Gcm,
+            Group::X25519,
+            "lab.test",
+            Trust::System,
+        );
+        settings.http = Http::Http11;
+        settings.early_data = 1_500;
+        assert!(settings.request().unwrap().bytes.len() >= 1_500);
+    }
+}

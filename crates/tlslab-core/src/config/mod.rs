@@ -1,0 +1,195 @@
+//! [`Config`]: one labelled point of the matrix. `validate.rs` checks an experiment's
+//! run-level values, `rules.rs` decides which combinations of dimension values can run, and
+//! `expand.rs` turns the experiment into labelled Configs.
+
+mod expand;
+mod rules;
+mod validate;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub use expand::expand;
+
+use crate::dimension::{
+    Backend, CertProfile, CloseMode, Ech, Group, Http, Resume, SuiteSpec, TlsVersion, Transport,
+};
+use crate::network::Network;
+
+/// Where the handshakes go.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Endpoint {
+    /// The embedded lab server, started by tlslab with this certificate profile and chain.
+    Lab { cert: CertProfile, chain: u8 },
+    /// An external server.
+    Target {
+        address: String,
+        sni: String,
+        ca: Option<PathBuf>,
+    },
+}
+
+/// Everything needed to run one kind of handshake.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Config {
+    /// Position in the matrix; also the Config's id in the store.
+    pub index: usize,
+    pub label: String,
+    pub version: TlsVersion,
+    pub suite: SuiteSpec,
+    pub group: Group,
+    pub endpoint: Endpoint,
+    pub concurrency: u32,
+    pub resume: Resume,
+    /// Bytes of TLS 1.3 early data (0-RTT) on resumed handshakes; 0 sends none.
+    pub early_data: u64,
+    /// The client skips re-verifying chains it already verified.
+    pub cert_cache: bool,
+    pub transport: Transport,
+    /// The request after the handshake, if any.
+    pub http: Http,
+    pub path: String,
+    pub insecure: bool,
+    /// The TLS library of the client.
+    pub client_backend: Backend,
+    /// The TLS library of the lab server; `None` for an external target.
+    pub server_backend: Option<Backend>,
+    /// Encrypted ClientHello.
+    pub ech: Ech,
+    pub close: CloseMode,
+    #[serde(skip)]
+    pub timeout: Duration,
+    /// The emulated link, or `None` for plain loopback (or the real network to a target).
+    pub network: Option<Network>,
+    /// Body bytes of the lab server's responses.
+    #[serde(skip)]
+    pub body: u64,
+    /// A target's ECHConfigList (`--ech-config`), decoded; a lab server announces its own.
+    #[serde(skip)]
+    pub ech_config: Option<Vec<u8>>,
+    /// The public name in the ECH configuration of an OpenSSL lab server.
+    #[serde(skip)]
+    pub ech_public_name: String,
+}
+
+impl Config {
+    /// The certificate profile when the endpoint is the lab server.
+    pub fn cert(&self) -> Option<CertProfile> {
+        match self.endpoint {
+            Endpoint::Lab { cert, .. } => Some(cert),
+            Endpoint::Target { .. } => None,
+        }
+    }
+
+    /// Whether the Config resumes sessions after each agent's first handshake.
+    pub fn resumes(&self) -> bool {
+        self.resume != Resume::Off
+    }
+
+    /// The server-side part of a lab Config: Configs that share it share one lab server.
+    pub fn server_key(&self) -> Option<ServerKey> {
+        let resumption = match (self.resume, self.early_data > 0) {
+            (Resume::Off, _) => ServerResumption::Off,
+            // 0-RTT needs single-use tickets, which only a stateful cache can enforce (rustls
+            // refuses early data on stateless tickets for that reason).
+            (Resume::Tickets, false) => ServerResumption::Tickets,
+            (Resume::Tickets, true) | (Resume::SessionId, _) => ServerResumption::Cache,
+        };
+        match self.endpoint {
+            Endpoint::Lab { cert, chain } => Some(ServerKey {
+                backend: self.server_backend.unwrap_or(Backend::Rustls),
+                cert,
+                chain,
+                resumption,
+                early_data: self.early_data > 0,
+                body: self.body,
+            }),
+            Endpoint::Target { .. } => None,
+        }
+    }
+}
+
+/// How a lab server lets clients resume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerResumption {
+    /// No tickets, no cache: fresh-handshake measurements hold no ticket-issuing work.
+    Off,
+    /// Stateless encrypted tickets (TLS 1.2 RFC 5077 tickets and TLS 1.3 tickets).
+    Tickets,
+    /// A server-side session cache: TLS 1.2 session IDs, and TLS 1.3 tickets that name a cache
+    /// entry and are removed when used, so each is accepted once (0-RTT anti-replay).
+    Cache,
+}
+
+impl ServerResumption {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerResumption::Off => "off",
+            ServerResumption::Tickets => "tickets",
+            ServerResumption::Cache => "cache",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<ServerResumption> {
+        [
+            ServerResumption::Off,
+            ServerResumption::Tickets,
+            ServerResumption::Cache,
+        ]
+        .into_iter()
+        .find(|mode| mode.as_str() == text)
+    }
+}
+
+/// What distinguishes one lab server instance from another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ServerKey {
+    /// The TLS library serving.
+    pub backend: Backend,
+    pub cert: CertProfile,
+    pub chain: u8,
+    /// Tickets or a session cache only when the Config resumes (DESIGN §5.2), so fresh
+    /// handshakes do not pay for tickets nobody uses.
+    pub resumption: ServerResumption,
+    /// Accept TLS 1.3 early data.
+    pub early_data: bool,
+    /// Bytes of the body every HTTP response carries.
+    pub body: u64,
+}
+
+/// Why an experiment cannot run as written, and what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ConfigError {
+    pub message: String,
+    pub hint: String,
+}
+
+pub(crate) fn error(message: impl Into<String>, hint: impl Into<String>) -> ConfigError {
+    ConfigError {
+        message: message.into(),
+        hint: hint.into(),
+    }
+}
+
+/// The host part of `host:port` (IPv6 literals in brackets), or `None` when malformed.
+pub fn target_host(address: &str) -> Option<&str> {
+    let (host, port) = address.rsplit_once(':')?;
+    port.parse::<u16>().ok()?;
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    (!host.is_empty()).then_some(host)
+}
+
+/// The largest response body the lab server sends.
+pub const MAX_BODY: u64 = 64 << 20;
+
+/// The largest early data a Config may send: rustls' default limit for a server that accepts
+/// early data over TCP.
+pub const MAX_EARLY_DATA: u64 = 16_384;

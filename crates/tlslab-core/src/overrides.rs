@@ -1,0 +1,243 @@
+//! [`Overrides`]: values given on the command line, as typed, each replacing the experiment
+//! file's when given. Flags and the file meet here, in one place: the binary only moves what
+//! clap parsed into an `Overrides`, and [`Experiment::apply`] parses and checks each value
+//! with the same parsers the file uses.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::config::{error, ConfigError};
+use crate::duration;
+use crate::experiment::Experiment;
+use crate::network::parse_fraction;
+
+/// Command-line values as typed; `None` (or `false`) leaves the experiment's value.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overrides {
+    pub tls: Option<Vec<String>>,
+    pub suite: Option<Vec<String>>,
+    pub group: Option<Vec<String>>,
+    pub cert: Option<Vec<String>>,
+    pub chain: Option<Vec<u8>>,
+    pub concurrency: Option<Vec<u32>>,
+    pub handshakes: Option<u64>,
+    pub warmup: Option<u64>,
+    pub block: Option<u64>,
+    pub seed: Option<u64>,
+    pub timeout: Option<String>,
+    pub resume: Option<Vec<String>>,
+    pub early_data: Option<Vec<u64>>,
+    pub cert_cache: Option<Vec<String>>,
+    pub transport: Option<Vec<String>>,
+    pub http: Option<Vec<String>>,
+    pub path: Option<String>,
+    pub backend: Option<Vec<String>>,
+    pub client_backend: Option<Vec<String>>,
+    pub server_backend: Option<Vec<String>>,
+    pub ech: Option<Vec<String>>,
+    pub ech_config: Option<String>,
+    pub ech_public_name: Option<String>,
+    pub body: Option<u64>,
+    pub replay: bool,
+    pub close: Option<String>,
+    pub target: Option<String>,
+    pub sni: Option<String>,
+    pub ca: Option<PathBuf>,
+    pub insecure: bool,
+    pub labels: Option<Vec<String>>,
+    pub skip_invalid: bool,
+    pub until_ci: Option<String>,
+    pub max_error_rate: Option<f64>,
+    pub rtt: Option<Vec<String>>,
+    pub jitter: Option<Vec<String>>,
+    pub loss: Option<Vec<String>>,
+    pub rate: Option<Vec<String>>,
+    pub emulator: Option<String>,
+    pub server_cmd: Option<String>,
+}
+
+/// A dimension's values, each parsed; the hint says how lists are written.
+fn list<T: FromStr>(values: &[String]) -> Result<Vec<T>, ConfigError>
+where
+    T::Err: std::fmt::Display,
+{
+    values
+        .iter()
+        .map(|value| {
+            value.parse::<T>().map_err(|problem| {
+                error(
+                    problem.to_string(),
+                    "comma-separated values make a matrix dimension, for example --tls 1.2,1.3",
+                )
+            })
+        })
+        .collect()
+}
+
+fn durations(values: &[String], example: &str) -> Result<Vec<Duration>, ConfigError> {
+    values
+        .iter()
+        .map(|value| {
+            duration::parse(value)
+                .map_err(|problem| error(problem, format!("for example {example}")))
+        })
+        .collect()
+}
+
+/// Replaces `target` with the parsed `given`, when given.
+fn set<T, F>(
+    target: &mut T,
+    given: &Option<F>,
+    parse: impl FnOnce(&F) -> Result<T, ConfigError>,
+) -> Result<(), ConfigError> {
+    if let Some(given) = given {
+        *target = parse(given)?;
+    }
+    Ok(())
+}
+
+/// A value taken as given.
+fn copy<T: Clone>(value: &T) -> Result<T, ConfigError> {
+    Ok(value.clone())
+}
+
+/// An optional value, given.
+fn some<T: Clone>(value: &T) -> Result<Option<T>, ConfigError> {
+    Ok(Some(value.clone()))
+}
+
+impl Experiment {
+    /// Applies command-line `overrides` on top of this experiment (a file's, or the default).
+    pub fn apply(&mut self, overrides: &Overrides) -> Result<(), ConfigError> {
+        let given = overrides;
+        set(&mut self.tls, &given.tls, |values| list(values))?;
+        set(&mut self.suite, &given.suite, |values| list(values))?;
+        set(&mut self.group, &given.group, |values| list(values))?;
+        set(&mut self.cert, &given.cert, |values| list(values))?;
+        set(&mut self.resume, &given.resume, |values| list(values))?;
+        set(&mut self.cert_cache, &given.cert_cache, |values| {
+            list(values)
+        })?;
+        set(&mut self.transport, &given.transport, |values| list(values))?;
+        set(&mut self.http, &given.http, |values| list(values))?;
+        set(&mut self.backend, &given.backend, |values| list(values))?;
+        set(&mut self.client_backend, &given.client_backend, |values| {
+            list(values)
+        })?;
+        set(&mut self.server_backend, &given.server_backend, |values| {
+            list(values)
+        })?;
+        set(&mut self.ech, &given.ech, |values| list(values))?;
+        set(&mut self.loss, &given.loss, |values| list(values))?;
+        set(&mut self.rate, &given.rate, |values| list(values))?;
+        set(&mut self.rtt, &given.rtt, |values| {
+            durations(values, "--rtt 30ms,150ms")
+        })?;
+        set(&mut self.jitter, &given.jitter, |values| {
+            durations(values, "--jitter 2ms")
+        })?;
+        set(&mut self.timeout, &given.timeout, |text| {
+            duration::parse(text).map_err(|problem| error(problem, "for example --timeout 5s"))
+        })?;
+        set(&mut self.close, &given.close, |text| {
+            text.parse()
+                .map_err(|problem: crate::dimension::ParseError| {
+                    error(problem.to_string(), "--close reset or --close graceful")
+                })
+        })?;
+        set(&mut self.emulator, &given.emulator, |text| {
+            text.parse()
+                .map_err(|problem: crate::dimension::ParseError| {
+                    error(
+                        problem.to_string(),
+                        "--emulator auto picks the best one this machine supports",
+                    )
+                })
+        })?;
+        set(&mut self.until_ci, &given.until_ci, |text| {
+            parse_fraction(text).map(Some).ok_or_else(|| {
+                error(
+                    format!("--until-ci '{text}' is not a percentage"),
+                    "for example --until-ci 2% or --until-ci 0.02",
+                )
+            })
+        })?;
+        set(&mut self.chain, &given.chain, copy)?;
+        set(&mut self.concurrency, &given.concurrency, copy)?;
+        set(&mut self.early_data, &given.early_data, copy)?;
+        set(&mut self.labels, &given.labels, copy)?;
+        set(&mut self.handshakes, &given.handshakes, copy)?;
+        set(&mut self.warmup, &given.warmup, copy)?;
+        set(&mut self.body, &given.body, copy)?;
+        set(&mut self.max_error_rate, &given.max_error_rate, copy)?;
+        set(&mut self.path, &given.path, copy)?;
+        set(&mut self.ech_public_name, &given.ech_public_name, copy)?;
+        set(&mut self.block, &given.block, some)?;
+        set(&mut self.seed, &given.seed, some)?;
+        set(&mut self.ech_config, &given.ech_config, some)?;
+        set(&mut self.target, &given.target, some)?;
+        set(&mut self.sni, &given.sni, some)?;
+        set(&mut self.ca, &given.ca, some)?;
+        set(&mut self.server_cmd, &given.server_cmd, some)?;
+        self.replay |= given.replay;
+        self.insecure |= given.insecure;
+        self.skip_invalid |= given.skip_invalid;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dimension::{Group, TlsVersion};
+
+    #[test]
+    fn given_values_replace_the_experiments_and_the_rest_stay() {
+        let mut experiment = Experiment::from_toml("handshakes = 50\nbody = 7").unwrap();
+        experiment
+            .apply(&Overrides {
+                tls: Some(vec!["1.2".into(), "1.3".into()]),
+                group: Some(vec!["p-256".into()]),
+                until_ci: Some("2%".into()),
+                rtt: Some(vec!["30ms".into()]),
+                seed: Some(9),
+                insecure: true,
+                ..Overrides::default()
+            })
+            .unwrap();
+        assert_eq!(experiment.tls, [TlsVersion::Tls12, TlsVersion::Tls13]);
+        assert_eq!(experiment.group, [Group::Secp256r1]);
+        assert_eq!(experiment.until_ci, Some(0.02));
+        assert_eq!(experiment.rtt, [Duration::from_millis(30)]);
+        assert_eq!((experiment.seed, experiment.insecure), (Some(9), true));
+        assert_eq!((experiment.handshakes, experiment.body), (50, 7));
+    }
+
+    #[test]
+    fn a_bad_value_names_itself_and_says_how_to_write_it() {
+        let mut experiment = Experiment::default();
+        let error = experiment
+            .apply(&Overrides {
+                tls: Some(vec!["1.4".into()]),
+                ..Overrides::default()
+            })
+            .unwrap_err();
+        assert!(error.message.contains("'1.4'"), "{error}");
+        assert!(error.hint.contains("comma-separated"), "{}", error.hint);
+        let error = experiment
+            .apply(&Overrides {
+                until_ci: Some("2x".into()),
+                ..Overrides::default()
+            })
+            .unwrap_err();
+        assert_eq!(error.message, "--until-ci '2x' is not a percentage");
+        let error = experiment
+            .apply(&Overrides {
+                jitter: Some(vec!["2 parsecs".into()]),
+                ..Overrides::default()
+            })
+            .unwrap_err();
+        assert_eq!(error.hint, "for example --jitter 2ms");
+    }
+}

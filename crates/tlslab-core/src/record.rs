@@ -1,0 +1,240 @@
+//! The record contract: what a producer of [`Sample`]s hands to a [`Sink`] (the results store,
+//! or anything else that wants them), and the run-level records around the samples.
+//!
+//! The engine is one producer; a capture reader or a scanner is another. Each writes a store
+//! with this crate and `tlslab-store` alone: nothing here measures, opens a socket or knows a
+//! TLS library. What measures (reading this process's CPU time, probing the machine) lives in
+//! the engine and fills these types.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::experiment::Experiment;
+use crate::plan::{Plan, Trial};
+use crate::sample::Sample;
+
+/// What a run is, written once before the first sample.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunInfo {
+    pub experiment: Experiment,
+    pub configs: Vec<Config>,
+    pub plan: Plan,
+    pub environment: Environment,
+    pub command_line: Vec<String>,
+    pub started_at_unix_ns: u64,
+    /// Where each Config's handshakes went.
+    pub addresses: Vec<String>,
+    /// The emulator that carried emulated Configs' packets (netem, tun, relay).
+    pub emulator: Option<String>,
+}
+
+/// One executed block.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrialRecord {
+    pub trial: Trial,
+    pub concurrency: u32,
+    /// Nanoseconds since the run started.
+    pub started_at: u64,
+    pub duration_ns: u64,
+    pub attempted: u64,
+    /// CPU the lab server spent during the trial (`None` for external targets).
+    pub server: Option<Usage>,
+    /// CPU this process spent during the trial: the load generator's own cost.
+    pub client: Usage,
+}
+
+/// Something a producer streams to the sink.
+#[derive(Debug, Clone)]
+pub enum Record {
+    Sample(Box<Sample>),
+    Trial(TrialRecord),
+    /// A Config met the `--until-ci` target and runs no more blocks.
+    Stopped(EarlyStop),
+    /// The replay probe's result for one Config.
+    Replay(ReplayRecord),
+}
+
+/// What the lab server did with re-sent 0-RTT flights (`--replay`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ReplayRecord {
+    pub config: usize,
+    /// Captured first flights re-sent.
+    pub sent: u64,
+    /// Replays the server recognised as a spent ticket and refused.
+    pub rejected: u64,
+    /// Tickets the server redeemed during the probe: a replay it accepted (should be 0).
+    pub accepted: u64,
+}
+
+/// A Config that stopped before its planned handshakes (`--until-ci`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct EarlyStop {
+    pub config: usize,
+    /// The last round it ran.
+    pub round: u32,
+    pub samples: usize,
+    /// The relative half-width of the median's 95% interval that met the target.
+    pub relative_half_width: f64,
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunEnd {
+    pub complete: bool,
+    /// Why it stopped early, when it did.
+    pub reason: Option<String>,
+    pub duration_ns: u64,
+    pub attempted: u64,
+    pub errors: u64,
+}
+
+/// Why a sink could not take a record, and what the user can do about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SinkError {
+    pub message: String,
+    pub hint: String,
+}
+
+/// Where records go: the results store, or anything else that wants them. A producer calls
+/// `begin` once, `record` for each record, `flush` when nothing arrived for a while, and
+/// `finish` once at the end, also after an interruption.
+pub trait Sink: Send {
+    fn begin(&mut self, info: &RunInfo) -> Result<(), SinkError>;
+    fn record(&mut self, record: Record) -> Result<(), SinkError>;
+    /// Called when no record arrived for a while: a chance to commit a partial batch.
+    fn flush(&mut self) -> Result<(), SinkError>;
+    fn finish(&mut self, end: &RunEnd) -> Result<(), SinkError>;
+}
+
+/// Resource usage of a process: CPU time since it started, peak memory since the last reset.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub user_ns: u64,
+    pub system_ns: u64,
+    pub peak_rss_bytes: u64,
+}
+
+impl Usage {
+    pub fn cpu_ns(&self) -> u64 {
+        self.user_ns + self.system_ns
+    }
+
+    /// CPU used between `earlier` and `self`; the peak is `self`'s.
+    pub fn since(&self, earlier: &Usage) -> Usage {
+        Usage {
+            user_ns: self.user_ns.saturating_sub(earlier.user_ns),
+            system_ns: self.system_ns.saturating_sub(earlier.system_ns),
+            peak_rss_bytes: self.peak_rss_bytes,
+        }
+    }
+}
+
+/// What a reader of the results needs to know about where they were measured: tool and
+/// library versions, machine, kernel, network. Stored as JSON with the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Environment {
+    pub tool_version: String,
+    pub commit: String,
+    pub rustls_version: String,
+    pub crypto_provider: String,
+    /// The linked OpenSSL (`OpenSSL 4.0.3 …`); absent from runs stored before the OpenSSL
+    /// backend existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openssl_version: Option<String>,
+    pub cpu_model: String,
+    pub cores: usize,
+    pub kernel: String,
+    pub hostname: String,
+    pub network: String,
+}
+
+impl Environment {
+    /// Every field as a name and a value for people, in alphabetical order of the names (the
+    /// order reports have always listed them in).
+    pub fn entries(&self) -> Vec<(&'static str, String)> {
+        let mut entries = vec![
+            ("commit", self.commit.clone()),
+            ("cores", self.cores.to_string()),
+            ("cpu_model", self.cpu_model.clone()),
+            ("crypto_provider", self.crypto_provider.clone()),
+            ("hostname", self.hostname.clone()),
+            ("kernel", self.kernel.clone()),
+            ("network", self.network.clone()),
+        ];
+        if let Some(openssl) = &self.openssl_version {
+            entries.push(("openssl_version", openssl.clone()));
+        }
+        entries.extend([
+            ("rustls_version", self.rustls_version.clone()),
+            ("tool_version", self.tool_version.clone()),
+        ]);
+        entries
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn environment() -> Environment {
+        Environment {
+            tool_version: "0.1.0".into(),
+            commit: "abc".into(),
+            rustls_version: "0.23.46".into(),
+            crypto_provider: "aws-lc-rs".into(),
+            openssl_version: Some("OpenSSL 4.0.3".into()),
+            cpu_model: "a CPU".into(),
+            cores: 2,
+            kernel: "6.1".into(),
+            hostname: "lab".into(),
+            network: "loopback".into(),
+        }
+    }
+
+    #[test]
+    fn environment_entries_are_alphabetical_and_round_trip_through_json() {
+        let environment = environment();
+        let names: Vec<&str> = environment
+            .entries()
+            .iter()
+            .map(|(name, _)| *name)
+            .collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted);
+        assert_eq!(names.len(), 10);
+        let json = serde_json::to_string(&environment).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Environment>(&json).unwrap(),
+            environment
+        );
+        // Runs stored before the OpenSSL backend have no openssl_version.
+        let mut old: serde_json::Value = serde_json::from_str(&json).unwrap();
+        old.as_object_mut().unwrap().remove("openssl_version");
+        let old: Environment = serde_json::from_value(old).unwrap();
+        assert_eq!(old.openssl_version, None);
+        assert!(!old
+            .entries()
+            .iter()
+            .any(|(name, _)| *name == "openssl_version"));
+    }
+
+    #[test]
+    fn usage_since_subtracts_cpu_and_keeps_the_later_peak() {
+        let earlier = Usage {
+            user_ns: 10,
+            system_ns: 5,
+            peak_rss_bytes: 100,
+        };
+        let later = Usage {
+            user_ns: 25,
+            system_ns: 6,
+            peak_rss_bytes: 80,
+        };
+        let spent = later.since(&earlier);
+        assert_eq!(spent.cpu_ns(), 16);
+        assert_eq!(spent.peak_rss_bytes, 80);
+        assert_eq!(earlier.since(&later).cpu_ns(), 0);
+    }
+}

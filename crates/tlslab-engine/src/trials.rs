@@ -1,0 +1,659 @@
+//! The trial loop: each trial of the plan in order, its block of handshakes shared by the
+//! Config's agents, every attempt a [`Sample`], Configs stopped early between rounds.
+//!
+//! The loop reaches the network only through a [`Connector`] (one attempt of one Config) and
+//! [`Surroundings`] (what happens around each trial: the emulated link, the lab server's CPU),
+//! so it runs in tests with neither sockets nor servers.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tlslab_backend::{Attempt, Failure};
+use tlslab_core::{
+    Config, ErrorClass, Event, Outcome, Phase, Plan, Record, Sample, Trial, TrialRecord, Usage,
+};
+
+use crate::error::RunError;
+use crate::replay::Flights;
+use crate::stop::Stop;
+use crate::stopping::EarlyStopping;
+use crate::usage;
+use crate::writer::Records;
+
+/// One Config's client, as the trial loop needs it.
+pub trait Connector: Send + Sync + 'static {
+    /// One agent's state (its sessions, when the Config resumes).
+    type Agent: Clone + Send + Sync + 'static;
+
+    /// A new agent: its first handshake is full.
+    fn agent(&self) -> Self::Agent;
+
+    /// One attempt, filling `attempt` as it goes: the loop cancels it at the Config's time
+    /// limit and keeps what it recorded.
+    fn attempt<'a>(
+        &'a self,
+        agent: &'a Self::Agent,
+        attempt: &'a mut Attempt,
+    ) -> impl Future<Output = Result<(), Failure>> + Send + 'a;
+}
+
+/// What happens around each trial of a real run.
+pub trait Surroundings {
+    /// Readies the network for `config`'s trial; an error ends the run, keeping what it
+    /// measured.
+    fn prepare(&mut self, config: &Config) -> Result<(), RunError>;
+
+    /// The CPU time `config`'s lab server has used so far; `None` without a lab server.
+    fn server_usage(&mut self, config: &Config) -> Option<Usage>;
+}
+
+/// Attempts done and failed so far, for a progress display.
+#[derive(Debug, Default)]
+pub struct Counts {
+    pub done: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+/// How the loop ended.
+#[derive(Debug)]
+pub struct Ended {
+    /// A stop was requested before the plan was done.
+    pub stopped: bool,
+    /// The run's surroundings failed; the loop stopped there.
+    pub failure: Option<RunError>,
+}
+
+/// Everything the loop shares with its agents.
+pub struct TrialLoop<'a, C: Connector> {
+    pub configs: &'a [Config],
+    /// One per Config, in order.
+    pub connectors: &'a [Arc<C>],
+    /// `--until-ci`: the relative half-width of the median's interval at which a Config stops.
+    pub until_ci: Option<f64>,
+    pub stop: Stop,
+    pub counts: Arc<Counts>,
+    /// Sample times count from here.
+    pub origin: Instant,
+    pub records: Records,
+    /// Where 0-RTT first flights go, one per Config, when the run ends with a replay probe.
+    pub flights: Option<&'a [Flights]>,
+}
+
+impl<C: Connector> TrialLoop<'_, C> {
+    /// Runs every trial of `plan` on `runtime`, in order, until the plan is done, a stop is
+    /// requested or the surroundings fail.
+    pub fn run(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        plan: &Plan,
+        surroundings: &mut dyn Surroundings,
+    ) -> Ended {
+        let mut agents: Vec<Vec<C::Agent>> = vec![Vec::new(); self.configs.len()];
+        let mut early = EarlyStopping::new(self.configs.len(), self.until_ci);
+        let mut last_round = 0;
+        for trial in &plan.trials {
+            if self.stop.is_requested() {
+                return Ended {
+                    stopped: true,
+                    failure: None,
+                };
+            }
+            if trial.round > last_round {
+                for stopped in early.judge(last_round) {
+                    self.records.send(Record::Stopped(stopped));
+                }
+            }
+            last_round = trial.round;
+            let (Some(config), Some(connector)) = (
+                self.configs.get(trial.config),
+                self.connectors.get(trial.config),
+            ) else {
+                continue;
+            };
+            if early.is_finished(trial.config) {
+                continue;
+            }
+            if let Err(failure) = surroundings.prepare(config) {
+                return Ended {
+                    stopped: true,
+                    failure: Some(failure),
+                };
+            }
+            let pool = &mut agents[trial.config];
+            while pool.len() < config.concurrency as usize {
+                pool.push(connector.agent());
+            }
+            let server_before = surroundings.server_usage(config);
+            let client_before = usage::current();
+            let started = Instant::now();
+            let block = Block {
+                trial: *trial,
+                config: Arc::new(config.clone()),
+                connector: connector.clone(),
+                origin: self.origin,
+                stop: self.stop.clone(),
+                counts: self.counts.clone(),
+                records: self.records.clone(),
+                flights: self
+                    .flights
+                    .and_then(|flights| flights.get(trial.config).cloned()),
+            };
+            let (attempted, handshakes) = runtime.block_on(block.run(pool.clone()));
+            if !trial.warmup {
+                early.add(trial.config, handshakes);
+            }
+            let duration = started.elapsed();
+            let client = usage::current().since(&client_before);
+            let server = match (server_before, surroundings.server_usage(config)) {
+                (Some(before), Some(after)) => Some(after.since(&before)),
+                _ => None,
+            };
+            self.records.send(Record::Trial(TrialRecord {
+                trial: *trial,
+                concurrency: config.concurrency,
+                started_at: started.duration_since(self.origin).as_nanos() as u64,
+                duration_ns: duration.as_nanos() as u64,
+                attempted,
+                server,
+                client,
+            }));
+        }
+        Ended {
+            stopped: false,
+            failure: None,
+        }
+    }
+}
+
+/// One trial's block, shared by its agents.
+struct Block<C: Connector> {
+    trial: Trial,
+    config: Arc<Config>,
+    connector: Arc<C>,
+    origin: Instant,
+    stop: Stop,
+    counts: Arc<Counts>,
+    records: Records,
+    flights: Option<Flights>,
+}
+
+impl<C: Connector> Block<C> {
+    /// `agents` share the block's handshakes. Returns how many were attempted, and the
+    /// handshake durations (ns) of the successful ones.
+    async fn run(self, agents: Vec<C::Agent>) -> (u64, Vec<f64>) {
+        let block = Arc::new(self);
+        let remaining = Arc::new(AtomicU64::new(block.trial.handshakes));
+        let attempted = Arc::new(AtomicU64::new(0));
+        let mut tasks = tokio::task::JoinSet::new();
+        for (index, agent) in agents.into_iter().enumerate() {
+            let (block, remaining, attempted) =
+                (block.clone(), remaining.clone(), attempted.clone());
+            tasks.spawn(async move {
+                let mut handshakes = Vec::new();
+                while !block.stop.is_requested()
+                    && remaining
+                        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                            left.checked_sub(1)
+                        })
+                        .is_ok()
+                {
+                    let sample = block.attempt(&agent, index as u32).await;
+                    attempted.fetch_add(1, Ordering::Relaxed);
+                    if !sample.is_ok() {
+                        block.counts.errors.fetch_add(1, Ordering::Relaxed);
+                    } else if let Some(nanos) = sample.timeline.phase(Phase::Handshake) {
+                        handshakes.push(nanos as f64);
+                    }
+                    block.counts.done.fetch_add(1, Ordering::Relaxed);
+                    block.records.send(Record::Sample(Box::new(sample)));
+                }
+                handshakes
+            });
+        }
+        let mut handshakes = Vec::new();
+        while let Some(result) = tasks.join_next().await {
+            handshakes.extend(result.unwrap_or_default());
+        }
+        (attempted.load(Ordering::SeqCst), handshakes)
+    }
+
+    /// One handshake attempt, always producing a Sample.
+    async fn attempt(&self, agent: &C::Agent, index: u32) -> Sample {
+        let config = &self.config;
+        let mut attempt = Attempt::start();
+        let started_at = attempt.origin.duration_since(self.origin).as_nanos() as u64;
+        if self.flights.is_some() && config.early_data > 0 {
+            attempt.captured = Some(Vec::new());
+        }
+        let result =
+            tokio::time::timeout(config.timeout, self.connector.attempt(agent, &mut attempt)).await;
+        attempt.settle();
+        let failure = match result {
+            Ok(Ok(())) => None,
+            Ok(Err(failure)) => Some(failure),
+            Err(_) if attempt.timeline.get(Event::HandshakeDone).is_some() => Some(Failure::new(
+                ErrorClass::Timeout,
+                format!(
+                    "the handshake completed, but the request did not within {:?}",
+                    config.timeout
+                ),
+            )),
+            Err(_) => Some(Failure::new(
+                ErrorClass::Timeout,
+                format!("no handshake within {:?}", config.timeout),
+            )),
+        };
+        if let (Some(flights), Some(captured), Some(true)) = (
+            &self.flights,
+            attempt.captured.take(),
+            attempt.negotiated.early_data,
+        ) {
+            flights.keep(captured);
+        }
+        let (bytes_sent, bytes_received) = attempt.handshake_bytes();
+        Sample {
+            config: config.index,
+            trial: self.trial.index,
+            round: self.trial.round,
+            agent: index,
+            warmup: self.trial.warmup,
+            started_at,
+            timeline: attempt.timeline,
+            outcome: if failure.is_none() {
+                Outcome::Ok
+            } else {
+                Outcome::Error
+            },
+            error: failure.as_ref().map(|failure| failure.class),
+            error_detail: failure.map(|failure| failure.detail),
+            negotiated: attempt.negotiated,
+            bytes_sent,
+            bytes_received,
+            client_hello_bytes: attempt.client_hello_bytes,
+            server_flight_bytes: attempt.server_flight_bytes,
+            response: attempt.response,
+            quic: attempt.quic,
+            insecure: config.insecure,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    use tlslab_core::{EarlyStop, Experiment, Plan};
+
+    use crate::writer::tests::{info, Memory};
+    use crate::writer::Writer;
+
+    /// A client that needs no network: each attempt reports a scripted handshake of
+    /// `nanos(n)` nanoseconds (n counts attempts), fails every `fail_every`th, and, with
+    /// `hang_after_handshake`, never finishes its request.
+    struct Scripted {
+        attempts: AtomicU64,
+        nanos: fn(u64) -> u64,
+        fail_every: u64,
+        hang_after_handshake: bool,
+    }
+
+    impl Scripted {
+        fn new(nanos: fn(u64) -> u64) -> Scripted {
+            Scripted {
+                attempts: AtomicU64::new(0),
+                nanos,
+                fail_every: 0,
+                hang_after_handshake: false,
+            }
+        }
+    }
+
+    impl Connector for Scripted {
+        type Agent = ();
+
+        fn agent(&self) {}
+
+        async fn attempt(&self, _: &(), attempt: &mut Attempt) -> Result<(), Failure> {
+            let n = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
+            let origin = attempt.origin;
+            let at = |nanos: u64| origin + Duration::from_nanos(nanos);
+            let total = (self.nanos)(n);
+            attempt
+                .timeline
+                .mark_once(Event::TcpConnected, origin, at(total / 10));
+            attempt.sent(300, at(total / 5));
+            attempt.received(2_000, at(total / 2));
+            attempt.server_flight_received();
+            attempt.server_flight_answered();
+            attempt.finished_due();
+            attempt.sent(80, at(total * 9 / 10));
+            attempt
+                .timeline
+                .mark_once(Event::HandshakeDone, origin, at(total));
+            if self.fail_every > 0 && n % self.fail_every == 0 {
+                return Err(Failure::new(ErrorClass::Reset, "scripted reset"));
+            }
+            if self.hang_after_handshake {
+                std::future::pending::<()>().await;
+            }
+            Ok(())
+        }
+    }
+
+    /// Surroundings that count trials, report a growing server CPU time, and can fail or
+    /// request a stop at a given trial.
+    #[derive(Default)]
+    struct Lab {
+        prepared: u64,
+        fail_at: Option<u64>,
+        stop_at: Option<(u64, Stop)>,
+        cpu_ns: u64,
+    }
+
+    impl Surroundings for Lab {
+        fn prepare(&mut self, _: &Config) -> Result<(), RunError> {
+            self.prepared += 1;
+            if let Some((at, stop)) = &self.stop_at {
+                if self.prepared == *at {
+                    stop.request();
+                }
+            }
+            if self.fail_at == Some(self.prepared) {
+                return Err(RunError::environment("the link broke", "fix it"));
+            }
+            Ok(())
+        }
+
+        fn server_usage(&mut self, _: &Config) -> Option<Usage> {
+            self.cpu_ns += 1_000;
+            Some(Usage {
+                user_ns: self.cpu_ns,
+                ..Usage::default()
+            })
+        }
+    }
+
+    struct Outcome {
+        ended: Ended,
+        records: Vec<Record>,
+        counts: Arc<Counts>,
+    }
+
+    fn run(
+        experiment: &Experiment,
+        connectors: Vec<Scripted>,
+        lab: &mut Lab,
+        stop: Stop,
+        flights: Option<&[Flights]>,
+    ) -> Outcome {
+        let configs = experiment.configs().unwrap();
+        let plan = Plan::new(experiment, &configs, 7);
+        let memory = Memory::default();
+        let writer = Writer::start(Box::new(memory.clone()), &info()).unwrap();
+        let connectors: Vec<Arc<Scripted>> = connectors.into_iter().map(Arc::new).collect();
+        let counts = Arc::new(Counts::default());
+        let trials = TrialLoop {
+            configs: &configs,
+            connectors: &connectors,
+            until_ci: experiment.until_ci,
+            stop,
+            counts: counts.clone(),
+            origin: Instant::now(),
+            records: writer.records(),
+            flights,
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let ended = trials.run(&runtime, &plan, lab);
+        writer
+            .finish(tlslab_core::RunEnd {
+                complete: true,
+                reason: None,
+                duration_ns: 0,
+                attempted: 0,
+                errors: 0,
+            })
+            .unwrap();
+        let records = std::mem::take(&mut *memory.records.lock().unwrap());
+        Outcome {
+            ended,
+            records,
+            counts,
+        }
+    }
+
+    fn samples(records: &[Record]) -> Vec<&Sample> {
+        records
+            .iter()
+            .filter_map(|record| match record {
+                Record::Sample(sample) => Some(sample.as_ref()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn two_versions(handshakes: u64) -> Experiment {
+        Experiment {
+            tls: vec![
+                tlslab_core::TlsVersion::Tls12,
+                tlslab_core::TlsVersion::Tls13,
+            ],
+            handshakes,
+            warmup: 6,
+            concurrency: vec![3],
+            ..Experiment::default()
+        }
+    }
+
+    #[test]
+    fn every_planned_attempt_is_one_sample_and_the_counts_reconcile() {
+        let experiment = two_versions(60);
+        let mut failing = Scripted::new(|_| 1_000_000);
+        failing.fail_every = 4;
+        let mut lab = Lab::default();
+        let outcome = run(
+            &experiment,
+            vec![Scripted::new(|_| 2_000_000), failing],
+            &mut lab,
+            Stop::new(),
+            None,
+        );
+        assert!(!outcome.ended.stopped && outcome.ended.failure.is_none());
+        let samples = samples(&outcome.records);
+        // Per Config: 60 measured and 6 warm-up attempts.
+        assert_eq!(samples.len(), 2 * 66);
+        assert_eq!(outcome.counts.done.load(Ordering::SeqCst), 132);
+        let errors: Vec<_> = samples.iter().filter(|sample| !sample.is_ok()).collect();
+        assert_eq!(
+            errors.len() as u64,
+            outcome.counts.errors.load(Ordering::SeqCst)
+        );
+        assert_eq!(errors.len(), 66 / 4);
+        assert!(errors
+            .iter()
+            .all(|sample| sample.config == 1 && sample.error == Some(ErrorClass::Reset)));
+        assert_eq!(samples.iter().filter(|sample| sample.warmup).count(), 12);
+        let first = samples.iter().find(|sample| sample.config == 0).unwrap();
+        assert_eq!(first.timeline.phase(Phase::Handshake), Some(2_000_000));
+        assert_eq!((first.bytes_sent, first.bytes_received), (380, 2_000));
+        // Every trial is recorded with the CPU its server spent during it.
+        let trials: Vec<&TrialRecord> = outcome
+            .records
+            .iter()
+            .filter_map(|record| match record {
+                Record::Trial(trial) => Some(trial),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(trials.len() as u64, lab.prepared);
+        assert_eq!(trials.iter().map(|trial| trial.attempted).sum::<u64>(), 132);
+        assert!(trials
+            .iter()
+            .all(|trial| trial.server.unwrap().user_ns == 1_000 && trial.concurrency == 3));
+    }
+
+    #[test]
+    fn a_config_whose_median_is_known_stops_early_and_the_other_runs_on() {
+        let experiment = Experiment {
+            until_ci: Some(0.02),
+            ..two_versions(400)
+        };
+        // Config 0 always takes 1 ms; config 1 anything from 1 to 100 ms.
+        let spread = |n: u64| 1_000_000 + (n * 7_919 % 100) * 1_000_000;
+        let outcome = run(
+            &experiment,
+            vec![Scripted::new(|_| 1_000_000), Scripted::new(spread)],
+            &mut Lab::default(),
+            Stop::new(),
+            None,
+        );
+        let stops: Vec<&EarlyStop> = outcome
+            .records
+            .iter()
+            .filter_map(|record| match record {
+                Record::Stopped(stop) => Some(stop),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(stops.len(), 1, "{stops:?}");
+        assert_eq!(stops[0].config, 0);
+        let measured = |config: usize| {
+            samples(&outcome.records)
+                .iter()
+                .filter(|sample| sample.config == config && !sample.warmup)
+                .count()
+        };
+        assert_eq!(measured(0), stops[0].samples);
+        assert!(measured(0) < 400, "{}", measured(0));
+        assert_eq!(measured(1), 400);
+    }
+
+    #[test]
+    fn a_stop_request_ends_the_loop_between_trials_keeping_what_was_taken() {
+        let stop = Stop::new();
+        let mut lab = Lab {
+            stop_at: Some((2, stop.clone())),
+            ..Lab::default()
+        };
+        let outcome = run(
+            &two_versions(60),
+            vec![Scripted::new(|_| 1_000), Scripted::new(|_| 1_000)],
+            &mut lab,
+            stop,
+            None,
+        );
+        assert!(outcome.ended.stopped);
+        // The stop came while the second trial was being prepared: its agents saw it before
+        // their first attempt, so only the first trial's block (6 warm-up attempts) ran.
+        assert_eq!(lab.prepared, 2);
+        assert_eq!(samples(&outcome.records).len(), 6);
+    }
+
+    #[test]
+    fn a_failing_network_ends_the_run_with_its_error() {
+        let mut lab = Lab {
+            fail_at: Some(3),
+            ..Lab::default()
+        };
+        let outcome = run(
+            &two_versions(60),
+            vec![Scripted::new(|_| 1_000), Scripted::new(|_| 1_000)],
+            &mut lab,
+            Stop::new(),
+            None,
+        );
+        assert!(outcome.ended.stopped);
+        assert_eq!(outcome.ended.failure.unwrap().message, "the link broke");
+        // Two warm-up blocks of 6 ran before the third trial's preparation failed.
+        assert_eq!(samples(&outcome.records).len(), 12);
+    }
+
+    #[test]
+    fn an_attempt_over_its_time_limit_is_a_timeout_that_keeps_its_events() {
+        let experiment = Experiment {
+            timeout: Duration::from_millis(20),
+            handshakes: 3,
+            warmup: 0,
+            ..Experiment::default()
+        };
+        let mut hanging = Scripted::new(|_| 1_000);
+        hanging.hang_after_handshake = true;
+        let outcome = run(
+            &experiment,
+            vec![hanging],
+            &mut Lab::default(),
+            Stop::new(),
+            None,
+        );
+        let samples = samples(&outcome.records);
+        assert_eq!(samples.len(), 3);
+        for sample in samples {
+            assert_eq!(sample.error, Some(ErrorClass::Timeout));
+            assert!(
+                sample
+                    .error_detail
+                    .as_deref()
+                    .unwrap()
+                    .contains("handshake completed"),
+                "{:?}",
+                sample.error_detail
+            );
+            assert_eq!(sample.timeline.phase(Phase::Handshake), Some(1_000));
+        }
+    }
+
+    /// A 0-RTT client whose early data the server accepts: the loop keeps its first flight
+    /// for the replay probe.
+    struct EarlyData;
+
+    impl Connector for EarlyData {
+        type Agent = ();
+
+        fn agent(&self) {}
+
+        async fn attempt(&self, _: &(), attempt: &mut Attempt) -> Result<(), Failure> {
+            if let Some(captured) = &mut attempt.captured {
+                captured.push(vec![22, 3, 1]);
+            }
+            attempt.negotiated.early_data = Some(true);
+            attempt.handshake_done();
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn accepted_first_flights_are_kept_for_the_replay_probe() {
+        let experiment = Experiment {
+            resume: vec![tlslab_core::Resume::Tickets],
+            early_data: vec![100],
+            handshakes: 5,
+            warmup: 0,
+            ..Experiment::default()
+        };
+        let configs = experiment.configs().unwrap();
+        let plan = Plan::new(&experiment, &configs, 1);
+        let memory = Memory::default();
+        let writer = Writer::start(Box::new(memory.clone()), &info()).unwrap();
+        let flights = vec![Flights::default()];
+        let trials = TrialLoop {
+            configs: &configs,
+            connectors: &[Arc::new(EarlyData)],
+            until_ci: None,
+            stop: Stop::new(),
+            counts: Arc::default(),
+            origin: Instant::now(),
+            records: writer.records(),
+            flights: Some(&flights),
+        };
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let ended = trials.run(&runtime, &plan, &mut Lab::default());
+        assert!(!ended.stopped);
+        assert_eq!(flights[0].take(), vec![vec![vec![22, 3, 1]]; 5]);
+    }
+}

@@ -1,0 +1,213 @@
+//! The writer: a thread that owns the [`Sink`], so a slow disk never stalls an attempt.
+//! Records reach it over a channel; when none arrived for a while it lets the sink commit a
+//! partial batch.
+
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tlslab_core::{Record, RunEnd, RunInfo, Sink, SinkError};
+
+use crate::error::RunError;
+
+/// How long the writer waits for a record before it asks the sink to flush.
+const IDLE: Duration = Duration::from_millis(200);
+
+enum Message {
+    Record(Record),
+    Finish(RunEnd),
+}
+
+/// Where producers send records; cheap to clone, one per task.
+#[derive(Clone)]
+pub struct Records(mpsc::Sender<Message>);
+
+impl Records {
+    /// Sends a record to the sink. After a sink failure records are dropped; the failure is
+    /// reported when the run ends, and what was committed stays.
+    pub fn send(&self, record: Record) {
+        let _ = self.0.send(Message::Record(record));
+    }
+}
+
+/// The running writer thread.
+pub struct Writer {
+    records: Records,
+    thread: JoinHandle<Result<(), SinkError>>,
+}
+
+impl Writer {
+    /// Writes `info` into `sink`, then starts the thread that takes every later record.
+    pub fn start(mut sink: Box<dyn Sink>, info: &RunInfo) -> Result<Writer, RunError> {
+        sink.begin(info).map_err(|error| {
+            RunError::environment(
+                format!("cannot write results: {error}"),
+                "check the --out path and free disk space",
+            )
+        })?;
+        let (sender, receiver) = mpsc::channel::<Message>();
+        let thread = std::thread::Builder::new()
+            .name("tlslab-sink".into())
+            .spawn(move || write(sink.as_mut(), &receiver))
+            .map_err(|error| {
+                RunError::environment(
+                    format!("cannot start the writer thread: {error}"),
+                    "check the process limits",
+                )
+            })?;
+        Ok(Writer {
+            records: Records(sender),
+            thread,
+        })
+    }
+
+    pub fn records(&self) -> Records {
+        self.records.clone()
+    }
+
+    /// Hands the sink the run's end and waits until everything is written.
+    pub fn finish(self, end: RunEnd) -> Result<(), RunError> {
+        let _ = self.records.0.send(Message::Finish(end));
+        drop(self.records);
+        match self.thread.join() {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(error)) => Err(RunError::environment(
+                format!("writing results failed: {error}"),
+                "check free disk space; samples committed before the failure are kept",
+            )),
+            Err(_) => Err(RunError::environment(
+                "the results writer crashed",
+                "report this as a bug",
+            )),
+        }
+    }
+}
+
+/// The writer thread's loop: records in order, flushes when idle, the end last. The first
+/// failure stops further records but not the end, so the store still says how the run ended.
+fn write(sink: &mut dyn Sink, receiver: &mpsc::Receiver<Message>) -> Result<(), SinkError> {
+    let mut failed: Option<SinkError> = None;
+    loop {
+        match receiver.recv_timeout(IDLE) {
+            Ok(Message::Record(record)) if failed.is_none() => {
+                failed = sink.record(record).err();
+            }
+            Ok(Message::Record(_)) => {}
+            Ok(Message::Finish(end)) => {
+                sink.finish(&end)?;
+                return failed.map_or(Ok(()), Err);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) if failed.is_none() => {
+                failed = sink.flush().err();
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return failed.map_or(Ok(()), Err),
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// A sink that keeps everything in memory, and can be told to fail.
+    #[derive(Default, Clone)]
+    pub(crate) struct Memory {
+        pub records: Arc<Mutex<Vec<Record>>>,
+        pub end: Arc<Mutex<Option<RunEnd>>>,
+        pub fail_after: Option<usize>,
+    }
+
+    impl Sink for Memory {
+        fn begin(&mut self, _: &RunInfo) -> Result<(), SinkError> {
+            Ok(())
+        }
+
+        fn record(&mut self, record: Record) -> Result<(), SinkError> {
+            let mut records = self.records.lock().unwrap();
+            if self.fail_after.is_some_and(|limit| records.len() >= limit) {
+                return Err(SinkError {
+                    message: "disk full".into(),
+                    hint: "free some space".into(),
+                });
+            }
+            records.push(record);
+            Ok(())
+        }
+
+        fn flush(&mut self) -> Result<(), SinkError> {
+            Ok(())
+        }
+
+        fn finish(&mut self, end: &RunEnd) -> Result<(), SinkError> {
+            *self.end.lock().unwrap() = Some(end.clone());
+            Ok(())
+        }
+    }
+
+    pub(crate) fn info() -> RunInfo {
+        let experiment = tlslab_core::Experiment::default();
+        let configs = experiment.configs().unwrap();
+        RunInfo {
+            plan: tlslab_core::Plan::new(&experiment, &configs, 1),
+            experiment,
+            configs,
+            environment: crate::environment::capture("test", "test"),
+            command_line: Vec::new(),
+            started_at_unix_ns: 0,
+            addresses: Vec::new(),
+            emulator: None,
+        }
+    }
+
+    fn stop(config: usize) -> Record {
+        Record::Stopped(tlslab_core::EarlyStop {
+            config,
+            round: 1,
+            samples: 20,
+            relative_half_width: 0.01,
+        })
+    }
+
+    fn end() -> RunEnd {
+        RunEnd {
+            complete: true,
+            reason: None,
+            duration_ns: 1,
+            attempted: 2,
+            errors: 0,
+        }
+    }
+
+    #[test]
+    fn records_arrive_in_order_and_the_end_last() {
+        let memory = Memory::default();
+        let writer = Writer::start(Box::new(memory.clone()), &info()).unwrap();
+        let records = writer.records();
+        records.send(stop(0));
+        records.send(stop(1));
+        writer.finish(end()).unwrap();
+        let kept = memory.records.lock().unwrap();
+        assert!(
+            matches!(kept[..], [Record::Stopped(a), Record::Stopped(b)] if a.config == 0 && b.config == 1)
+        );
+        assert_eq!(*memory.end.lock().unwrap(), Some(end()));
+    }
+
+    #[test]
+    fn a_failing_sink_keeps_what_it_took_records_the_end_and_reports_it() {
+        let memory = Memory {
+            fail_after: Some(1),
+            ..Memory::default()
+        };
+        let writer = Writer::start(Box::new(memory.clone()), &info()).unwrap();
+        for config in 0..3 {
+            writer.records().send(stop(config));
+        }
+        let error = writer.finish(end()).unwrap_err();
+        assert!(error.message.contains("disk full"), "{error}");
+        assert_eq!(memory.records.lock().unwrap().len(), 1);
+        assert!(memory.end.lock().unwrap().is_some());
+    }
+}

@@ -1,0 +1,463 @@
+//! The store's columns, each named once: the tables below drive the schema, its upgrades,
+//! the inserts (by name) and the export, so a new measurement is one line here.
+
+use rusqlite::types::Value;
+use tlslab_core::{Config, Endpoint, Event, Http, Phase, Sample};
+
+/// How a sample column is filled from a [`Sample`].
+#[derive(Clone, Copy)]
+pub enum Fill {
+    With(fn(&Sample) -> Value),
+    Event(Event),
+    Phase(Phase),
+}
+
+/// One field of an exported sample row.
+#[derive(Clone, Copy)]
+pub struct Field {
+    /// The name in exports (and, for sample columns, usually the column's too).
+    pub name: &'static str,
+    pub source: Source,
+    /// Stored as 0 or 1, exported to JSON as `false` or `true`.
+    pub boolean: bool,
+}
+
+/// Where a field's value is stored.
+#[derive(Clone, Copy)]
+pub enum Source {
+    /// A column of the samples table: its name, SQL type and how a sample fills it.
+    Sample {
+        column: &'static str,
+        sql: &'static str,
+        fill: Fill,
+    },
+    /// A column of the configs table: every sample of a Config shares the value.
+    Config { column: &'static str },
+}
+
+fn text(value: Option<&str>) -> Value {
+    value.map_or(Value::Null, |text| Value::Text(text.to_string()))
+}
+
+fn integer(value: Option<u64>) -> Value {
+    value.map_or(Value::Null, |number| Value::Integer(number as i64))
+}
+
+fn flag(value: Option<bool>) -> Value {
+    value.map_or(Value::Null, |flag| Value::Integer(i64::from(flag)))
+}
+
+const fn sample(name: &'static str, sql: &'static str, fill: fn(&Sample) -> Value) -> Field {
+    Field {
+        name,
+        source: Source::Sample {
+            column: name,
+            sql,
+            fill: Fill::With(fill),
+        },
+        boolean: false,
+    }
+}
+
+/// A sample column exported to JSON as a boolean.
+const fn boolean(field: Field) -> Field {
+    Field {
+        boolean: true,
+        ..field
+    }
+}
+
+const fn config(name: &'static str, column: &'static str) -> Field {
+    Field {
+        name,
+        source: Source::Config { column },
+        boolean: false,
+    }
+}
+
+/// Every exported field before the timings, in export order.
+const FIELDS: &[Field] = &[
+    config("config", "label"),
+    sample("round", "INTEGER NOT NULL", |s| {
+        integer(Some(u64::from(s.round)))
+    }),
+    sample("agent", "INTEGER NOT NULL", |s| {
+        integer(Some(u64::from(s.agent)))
+    }),
+    boolean(sample("warmup", "INTEGER NOT NULL", |s| {
+        flag(Some(s.warmup))
+    })),
+    sample("outcome", "TEXT NOT NULL", |s| {
+        text(Some(s.outcome.as_str()))
+    }),
+    sample("error", "TEXT", |s| {
+        text(s.error.map(|class| class.as_str()))
+    }),
+    sample("error_detail", "TEXT", |s| text(s.error_detail.as_deref())),
+    sample("version", "TEXT", |s| text(s.negotiated.version.as_deref())),
+    sample("suite", "TEXT", |s| text(s.negotiated.suite.as_deref())),
+    sample("group", "TEXT", |s| text(s.negotiated.group.as_deref())),
+    sample("signature_scheme", "TEXT", |s| {
+        text(s.negotiated.signature_scheme.as_deref())
+    }),
+    sample("alpn", "TEXT", |s| text(s.negotiated.alpn.as_deref())),
+    boolean(sample("resumed", "INTEGER", |s| flag(s.negotiated.resumed))),
+    boolean(sample("insecure", "INTEGER NOT NULL", |s| {
+        flag(Some(s.insecure))
+    })),
+    sample("bytes_sent", "INTEGER NOT NULL", |s| {
+        integer(Some(s.bytes_sent))
+    }),
+    sample("bytes_received", "INTEGER NOT NULL", |s| {
+        integer(Some(s.bytes_received))
+    }),
+    sample("client_hello_bytes", "INTEGER", |s| {
+        integer(s.client_hello_bytes)
+    }),
+    // Schema 3: flight sizes, early data, the response, QUIC's path statistics.
+    sample("server_flight_bytes", "INTEGER", |s| {
+        integer(s.server_flight_bytes)
+    }),
+    sample("early_data_accepted", "INTEGER", |s| {
+        flag(s.negotiated.early_data)
+    }),
+    sample("http_status", "INTEGER", |s| {
+        integer(s.response.and_then(|r| r.status).map(u64::from))
+    }),
+    sample("response_bytes", "INTEGER", |s| {
+        integer(s.response.map(|r| r.body_bytes))
+    }),
+    sample("quic_rtt_ns", "INTEGER", |s| {
+        integer(s.quic.map(|q| q.rtt_ns))
+    }),
+    sample("datagrams_sent", "INTEGER", |s| {
+        integer(s.quic.map(|q| q.datagrams_sent))
+    }),
+    sample("datagrams_received", "INTEGER", |s| {
+        integer(s.quic.map(|q| q.datagrams_received))
+    }),
+    sample("packets_sent", "INTEGER", |s| {
+        integer(s.quic.map(|q| q.packets_sent))
+    }),
+    sample("packets_lost", "INTEGER", |s| {
+        integer(s.quic.map(|q| q.packets_lost))
+    }),
+    // Schema 4: what became of ECH.
+    sample("ech", "TEXT", |s| {
+        text(s.negotiated.ech.map(|status| status.as_str()))
+    }),
+    // The Config's transport, request, session techniques, libraries and ECH mode (`ech`
+    // above is what became of ECH in the sample).
+    config("transport", "transport"),
+    config("http", "http"),
+    config("resumption", "resumption"),
+    config("early_data_bytes", "early_data_bytes"),
+    config("cert_cache", "cert_cache"),
+    config("client_backend", "client_backend"),
+    config("server_backend", "server_backend"),
+    config("ech_mode", "ech"),
+    // The network profile is the Config's; every sample of it ran on that link.
+    config("rtt_ns", "rtt_ns"),
+    config("jitter_ns", "jitter_ns"),
+    config("loss", "loss"),
+    config("rate_bps", "rate_bps"),
+    config("emulator", "emulator"),
+    Field {
+        name: "started_at",
+        source: Source::Sample {
+            column: "started_at_ns",
+            sql: "INTEGER NOT NULL",
+            fill: Fill::With(|s| integer(Some(s.started_at))),
+        },
+        boolean: false,
+    },
+];
+
+/// Every exported field, in export order: the fields above, then every event and every
+/// phase in nanoseconds under its DESIGN name.
+pub fn fields() -> impl Iterator<Item = Field> {
+    let timing = |name: &'static str, fill: Fill| Field {
+        name,
+        source: Source::Sample {
+            column: name,
+            sql: "INTEGER",
+            fill,
+        },
+        boolean: false,
+    };
+    FIELDS
+        .iter()
+        .copied()
+        .chain(
+            Event::ALL
+                .iter()
+                .map(move |&event| timing(event.name(), Fill::Event(event))),
+        )
+        .chain(
+            Phase::ALL
+                .iter()
+                .map(move |&phase| timing(phase.name(), Fill::Phase(phase))),
+        )
+}
+
+/// The samples table's measured columns: name, SQL type and how a sample fills each.
+pub fn sample_columns() -> impl Iterator<Item = (&'static str, &'static str, Fill)> {
+    fields().filter_map(|field| match field.source {
+        Source::Sample { column, sql, fill } => Some((column, sql, fill)),
+        Source::Config { .. } => None,
+    })
+}
+
+/// The names of the timing columns (every event, then every phase).
+pub fn timing_columns() -> impl Iterator<Item = &'static str> {
+    Event::ALL
+        .iter()
+        .map(|event| event.name())
+        .chain(Phase::ALL.iter().map(|phase| phase.name()))
+}
+
+impl Fill {
+    pub fn value(self, sample: &Sample) -> Value {
+        match self {
+            Fill::With(fill) => fill(sample),
+            Fill::Event(event) => integer(sample.timeline.get(event)),
+            Fill::Phase(phase) => integer(sample.timeline.phase(phase)),
+        }
+    }
+}
+
+/// What a configs row is made from.
+pub struct ConfigEntry<'a> {
+    pub config: &'a Config,
+    /// Where its handshakes went.
+    pub address: &'a str,
+    /// The emulator that carried its packets, when it ran on an emulated link.
+    pub emulator: Option<&'a str>,
+}
+
+/// A configs column: name, SQL type, and how a Config fills it (`None`: filled later).
+pub type ConfigColumn = (
+    &'static str,
+    &'static str,
+    Option<fn(&ConfigEntry) -> Value>,
+);
+
+fn lab_or_target<T>(
+    entry: &ConfigEntry,
+    lab: impl FnOnce(&tlslab_core::CertProfile, u8) -> T,
+    target: impl FnOnce(&str, &str) -> T,
+) -> T {
+    match &entry.config.endpoint {
+        Endpoint::Lab { cert, chain } => lab(cert, *chain),
+        Endpoint::Target { address, sni, .. } => target(address, sni),
+    }
+}
+
+fn network<T>(entry: &ConfigEntry, part: impl FnOnce(&tlslab_core::Network) -> T) -> Option<T> {
+    entry.config.network.as_ref().map(part)
+}
+
+/// The configs table's columns after `id` and `run_id`, with the schema version in
+/// comments where they were added.
+pub const CONFIG_COLUMNS: &[ConfigColumn] = &[
+    (
+        "label",
+        "TEXT NOT NULL",
+        Some(|e| text(Some(&e.config.label))),
+    ),
+    (
+        "version",
+        "TEXT NOT NULL",
+        Some(|e| text(Some(e.config.version.as_str()))),
+    ),
+    (
+        "suite",
+        "TEXT NOT NULL",
+        Some(|e| text(Some(&e.config.suite.name))),
+    ),
+    (
+        "group",
+        "TEXT NOT NULL",
+        Some(|e| text(Some(e.config.group.as_str()))),
+    ),
+    (
+        "cert",
+        "TEXT",
+        Some(|e| lab_or_target(e, |cert, _| text(Some(cert.as_str())), |_, _| Value::Null)),
+    ),
+    (
+        "chain",
+        "INTEGER",
+        Some(|e| {
+            lab_or_target(
+                e,
+                |_, chain| integer(Some(u64::from(chain))),
+                |_, _| Value::Null,
+            )
+        }),
+    ),
+    (
+        "target",
+        "TEXT",
+        Some(|e| lab_or_target(e, |_, _| Value::Null, |address, _| text(Some(address)))),
+    ),
+    (
+        "sni",
+        "TEXT",
+        Some(|e| lab_or_target(e, |_, _| Value::Null, |_, sni| text(Some(sni)))),
+    ),
+    ("address", "TEXT NOT NULL", Some(|e| text(Some(e.address)))),
+    (
+        "concurrency",
+        "INTEGER NOT NULL",
+        Some(|e| integer(Some(u64::from(e.config.concurrency)))),
+    ),
+    (
+        "resume",
+        "INTEGER NOT NULL",
+        Some(|e| flag(Some(e.config.resumes()))),
+    ),
+    (
+        "insecure",
+        "INTEGER NOT NULL",
+        Some(|e| flag(Some(e.config.insecure))),
+    ),
+    (
+        "description",
+        "TEXT NOT NULL",
+        Some(|e| text(Some(&crate::sink::json(e.config)))),
+    ),
+    // Set when `--until-ci` stopped the Config early.
+    ("stopped_round", "INTEGER", None),
+    ("stopped_samples", "INTEGER", None),
+    ("stopped_half_width", "REAL", None),
+    // Schema 2: the emulated network, all NULL on loopback or a real network.
+    (
+        "rtt_ns",
+        "INTEGER",
+        Some(|e| integer(network(e, |n| n.rtt.as_nanos() as u64))),
+    ),
+    (
+        "jitter_ns",
+        "INTEGER",
+        Some(|e| integer(network(e, |n| n.jitter.as_nanos() as u64))),
+    ),
+    (
+        "loss",
+        "REAL",
+        Some(|e| network(e, |n| Value::Real(n.loss.0)).unwrap_or(Value::Null)),
+    ),
+    (
+        "rate_bps",
+        "INTEGER",
+        Some(|e| integer(network(e, |n| n.rate.map(|rate| rate.0)).flatten())),
+    ),
+    (
+        "emulator",
+        "TEXT",
+        Some(|e| text(network(e, |_| e.emulator).flatten())),
+    ),
+    // Schema 3: transport, request and session techniques, with the values every older
+    // Config had as defaults. `resumption` is the mode; `resume` says whether it is not off.
+    (
+        "transport",
+        "TEXT NOT NULL DEFAULT 'tcp'",
+        Some(|e| text(Some(e.config.transport.as_str()))),
+    ),
+    (
+        "http",
+        "TEXT NOT NULL DEFAULT 'none'",
+        Some(|e| text(Some(e.config.http.as_str()))),
+    ),
+    (
+        "resumption",
+        "TEXT NOT NULL DEFAULT 'off'",
+        Some(|e| text(Some(e.config.resume.as_str()))),
+    ),
+    (
+        "early_data_bytes",
+        "INTEGER NOT NULL DEFAULT 0",
+        Some(|e| integer(Some(e.config.early_data))),
+    ),
+    (
+        "cert_cache",
+        "INTEGER NOT NULL DEFAULT 0",
+        Some(|e| flag(Some(e.config.cert_cache))),
+    ),
+    (
+        "path",
+        "TEXT",
+        Some(|e| text((e.config.http != Http::None).then_some(e.config.path.as_str()))),
+    ),
+    // Schema 4: the TLS libraries (no server library for a target) and the ECH mode.
+    (
+        "client_backend",
+        "TEXT NOT NULL DEFAULT 'rustls'",
+        Some(|e| text(Some(e.config.client_backend.as_str()))),
+    ),
+    (
+        "server_backend",
+        "TEXT",
+        Some(|e| text(e.config.server_backend.map(|backend| backend.as_str()))),
+    ),
+    (
+        "ech",
+        "TEXT NOT NULL DEFAULT 'off'",
+        Some(|e| text(Some(e.config.ech.as_str()))),
+    ),
+];
+
+/// `"name"`, quoted: some column names (`group`) are SQL keywords.
+pub fn quoted(name: &str) -> String {
+    format!("\"{name}\"")
+}
+
+/// The columns of a table as SQL definitions, each on its own line.
+pub fn definitions<'a>(columns: impl Iterator<Item = (&'a str, &'a str)>) -> String {
+    columns
+        .map(|(name, sql)| format!(",\n    {} {sql}", quoted(name)))
+        .collect()
+}
+
+/// `INSERT INTO table (…) VALUES (:…)` for `columns`, by name.
+pub fn insert(table: &str, columns: &[&str]) -> String {
+    let names: Vec<String> = columns.iter().map(|name| quoted(name)).collect();
+    let parameters: Vec<String> = columns.iter().map(|name| format!(":{name}")).collect();
+    format!(
+        "INSERT INTO {table} ({}) VALUES ({})",
+        names.join(", "),
+        parameters.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn every_field_and_column_is_named_once() {
+        let names: Vec<&str> = fields().map(|field| field.name).collect();
+        assert_eq!(names.len(), names.iter().collect::<HashSet<_>>().len());
+        let columns: Vec<&str> = sample_columns().map(|(column, _, _)| column).collect();
+        assert_eq!(columns.len(), columns.iter().collect::<HashSet<_>>().len());
+        let configs: Vec<&str> = CONFIG_COLUMNS.iter().map(|(name, _, _)| *name).collect();
+        assert_eq!(configs.len(), configs.iter().collect::<HashSet<_>>().len());
+        // Every config field of the export is a configs column.
+        for field in fields() {
+            if let Source::Config { column } = field.source {
+                assert!(configs.contains(&column), "{column}");
+            }
+        }
+        assert_eq!(names[0], "config");
+        assert_eq!(names.last(), Some(&"total"));
+    }
+
+    #[test]
+    fn inserts_name_their_parameters() {
+        assert_eq!(
+            insert("t", &["group", "round"]),
+            "INSERT INTO t (\"group\", \"round\") VALUES (:group, :round)"
+        );
+    }
+}

@@ -1,0 +1,45 @@
+//! [`Error`]: why the rustls backend cannot set up a client or a lab server, with the hint
+//! that helps.
+
+/// Why a rustls client or lab server cannot be set up as asked.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The Config asks for something rustls does not have.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The operating system's roots could not be loaded.
+    #[error("no system root certificates could be loaded ({0})")]
+    NoSystemRoots(String),
+    /// None of the trusted certificates given could be used.
+    #[error("none of the {0} trusted certificates could be parsed")]
+    UnusableRoots(usize),
+    #[error("'{0}' is not a valid server name")]
+    ServerName(String),
+    #[error("the ECH configuration is unusable: {0}")]
+    Ech(String),
+    /// rustls refused the configuration.
+    #[error(transparent)]
+    Rustls(#[from] rustls::Error),
+    /// quinn refused the configuration.
+    #[error("cannot configure QUIC: {0}")]
+    Quic(String),
+}
+
+impl Error {
+    /// What the user can do about it.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            Error::NoSystemRoots(_) => {
+                "install the system CA certificates (ca-certificates) or pass --ca FILE"
+            }
+            Error::UnusableRoots(_) => "give --ca a PEM file of CA certificates",
+            Error::ServerName(_) => "give a DNS name or an IP address with --sni",
+            Error::Ech(_) => {
+                "give the ECHConfigList as base64, as in the ech= value of an HTTPS DNS record"
+            }
+            Error::Unsupported(_) | Error::Rustls(_) | Error::Quic(_) => {
+                "the client library refused the Config's settings; change them or try the other --client-backend"
+            }
+        }
+    }
+}
