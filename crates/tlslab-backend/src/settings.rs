@@ -6,8 +6,8 @@ use std::str::FromStr;
 
 use rustls_pki_types::CertificateDer;
 use tlslab_core::{
-    Cipher, Config, Group, Http, LegacySuite, Resume, ServerKey, ServerResumption, TlsVersion,
-    Transport,
+    Cipher, Config, Group, Http, InvalidValue, LegacySuite, Resume, ServerKey, ServerResumption,
+    TlsVersion, Transport,
 };
 
 /// Which certificates the client accepts.
@@ -59,12 +59,12 @@ impl fmt::Display for Suite {
 }
 
 impl FromStr for Suite {
-    type Err = String;
+    type Err = InvalidValue;
 
     /// Accepts tlslab's cipher names (`aes128gcm`) and the legacy suites by IANA or OpenSSL
     /// name. Full names of the AEAD suites pin a version and authentication, which is the
     /// Config's business: give those as their cipher.
-    fn from_str(text: &str) -> Result<Suite, String> {
+    fn from_str(text: &str) -> Result<Suite, InvalidValue> {
         let trimmed = text.trim();
         if let Ok(cipher) = trimmed.parse::<Cipher>() {
             return Ok(Suite::Cipher(cipher));
@@ -79,7 +79,10 @@ impl FromStr for Suite {
             .ok_or_else(|| {
                 let mut valid: Vec<&str> = Cipher::ALL.iter().map(|c| c.as_str()).collect();
                 valid.extend(LegacySuite::ALL.iter().map(|suite| suite.openssl_name()));
-                format!("unknown suite '{text}' (valid: {})", valid.join(", "))
+                InvalidValue(format!(
+                    "unknown suite '{text}' (valid: {})",
+                    valid.join(", ")
+                ))
             })
     }
 }
@@ -274,6 +277,7 @@ mod tests {
         assert!("rc4"
             .parse::<Suite>()
             .unwrap_err()
+            .to_string()
             .contains("AES256-GCM-SHA384"));
     }
 

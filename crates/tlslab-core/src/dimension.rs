@@ -6,26 +6,19 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// A value of a dimension failed to parse; the message lists the valid spellings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {dimension} '{given}' (valid: {})", valid.join(", "))]
 pub struct ParseError {
     pub dimension: &'static str,
     pub given: String,
     pub valid: Vec<&'static str>,
 }
 
-impl fmt::Display for ParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown {} '{}' (valid: {})",
-            self.dimension,
-            self.given,
-            self.valid.join(", ")
-        )
-    }
-}
-
-impl std::error::Error for ParseError {}
+/// A value that is not what its field takes (a duration, a rate, a loss rate, a suite, an
+/// experiment file): the message says what was given and what would do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidValue(pub String);
 
 /// Declares a dimension enum whose variants have fixed spellings (plus accepted aliases).
 macro_rules! spelled_enum {

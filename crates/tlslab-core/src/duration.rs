@@ -2,29 +2,33 @@
 
 use std::time::Duration;
 
+use crate::dimension::InvalidValue;
+
 /// Parses `250us`, `500ms`, `10s`, `2m`, or a bare number of seconds.
-pub fn parse(text: &str) -> Result<Duration, String> {
+pub fn parse(text: &str) -> Result<Duration, InvalidValue> {
     let trimmed = text.trim();
     let split = trimmed
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(trimmed.len());
     let (number, unit) = trimmed.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration (examples: 500ms, 10s, 2m)"))?;
+    let value: f64 = number.parse().map_err(|_| {
+        InvalidValue(format!(
+            "'{text}' is not a duration (examples: 500ms, 10s, 2m)"
+        ))
+    })?;
     let seconds = match unit.trim() {
         "" | "s" => value,
         "ms" => value / 1e3,
         "us" | "µs" => value / 1e6,
         "m" | "min" => value * 60.0,
         other => {
-            return Err(format!(
+            return Err(InvalidValue(format!(
                 "unknown duration unit '{other}' in '{text}' (use us, ms, s or m)"
-            ))
+            )))
         }
     };
     if !seconds.is_finite() || seconds < 0.0 {
-        return Err(format!("'{text}' is not a valid duration"));
+        return Err(InvalidValue(format!("'{text}' is not a valid duration")));
     }
     Ok(Duration::from_secs_f64(seconds))
 }

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{expand, Config, ConfigError};
 use crate::dimension::{
-    Backend, CertCache, CertProfile, Cipher, CloseMode, Ech, Emulator, Group, Http, Resume,
-    SuiteSpec, TlsVersion, Transport,
+    Backend, CertCache, CertProfile, Cipher, CloseMode, Ech, Emulator, Group, Http, InvalidValue,
+    Resume, SuiteSpec, TlsVersion, Transport,
 };
 use crate::duration;
 use crate::network::{Loss, Rate};
@@ -183,8 +183,8 @@ fn resume_values<'de, D: serde::Deserializer<'de>>(
 
 impl Experiment {
     /// Reads an experiment file; the error names the file and the offending key.
-    pub fn from_toml(text: &str) -> Result<Experiment, String> {
-        toml::from_str(text).map_err(|error| error.to_string())
+    pub fn from_toml(text: &str) -> Result<Experiment, InvalidValue> {
+        toml::from_str(text).map_err(|error| InvalidValue(error.to_string()))
     }
 
     /// The experiment as a TOML document that reproduces it.
@@ -222,9 +222,9 @@ mod tests {
         assert_eq!(Experiment::from_toml(&text).unwrap(), experiment);
 
         let error = Experiment::from_toml("tls = [\"1.3\"]\nhandshake = 5\n").unwrap_err();
-        assert!(error.contains("handshake"), "{error}");
+        assert!(error.to_string().contains("handshake"), "{error}");
         let error = Experiment::from_toml("group = [\"x448\"]").unwrap_err();
-        assert!(error.contains("x25519"), "{error}");
+        assert!(error.to_string().contains("x25519"), "{error}");
     }
 
     #[test]

@@ -32,7 +32,8 @@ pub mod sample;
 pub use config::{Config, ConfigError, Endpoint, ServerKey, ServerResumption};
 pub use dimension::{
     Authentication, Backend, CertCache, CertProfile, Cipher, CloseMode, Ech, Emulator, Group, Http,
-    KeyKind, LegacyKeyExchange, LegacySuite, Resume, SuiteSpec, TlsVersion, Transport,
+    InvalidValue, KeyKind, LegacyKeyExchange, LegacySuite, ParseError, Resume, SuiteSpec,
+    TlsVersion, Transport,
 };
 pub use experiment::Experiment;
 pub use network::{Loss, Network, NetworkDimensions, Rate};

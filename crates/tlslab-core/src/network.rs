@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::dimension::InvalidValue;
 use crate::duration;
 
 /// A packet loss probability, per packet and direction, as a fraction (0.005 = 0.5%).
@@ -25,15 +26,18 @@ pub(crate) fn parse_fraction(text: &str) -> Option<f64> {
 }
 
 impl FromStr for Loss {
-    type Err = String;
+    type Err = InvalidValue;
     /// `0.5%` or a fraction such as `0.005`.
-    fn from_str(text: &str) -> Result<Loss, String> {
-        let value = parse_fraction(text)
-            .ok_or_else(|| format!("'{text}' is not a loss rate (examples: 0, 0.5%, 0.01)"))?;
+    fn from_str(text: &str) -> Result<Loss, InvalidValue> {
+        let value = parse_fraction(text).ok_or_else(|| {
+            InvalidValue(format!(
+                "'{text}' is not a loss rate (examples: 0, 0.5%, 0.01)"
+            ))
+        })?;
         if !(0.0..1.0).contains(&value) {
-            return Err(format!(
+            return Err(InvalidValue(format!(
                 "loss '{text}' is not between 0 and 100% (exclusive)"
-            ));
+            )));
         }
         Ok(Loss(value))
     }
@@ -53,8 +57,8 @@ impl fmt::Display for Loss {
 pub struct Rate(pub u64);
 
 impl FromStr for Rate {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Rate, String> {
+    type Err = InvalidValue;
+    fn from_str(text: &str) -> Result<Rate, InvalidValue> {
         let lower = text.trim().to_ascii_lowercase();
         let split = lower
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -66,17 +70,18 @@ impl FromStr for Rate {
             "mbit" => 1e6,
             "gbit" => 1e9,
             _ => {
-                return Err(format!(
+                return Err(InvalidValue(format!(
                     "unknown rate unit in '{text}' (use bit, kbit, mbit or gbit, as in 100mbit)"
-                ))
+                )))
             }
         };
-        let value = number
-            .parse::<f64>()
-            .map_err(|_| format!("'{text}' is not a rate (examples: 10mbit, 1gbit)"))?
-            * scale;
+        let value = number.parse::<f64>().map_err(|_| {
+            InvalidValue(format!("'{text}' is not a rate (examples: 10mbit, 1gbit)"))
+        })? * scale;
         if !(value >= 1.0 && value.is_finite()) {
-            return Err(format!("rate '{text}' must be at least 1 bit per second"));
+            return Err(InvalidValue(format!(
+                "rate '{text}' must be at least 1 bit per second"
+            )));
         }
         Ok(Rate(value.round() as u64))
     }

@@ -80,7 +80,7 @@ fn durations(values: &[String], example: &str) -> Result<Vec<Duration>, ConfigEr
         .iter()
         .map(|value| {
             duration::parse(value)
-                .map_err(|problem| error(problem, format!("for example {example}")))
+                .map_err(|problem| error(problem.to_string(), format!("for example {example}")))
         })
         .collect()
 }
@@ -138,7 +138,8 @@ impl Experiment {
             durations(values, "--jitter 2ms")
         })?;
         set(&mut self.timeout, &given.timeout, |text| {
-            duration::parse(text).map_err(|problem| error(problem, "for example --timeout 5s"))
+            duration::parse(text)
+                .map_err(|problem| error(problem.to_string(), "for example --timeout 5s"))
         })?;
         set(&mut self.close, &given.close, |text| {
             text.parse()

@@ -61,40 +61,9 @@ impl LabServer {
             backend,
             cert,
             chain,
-            resumption,
-            early_data,
-            body,
+            ..
         } = key;
-        let listen = match network {
-            Some(network) => SocketAddr::new(network.server_ip(), 0),
-            None => SocketAddr::from(([127, 0, 0, 1], 0)),
-        };
-        let mut command = Command::new(program);
-        if let Some(network) = network {
-            network.place_in_server_namespace(&mut command);
-        }
-        command
-            .args(["serve", "--control", "--listen"])
-            .arg(listen.to_string())
-            .arg("--cert")
-            .arg(cert.as_str())
-            .arg("--chain")
-            .arg(chain.to_string())
-            .arg("--pki-dir")
-            .arg(pki_dir);
-        command
-            .arg("--resumption")
-            .arg(resumption.as_str())
-            .arg("--body")
-            .arg(body.to_string());
-        if early_data {
-            command.arg("--early-data");
-        }
-        command.arg("--backend").arg(backend.as_str());
-        if backend == Backend::Openssl {
-            command.arg("--ech-public-name").arg(ech_public_name);
-        }
-        let mut child = command
+        let mut child = serve_command(program, pki_dir, &key, ech_public_name, network)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -171,6 +140,47 @@ impl LabServer {
         }
         serde_json::from_str(&line).ok()
     }
+}
+
+/// `program serve --control` for `key`, listening on the server side of `network` (inside its
+/// server namespace) or on loopback, on a port the server picks.
+fn serve_command(
+    program: &Path,
+    pki_dir: &Path,
+    key: &ServerKey,
+    ech_public_name: &str,
+    network: Option<&tlslab_emulation::Network>,
+) -> Command {
+    let listen = match network {
+        Some(network) => SocketAddr::new(network.server_ip(), 0),
+        None => SocketAddr::from(([127, 0, 0, 1], 0)),
+    };
+    let mut command = Command::new(program);
+    if let Some(network) = network {
+        network.place_in_server_namespace(&mut command);
+    }
+    command
+        .args(["serve", "--control", "--listen"])
+        .arg(listen.to_string())
+        .arg("--cert")
+        .arg(key.cert.as_str())
+        .arg("--chain")
+        .arg(key.chain.to_string())
+        .arg("--pki-dir")
+        .arg(pki_dir)
+        .arg("--resumption")
+        .arg(key.resumption.as_str())
+        .arg("--body")
+        .arg(key.body.to_string())
+        .arg("--backend")
+        .arg(key.backend.as_str());
+    if key.early_data {
+        command.arg("--early-data");
+    }
+    if key.backend == Backend::Openssl {
+        command.arg("--ech-public-name").arg(ech_public_name);
+    }
+    command
 }
 
 impl Drop for LabServer {

@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -15,12 +16,12 @@ use crate::error::RunError;
 use crate::network::{EmulatedNetwork, ExternalServer};
 use crate::progress::{self, ProgressCallback};
 use crate::replay::{self, Flights};
-use crate::routes::{routes, start_external_server};
+use crate::routes::{routes, start_external_server, Route};
 use crate::runtime::{client_runtime, NamespaceFailure};
 use crate::servers::LabServers;
 use crate::stop::Stop;
 use crate::transport::raise_file_limit;
-use crate::trials::{Counts, Surroundings, TrialLoop};
+use crate::trials::{Counts, Ended, Surroundings, TrialLoop};
 use crate::writer::Writer;
 
 /// What the engine needs besides the experiment.
@@ -63,11 +64,7 @@ pub fn run(
         external_route,
     )?;
     let addresses: Vec<SocketAddr> = routes.iter().map(|route| route.address).collect();
-    let connectors = configs
-        .iter()
-        .zip(routes)
-        .map(|(config, route)| ConfigClient::new(config, route).map(Arc::new))
-        .collect::<Result<Vec<_>, _>>()?;
+    let connectors = clients(configs, routes)?;
 
     let origin = Instant::now();
     let info = run_info(
@@ -122,17 +119,7 @@ pub fn run(
     }
     ticker.request();
 
-    let stopped = ended.stopped || ended.failure.is_some() || options.stop.is_requested();
-    let end = RunEnd {
-        complete: !stopped,
-        reason: stopped.then(|| match &ended.failure {
-            Some(failure) => failure.message.clone(),
-            None => "interrupted".to_string(),
-        }),
-        duration_ns: origin.elapsed().as_nanos() as u64,
-        attempted: counts.done.load(std::sync::atomic::Ordering::SeqCst),
-        errors: counts.errors.load(std::sync::atomic::Ordering::SeqCst),
-    };
+    let end = end_of(&ended, options.stop.is_requested(), &counts, origin);
     teardown(
         runtime,
         servers,
@@ -143,6 +130,31 @@ pub fn run(
     match ended.failure {
         Some(failure) => Err(failure),
         None => Ok(end),
+    }
+}
+
+/// Each Config's client in its library, on its route.
+fn clients(configs: &[Config], routes: Vec<Route>) -> Result<Vec<Arc<ConfigClient>>, RunError> {
+    configs
+        .iter()
+        .zip(routes)
+        .map(|(config, route)| ConfigClient::new(config, route).map(Arc::new))
+        .collect()
+}
+
+/// How the run ended: complete unless the loop stopped early, the surroundings failed, or a
+/// stop was requested at any time (also after the last trial).
+fn end_of(ended: &Ended, stop_requested: bool, counts: &Counts, origin: Instant) -> RunEnd {
+    let stopped = ended.stopped || ended.failure.is_some() || stop_requested;
+    RunEnd {
+        complete: !stopped,
+        reason: stopped.then(|| match &ended.failure {
+            Some(failure) => failure.message.clone(),
+            None => "interrupted".to_string(),
+        }),
+        duration_ns: origin.elapsed().as_nanos() as u64,
+        attempted: counts.done.load(Ordering::SeqCst),
+        errors: counts.errors.load(Ordering::SeqCst),
     }
 }
 

@@ -1,7 +1,8 @@
 //! The instrumented OpenSSL client: drives `SSL_connect` over an in-memory pipe from one
-//! async loop and timestamps every phase of DESIGN §4 around the calls, like the rustls
-//! client does around `process_new_packets`; then, when the Config asks for it, one HTTP
-//! request (sent as early data on 0-RTT Configs), as the rustls client does.
+//! async loop and timestamps every phase of the phase model (docs/architecture.md, "Phases")
+//! around the calls, like the rustls client does around `process_new_packets`; then, when the
+//! Config asks for it, one HTTP request (sent as early data on 0-RTT Configs), as the rustls
+//! client does.
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -198,11 +199,16 @@ impl Client {
         ssl.set_connect_state();
         Ok((ssl, offered))
     }
+}
+
+impl tlslab_backend::Client for Client {
+    type Channel = Established;
+    type Agent = AgentSession;
 
     /// Runs a handshake on a connected stream. `attempt` holds the partial record when this
     /// fails or is cancelled by a timeout. On 0-RTT Configs the request goes out as early data
     /// with the ClientHello whenever the agent holds a session that allows it.
-    pub async fn handshake(
+    async fn handshake(
         &self,
         session: &AgentSession,
         attempt: &mut Attempt,
@@ -293,24 +299,6 @@ impl Client {
             request_sent: early_accepted,
         })
     }
-}
-
-impl tlslab_backend::Client for Client {
-    type Agent = AgentSession;
-    type Channel = Established;
-
-    fn agent(&self) -> AgentSession {
-        self.agent_session()
-    }
-
-    async fn handshake(
-        &self,
-        agent: &AgentSession,
-        attempt: &mut Attempt,
-        stream: TcpStream,
-    ) -> Result<Handshake<Established>, Failure> {
-        Client::handshake(self, agent, attempt, stream).await
-    }
 
     fn request(&self) -> Option<&Request> {
         self.request.as_ref()
@@ -318,6 +306,10 @@ impl tlslab_backend::Client for Client {
 
     fn tickets_received(&self, agent: &AgentSession) -> Option<u64> {
         agent.slot.as_ref().map(sessions_received)
+    }
+
+    fn agent(&self) -> AgentSession {
+        self.agent_session()
     }
 }
 
@@ -427,7 +419,8 @@ fn client_context(
             }
         });
     } else {
-        // Fresh handshakes by default (DESIGN §5 rule 2): nothing is cached.
+        // Fresh handshakes by default (docs/architecture.md, "Plan and measurement rules"):
+        // nothing is cached.
         builder.set_session_cache_mode(SslSessionCacheMode::OFF);
     }
     Ok(builder.build())

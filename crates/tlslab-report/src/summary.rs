@@ -44,7 +44,7 @@ impl Distribution {
 }
 
 /// A Config's emulated network, and the physics check of its median against the round trips a
-/// handshake needs (DESIGN §5.8).
+/// handshake needs (docs/architecture.md, "Network emulation", physics check).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NetworkSummary {
     pub emulator: String,
@@ -420,7 +420,7 @@ impl RunSummary {
                 resumed,
                 full,
                 insecure: config.insecure,
-                stopping: until_ci.map(|target| match config.stopped {
+                stopping: until_ci.map(|target| match config.stopped() {
                     Some((round, samples, width)) => format!(
                         "stopped early after round {round} ({samples} handshakes): the median's 95% CI is ±{:.2}%, within ±{:.2}%",
                         width * 100.0,

@@ -174,7 +174,7 @@ const FIELDS: &[Field] = &[
 ];
 
 /// Every exported field, in export order: the fields above, then every event and every
-/// phase in nanoseconds under its DESIGN name.
+/// phase in nanoseconds under its name in the phase model (docs/architecture.md, "Phases").
 pub fn fields() -> impl Iterator<Item = Field> {
     let timing = |name: &'static str, fill: Fill| Field {
         name,

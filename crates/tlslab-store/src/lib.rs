@@ -1,17 +1,57 @@
 //! The tlslab results store: one SQLite file per run (WAL mode, batched inserts, schema
 //! version in `PRAGMA user_version`), queries for summaries, and CSV / JSON Lines export.
 //!
-//! A run that is interrupted keeps every committed sample and stays marked incomplete.
+//! It is the analysing wing's entrance: it depends on `tlslab-core` alone, so any producer of
+//! Samples (the engine, a capture reader, a scanner) writes a store through core's
+//! [`Sink`](tlslab_core::Sink) contract, and the statistics and reports read it, without
+//! building a TLS library. A run that is interrupted keeps every committed sample and stays
+//! marked incomplete.
 //!
-//! ```no_run
+//! ```
+//! use tlslab_core::*;
 //! use tlslab_store::{export, ExportFormat, Store};
 //!
-//! let store = Store::open("results.db".as_ref()).unwrap();
-//! for config in store.configs().unwrap() {
-//!     let handshakes = store.phase_values(config.id, "handshake").unwrap();
-//!     println!("{}: {} samples", config.label, handshakes.len());
-//! }
-//! export(&store, ExportFormat::Csv, &mut std::io::stdout()).unwrap();
+//! // A producer that is not the engine: one Config, one measured handshake of 1.2 ms.
+//! let experiment = Experiment { handshakes: 1, warmup: 0, ..Experiment::default() };
+//! let configs = experiment.configs().unwrap();
+//! let environment = Environment {
+//!     tool_version: "0.1.0".into(), commit: "example".into(), rustls_version: "n/a".into(),
+//!     crypto_provider: "n/a".into(), openssl_version: None, cpu_model: "any".into(),
+//!     cores: 1, kernel: "any".into(), hostname: "any".into(), network: "capture".into(),
+//! };
+//! let path = std::env::temp_dir().join(format!("tlslab-doc-{}.db", std::process::id()));
+//! let _ = std::fs::remove_file(&path);
+//! let mut sink = Store::create(&path).unwrap().into_sink();
+//! sink.begin(&RunInfo {
+//!     plan: Plan::new(&experiment, &configs, 1),
+//!     experiment,
+//!     addresses: vec!["192.0.2.1:443".into()],
+//!     configs,
+//!     environment,
+//!     command_line: vec![],
+//!     started_at_unix_ns: 0,
+//!     emulator: None,
+//! }).unwrap();
+//! let mut timeline = Timeline::default();
+//! timeline.set(Event::Start, 0);
+//! timeline.set(Event::HandshakeDone, 1_200_000);
+//! sink.record(Record::Sample(Box::new(Sample {
+//!     config: 0, trial: 0, round: 1, agent: 0, warmup: false, started_at: 0, timeline,
+//!     outcome: Outcome::Ok, error: None, error_detail: None, negotiated: Negotiated::default(),
+//!     bytes_sent: 0, bytes_received: 0, client_hello_bytes: None, server_flight_bytes: None,
+//!     response: None, quic: None, insecure: false,
+//! }))).unwrap();
+//! sink.finish(&RunEnd { complete: true, reason: None, duration_ns: 1, attempted: 1, errors: 0 })
+//!     .unwrap();
+//!
+//! // The analysing side reads it back.
+//! let store = Store::open(&path).unwrap();
+//! let config = &store.configs().unwrap()[0];
+//! assert_eq!(store.phase_values(config.id, "handshake").unwrap(), [1_200_000.0]);
+//! let mut csv = Vec::new();
+//! export(&store, ExportFormat::Csv, &mut csv).unwrap();
+//! assert_eq!(String::from_utf8(csv).unwrap().lines().count(), 2);
+//! # std::fs::remove_file(&path).unwrap();
 //! ```
 
 mod columns;
@@ -51,10 +91,21 @@ fn store_error(path: &Path, error: impl fmt::Display, hint: &str) -> StoreError 
 
 impl From<rusqlite::Error> for StoreError {
     fn from(error: rusqlite::Error) -> Self {
-        StoreError {
-            message: format!("results store: {error}"),
-            hint: "the file may be damaged or written by another program".to_string(),
-        }
+        damaged(error)
+    }
+}
+
+impl From<serde_rusqlite::Error> for StoreError {
+    fn from(error: serde_rusqlite::Error) -> Self {
+        damaged(error)
+    }
+}
+
+/// A store that cannot be read as tlslab wrote it.
+fn damaged(error: impl fmt::Display) -> StoreError {
+    StoreError {
+        message: format!("results store: {error}"),
+        hint: "the file may be damaged or written by another program".to_string(),
     }
 }
 
@@ -64,8 +115,9 @@ pub struct Store {
     path: PathBuf,
 }
 
-/// A Config as stored.
-#[derive(Debug, Clone, PartialEq)]
+/// A Config as stored (the columns of the configs table this crate's readers use; read by
+/// column name).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct ConfigRow {
     pub id: i64,
     pub label: String,
@@ -78,9 +130,11 @@ pub struct ConfigRow {
     pub concurrency: i64,
     pub resume: bool,
     pub insecure: bool,
-    /// Set when `--until-ci` stopped the Config early: last round, samples, relative
-    /// half-width of the median's 95% CI.
-    pub stopped: Option<(i64, i64, f64)>,
+    /// Set when `--until-ci` stopped the Config early: the last round it ran, its measured
+    /// samples, and the relative half-width of its median's 95% CI.
+    pub stopped_round: Option<i64>,
+    pub stopped_samples: Option<i64>,
+    pub stopped_half_width: Option<f64>,
     /// The emulated round trip, when the Config ran on an emulated link.
     pub rtt_ns: Option<i64>,
     pub loss: Option<f64>,
@@ -104,6 +158,15 @@ pub struct ConfigRow {
 }
 
 impl ConfigRow {
+    /// When `--until-ci` stopped the Config early: last round, samples, relative half-width.
+    pub fn stopped(&self) -> Option<(i64, i64, f64)> {
+        Some((
+            self.stopped_round?,
+            self.stopped_samples?,
+            self.stopped_half_width?,
+        ))
+    }
+
     /// Whether the Config ran over QUIC.
     pub fn is_quic(&self) -> bool {
         self.transport == "quic"
@@ -254,40 +317,7 @@ impl Store {
         let mut statement = self
             .connection
             .prepare("SELECT * FROM configs ORDER BY id")?;
-        let rows = statement.query_map([], |row| {
-            Ok(ConfigRow {
-                id: row.get("id")?,
-                label: row.get("label")?,
-                version: row.get("version")?,
-                suite: row.get("suite")?,
-                group: row.get("group")?,
-                cert: row.get("cert")?,
-                chain: row.get("chain")?,
-                target: row.get("target")?,
-                concurrency: row.get("concurrency")?,
-                resume: row.get("resume")?,
-                insecure: row.get("insecure")?,
-                stopped: match (
-                    row.get("stopped_round")?,
-                    row.get("stopped_samples")?,
-                    row.get("stopped_half_width")?,
-                ) {
-                    (Some(round), Some(samples), Some(width)) => Some((round, samples, width)),
-                    _ => None,
-                },
-                rtt_ns: row.get("rtt_ns")?,
-                loss: row.get("loss")?,
-                emulator: row.get("emulator")?,
-                transport: row.get("transport")?,
-                http: row.get("http")?,
-                resumption: row.get("resumption")?,
-                early_data_bytes: row.get("early_data_bytes")?,
-                cert_cache: row.get("cert_cache")?,
-                client_backend: row.get("client_backend")?,
-                server_backend: row.get("server_backend")?,
-                ech: row.get("ech")?,
-            })
-        })?;
+        let rows = serde_rusqlite::from_rows::<ConfigRow>(statement.query([])?);
         Ok(rows.collect::<Result<_, _>>()?)
     }
 

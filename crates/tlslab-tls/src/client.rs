@@ -1,6 +1,7 @@
 //! The instrumented rustls client: drives a `ClientConnection` by hand over a tokio TCP stream
-//! and timestamps every phase of DESIGN §4 around the sans-IO calls; then, when the Config asks
-//! for it, one HTTP request (sent as early data on 0-RTT Configs).
+//! and timestamps every phase of the phase model (docs/architecture.md, "Phases") around the
+//! sans-IO calls; then, when the Config asks for it, one HTTP request (sent as early data on
+//! 0-RTT Configs).
 
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -245,11 +246,16 @@ impl Client {
             observed,
         }
     }
+}
+
+impl tlslab_backend::Client for Client {
+    type Agent = AgentSession;
+    type Channel = Established;
 
     /// Runs a handshake on a connected stream. `attempt` holds the partial record when this
     /// fails or is cancelled by a timeout. On 0-RTT Configs the request goes out as early data
     /// with the ClientHello whenever the agent holds a ticket that allows it.
-    pub async fn handshake(
+    async fn handshake(
         &self,
         session: &AgentSession,
         attempt: &mut Attempt,
@@ -334,24 +340,6 @@ impl Client {
             request_sent: early_accepted,
         })
     }
-}
-
-impl tlslab_backend::Client for Client {
-    type Agent = AgentSession;
-    type Channel = Established;
-
-    fn agent(&self) -> AgentSession {
-        self.agent_session()
-    }
-
-    async fn handshake(
-        &self,
-        agent: &AgentSession,
-        attempt: &mut Attempt,
-        stream: TcpStream,
-    ) -> Result<Handshake<Established>, Failure> {
-        Client::handshake(self, agent, attempt, stream).await
-    }
 
     fn request(&self) -> Option<&Request> {
         self.request.as_ref()
@@ -359,6 +347,10 @@ impl tlslab_backend::Client for Client {
 
     fn tickets_received(&self, agent: &AgentSession) -> Option<u64> {
         agent.store.as_ref().map(|store| store.tickets_received())
+    }
+
+    fn agent(&self) -> AgentSession {
+        self.agent_session()
     }
 }
 

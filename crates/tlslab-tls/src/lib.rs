@@ -1,5 +1,6 @@
-//! TLS backends for tlslab, behind one client and one server API. rustls (aws-lc-rs
-//! provider) is the first backend, over TCP and over QUIC (quinn).
+//! tlslab's rustls backend (aws-lc-rs provider): an instrumented client and the lab server,
+//! over TCP and over QUIC (quinn). rustls is the default library, and the only one tlslab
+//! runs QUIC on.
 //!
 //! The client drives rustls' sans-IO `ClientConnection` by hand and timestamps every phase of
 //! the handshake around `write_tls`, `read_tls` and `process_new_packets`; a wrapped

@@ -3,7 +3,7 @@
 
 use std::fmt::Display;
 
-/// Exit codes (DESIGN §8, README "Exit codes").
+/// Exit codes (README, "Exit codes").
 pub const EXIT_FAILURES: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_ENVIRONMENT: i32 = 3;

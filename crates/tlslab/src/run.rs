@@ -25,7 +25,7 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment, CliError> {
             })?;
             Experiment::from_toml(&text).map_err(|error| {
                 CliError::usage(
-                    format!("experiment file {} is invalid: {}", path.display(), error.trim()),
+                    format!("experiment file {} is invalid: {}", path.display(), error.to_string().trim()),
                     "fix the key or value named above; tlslab run --dump-experiment prints a valid file",
                 )
             })?

@@ -152,8 +152,8 @@ pub struct ServerKey {
     pub backend: Backend,
     pub cert: CertProfile,
     pub chain: u8,
-    /// Tickets or a session cache only when the Config resumes (DESIGN §5.2), so fresh
-    /// handshakes do not pay for tickets nobody uses.
+    /// Tickets or a session cache only when the Config resumes (docs/architecture.md, "Lab
+    /// server"), so fresh handshakes do not pay for tickets nobody uses.
     pub resumption: ServerResumption,
     /// Accept TLS 1.3 early data.
     pub early_data: bool,
