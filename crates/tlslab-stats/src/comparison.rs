@@ -98,6 +98,40 @@ pub struct Comparison {
     pub verdict: String,
 }
 
+/// The fields of a [`Comparison`], under the names it serializes with: what `tlslab compare
+/// --json` and the run summary promise for every comparison.
+pub const COMPARISON_FIELDS: &[&str] = &[
+    "baseline",
+    "other",
+    "n_baseline",
+    "n_other",
+    "mean_baseline",
+    "mean_other",
+    "median_baseline",
+    "median_other",
+    "sd_baseline",
+    "sd_other",
+    "p90_other",
+    "p99_other",
+    "mann_whitney_u",
+    "mann_whitney_p",
+    "mann_whitney_p_holm",
+    "mann_whitney_method",
+    "rank_biserial",
+    "cliffs_delta",
+    "welch_t",
+    "welch_df",
+    "welch_p",
+    "hedges_g",
+    "diff_mean",
+    "diff_mean_ci",
+    "diff_median",
+    "diff_median_ci",
+    "ratio_median",
+    "ratio_median_ci",
+    "verdict",
+];
+
 impl Comparison {
     /// Whether the verdict rule (see the module documentation) finds a difference at `alpha`.
     pub fn detects_difference(&self, alpha: f64) -> bool {
@@ -380,6 +414,32 @@ mod tests {
 
     fn ramp(count: usize, start: f64, step: f64) -> Vec<f64> {
         (0..count).map(|i| start + step * i as f64).collect()
+    }
+
+    /// A field added to, renamed in or removed from `Comparison` must be listed (or unlisted)
+    /// in `COMPARISON_FIELDS`, which the tests of both the statistics and the CLI check.
+    #[test]
+    fn comparison_fields_are_exactly_the_serialized_keys() {
+        let comparison = compare(
+            "base",
+            &ramp(10, 1.0, 0.1),
+            "new",
+            &ramp(10, 1.5, 0.1),
+            &CompareOptions::default(),
+        )
+        .unwrap();
+        let json = serde_json::to_value(&comparison).unwrap();
+        let mut keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut fields = COMPARISON_FIELDS.to_vec();
+        keys.sort_unstable();
+        fields.sort_unstable();
+        // Sorted lists rather than sets, so that a name listed twice fails too.
+        assert_eq!(keys, fields);
     }
 
     #[test]

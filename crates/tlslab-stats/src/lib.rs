@@ -51,7 +51,9 @@ pub mod rank;
 pub mod t_test;
 
 pub use bootstrap::{bootstrap_two_sample, BootstrapOptions, BootstrapResult, Contrast, Statistic};
-pub use comparison::{compare, compare_all, CompareOptions, Comparison, ComparisonSet};
+pub use comparison::{
+    compare, compare_all, CompareOptions, Comparison, ComparisonSet, COMPARISON_FIELDS,
+};
 pub use descriptive::{mean, median, median_ci, standard_deviation, variance, Summary};
 pub use effect_size::{cliffs_delta, cohen_d, hedges_g, rank_biserial};
 pub use error::StatsError;

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use tlslab_stats::{compare, compare_all, CompareOptions, Comparison, StatsError};
+use tlslab_stats::{
+    compare, compare_all, CompareOptions, Comparison, StatsError, COMPARISON_FIELDS,
+};
 
 /// Deterministic latency-like values around `center` ms, with a few ties.
 fn latencies(count: usize, center: f64, step: f64) -> Vec<f64> {
@@ -127,39 +129,7 @@ fn json_field_names() {
         .keys()
         .map(String::as_str)
         .collect();
-    let expected: BTreeSet<&str> = [
-        "baseline",
-        "other",
-        "n_baseline",
-        "n_other",
-        "mean_baseline",
-        "mean_other",
-        "median_baseline",
-        "median_other",
-        "sd_baseline",
-        "sd_other",
-        "p90_other",
-        "p99_other",
-        "mann_whitney_u",
-        "mann_whitney_p",
-        "mann_whitney_p_holm",
-        "mann_whitney_method",
-        "rank_biserial",
-        "cliffs_delta",
-        "welch_t",
-        "welch_df",
-        "welch_p",
-        "hedges_g",
-        "diff_mean",
-        "diff_mean_ci",
-        "diff_median",
-        "diff_median_ci",
-        "ratio_median",
-        "ratio_median_ci",
-        "verdict",
-    ]
-    .into_iter()
-    .collect();
+    let expected: BTreeSet<&str> = COMPARISON_FIELDS.iter().copied().collect();
     assert_eq!(names, expected);
     assert_eq!(json["mann_whitney_method"], "asymptotic");
     assert_eq!(json["diff_median_ci"].as_array().unwrap().len(), 2);

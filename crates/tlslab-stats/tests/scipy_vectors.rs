@@ -1,5 +1,5 @@
-//! Reproduces the reference values in `shared/vectors/stats-scipy.json`, computed with scipy
-//! 1.17 and pingouin 0.7 (conventions are described inside the file).
+//! Reproduces the reference values in `tests/data/stats-scipy.json`, computed with scipy 1.17
+//! and pingouin 0.7 (conventions are described inside the file).
 //!
 //! Deterministic values must agree to a relative error of 1e-9 (absolute 1e-12 near zero).
 //! Bootstrap intervals are stochastic and our generator is not numpy's, so they are compared
@@ -24,10 +24,7 @@ use tlslab_stats::{
     Alternative, MannWhitneyMethod, MannWhitneyOptions, PValueMethod, Summary,
 };
 
-const VECTORS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/vectors/stats-scipy.json"
-);
+const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/stats-scipy.json");
 
 /// Bootstrap ends may differ by this fraction of the interval's width, the tolerance the
 /// vectors' conventions recommend. The 2% one would like is not attainable: scipy's own ends,
@@ -43,14 +40,11 @@ const BOOTSTRAP_TOLERANCE: f64 = 0.10;
 /// depending on the seed.
 const REFERENCE_RESAMPLES: usize = 100_000;
 
-fn load() -> Option<Value> {
-    match std::fs::read_to_string(VECTORS) {
-        Ok(text) => Some(serde_json::from_str(&text).expect("the vectors file is valid JSON")),
-        Err(error) => {
-            eprintln!("skipping: cannot read {VECTORS}: {error} (CI always has it)");
-            None
-        }
-    }
+/// The reference values; they are part of the repository, so a missing file fails the test.
+fn load() -> Value {
+    let text = std::fs::read_to_string(VECTORS)
+        .unwrap_or_else(|error| panic!("cannot read {VECTORS}: {error}"));
+    serde_json::from_str(&text).expect("the vectors file is valid JSON")
 }
 
 fn number(value: &Value, key: &str) -> f64 {
@@ -125,7 +119,7 @@ const RESULT_KEYS: &[&str] = &[
 
 #[test]
 fn every_dataset() {
-    let Some(vectors) = load() else { return };
+    let vectors = load();
     let datasets = vectors["datasets"].as_object().expect("datasets");
     assert!(!datasets.is_empty());
     for (name, dataset) in datasets {
@@ -455,7 +449,7 @@ fn check_bootstrap(name: &str, x: &[f64], y: &[f64], expected: &Value) {
 
 #[test]
 fn holm_example() {
-    let Some(vectors) = load() else { return };
+    let vectors = load();
     let example = &vectors["holm_example"];
     let adjusted = holm_adjust(&numbers(&example["p"]));
     let rejections = example["reject_at_0.05"].as_array().unwrap();
@@ -468,7 +462,7 @@ fn holm_example() {
 /// "ECH adds 0.57 ms (p = 0.585)": the published p-value follows from U alone.
 #[test]
 fn ech_study_crosscheck() {
-    let Some(vectors) = load() else { return };
+    let vectors = load();
     let check = &vectors["ech_study_crosscheck"];
     for u in [5_000.0 - 224.0, 5_000.0 + 224.0] {
         let cc = asymptotic_p_value(u, 100, 100, 0.0, Alternative::TwoSided, true);
@@ -481,7 +475,7 @@ fn ech_study_crosscheck() {
 
 #[test]
 fn bca_on_a_fixed_distribution() {
-    let Some(vectors) = load() else { return };
+    let vectors = load();
     let fixed = &vectors["bca_fixed_distribution"];
     let dataset = &vectors["datasets"]["n8_noties"];
     let (x, y) = (numbers(&dataset["x"]), numbers(&dataset["y"]));
@@ -537,7 +531,7 @@ fn bca_on_a_fixed_distribution() {
 #[test]
 fn exact_p_values_by_formula() {
     // P(U ≥ 44) for 8 and 8 values, two-sided, from the vectors' n8_noties.
-    let Some(vectors) = load() else { return };
+    let vectors = load();
     let expected = &vectors["datasets"]["n8_noties"]["results"]["mannwhitneyu"];
     let p = exact_p_value(44.0, 8, 8, Alternative::TwoSided).unwrap();
     assert_close(p, number(expected, "two_sided_exact_p"), "exact p by U");

@@ -1,63 +1,29 @@
 //! End-to-end: `tlslab compare` on a results store and on plain sample files, and sequential
 //! stopping in `tlslab run --until-ci`.
 
-mod common;
+mod support;
 
-use common::*;
+use serde_json::Value;
+use support::*;
+use tlslab_stats::COMPARISON_FIELDS;
 
-/// The fields `compare --json` promises per comparison.
-const FIELDS: &[&str] = &[
-    "baseline",
-    "other",
-    "n_baseline",
-    "n_other",
-    "mean_baseline",
-    "mean_other",
-    "median_baseline",
-    "median_other",
-    "sd_baseline",
-    "sd_other",
-    "p90_other",
-    "p99_other",
-    "mann_whitney_u",
-    "mann_whitney_p",
-    "mann_whitney_p_holm",
-    "mann_whitney_method",
-    "rank_biserial",
-    "cliffs_delta",
-    "welch_t",
-    "welch_df",
-    "welch_p",
-    "hedges_g",
-    "diff_mean",
-    "diff_mean_ci",
-    "diff_median",
-    "diff_median_ci",
-    "ratio_median",
-    "verdict",
-];
+/// The scipy reference values that tlslab-stats is tested against; the file comparison below
+/// takes its data set and expected values from there rather than from a second copy.
+const VECTORS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tlslab-stats/tests/data/stats-scipy.json"
+);
 
 #[test]
 fn compare_judges_every_config_of_a_run_against_the_baseline() {
     let dir = scratch("compare-store");
-    let db = dir.join("run.db");
-    let output = tlslab(&[
-        "run",
-        "--tls",
-        "1.2,1.3",
-        "--group",
-        "x25519,secp384r1",
-        "-n",
-        "60",
-        "--json",
-        "--out",
-        db.to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let summary: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let run = Run::new(&dir, "run")
+        .args("--tls 1.2,1.3 --group x25519,secp384r1 -n 60 --json")
+        .succeeds();
+    let db = run.db.to_str().unwrap();
     // The run summary ends with the same comparisons.
     assert_eq!(
-        summary["comparisons"]["comparisons"]
+        run.json()["comparisons"]["comparisons"]
             .as_array()
             .unwrap()
             .len(),
@@ -65,21 +31,20 @@ fn compare_judges_every_config_of_a_run_against_the_baseline() {
     );
 
     let baseline = "tls1.3 aes128gcm x25519 ecdsa-p256 chain1 c1";
-    let output = tlslab(&[
+    let set: Value = serde_json::from_str(&tlslab_succeeds(&[
         "compare",
-        db.to_str().unwrap(),
+        db,
         "--baseline",
         baseline,
         "--metric",
         "server_response",
         "--json",
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let set: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    ]))
+    .unwrap();
     let comparisons = set["comparisons"].as_array().unwrap();
     assert_eq!(comparisons.len(), 3);
     for comparison in comparisons {
-        for field in FIELDS {
+        for field in COMPARISON_FIELDS {
             assert!(
                 !comparison[field].is_null(),
                 "{field} missing in {comparison}"
@@ -95,28 +60,40 @@ fn compare_judges_every_config_of_a_run_against_the_baseline() {
     }
     assert!(set["kruskal_wallis"]["p_value"].as_f64().is_some(), "{set}");
 
-    let text = stdout(&tlslab(&["compare", db.to_str().unwrap()]));
+    let text = stdout(&tlslab(&["compare", db]));
     assert!(text.contains("Kruskal-Wallis across 4 configs"), "{text}");
     assert_user_error(
-        &tlslab(&["compare", db.to_str().unwrap(), "--baseline", "nope"]),
+        &tlslab(&["compare", db, "--baseline", "nope"]),
         2,
         "tls1.2 aes128gcm x25519",
     );
     assert_user_error(
-        &tlslab(&["compare", db.to_str().unwrap(), "--metric", "speed"]),
+        &tlslab(&["compare", db, "--metric", "speed"]),
         2,
         "server_response",
     );
 }
 
-// 3.14 below is a data point of the scipy vectors, not an approximation of pi.
-#[allow(clippy::approx_constant)]
 #[test]
 fn compare_of_two_sample_files_matches_scipy() {
     let dir = scratch("compare-files");
-    // scipy: mannwhitneyu(x, y) for the vectors' n8_noties data set: U = 44, exact p = 0.2345.
-    let x = [1.83, 0.5, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06];
-    let y = [0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.061, 3.14];
+    // scipy's mannwhitneyu(x, y) on the n8_noties data set: U = 44, exact p = 0.2345,
+    // rank-biserial 0.375.
+    let text = std::fs::read_to_string(VECTORS)
+        .unwrap_or_else(|error| panic!("the reference values {VECTORS}: {error}"));
+    let vectors: Value = serde_json::from_str(&text).unwrap();
+    let dataset = &vectors["datasets"]["n8_noties"];
+    let number = |value: &Value| value.as_f64().unwrap_or_else(|| panic!("{value}"));
+    let numbers = |key: &str| -> Vec<f64> {
+        dataset[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(number)
+            .collect()
+    };
+    let (x, y) = (numbers("x"), numbers("y"));
+    let scipy = &dataset["results"];
     let write = |name: &str, header: &str, values: &[f64]| {
         let path = dir.join(name);
         let body: String = values.iter().map(|v| format!("{v}\n")).collect();
@@ -125,38 +102,37 @@ fn compare_of_two_sample_files_matches_scipy() {
     };
     let baseline = write("y.txt", "", &y);
     let other = write("x.txt", "milliseconds\n", &x);
-    let output = tlslab(&[
+    let set: Value = serde_json::from_str(&tlslab_succeeds(&[
         "compare",
         baseline.to_str().unwrap(),
         other.to_str().unwrap(),
         "--json",
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let set: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    ]))
+    .unwrap();
     let comparison = &set["comparisons"][0];
-    assert_eq!(comparison["mann_whitney_u"], 44.0);
+    assert_eq!(
+        comparison["mann_whitney_u"],
+        number(&scipy["mannwhitneyu"]["U_x"])
+    );
     assert_eq!(comparison["mann_whitney_method"], "exact");
     let p = comparison["mann_whitney_p"].as_f64().unwrap();
-    assert!((p - 0.234_498_834_498_834_46).abs() < 1e-12, "{p}");
-    assert!((comparison["rank_biserial"].as_f64().unwrap() - 0.375).abs() < 1e-12);
+    let scipy_p = number(&scipy["mannwhitneyu"]["two_sided_exact_p"]);
+    assert!((p - scipy_p).abs() < 1e-12, "{p}");
+    let rank_biserial = number(&scipy["effect_sizes"]["rank_biserial"]);
+    assert!((comparison["rank_biserial"].as_f64().unwrap() - rank_biserial).abs() < 1e-12);
     assert!(comparison["diff_median"].as_f64().unwrap() > 0.0);
 
     // A named column of a CSV file.
     let csv = dir.join("columns.csv");
     std::fs::write(&csv, "agent,handshake\n0,1.5\n1,1.7\n0,1.6\n").unwrap();
-    let output = tlslab(&[
+    let text = tlslab_succeeds(&[
         "compare",
         csv.to_str().unwrap(),
         csv.to_str().unwrap(),
         "--column",
         "handshake",
     ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(
-        stdout(&output).contains("no detectable difference"),
-        "{}",
-        stdout(&output)
-    );
+    assert!(text.contains("no detectable difference"), "{text}");
 
     // Bad input: error and hint lines, exit 2.
     let empty = write("empty.txt", "", &[]);
@@ -199,27 +175,10 @@ fn compare_of_two_sample_files_matches_scipy() {
 #[test]
 fn until_ci_stops_configs_early_and_says_why() {
     let dir = scratch("until-ci");
-    let db = dir.join("until.db");
-    let output = tlslab(&[
-        "run",
-        "--tls",
-        "1.2,1.3",
-        "-n",
-        "3000",
-        "--block",
-        "100",
-        "--warmup",
-        "0",
-        "--until-ci",
-        "5%",
-        "--json",
-        "--out",
-        db.to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let summary: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
-    let connection = open(&db);
-    for config in summary["configs"].as_array().unwrap() {
+    let run = Run::new(&dir, "until")
+        .args("--tls 1.2,1.3 -n 3000 --block 100 --warmup 0 --until-ci 5% --json")
+        .succeeds();
+    for config in run.json()["configs"].as_array().unwrap() {
         let stopping = config["stopping"].as_str().unwrap();
         assert!(
             stopping.starts_with("stopped early after round"),
@@ -229,21 +188,15 @@ fn until_ci_stops_configs_early_and_says_why() {
         assert!((100..3000).contains(&attempted), "{attempted}");
     }
     // Every attempt is stored, and the stop is recorded with the config.
-    let (stored, attempted): (i64, i64) = connection
-        .query_row(
-            "SELECT (SELECT COUNT(*) FROM samples), attempted FROM runs",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
+    let (stored, attempted): (i64, i64) = row(
+        &run.db,
+        "SELECT (SELECT COUNT(*) FROM samples), attempted FROM runs",
+    );
     assert_eq!(stored, attempted);
-    let stopped: i64 = connection
-        .query_row(
-            "SELECT COUNT(*) FROM configs WHERE stopped_half_width <= 0.05",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let stopped = count(
+        &run.db,
+        "SELECT COUNT(*) FROM configs WHERE stopped_half_width <= 0.05",
+    );
     assert_eq!(stopped, 2);
     assert_user_error(&tlslab(&["run", "--until-ci", "often"]), 2, "until-ci");
     assert_user_error(&tlslab(&["run", "--until-ci", "150%"]), 2, "until-ci");

@@ -4,88 +4,40 @@
 //! These need root (CAP_NET_ADMIN) for namespaces and TUN devices; CI runs as root. Without
 //! it, each test says so and returns.
 
-mod common;
+mod support;
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{open, scratch, stderr, tlslab};
-
-macro_rules! require_emulation {
-    () => {
-        if let Some(reason) = common::emulation_unavailable() {
-            eprintln!("SKIPPED: {reason}");
-            return;
-        }
-    };
-}
-
-/// Median of a Config's successful measured handshakes, in ms.
-fn median_ms(db: &Path, label_part: &str) -> f64 {
-    let connection = open(db);
-    let mut values: Vec<f64> = connection
-        .prepare(
-            "SELECT s.handshake FROM samples s JOIN configs c ON c.id = s.config_id
-             WHERE s.warmup = 0 AND s.outcome = 'ok' AND c.label LIKE ?1 ORDER BY s.handshake",
-        )
-        .unwrap()
-        .query_map([format!("%{label_part}%")], |row| row.get::<_, i64>(0))
-        .unwrap()
-        .map(|value| value.unwrap() as f64 / 1e6)
-        .collect();
-    assert!(!values.is_empty(), "no samples for {label_part}");
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
+use support::*;
 
 /// TLS 1.3 and 1.2 at an emulated RTT of 100 ms: two and three round trips.
 fn round_trips_at_100ms(emulator: &str) {
     let dir = scratch(&format!("rtt-{emulator}"));
-    let db = dir.join("rtt.db");
-    let output = tlslab(&[
-        "run",
-        "--rtt",
-        "100ms",
-        "--tls",
-        "1.2,1.3",
-        "-n",
-        "12",
-        "--warmup",
-        "1",
-        "--emulator",
-        emulator,
-        "--quiet",
-        "--json",
-        "--out",
-        db.to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let tls13 = median_ms(&db, "tls1.3");
-    let tls12 = median_ms(&db, "tls1.2");
+    let finished = Run::new(&dir, "rtt")
+        .args("--rtt 100ms --tls 1.2,1.3 -n 12 --warmup 1")
+        .option("--emulator", emulator)
+        .args("--json")
+        .succeeds();
+    let db = &finished.db;
+    let tls13 = median(phase_ms(db, "%tls1.3%", "handshake"));
+    let tls12 = median(phase_ms(db, "%tls1.2%", "handshake"));
     // Lower bounds are physics; the upper bounds leave room for a loaded 2-core machine.
     assert!((200.0..260.0).contains(&tls13), "TLS 1.3 median {tls13} ms");
     assert!((300.0..380.0).contains(&tls12), "TLS 1.2 median {tls12} ms");
-    let connection = open(&db);
-    let (emulators, rtt): (String, i64) = connection
-        .query_row(
-            "SELECT group_concat(DISTINCT emulator), max(rtt_ns) FROM configs",
-            [],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .unwrap();
+    let (emulators, rtt): (String, i64) = row(
+        db,
+        "SELECT group_concat(DISTINCT emulator), max(rtt_ns) FROM configs",
+    );
     assert_eq!((emulators.as_str(), rtt), (emulator, 100_000_000));
     // The TCP connect is one measured round trip.
-    let fastest_connect: i64 = connection
-        .query_row(
-            "SELECT min(tcp_connect) FROM samples WHERE outcome = 'ok'",
-            [],
-            |row| row.get(0),
-        )
-        .unwrap();
+    let fastest_connect: i64 = value(
+        db,
+        "SELECT min(tcp_connect) FROM samples WHERE outcome = 'ok'",
+    );
     assert!(fastest_connect >= 100_000_000, "{fastest_connect} ns");
     // Issue 3's expectation, which loopback cannot show: TLS 1.2 is slower, p < 0.001.
-    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let summary = finished.json();
     let comparison = &summary["comparisons"]["comparisons"][0];
     assert!(comparison["other"].as_str().unwrap().contains("tls1.3"));
     assert!(comparison["mann_whitney_p"].as_f64().unwrap() < 0.001);
@@ -114,18 +66,9 @@ fn tun_emulator_adds_two_and_three_round_trips() {
 fn netem_emulator_adds_the_same_round_trips_where_the_kernel_has_netem() {
     require_emulation!();
     let dir = scratch("netem-probe");
-    let output = tlslab(&[
-        "run",
-        "--rtt",
-        "10ms",
-        "-n",
-        "2",
-        "--emulator",
-        "netem",
-        "--quiet",
-        "--out",
-        dir.join("probe.db").to_str().unwrap(),
-    ]);
+    let output = Run::new(&dir, "probe")
+        .args("--rtt 10ms -n 2 --emulator netem")
+        .output();
     if output.status.code() == Some(3) {
         // The kernel lacks netem: the run must say so and name what works instead.
         let text = stderr(&output);
@@ -142,46 +85,21 @@ fn netem_emulator_adds_the_same_round_trips_where_the_kernel_has_netem() {
 fn one_percent_loss_raises_the_tail_and_loses_no_sample() {
     require_emulation!();
     let dir = scratch("loss");
-    let db = dir.join("loss.db");
-    let output = tlslab(&[
-        "run",
-        "--rtt",
-        "10ms",
-        "--loss",
-        "0,1%",
-        "-n",
-        "200",
-        "-c",
-        "4",
-        "--warmup",
-        "0",
-        "--max-error-rate",
-        "0.05",
-        "--quiet",
-        "--out",
-        db.to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let connection = open(&db);
-    let (stored, attempted): (i64, i64) = connection
-        .query_row(
-            "SELECT (SELECT count(*) FROM samples), (SELECT sum(attempted) FROM trials)",
-            [],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .unwrap();
+    let Finished { db, .. } = Run::new(&dir, "loss")
+        .args("--rtt 10ms --loss 0,1% -n 200 -c 4 --warmup 0 --max-error-rate 0.05")
+        .succeeds();
+    let (stored, attempted): (i64, i64) = row(
+        &db,
+        "SELECT (SELECT count(*) FROM samples), (SELECT sum(attempted) FROM trials)",
+    );
     assert_eq!((stored, attempted), (400, 400));
     let p99 = |loss: f64| -> i64 {
-        let mut values: Vec<i64> = connection
-            .prepare(
-                "SELECT s.handshake FROM samples s JOIN configs c ON c.id = s.config_id
-                 WHERE s.outcome = 'ok' AND c.loss = ?1",
-            )
-            .unwrap()
-            .query_map([loss], |row| row.get(0))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
+        let mut values: Vec<i64> = column(
+            &db,
+            "SELECT s.handshake FROM samples s JOIN configs c ON c.id = s.config_id
+             WHERE s.outcome = 'ok' AND c.loss = ?1",
+            [loss],
+        );
         values.sort_unstable();
         values[values.len() * 99 / 100]
     };
@@ -195,88 +113,41 @@ fn one_percent_loss_raises_the_tail_and_loses_no_sample() {
 fn relay_emulator_delays_data_and_says_it_is_lower_fidelity() {
     // The relay needs no privileges, so this runs everywhere.
     let dir = scratch("relay");
-    let db = dir.join("relay.db");
-    let output = tlslab(&[
-        "run",
-        "--rtt",
-        "40ms",
-        "--tls",
-        "1.3",
-        "-n",
-        "8",
-        "--warmup",
-        "1",
-        "--emulator",
-        "relay",
-        "--quiet",
-        "--out",
-        db.to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let Finished { db, summary, .. } = Run::new(&dir, "relay")
+        .args("--rtt 40ms --tls 1.3 -n 8 --warmup 1 --emulator relay")
+        .succeeds();
     // The relay answers TCP locally, so TLS 1.3 waits one emulated round trip.
-    let median = median_ms(&db, "tls1.3");
-    assert!((40.0..100.0).contains(&median), "median {median} ms");
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(text.contains("relay emulator"), "{text}");
-    let network: String = open(&db)
-        .query_row("SELECT environment FROM runs", [], |row| row.get(0))
-        .unwrap();
+    let handshake = median(phase_ms(&db, "%tls1.3%", "handshake"));
+    assert!((40.0..100.0).contains(&handshake), "median {handshake} ms");
+    assert!(summary.contains("relay emulator"), "{summary}");
+    let network: String = value(&db, "SELECT environment FROM runs");
     assert!(network.contains("lower fidelity"), "{network}");
     // The relay cannot drop packets: asking for loss is a usage error, not a silent no-op.
-    let output = tlslab(&[
-        "run",
-        "--rtt",
-        "40ms",
-        "--loss",
-        "1%",
-        "--emulator",
-        "relay",
-        "-n",
-        "2",
-        "--quiet",
-        "--out",
-        dir.join("lossy.db").to_str().unwrap(),
-    ]);
-    common::assert_user_error(&output, 2, "relay");
+    Run::new(&dir, "lossy")
+        .args("--rtt 40ms --loss 1% --emulator relay -n 2")
+        .fails(2, "relay");
 }
 
 #[test]
 fn a_shorter_rtt_does_not_inherit_the_previous_trials_delay() {
     require_emulation!();
     let dir = scratch("rtt-switch");
-    let db = dir.join("switch.db");
     // Block size 1: measured trials switch between the two profiles in shuffled order. One
     // warm-up handshake each absorbs the processes' first-handshake cost (about 100 ms of
     // one-time initialisation in client and server), which is not the link's doing.
-    let output = tlslab(&[
-        "run",
-        "--rtt",
-        "10ms,150ms",
-        "-n",
-        "6",
-        "--warmup",
-        "1",
-        "--block",
-        "1",
-        "--quiet",
-        "--out",
-        db.to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let slowest_connect: i64 = open(&db)
-        .query_row(
-            "SELECT max(s.tcp_connect) FROM samples s JOIN configs c ON c.id = s.config_id
-             WHERE c.rtt_ns = 10000000 AND s.warmup = 0",
-            [],
-            |row| row.get(0),
-        )
-        .unwrap();
+    let Finished { db, .. } = Run::new(&dir, "switch")
+        .args("--rtt 10ms,150ms -n 6 --warmup 1 --block 1")
+        .succeeds();
+    let slowest_connect: i64 = value(
+        &db,
+        "SELECT max(s.tcp_connect) FROM samples s JOIN configs c ON c.id = s.config_id
+         WHERE c.rtt_ns = 10000000 AND s.warmup = 0",
+    );
     // Held behind the 150 ms profile's last packets, a connect would take 75 ms or more.
     assert!(slowest_connect < 40_000_000, "{slowest_connect} ns");
     // With RTT varying, the report draws latency against it.
     let html = dir.join("switch.html");
-    let output = tlslab(&["report", db.to_str().unwrap(), "-o", html.to_str().unwrap()]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    tlslab_succeeds(&["report", db.to_str().unwrap(), "-o", html.to_str().unwrap()]);
     let text = std::fs::read_to_string(&html).unwrap();
     assert!(text.contains("<figure id=\"rtt\""), "no RTT chart");
 }
@@ -295,10 +166,9 @@ fn namespaces_of(pid: u32) -> Vec<String> {
 fn the_next_run_removes_what_a_killed_run_left() {
     require_emulation!();
     let dir = scratch("killed");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tlslab"))
-        .args(["run", "--rtt", "50ms", "-n", "10000", "--quiet", "--out"])
-        .arg(dir.join("killed.db"))
-        .env("TLSLAB_PKI_DIR", common::pki_dir())
+    let mut child = Run::new(&dir, "killed")
+        .args("--rtt 50ms -n 10000")
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -315,23 +185,13 @@ fn the_next_run_removes_what_a_killed_run_left() {
     child.kill().unwrap(); // SIGKILL: no cleanup runs
     child.wait().unwrap();
     assert_eq!(namespaces_of(pid).len(), 2, "kill -9 leaves the namespaces");
-    let output = tlslab(&[
-        "run",
-        "--rtt",
-        "1ms",
-        "-n",
-        "2",
-        "--warmup",
-        "0",
-        "--quiet",
-        "--out",
-        dir.join("next.db").to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let next = Run::new(&dir, "next")
+        .args("--rtt 1ms -n 2 --warmup 0")
+        .succeeds();
     assert!(
-        stderr(&output).contains(&format!("tlslab-{pid}-")),
+        next.stderr.contains(&format!("tlslab-{pid}-")),
         "{}",
-        stderr(&output)
+        next.stderr
     );
     assert_eq!(namespaces_of(pid), Vec::<String>::new());
 }

@@ -1,12 +1,12 @@
 //! End-to-end: bad input and failing peers give clear errors and lose no sample.
 
-mod common;
+mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::time::Duration;
 
-use common::*;
+use support::*;
 
 #[test]
 fn configuration_mistakes_exit_2_with_error_and_hint() {
@@ -26,46 +26,28 @@ fn configuration_mistakes_exit_2_with_error_and_hint() {
     assert_user_error(&tlslab(&["run", "--target", "nohost"]), 2, "host:port");
     assert_user_error(&tlslab(&["export", "nothing.db"]), 2, "nothing.db");
     // A store path that exists is not overwritten.
-    let taken = dir.join("taken.db");
-    std::fs::write(&taken, "keep me").unwrap();
-    assert_user_error(
-        &tlslab(&["run", "-n", "1", "--out", taken.to_str().unwrap()]),
-        2,
-        "already exists",
-    );
-    assert_eq!(std::fs::read_to_string(&taken).unwrap(), "keep me");
+    let taken = Run::new(&dir, "taken").args("-n 1");
+    std::fs::write(taken.db(), "keep me").unwrap();
+    let taken = taken.fails(2, "already exists");
+    assert_eq!(std::fs::read_to_string(&taken.db).unwrap(), "keep me");
 }
 
 #[test]
 fn a_closed_port_stores_every_attempt_as_refused_and_exits_1() {
     let dir = scratch("refused");
-    let db = dir.join("refused.db");
-    let target = format!("127.0.0.1:{}", closed_port());
-    let output = tlslab(&[
-        "run",
-        "--target",
-        &target,
-        "-n",
-        "20",
-        "--warmup",
-        "2",
-        "--out",
-        db.to_str().unwrap(),
-    ]);
-    assert_user_error(&output, 1, "refused");
-    let connection = open(&db);
-    let (total, refused): (i64, i64) = connection
-        .query_row(
-            "SELECT COUNT(*), SUM(error = 'refused') FROM samples",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    assert_eq!((total, refused), (22, 22));
+    let refused = Run::new(&dir, "refused")
+        .option("--target", format!("127.0.0.1:{}", closed_port()))
+        .args("-n 20 --warmup 2")
+        .fails(1, "refused");
+    let (total, refused_count): (i64, i64) = row(
+        &refused.db,
+        "SELECT COUNT(*), SUM(error = 'refused') FROM samples",
+    );
+    assert_eq!((total, refused_count), (22, 22));
     assert!(
-        stdout(&output).contains("20 refused"),
+        refused.summary.contains("20 refused"),
         "{}",
-        stdout(&output)
+        refused.summary
     );
 }
 
@@ -89,96 +71,49 @@ fn fake_server(reply: &'static [u8]) -> u16 {
     port
 }
 
+/// A run against the fake server on `port`, every handshake measured (no warm-up).
+fn against_fake_server(dir: &std::path::Path, name: &str, port: u16) -> Run {
+    Run::new(dir, name)
+        .option("--target", format!("127.0.0.1:{port}"))
+        .args("--sni localhost --warmup 0")
+}
+
 #[test]
 fn a_server_that_is_not_tls_is_classified_and_the_run_goes_on() {
     let dir = scratch("garbage");
-    let db = dir.join("garbage.db");
     let port = fake_server(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
-    let target = format!("127.0.0.1:{port}");
-    let output = tlslab(&[
-        "run",
-        "--target",
-        &target,
-        "--sni",
-        "localhost",
-        "-n",
-        "10",
-        "--warmup",
-        "0",
-        "--json",
-        "--out",
-        db.to_str().unwrap(),
-    ]);
-    assert_user_error(&output, 1, "not_tls");
-    let summary: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let summary = against_fake_server(&dir, "garbage", port)
+        .args("-n 10 --json")
+        .fails(1, "not_tls")
+        .json();
     assert_eq!(summary["configs"][0]["errors"]["not_tls"], 10, "{summary}");
 }
 
 #[test]
 fn a_silent_server_times_out_per_attempt() {
     let dir = scratch("silent");
-    let db = dir.join("silent.db");
     let port = fake_server(b"");
-    let target = format!("127.0.0.1:{port}");
-    let output = tlslab(&[
-        "run",
-        "--target",
-        &target,
-        "--sni",
-        "localhost",
-        "-n",
-        "3",
-        "--warmup",
-        "0",
-        "--timeout",
-        "300ms",
-        "--json",
-        "--out",
-        db.to_str().unwrap(),
-    ]);
-    assert_user_error(&output, 1, "timeout");
-    let connection = open(&db);
-    let (timeouts, with_connect): (i64, i64) = connection
-        .query_row("SELECT SUM(error = 'timeout'), SUM(tcp_connected IS NOT NULL AND client_hello_sent IS NOT NULL) FROM samples", [], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap();
+    let silent = against_fake_server(&dir, "silent", port)
+        .args("-n 3 --timeout 300ms --json")
+        .fails(1, "timeout");
+    let (timeouts, with_connect): (i64, i64) = row(
+        &silent.db,
+        "SELECT SUM(error = 'timeout'), SUM(tcp_connected IS NOT NULL AND client_hello_sent IS NOT NULL) FROM samples",
+    );
     // The partial timeline of a timed-out attempt is kept.
     assert_eq!((timeouts, with_connect), (3, 3));
     // Tolerating failures turns the exit code to 0.
-    let db = dir.join("tolerant.db");
-    let output = tlslab(&[
-        "run",
-        "--target",
-        &target,
-        "--sni",
-        "localhost",
-        "-n",
-        "2",
-        "--warmup",
-        "0",
-        "--timeout",
-        "200ms",
-        "--max-error-rate",
-        "1",
-        "--out",
-        db.to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    against_fake_server(&dir, "tolerant", port)
+        .args("-n 2 --timeout 200ms --max-error-rate 1")
+        .succeeds();
 }
 
 #[test]
 fn an_interrupted_run_keeps_every_sample_and_is_marked_incomplete() {
     let dir = scratch("interrupt");
-    let db = dir.join("interrupted.db");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_tlslab"))
-        .args([
-            "run",
-            "-n",
-            "1000000",
-            "--quiet",
-            "--out",
-            db.to_str().unwrap(),
-        ])
-        .env("TLSLAB_PKI_DIR", pki_dir())
+    let run = Run::new(&dir, "interrupted").args("-n 1000000");
+    let child = run
+        .command()
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -186,7 +121,7 @@ fn an_interrupted_run_keeps_every_sample_and_is_marked_incomplete() {
     // Interrupt once the store exists and samples are being taken (WAL mode keeps the main
     // file small until a checkpoint, so its size says little).
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !db.exists() {
+    while !run.db().exists() {
         assert!(
             std::time::Instant::now() < deadline,
             "the run never created its store"
@@ -201,14 +136,10 @@ fn an_interrupted_run_keeps_every_sample_and_is_marked_incomplete() {
     assert!(status.success());
     let output = child.wait_with_output().unwrap();
     assert_user_error(&output, 1, "interrupted");
-    let connection = open(&db);
-    let (complete, attempted, stored): (bool, i64, i64) = connection
-        .query_row(
-            "SELECT complete, attempted, (SELECT COUNT(*) FROM samples) FROM runs",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .unwrap();
+    let (complete, attempted, stored): (bool, i64, i64) = row(
+        run.db(),
+        "SELECT complete, attempted, (SELECT COUNT(*) FROM samples) FROM runs",
+    );
     assert!(!complete);
     assert!(stored > 0 && stored < 1_000_020);
     assert_eq!(stored, attempted);

@@ -1,13 +1,13 @@
 //! End-to-end against a real nginx (Debian package) serving a lab certificate.
 
-mod common;
+mod support;
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use support::*;
 
 fn nginx_binary() -> Option<PathBuf> {
     ["/usr/sbin/nginx", "/usr/bin/nginx"]
@@ -85,10 +85,10 @@ fn start_nginx(binary: &Path, dir: &Path, chain: &str, key: &str) -> Nginx {
     nginx
 }
 
-/// The paths `tlslab pki` prints for an ECDSA P-256 lab chain of `chain` certificates, by
-/// name (`chain`, `key`, `root`).
-fn lab_paths(chain: &str) -> impl Fn(&str) -> String {
-    let paths = stdout(&tlslab(&["pki", "--cert", "ecdsa-p256", "--chain", chain]));
+/// The paths `tlslab pki` prints for a lab chain of `chain` certificates of profile `cert`,
+/// by name (`chain`, `key`, `root`).
+fn lab_paths(cert: &str, chain: &str) -> impl Fn(&str) -> String {
+    let paths = stdout(&tlslab(&["pki", "--cert", cert, "--chain", chain]));
     move |name: &str| {
         paths
             .lines()
@@ -98,6 +98,14 @@ fn lab_paths(chain: &str) -> impl Fn(&str) -> String {
     }
 }
 
+/// A run against the server at `target`, for the lab name `localhost`, trusting `root`.
+fn against(dir: &Path, name: &str, target: &str, root: &str) -> Run {
+    Run::new(dir, name)
+        .option("--target", target)
+        .args("--sni localhost")
+        .option("--ca", root)
+}
+
 #[test]
 fn nginx_serves_tls12_and_tls13_through_target() {
     let Some(binary) = nginx_binary() else {
@@ -105,32 +113,13 @@ fn nginx_serves_tls12_and_tls13_through_target() {
         return;
     };
     let dir = scratch("nginx");
-    let path_of = lab_paths("2");
+    let path_of = lab_paths("ecdsa-p256", "2");
     let nginx = start_nginx(&binary, &dir, &path_of("chain"), &path_of("key"));
     let target = format!("127.0.0.1:{}", nginx.port);
-    let db = dir.join("nginx.db");
-    let output = tlslab(&[
-        "run",
-        "--target",
-        &target,
-        "--sni",
-        "localhost",
-        "--ca",
-        &path_of("root"),
-        "--tls",
-        "1.2,1.3",
-        "--client-backend",
-        "rustls,openssl",
-        "-n",
-        "50",
-        "-c",
-        "2",
-        "--json",
-        "--out",
-        db.to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let summary: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let run = against(&dir, "nginx", &target, &path_of("root"))
+        .args("--tls 1.2,1.3 --client-backend rustls,openssl -n 50 -c 2 --json")
+        .succeeds();
+    let summary = run.json();
     // Both clients, both versions.
     assert_eq!(summary["configs"].as_array().unwrap().len(), 4, "{summary}");
     for config in summary["configs"].as_array().unwrap() {
@@ -138,44 +127,20 @@ fn nginx_serves_tls12_and_tls13_through_target() {
         // An external target has no server CPU figure: tlslab does not guess.
         assert!(config["server_cpu_per_handshake_ms"].is_null());
     }
-    let connection = open(&db);
-    let mismatched: i64 = connection
-        .query_row("SELECT COUNT(*) FROM samples s JOIN configs c ON c.id = s.config_id WHERE s.version != c.version OR s.cert_verify_start IS NULL OR s.\"group\" IS NOT 'x25519' OR c.server_backend IS NOT NULL", [], |r| r.get(0))
-        .unwrap();
+    let mismatched = count_samples(&run.db, "s.version != c.version OR s.cert_verify_start IS NULL OR s.\"group\" IS NOT 'x25519' OR c.server_backend IS NOT NULL");
     assert_eq!(mismatched, 0);
-    let openssl: i64 = connection
-        .query_row("SELECT COUNT(*) FROM samples s JOIN configs c ON c.id = s.config_id WHERE c.client_backend = 'openssl' AND s.outcome = 'ok' AND s.server_hello_received IS NOT NULL AND s.client_finished_sent IS NOT NULL", [], |r| r.get(0))
-        .unwrap();
+    let openssl = count_samples(&run.db, "c.client_backend = 'openssl' AND s.outcome = 'ok' AND s.server_hello_received IS NOT NULL AND s.client_finished_sent IS NOT NULL");
     assert!(
         openssl >= 100,
         "the OpenSSL client's samples carry its events: {openssl}"
     );
 
     // The wrong trust anchor is a certificate error, not a crash.
-    let other_root = stdout(&tlslab(&["pki", "--cert", "ed25519", "--chain", "1"]));
-    let other_root = other_root
-        .lines()
-        .find_map(|l| l.strip_prefix("root "))
-        .unwrap()
-        .to_string();
-    let output = tlslab(&[
-        "run",
-        "--target",
-        &target,
-        "--sni",
-        "localhost",
-        "--ca",
-        &other_root,
-        "-n",
-        "5",
-        "--warmup",
-        "0",
-        "--json",
-        "--out",
-        dir.join("untrusted.db").to_str().unwrap(),
-    ]);
-    assert_user_error(&output, 1, "certificate");
-    let summary: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let other_root = lab_paths("ed25519", "1")("root");
+    let summary = against(&dir, "untrusted", &target, &other_root)
+        .args("-n 5 --warmup 0 --json")
+        .fails(1, "certificate")
+        .json();
     assert_eq!(
         summary["configs"][0]["errors"]["certificate"], 5,
         "{summary}"
@@ -189,88 +154,33 @@ fn both_http_versions_resumption_and_early_data_work_against_nginx() {
         return;
     };
     let dir = scratch("nginx-sessions");
-    let path_of = lab_paths("1");
+    let path_of = lab_paths("ecdsa-p256", "1");
     let nginx = start_nginx(&binary, &dir, &path_of("chain"), &path_of("key"));
     let target = format!("127.0.0.1:{}", nginx.port);
-    let db = dir.join("sessions.db");
-    let output = tlslab(&[
-        "run",
-        "--target",
-        &target,
-        "--sni",
-        "localhost",
-        "--ca",
-        &path_of("root"),
-        "--tls",
-        "1.2,1.3",
-        "--http",
-        "1.1,2",
-        "--resume",
-        "off,tickets,session-id",
-        "--client-backend",
-        "rustls,openssl",
-        "-n",
-        "20",
-        "--warmup",
-        "0",
-        "--quiet",
-        "--out",
-        db.to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let connection = open(&db);
+    let Finished { db, .. } = against(&dir, "sessions", &target, &path_of("root"))
+        .args("--tls 1.2,1.3 --http 1.1,2 --resume off,tickets,session-id")
+        .args("--client-backend rustls,openssl -n 20 --warmup 0")
+        .succeeds();
     // nginx answers "ok\n" to every request, over the protocol ALPN chose.
-    let wrong: i64 = connection
-        .query_row(
-            "SELECT COUNT(*) FROM samples s JOIN configs c ON c.id = s.config_id WHERE s.http_status IS NOT 200 OR s.response_bytes IS NOT 3 OR s.alpn IS NOT (CASE c.http WHEN '2' THEN 'h2' ELSE 'http/1.1' END) OR s.first_byte IS NULL",
-            [],
-            |row| row.get(0),
-        )
-        .unwrap();
+    let wrong = count_samples(
+        &db,
+        "s.http_status IS NOT 200 OR s.response_bytes IS NOT 3 OR s.alpn IS NOT (CASE c.http WHEN '2' THEN 'h2' ELSE 'http/1.1' END) OR s.first_byte IS NULL",
+    );
     assert_eq!(wrong, 0);
     // 8 resuming Configs × 2 clients × 1 agent: every handshake after the agent's first
     // resumes.
-    let resumed: i64 = connection
-        .query_row(
-            "SELECT COUNT(*) FROM samples WHERE resumed = 1",
-            [],
-            |row| row.get(0),
-        )
-        .unwrap();
+    let resumed = count(&db, "SELECT COUNT(*) FROM samples WHERE resumed = 1");
     assert_eq!(resumed, 2 * 8 * 19);
 
     // 0-RTT: nginx (OpenSSL) accepts the request as early data.
-    let early = dir.join("early.db");
-    let output = tlslab(&[
-        "run",
-        "--target",
-        &target,
-        "--sni",
-        "localhost",
-        "--ca",
-        &path_of("root"),
-        "--resume",
-        "tickets",
-        "--early-data",
-        "300",
-        "--client-backend",
-        "rustls,openssl",
-        "-n",
-        "20",
-        "--warmup",
-        "0",
-        "--quiet",
-        "--out",
-        early.to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let (accepted, attempted): (i64, i64) = open(&early)
-        .query_row(
-            "SELECT COALESCE(SUM(early_data_accepted = 1), 0), COUNT(early_data_accepted) FROM samples WHERE http_status = 200",
-            [],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .unwrap();
+    let Finished { db: early, .. } = against(&dir, "early", &target, &path_of("root"))
+        .args("--resume tickets --early-data 300 --client-backend rustls,openssl")
+        .args("-n 20 --warmup 0")
+        .succeeds();
+    let (accepted, attempted): (i64, i64) = row(
+        &early,
+        "SELECT COALESCE(SUM(early_data_accepted = 1), 0), COUNT(early_data_accepted) FROM samples WHERE http_status = 200",
+    );
     assert_eq!((accepted, attempted), (2 * 19, 2 * 19));
 }
 
@@ -280,12 +190,9 @@ fn nginx_behind_an_emulated_network_through_server_cmd() {
         eprintln!("skipping: nginx is not installed (apt-get install nginx-light; .ci/run does)");
         return;
     };
-    if let Some(reason) = emulation_unavailable() {
-        eprintln!("SKIPPED: {reason}");
-        return;
-    }
+    require_emulation!();
     let dir = scratch("nginx-emulated");
-    let path_of = lab_paths("1");
+    let path_of = lab_paths("ecdsa-p256", "1");
     let port = closed_port();
     // nginx runs inside the server namespace and listens on all of that namespace's addresses.
     let config = nginx_config(&dir, &port.to_string(), &path_of("chain"), &path_of("key"));
@@ -296,30 +203,17 @@ fn nginx_behind_an_emulated_network_through_server_cmd() {
         dir.display(),
         config.display()
     );
-    let db = dir.join("emulated.db");
-    let output = tlslab(&[
-        "run",
-        "--rtt",
-        "20ms",
-        "--server-cmd",
-        &command,
-        "--target",
+    let summary = against(
+        &dir,
+        "emulated",
         &format!("127.0.0.1:{port}"),
-        "--sni",
-        "localhost",
-        "--ca",
         &path_of("root"),
-        "-n",
-        "10",
-        "--warmup",
-        "1",
-        "--quiet",
-        "--json",
-        "--out",
-        db.to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let summary: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    )
+    .args("--rtt 20ms")
+    .option("--server-cmd", command)
+    .args("-n 10 --warmup 1 --json")
+    .succeeds()
+    .json();
     let config = &summary["configs"][0];
     assert_eq!(config["ok"], 10, "{config}");
     // TCP connect plus one TLS 1.3 round trip, each 20 ms.

@@ -1,42 +1,28 @@
 //! `tlslab report` end to end: a real run becomes an HTML report that a real browser (Debian's
 //! headless Chromium) loads without errors and draws, a Markdown report, and PNG charts.
 
-mod common;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{assert_user_error, scratch, stderr, tlslab};
+use support::*;
 
 /// A real run varying version and concurrency, so every chart kind applies, with its report.
 fn report_of_a_run(name: &str) -> (PathBuf, PathBuf) {
     let dir = scratch(name);
-    let results = dir.join("results.db");
-    let output = tlslab(&[
-        "run",
-        "--tls",
-        "1.2,1.3",
-        "-c",
-        "1,4",
-        "-n",
-        "80",
-        "--warmup",
-        "4",
-        "--quiet",
-        "--report",
-        "--out",
-        results.to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let run = Run::new(&dir, "results")
+        .args("--tls 1.2,1.3 -c 1,4 -n 80 --warmup 4 --report")
+        .succeeds();
     let html = dir.join("results.html");
     assert!(
-        stderr(&output).contains("report: "),
+        run.stderr.contains("report: "),
         "run --report says where the report is: {}",
-        stderr(&output)
+        run.stderr
     );
     assert!(html.exists());
-    (results, html)
+    (run.db, html)
 }
 
 const CHART_IDS: [&str; 6] = [
@@ -106,7 +92,7 @@ fn markdown_report_renders_as_tables_and_links_png_charts() {
     let dir = results.parent().unwrap();
     let markdown = dir.join("report.md");
     let charts = dir.join("charts");
-    let output = tlslab(&[
+    tlslab_succeeds(&[
         "report",
         results.to_str().unwrap(),
         "-o",
@@ -114,7 +100,6 @@ fn markdown_report_renders_as_tables_and_links_png_charts() {
         "--png",
         charts.to_str().unwrap(),
     ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let text = std::fs::read_to_string(&markdown).unwrap();
     // Every table: a heading row, a rule row of ---/---: cells, and rows of the same width.
     let lines: Vec<&str> = text.lines().collect();
@@ -213,40 +198,27 @@ fn a_version_1_store_is_upgraded_when_opened() {
         connection.execute_batch("PRAGMA user_version = 1").unwrap();
     }
     let html = results.with_file_name("upgraded.html");
-    let output = tlslab(&[
+    tlslab_succeeds(&[
         "report",
         results.to_str().unwrap(),
         "-o",
         html.to_str().unwrap(),
     ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let connection = common::open(&results);
-    let version: i64 = connection
-        .query_row("PRAGMA user_version", [], |row| row.get(0))
-        .unwrap();
-    let loopback: i64 = connection
-        .query_row(
-            "SELECT count(*) FROM configs WHERE rtt_ns IS NULL",
-            [],
-            |row| row.get(0),
-        )
-        .unwrap();
+    let version: i64 = value(&results, "PRAGMA user_version");
+    let loopback = count(
+        &results,
+        "SELECT count(*) FROM configs WHERE rtt_ns IS NULL",
+    );
     assert_eq!((version, loopback), (4, 4));
-    let tcp: i64 = connection
-        .query_row(
-            "SELECT count(*) FROM configs WHERE transport = 'tcp' AND resumption = 'off'",
-            [],
-            |row| row.get(0),
-        )
-        .unwrap();
+    let tcp = count(
+        &results,
+        "SELECT count(*) FROM configs WHERE transport = 'tcp' AND resumption = 'off'",
+    );
     assert_eq!(tcp, 4, "old Configs read as TCP without resumption");
-    let rustls: i64 = connection
-        .query_row(
-            "SELECT count(*) FROM configs WHERE client_backend = 'rustls' AND server_backend = 'rustls' AND ech = 'off'",
-            [],
-            |row| row.get(0),
-        )
-        .unwrap();
+    let rustls = count(
+        &results,
+        "SELECT count(*) FROM configs WHERE client_backend = 'rustls' AND server_backend = 'rustls' AND ech = 'off'",
+    );
     assert_eq!(
         rustls, 4,
         "old lab Configs read as rustls on both sides, without ECH"

@@ -1,28 +1,17 @@
 //! End-to-end: `tlslab run` against the embedded lab server, read back from the store.
 
-mod common;
+mod support;
 
-use common::*;
+use support::*;
 use tlslab_core::{Event, Phase};
 
 #[test]
 fn two_versions_record_every_phase_in_order_and_export_matches() {
     let dir = scratch("versions");
-    let db = dir.join("r.db");
-    let output = tlslab(&[
-        "run",
-        "--tls",
-        "1.2,1.3",
-        "-n",
-        "300",
-        "-c",
-        "4",
-        "--json",
-        "--out",
-        db.to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let summary: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let run = Run::new(&dir, "r")
+        .args("--tls 1.2,1.3 -n 300 -c 4 --json")
+        .succeeds();
+    let summary = run.json();
     assert_eq!(summary["configs"].as_array().unwrap().len(), 2);
     for config in summary["configs"].as_array().unwrap() {
         assert_eq!(config["ok"], 300, "{config}");
@@ -30,15 +19,13 @@ fn two_versions_record_every_phase_in_order_and_export_matches() {
         assert!(config["handshake_ms"]["median"].as_f64().unwrap() > 0.0);
     }
 
-    let connection = open(&db);
-    let ok: i64 = connection
-        .query_row(
-            "SELECT COUNT(*) FROM samples WHERE warmup = 0 AND outcome = 'ok'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let db = run.db;
+    let ok = count(
+        &db,
+        "SELECT COUNT(*) FROM samples WHERE warmup = 0 AND outcome = 'ok'",
+    );
     assert_eq!(ok, 600);
+    let connection = open(&db);
     let events: Vec<String> = Event::ALL
         .iter()
         .map(|e| format!("s.\"{}\"", e.name()))
@@ -83,12 +70,8 @@ fn two_versions_record_every_phase_in_order_and_export_matches() {
         server_finish.entry(negotiated).or_default().push(parts[6]);
     }
     // TLS 1.2's extra round trip: the client waits for the server's Finished after its own.
-    let median = |values: &mut Vec<i64>| {
-        values.sort_unstable();
-        values[values.len() / 2]
-    };
-    let tls12 = median(server_finish.get_mut("1.2").unwrap());
-    let tls13 = median(server_finish.get_mut("1.3").unwrap());
+    let tls12 = median(server_finish.remove("1.2").unwrap());
+    let tls13 = median(server_finish.remove("1.3").unwrap());
     assert!(
         tls12 > tls13 * 5 && tls12 > 10_000,
         "server_finish 1.2 {tls12} ns vs 1.3 {tls13} ns"
@@ -96,7 +79,7 @@ fn two_versions_record_every_phase_in_order_and_export_matches() {
 
     for (format, extension) in [("csv", "csv"), ("jsonl", "jsonl")] {
         let file = dir.join(format!("export.{extension}"));
-        let export = tlslab(&[
+        tlslab_succeeds(&[
             "export",
             db.to_str().unwrap(),
             "--format",
@@ -104,11 +87,8 @@ fn two_versions_record_every_phase_in_order_and_export_matches() {
             "-o",
             file.to_str().unwrap(),
         ]);
-        assert_eq!(export.status.code(), Some(0), "{}", stderr(&export));
         let text = std::fs::read_to_string(&file).unwrap();
-        let total: i64 = connection
-            .query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0))
-            .unwrap();
+        let total = count(&db, "SELECT COUNT(*) FROM samples");
         let rows = text.lines().count() as i64 - i64::from(format == "csv");
         assert_eq!(rows, total, "{format}");
         if format == "csv" {
@@ -164,35 +144,16 @@ fn expected_scheme(cert: &str) -> &'static str {
 #[test]
 fn every_suite_group_certificate_and_chain_negotiates_what_was_asked() {
     let dir = scratch("matrix");
-    let db = dir.join("matrix.db");
-    let output = tlslab(&[
-        "run",
-        "--tls",
-        "1.2,1.3",
-        "--suite",
-        "aes128gcm,aes256gcm,chacha20",
-        "--group",
-        "x25519,secp256r1,secp384r1,x25519mlkem768,secp256r1mlkem768,mlkem768",
-        "--cert",
-        "rsa2048,rsa3072,rsa4096,ecdsa-p256,ecdsa-p384,ed25519",
-        "--chain",
-        "1,2,3,4,5",
-        "-n",
-        "2",
-        "--warmup",
-        "0",
-        "--skip-invalid",
-        "--out",
-        db.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let connection = open(&db);
+    let Finished { db, .. } = Run::new(&dir, "matrix")
+        .args("--tls 1.2,1.3 --suite aes128gcm,aes256gcm,chacha20")
+        .args("--group x25519,secp256r1,secp384r1,x25519mlkem768,secp256r1mlkem768,mlkem768")
+        .args("--cert rsa2048,rsa3072,rsa4096,ecdsa-p256,ecdsa-p384,ed25519 --chain 1,2,3,4,5")
+        .args("-n 2 --warmup 0 --skip-invalid")
+        .succeeds();
     // TLS 1.3: 3 suites × 6 groups; TLS 1.2: 3 suites × 3 classical groups; × 6 certs × 5 chains.
-    let configs: i64 = connection
-        .query_row("SELECT COUNT(*) FROM configs", [], |r| r.get(0))
-        .unwrap();
+    let configs = count(&db, "SELECT COUNT(*) FROM configs");
     assert_eq!(configs, (18 + 9) * 30);
+    let connection = open(&db);
     let mut statement = connection
         .prepare(
             "SELECT c.label, c.version, c.suite, c.\"group\", c.cert, c.chain, s.outcome, s.suite, s.\"group\", s.signature_scheme, s.bytes_received
@@ -243,37 +204,19 @@ fn every_suite_group_certificate_and_chain_negotiates_what_was_asked() {
 #[test]
 fn resumed_handshakes_follow_each_agents_first_and_skip_the_certificate() {
     let dir = scratch("resume");
-    let db = dir.join("resume.db");
-    let output = tlslab(&[
-        "run",
-        "--tls",
-        "1.2,1.3",
-        "--resume",
-        "-n",
-        "200",
-        "-c",
-        "8",
-        "--warmup",
-        "0",
-        "--out",
-        db.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let connection = open(&db);
+    let Finished { db, .. } = Run::new(&dir, "resume")
+        .args("--tls 1.2,1.3 --resume -n 200 -c 8 --warmup 0")
+        .succeeds();
     for config in 0..2 {
-        let mut statement = connection
-            .prepare("SELECT agent, resumed, handshake FROM samples WHERE config_id = ?1 ORDER BY started_at_ns")
-            .unwrap();
-        let rows: Vec<(i64, bool, i64)> = statement
-            .query_map([config], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        assert_eq!(rows.len(), 200);
+        let attempts: Vec<(i64, bool, i64)> = rows(
+            &db,
+            "SELECT agent, resumed, handshake FROM samples WHERE config_id = ?1 ORDER BY started_at_ns",
+            [config],
+        );
+        assert_eq!(attempts.len(), 200);
         let mut seen_agents = std::collections::HashSet::new();
         let (mut full, mut resumed) = (Vec::new(), Vec::new());
-        for (agent, was_resumed, handshake) in rows {
+        for (agent, was_resumed, handshake) in attempts {
             let first = seen_agents.insert(agent);
             assert_eq!(was_resumed, !first, "config {config} agent {agent}");
             if was_resumed {
@@ -288,15 +231,11 @@ fn resumed_handshakes_follow_each_agents_first_and_skip_the_certificate() {
         // handshake saves only a signature check): what cannot vary is that no certificate
         // crosses the wire, so the resumed server flight is the smaller one.
         let flight = |resumed: bool| -> i64 {
-            connection
-                .query_row("SELECT MAX(server_flight_bytes) FROM samples WHERE config_id = ?1 AND resumed = ?2", rusqlite::params![config, resumed], |r| r.get(0))
-                .unwrap()
+            value(&db, &format!("SELECT MAX(server_flight_bytes) FROM samples WHERE config_id = {config} AND resumed = {}", i64::from(resumed)))
         };
         assert!(flight(true) < flight(false), "config {config}");
         // A resumed handshake verifies no certificate.
-        let verified: i64 = connection
-            .query_row("SELECT COUNT(*) FROM samples WHERE config_id = ?1 AND resumed = 1 AND cert_verify_start IS NOT NULL", [config], |r| r.get(0))
-            .unwrap();
+        let verified = count(&db, &format!("SELECT COUNT(*) FROM samples WHERE config_id = {config} AND resumed = 1 AND cert_verify_start IS NOT NULL"));
         assert_eq!(verified, 0);
     }
 }
@@ -304,21 +243,10 @@ fn resumed_handshakes_follow_each_agents_first_and_skip_the_certificate() {
 #[test]
 fn two_thousand_concurrent_agents_complete_without_errors() {
     let dir = scratch("agents");
-    let db = dir.join("agents.db");
-    let output = tlslab(&[
-        "run",
-        "-c",
-        "2000",
-        "-n",
-        "4000",
-        "--warmup",
-        "0",
-        "--json",
-        "--out",
-        db.to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let summary: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let summary = Run::new(&dir, "agents")
+        .args("-c 2000 -n 4000 --warmup 0 --json")
+        .succeeds()
+        .json();
     assert_eq!(summary["configs"][0]["ok"], 4000, "{summary}");
     assert!(
         summary["configs"][0]["client_peak_rss_bytes"]
@@ -331,7 +259,7 @@ fn two_thousand_concurrent_agents_complete_without_errors() {
 #[test]
 fn an_experiment_file_and_its_dump_are_equivalent_to_flags() {
     let dir = scratch("file");
-    let dump = tlslab(&[
+    let dump = tlslab_succeeds(&[
         "run",
         "--tls",
         "1.2,1.3",
@@ -343,19 +271,13 @@ fn an_experiment_file_and_its_dump_are_equivalent_to_flags() {
         "7",
         "--dump-experiment",
     ]);
-    assert_eq!(dump.status.code(), Some(0));
     let file = dir.join("experiment.toml");
-    std::fs::write(&file, stdout(&dump)).unwrap();
-    let db = dir.join("file.db");
-    let output = tlslab(&[
-        "run",
-        file.to_str().unwrap(),
-        "--json",
-        "--out",
-        db.to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let summary: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    std::fs::write(&file, dump).unwrap();
+    let summary = Run::new(&dir, "file")
+        .arg(file.to_str().unwrap())
+        .args("--json")
+        .succeeds()
+        .json();
     let labels: Vec<&str> = summary["configs"]
         .as_array()
         .unwrap()
