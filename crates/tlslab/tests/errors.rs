@@ -110,7 +110,14 @@ fn a_silent_server_times_out_per_attempt() {
 
 #[test]
 fn an_interrupted_run_keeps_every_sample_and_is_marked_incomplete() {
-    let dir = scratch("interrupt");
+    // Ctrl-C and SIGTERM (what a service manager or `kill` sends) are the same request.
+    for signal in ["INT", "TERM"] {
+        interrupt_with(signal);
+    }
+}
+
+fn interrupt_with(signal: &str) {
+    let dir = scratch(&format!("interrupt-{signal}"));
     let run = Run::new(&dir, "interrupted").args("-n 1000000");
     let child = run
         .command()
@@ -130,7 +137,7 @@ fn an_interrupted_run_keeps_every_sample_and_is_marked_incomplete() {
     }
     std::thread::sleep(Duration::from_millis(1500));
     let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([format!("-{signal}"), child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
