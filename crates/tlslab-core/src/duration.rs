@@ -4,7 +4,11 @@ use std::time::Duration;
 
 use crate::dimension::InvalidValue;
 
-/// Parses `250us`, `500ms`, `10s`, `2m`, or a bare number of seconds.
+/// The longest duration any field takes: longer values are mistakes (and would overflow).
+pub const MAX: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Parses `250us`, `500ms`, `10s`, `2m` (and `0`): a number and its unit, at most a day. A
+/// bare number is refused: `--rtt 30` is more likely 30 ms than 30 s.
 pub fn parse(text: &str) -> Result<Duration, InvalidValue> {
     let trimmed = text.trim();
     let split = trimmed
@@ -16,19 +20,28 @@ pub fn parse(text: &str) -> Result<Duration, InvalidValue> {
             "'{text}' is not a duration (examples: 500ms, 10s, 2m)"
         ))
     })?;
-    let seconds = match unit.trim() {
-        "" | "s" => value,
-        "ms" => value / 1e3,
-        "us" | "µs" => value / 1e6,
-        "m" | "min" => value * 60.0,
+    let scale = match unit.trim() {
+        "" if value == 0.0 => 0.0,
+        "" => {
+            return Err(InvalidValue(format!(
+                "'{text}' has no unit: add one (us, ms, s or m), as in {number}ms or {number}s"
+            )))
+        }
+        "s" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "m" | "min" => 60.0,
         other => {
             return Err(InvalidValue(format!(
                 "unknown duration unit '{other}' in '{text}' (use us, ms, s or m)"
             )))
         }
     };
-    if !seconds.is_finite() || seconds < 0.0 {
-        return Err(InvalidValue(format!("'{text}' is not a valid duration")));
+    let seconds = value * scale;
+    if !seconds.is_finite() || seconds > MAX.as_secs_f64() {
+        return Err(InvalidValue(format!(
+            "'{text}' is longer than a day, the longest duration tlslab takes"
+        )));
     }
     Ok(Duration::from_secs_f64(seconds))
 }
@@ -36,9 +49,9 @@ pub fn parse(text: &str) -> Result<Duration, InvalidValue> {
 /// The shortest exact spelling of a duration, for `--dump-experiment`.
 pub fn format(duration: Duration) -> String {
     let nanos = duration.as_nanos();
-    if nanos % 1_000_000_000 == 0 {
+    if nanos.is_multiple_of(1_000_000_000) {
         format!("{}s", nanos / 1_000_000_000)
-    } else if nanos % 1_000_000 == 0 {
+    } else if nanos.is_multiple_of(1_000_000) {
         format!("{}ms", nanos / 1_000_000)
     } else {
         format!("{}us", nanos / 1_000)
@@ -86,10 +99,30 @@ mod tests {
     #[test]
     fn parses_units_and_round_trips() {
         assert_eq!(parse("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse("10").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse("0").unwrap(), Duration::ZERO);
         assert_eq!(parse("2m").unwrap(), Duration::from_secs(120));
         assert!(parse("ten seconds").is_err());
         assert!(parse("5h").is_err());
+    }
+
+    #[test]
+    fn bare_numbers_and_absurd_lengths_are_refused_not_panics() {
+        assert!(parse("30").unwrap_err().to_string().contains("add one"));
+        for absurd in [
+            "99999999999999999999s",
+            "1e300s",
+            "184467440737095516160000m",
+            "1441m",
+            "86401s",
+        ] {
+            let error = parse(absurd).unwrap_err().to_string();
+            assert!(
+                error.contains("longer than a day") || error.contains("unknown duration unit"),
+                "{absurd}: {error}"
+            );
+        }
+        assert_eq!(parse("1440m").unwrap(), MAX);
         assert_eq!(format(Duration::from_millis(1500)), "1500ms");
         assert_eq!(
             parse(&format(Duration::from_micros(250))).unwrap(),

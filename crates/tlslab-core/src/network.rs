@@ -56,6 +56,11 @@ impl fmt::Display for Loss {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Rate(pub u64);
 
+impl Rate {
+    /// The fastest rate limit taken: 1 Tbit/s.
+    pub const MAX: Rate = Rate(1_000_000_000_000);
+}
+
 impl FromStr for Rate {
     type Err = InvalidValue;
     fn from_str(text: &str) -> Result<Rate, InvalidValue> {
@@ -83,6 +88,12 @@ impl FromStr for Rate {
                 "rate '{text}' must be at least 1 bit per second"
             )));
         }
+        if value > Rate::MAX.0 as f64 {
+            return Err(InvalidValue(format!(
+                "rate '{text}' is above {}, faster than any link tlslab emulates",
+                Rate::MAX
+            )));
+        }
         Ok(Rate(value.round() as u64))
     }
 }
@@ -94,7 +105,7 @@ impl fmt::Display for Rate {
             (1_000_000, "mbit"),
             (1_000, "kbit"),
         ] {
-            if self.0 % scale == 0 {
+            if self.0.is_multiple_of(scale) {
                 return write!(f, "{}{unit}", self.0 / scale);
             }
         }
@@ -203,6 +214,9 @@ mod tests {
         assert_eq!("1.5gbit".parse::<Rate>().unwrap().to_string(), "1500mbit");
         assert_eq!(Rate(12_345).to_string(), "12345bit");
         assert!("10mb".parse::<Rate>().is_err());
+        // Stored as a signed 64-bit integer: an absurd rate is refused, not wrapped to -1.
+        assert!("99999999999999999999gbit".parse::<Rate>().is_err());
+        assert_eq!("1000gbit".parse::<Rate>().unwrap(), Rate::MAX);
         assert!("0kbit".parse::<Rate>().is_err());
     }
 

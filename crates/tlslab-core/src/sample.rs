@@ -252,6 +252,9 @@ pub enum ErrorClass {
     Local,
     /// Any other I/O error.
     Io,
+    /// The run was interrupted (or its lab server died) while the attempt was in flight: it
+    /// was stopped, not failed.
+    Cancelled,
 }
 
 impl ErrorClass {
@@ -294,6 +297,7 @@ impl ErrorClass {
             ErrorClass::Protocol => "protocol",
             ErrorClass::Local => "local",
             ErrorClass::Io => "io",
+            ErrorClass::Cancelled => "cancelled",
         }
     }
 }

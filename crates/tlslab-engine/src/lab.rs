@@ -6,10 +6,14 @@
 //! `counters` line with its [`CounterSnapshot`]. It exits when stdin closes, so a run that
 //! dies takes its servers with it.
 
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};
@@ -17,7 +21,11 @@ use tlslab_backend::CounterSnapshot;
 use tlslab_core::{Backend, ServerKey, Usage};
 
 use crate::error::RunError;
+use crate::stop::Stop;
 use crate::usage::{current, reset_peak};
+
+/// Lines of a lab server's stderr kept for the message when it dies.
+const KEPT_LINES: usize = 10;
 
 /// The first line a controlled lab server prints.
 #[derive(Debug, Serialize, Deserialize)]
@@ -37,6 +45,81 @@ pub struct LabServer {
     pub key: ServerKey,
     /// The ECHConfigList clients need to reach this server with ECH (OpenSSL servers only).
     pub ech_config: Option<Vec<u8>>,
+    errors: ErrorStream,
+}
+
+/// A lab server's stderr, read on a thread of its own, so a chatty server never blocks on a
+/// full pipe: its last lines are kept for the message when it dies, and the end of the
+/// stream (the server exited) requests the stop given to [`ErrorStream::on_end`].
+struct ErrorStream {
+    tail: Arc<Mutex<VecDeque<String>>>,
+    end: Arc<Mutex<EndOfStream>>,
+    reader: Option<JoinHandle<()>>,
+}
+
+/// Whether the stream ended, and whom to tell when it does.
+#[derive(Default)]
+struct EndOfStream {
+    ended: bool,
+    tell: Option<Stop>,
+}
+
+impl ErrorStream {
+    fn read(stderr: Option<ChildStderr>) -> ErrorStream {
+        let tail: Arc<Mutex<VecDeque<String>>> = Arc::default();
+        let end: Arc<Mutex<EndOfStream>> = Arc::default();
+        let (kept, ending) = (tail.clone(), end.clone());
+        let reader = stderr.and_then(|stderr| {
+            std::thread::Builder::new()
+                .name("tlslab-lab-stderr".into())
+                .spawn(move || {
+                    for line in BufReader::new(stderr).lines() {
+                        let Ok(line) = line else { break };
+                        let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
+                        if kept.len() == KEPT_LINES {
+                            kept.pop_front();
+                        }
+                        kept.push_back(line);
+                    }
+                    let mut end = ending.lock().unwrap_or_else(|e| e.into_inner());
+                    end.ended = true;
+                    if let Some(stop) = &end.tell {
+                        stop.request();
+                    }
+                })
+                .ok()
+        });
+        ErrorStream { tail, end, reader }
+    }
+
+    /// Requests `stop` when the stream ends (at once, if it already has).
+    fn on_end(&self, stop: Stop) {
+        let mut end = self.end.lock().unwrap_or_else(|e| e.into_inner());
+        if end.ended {
+            stop.request();
+        }
+        end.tell = Some(stop);
+    }
+
+    fn ended(&self) -> bool {
+        self.end.lock().unwrap_or_else(|e| e.into_inner()).ended
+    }
+
+    /// The last lines, once the stream has ended (waits for the reader to finish).
+    fn finished_tail(&mut self) -> String {
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        self.tail()
+    }
+
+    fn tail(&self) -> String {
+        let tail = self.tail.lock().unwrap_or_else(|e| e.into_inner());
+        tail.iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(" / ")
+    }
 }
 
 impl LabServer {
@@ -44,12 +127,14 @@ impl LabServer {
     /// With an emulated network it listens on the server side of the link, inside the
     /// server namespace. An OpenSSL server always accepts ECH, with a key of its own whose
     /// configuration names `ech_public_name`, so Configs with and without ECH share it.
+    /// `exited` is requested if the server exits once it has started.
     pub fn spawn(
         program: &Path,
         pki_dir: &Path,
         key: ServerKey,
         ech_public_name: &str,
         network: Option<&tlslab_emulation::Network>,
+        exited: Stop,
     ) -> Result<LabServer, RunError> {
         let failed = |message: String| {
             RunError::environment(
@@ -81,6 +166,7 @@ impl LabServer {
                 "the lab server's stdin and stdout are not piped".into(),
             ));
         };
+        let mut errors = ErrorStream::read(child.stderr.take());
         let mut output = BufReader::new(output);
         let mut line = String::new();
         let ready: Option<Ready> = match output.read_line(&mut line) {
@@ -89,16 +175,15 @@ impl LabServer {
         };
         let Some(ready) = ready else {
             let _ = child.kill();
-            let mut message = String::new();
-            if let Some(mut stderr) = child.stderr.take() {
-                let _ = std::io::Read::read_to_string(&mut stderr, &mut message);
-            }
+            let message = errors.finished_tail();
             let _ = child.wait();
             return Err(failed(format!(
                 "the {backend} lab server ({cert}, chain {chain}) did not start: {}",
                 message.trim()
             )));
         };
+        // From now on the end of its stderr means the server died during the run.
+        errors.on_end(exited);
         let ech_config = match &ready.ech_config {
             Some(text) => Some(
                 base64::engine::general_purpose::STANDARD
@@ -118,7 +203,46 @@ impl LabServer {
             address: ready.listening,
             key,
             ech_config,
+            errors,
         })
+    }
+
+    /// Why the server is gone, when it exited during the run: its status and the last lines
+    /// it wrote.
+    pub fn failure(&mut self) -> Option<RunError> {
+        if !self.errors.ended() {
+            return None;
+        }
+        // Its stderr closed: it is exiting; give the kernel a moment to report how.
+        let deadline = Instant::now() + Duration::from_secs(1);
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break status.to_string(),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                _ => break "its error stream closed".to_string(),
+            }
+        };
+        let ServerKey {
+            backend,
+            cert,
+            chain,
+            ..
+        } = self.key;
+        let tail = self.errors.finished_tail();
+        Some(RunError::environment(
+            format!(
+                "the {backend} lab server ({cert}, chain {chain}) exited during the run ({status}){}",
+                if tail.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {tail}")
+                }
+            ),
+            "the samples taken until then are stored; look for an out-of-memory kill in the \
+             system log, or run `tlslab serve` with the same --cert and --chain by hand",
+        ))
     }
 
     /// The server's CPU time so far and its peak memory since the previous call.

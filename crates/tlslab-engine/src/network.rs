@@ -13,6 +13,12 @@ use tlslab_emulation::{
 
 use crate::error::RunError;
 
+/// Tells the user something on stderr; a closed stderr is no reason to stop a run.
+pub(crate) fn note(text: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
+}
+
 /// The emulated link of a run, and how to describe it.
 pub struct EmulatedNetwork {
     pub network: tlslab_emulation::Network,
@@ -28,13 +34,15 @@ impl EmulatedNetwork {
     /// of namespaces and devices.
     pub fn create(experiment: &Experiment, run_id: &str) -> Result<EmulatedNetwork, RunError> {
         match remove_leftovers() {
-            Ok(removed) if !removed.is_empty() => eprintln!(
+            Ok(removed) if !removed.is_empty() => note(format_args!(
                 "note: removed what killed runs left behind: {}",
                 removed.join(", ")
-            ),
+            )),
             Ok(_) => {}
             // Not fatal: leftovers only take names we do not reuse (each has its own pid).
-            Err(error) => eprintln!("note: cannot look for leftovers of killed runs: {error}"),
+            Err(error) => note(format_args!(
+                "note: cannot look for leftovers of killed runs: {error}"
+            )),
         }
         let choice = match experiment.emulator {
             Emulator::Auto => EmulatorChoice::Auto,

@@ -95,6 +95,7 @@ pub fn run(
         connectors: &connectors,
         until_ci: experiment.until_ci,
         stop: options.stop.clone(),
+        halt: servers.exited(),
         counts: counts.clone(),
         origin,
         records: writer.records(),
@@ -206,14 +207,22 @@ struct RunSurroundings<'a> {
 }
 
 impl Surroundings for RunSurroundings<'_> {
-    fn prepare(&mut self, config: &Config) -> Result<(), RunError> {
-        let Some(emulated) = self.emulated else {
-            return Ok(());
-        };
-        if let Some(failure) = self.namespace_failure.take() {
-            return Err(failure);
+    fn check(&mut self) -> Result<(), RunError> {
+        match self
+            .servers
+            .failure()
+            .or_else(|| self.namespace_failure.take())
+        {
+            Some(failure) => Err(failure),
+            None => Ok(()),
         }
-        emulated.apply(config.network.as_ref())
+    }
+
+    fn prepare(&mut self, config: &Config) -> Result<(), RunError> {
+        match self.emulated {
+            Some(emulated) => emulated.apply(config.network.as_ref()),
+            None => Ok(()),
+        }
     }
 
     fn server_usage(&mut self, config: &Config) -> Option<Usage> {
@@ -233,7 +242,7 @@ fn teardown(
     drop(external);
     if let Some(emulated) = emulated {
         if let Err(error) = emulated.network.close() {
-            eprintln!("warning: {} ({})", error.message, error.hint);
+            crate::network::note(format_args!("warning: {} ({})", error.message, error.hint));
         }
     }
 }

@@ -10,12 +10,15 @@ use tlslab_pki::Pki;
 
 use crate::error::RunError;
 use crate::lab::LabServer;
+use crate::stop::Stop;
 
 /// The lab servers of a run, stopped when dropped.
 #[derive(Default)]
 pub struct LabServers {
     servers: HashMap<ServerKey, LabServer>,
     roots: HashMap<ServerKey, CertificateDer<'static>>,
+    /// Requested when any of them exits during the run.
+    exited: Stop,
 }
 
 impl LabServers {
@@ -45,11 +48,30 @@ impl LabServers {
                 )
             })?;
             servers.roots.insert(key, chain.root.clone());
-            let server =
-                LabServer::spawn(program, pki.dir(), key, &config.ech_public_name, network)?;
+            let server = LabServer::spawn(
+                program,
+                pki.dir(),
+                key,
+                &config.ech_public_name,
+                network,
+                servers.exited.clone(),
+            )?;
             servers.servers.insert(key, server);
         }
         Ok(servers)
+    }
+
+    /// Requested when a lab server exits during the run: the trial loop stops at once.
+    pub fn exited(&self) -> Stop {
+        self.exited.clone()
+    }
+
+    /// Why the run cannot go on, when a lab server exited.
+    pub fn failure(&mut self) -> Option<RunError> {
+        if !self.exited.is_requested() {
+            return None;
+        }
+        self.servers.values_mut().find_map(LabServer::failure)
     }
 
     /// The lab server of `config`; `None` for a target.

@@ -41,6 +41,10 @@ pub trait Connector: Send + Sync + 'static {
 
 /// What happens around each trial of a real run.
 pub trait Surroundings {
+    /// Whether the run can go on (its lab servers are alive, its client threads in their
+    /// namespace); checked before each trial and once after the last.
+    fn check(&mut self) -> Result<(), RunError>;
+
     /// Readies the network for `config`'s trial; an error ends the run, keeping what it
     /// measured.
     fn prepare(&mut self, config: &Config) -> Result<(), RunError>;
@@ -73,6 +77,9 @@ pub struct TrialLoop<'a, C: Connector> {
     /// `--until-ci`: the relative half-width of the median's interval at which a Config stops.
     pub until_ci: Option<f64>,
     pub stop: Stop,
+    /// Requested when the surroundings failed mid-trial (a lab server exited): attempts in
+    /// flight are cancelled and [`Surroundings::check`] says why.
+    pub halt: Stop,
     pub counts: Arc<Counts>,
     /// Sample times count from here.
     pub origin: Instant,
@@ -94,6 +101,12 @@ impl<C: Connector> TrialLoop<'_, C> {
         let mut early = EarlyStopping::new(self.configs.len(), self.until_ci);
         let mut last_round = 0;
         for trial in &plan.trials {
+            if let Err(failure) = surroundings.check() {
+                return Ended {
+                    stopped: true,
+                    failure: Some(failure),
+                };
+            }
             if self.stop.is_requested() {
                 return Ended {
                     stopped: true,
@@ -134,6 +147,7 @@ impl<C: Connector> TrialLoop<'_, C> {
                 connector: connector.clone(),
                 origin: self.origin,
                 stop: self.stop.clone(),
+                halt: self.halt.clone(),
                 counts: self.counts.clone(),
                 records: self.records.clone(),
                 flights: self
@@ -160,9 +174,11 @@ impl<C: Connector> TrialLoop<'_, C> {
                 client,
             }));
         }
+        // A stop or a server that died during the last trial still ends the run incomplete.
+        let failure = surroundings.check().err();
         Ended {
-            stopped: false,
-            failure: None,
+            stopped: failure.is_some() || self.stop.is_requested(),
+            failure,
         }
     }
 }
@@ -174,10 +190,15 @@ struct Block<C: Connector> {
     connector: Arc<C>,
     origin: Instant,
     stop: Stop,
+    halt: Stop,
     counts: Arc<Counts>,
     records: Records,
     flights: Option<Flights>,
 }
+
+/// How often a block looks for a stop or halt request: attempts in flight are cancelled within
+/// this time (and the loop's own overhead per block is one such timer).
+const STOP_CHECK: std::time::Duration = std::time::Duration::from_millis(50);
 
 impl<C: Connector> Block<C> {
     /// `agents` share the block's handshakes. Returns how many were attempted, and the
@@ -186,20 +207,32 @@ impl<C: Connector> Block<C> {
         let block = Arc::new(self);
         let remaining = Arc::new(AtomicU64::new(block.trial.handshakes));
         let attempted = Arc::new(AtomicU64::new(0));
+        let (cancel, cancelled) = tokio::sync::watch::channel(false);
+        let watcher = {
+            let block = block.clone();
+            tokio::spawn(async move {
+                let mut ticker = tokio::time::interval(STOP_CHECK);
+                while !block.stopping() && !cancel.is_closed() {
+                    ticker.tick().await;
+                }
+                let _ = cancel.send(true);
+            })
+        };
         let mut tasks = tokio::task::JoinSet::new();
         for (index, agent) in agents.into_iter().enumerate() {
             let (block, remaining, attempted) =
                 (block.clone(), remaining.clone(), attempted.clone());
+            let mut cancelled = cancelled.clone();
             tasks.spawn(async move {
                 let mut handshakes = Vec::new();
-                while !block.stop.is_requested()
+                while !block.stopping()
                     && remaining
                         .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
                             left.checked_sub(1)
                         })
                         .is_ok()
                 {
-                    let sample = block.attempt(&agent, index as u32).await;
+                    let sample = block.attempt(&agent, index as u32, &mut cancelled).await;
                     attempted.fetch_add(1, Ordering::Relaxed);
                     if !sample.is_ok() {
                         block.counts.errors.fetch_add(1, Ordering::Relaxed);
@@ -212,35 +245,59 @@ impl<C: Connector> Block<C> {
                 handshakes
             });
         }
+        drop(cancelled);
         let mut handshakes = Vec::new();
         while let Some(result) = tasks.join_next().await {
             handshakes.extend(result.unwrap_or_default());
         }
+        watcher.abort();
         (attempted.load(Ordering::SeqCst), handshakes)
     }
 
-    /// One handshake attempt, always producing a Sample.
-    async fn attempt(&self, agent: &C::Agent, index: u32) -> Sample {
+    /// A stop was requested, or the surroundings failed.
+    fn stopping(&self) -> bool {
+        self.stop.is_requested() || self.halt.is_requested()
+    }
+
+    /// One handshake attempt, always producing a Sample; cancelled (and recorded as such)
+    /// when `cancelled` turns true.
+    async fn attempt(
+        &self,
+        agent: &C::Agent,
+        index: u32,
+        cancelled: &mut tokio::sync::watch::Receiver<bool>,
+    ) -> Sample {
         let config = &self.config;
         let mut attempt = Attempt::start();
         let started_at = attempt.origin.duration_since(self.origin).as_nanos() as u64;
         if self.flights.is_some() && config.early_data > 0 {
             attempt.captured = Some(Vec::new());
         }
-        let result =
-            tokio::time::timeout(config.timeout, self.connector.attempt(agent, &mut attempt)).await;
+        let result = tokio::select! {
+            result = tokio::time::timeout(
+                config.timeout,
+                self.connector.attempt(agent, &mut attempt),
+            ) => Some(result),
+            _ = cancelled.wait_for(|cancelled| *cancelled) => None,
+        };
         attempt.settle();
         let failure = match result {
-            Ok(Ok(())) => None,
-            Ok(Err(failure)) => Some(failure),
-            Err(_) if attempt.timeline.get(Event::HandshakeDone).is_some() => Some(Failure::new(
-                ErrorClass::Timeout,
-                format!(
-                    "the handshake completed, but the request did not within {:?}",
-                    config.timeout
-                ),
+            None => Some(Failure::new(
+                ErrorClass::Cancelled,
+                "the run stopped while the attempt was in flight",
             )),
-            Err(_) => Some(Failure::new(
+            Some(Ok(Ok(()))) => None,
+            Some(Ok(Err(failure))) => Some(failure),
+            Some(Err(_)) if attempt.timeline.get(Event::HandshakeDone).is_some() => {
+                Some(Failure::new(
+                    ErrorClass::Timeout,
+                    format!(
+                        "the handshake completed, but the request did not within {:?}",
+                        config.timeout
+                    ),
+                ))
+            }
+            Some(Err(_)) => Some(Failure::new(
                 ErrorClass::Timeout,
                 format!("no handshake within {:?}", config.timeout),
             )),
@@ -333,7 +390,7 @@ mod tests {
             attempt
                 .timeline
                 .mark_once(Event::HandshakeDone, origin, at(total));
-            if self.fail_every > 0 && n % self.fail_every == 0 {
+            if self.fail_every > 0 && n.is_multiple_of(self.fail_every) {
                 return Err(Failure::new(ErrorClass::Reset, "scripted reset"));
             }
             if self.hang_after_handshake {
@@ -354,6 +411,10 @@ mod tests {
     }
 
     impl Surroundings for Lab {
+        fn check(&mut self) -> Result<(), RunError> {
+            Ok(())
+        }
+
         fn prepare(&mut self, _: &Config) -> Result<(), RunError> {
             self.prepared += 1;
             if let Some((at, stop)) = &self.stop_at {
@@ -400,6 +461,7 @@ mod tests {
             connectors: &connectors,
             until_ci: experiment.until_ci,
             stop,
+            halt: Stop::new(),
             counts: counts.clone(),
             origin: Instant::now(),
             records: writer.records(),
@@ -608,6 +670,121 @@ mod tests {
         }
     }
 
+    /// A client whose server never answers.
+    struct Silent;
+
+    impl Connector for Silent {
+        type Agent = ();
+
+        fn agent(&self) {}
+
+        async fn attempt(&self, _: &(), attempt: &mut Attempt) -> Result<(), Failure> {
+            attempt.mark(Event::TcpConnected);
+            std::future::pending().await
+        }
+    }
+
+    /// Surroundings whose check fails once `dead` is requested, as a run's does when its lab
+    /// server exits.
+    struct Dying {
+        dead: Stop,
+    }
+
+    impl Surroundings for Dying {
+        fn check(&mut self) -> Result<(), RunError> {
+            match self.dead.is_requested() {
+                true => Err(RunError::environment("the lab server exited", "look")),
+                false => Ok(()),
+            }
+        }
+
+        fn prepare(&mut self, _: &Config) -> Result<(), RunError> {
+            Ok(())
+        }
+
+        fn server_usage(&mut self, _: &Config) -> Option<Usage> {
+            None
+        }
+    }
+
+    /// Runs a silent client under a 60 s time limit and requests `trigger` after 200 ms;
+    /// returns how the loop ended, its samples and how long it took.
+    fn interrupt(
+        trigger: impl Fn(&Stop, &Stop) + Send + 'static,
+    ) -> (Ended, Vec<Record>, Duration) {
+        let experiment = Experiment {
+            timeout: Duration::from_secs(60),
+            handshakes: 4,
+            warmup: 0,
+            concurrency: vec![4],
+            ..Experiment::default()
+        };
+        let configs = experiment.configs().unwrap();
+        let plan = Plan::new(&experiment, &configs, 1);
+        let memory = Memory::default();
+        let writer = Writer::start(Box::new(memory.clone()), &info()).unwrap();
+        let (stop, halt) = (Stop::new(), Stop::new());
+        let mut surroundings = Dying { dead: halt.clone() };
+        let trials = TrialLoop {
+            configs: &configs,
+            connectors: &[Arc::new(Silent)],
+            until_ci: None,
+            stop: stop.clone(),
+            halt: halt.clone(),
+            counts: Arc::default(),
+            origin: Instant::now(),
+            records: writer.records(),
+            flights: None,
+        };
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            trigger(&stop, &halt);
+        });
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let started = Instant::now();
+        let ended = trials.run(&runtime, &plan, &mut surroundings);
+        let took = started.elapsed();
+        drop(trials);
+        writer
+            .finish(tlslab_core::RunEnd {
+                complete: false,
+                reason: None,
+                duration_ns: 0,
+                attempted: 0,
+                errors: 0,
+            })
+            .unwrap();
+        let records = std::mem::take(&mut *memory.records.lock().unwrap());
+        (ended, records, took)
+    }
+
+    #[test]
+    fn a_stop_cancels_the_attempts_in_flight_instead_of_waiting_out_their_time_limit() {
+        let (ended, records, took) = interrupt(|stop, _| stop.request());
+        assert!(ended.stopped && ended.failure.is_none());
+        // The time limit is 60 s; cancellation is checked every 50 ms.
+        assert!(took < Duration::from_secs(30), "{took:?}");
+        let samples = samples(&records);
+        assert_eq!(samples.len(), 4);
+        for sample in samples {
+            assert_eq!(sample.error, Some(ErrorClass::Cancelled));
+            assert!(sample.timeline.get(Event::TcpConnected).is_some());
+        }
+    }
+
+    #[test]
+    fn a_halt_cancels_the_attempts_in_flight_and_the_check_says_why() {
+        let (ended, records, took) = interrupt(|_, halt| halt.request());
+        assert!(took < Duration::from_secs(30), "{took:?}");
+        let samples = samples(&records);
+        assert_eq!(samples.len(), 4);
+        assert!(samples
+            .iter()
+            .all(|sample| sample.error == Some(ErrorClass::Cancelled)));
+        assert!(ended.stopped);
+        assert_eq!(ended.failure.unwrap().message, "the lab server exited");
+    }
+
     /// A 0-RTT client whose early data the server accepts: the loop keeps its first flight
     /// for the replay probe.
     struct EarlyData;
@@ -646,6 +823,7 @@ mod tests {
             connectors: &[Arc::new(EarlyData)],
             until_ci: None,
             stop: Stop::new(),
+            halt: Stop::new(),
             counts: Arc::default(),
             origin: Instant::now(),
             records: writer.records(),

@@ -477,7 +477,7 @@ impl Connection {
                 expected.unwrap_or_default()
             )));
         }
-        if header.frame_type == kind::SETTINGS && header.length % 6 != 0 {
+        if header.frame_type == kind::SETTINGS && !header.length.is_multiple_of(6) {
             return Err(HttpError::new(format!(
                 "HTTP/2 SETTINGS frame is {} bytes, not a multiple of 6",
                 header.length
@@ -780,7 +780,7 @@ impl ServerState {
             }
             return Ok(());
         }
-        if block.stream % 2 == 0 {
+        if block.stream.is_multiple_of(2) {
             return Err(HttpError::new(format!(
                 "HTTP/2 client sent HEADERS on stream {}, which only a server may open",
                 block.stream

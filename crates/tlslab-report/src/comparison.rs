@@ -19,16 +19,18 @@ pub fn compare_store(
         Some(label) => configs
             .iter()
             .position(|c| c.label == label)
-            .ok_or_else(|| StoreError {
-                message: format!("no config is labelled '{label}'"),
-                hint: format!(
-                    "use one of: {}",
-                    configs
-                        .iter()
-                        .map(|c| format!("'{}'", c.label))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
+            .ok_or_else(|| {
+                StoreError::input(
+                    format!("no config is labelled '{label}'"),
+                    format!(
+                        "use one of: {}",
+                        configs
+                            .iter()
+                            .map(|c| format!("'{}'", c.label))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
             })?,
     };
     let mut groups = Vec::with_capacity(configs.len());
@@ -40,9 +42,11 @@ pub fn compare_store(
             .collect();
         groups.push((config.label.clone(), values));
     }
-    compare_all(baseline_index, &groups, options).map_err(|error| StoreError {
-        message: format!("cannot compare {metric}: {error}"),
-        hint: "every config needs at least 2 successful measured samples of this metric".into(),
+    compare_all(baseline_index, &groups, options).map_err(|error| {
+        StoreError::input(
+            format!("cannot compare {metric}: {error}"),
+            "every config needs at least 2 successful measured samples of this metric",
+        )
     })
 }
 

@@ -50,7 +50,9 @@ pub mod random;
 pub mod rank;
 pub mod t_test;
 
-pub use bootstrap::{bootstrap_two_sample, BootstrapOptions, BootstrapResult, Contrast, Statistic};
+pub use bootstrap::{
+    bootstrap_two_sample, BootstrapOptions, BootstrapResult, Contrast, Statistic, MAX_RESAMPLES,
+};
 pub use comparison::{
     compare, compare_all, CompareOptions, Comparison, ComparisonSet, COMPARISON_FIELDS,
 };

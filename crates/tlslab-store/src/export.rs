@@ -32,9 +32,11 @@ pub fn export(store: &Store, format: ExportFormat, out: &mut dyn Write) -> Resul
         "SELECT {} FROM samples s JOIN configs c ON c.id = s.config_id ORDER BY s.id",
         select.join(", ")
     ))?;
-    let io_error = |error: io::Error| StoreError {
-        message: format!("cannot write the export: {error}"),
-        hint: "check the output path and free disk space".into(),
+    let io_error = |error: io::Error| {
+        StoreError::environment(
+            format!("cannot write the export: {error}"),
+            "check the output path and free disk space",
+        )
     };
     let mut line = String::with_capacity(1024);
     if format == ExportFormat::Csv {

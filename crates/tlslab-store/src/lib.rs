@@ -67,26 +67,51 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 pub use export::{export, export_fields, ExportFormat};
 pub use sink::{utc_timestamp, StoreSink};
 
-/// A store error: what went wrong and what to do about it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A store error: what went wrong, what to do about it, and whose problem it is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
 pub struct StoreError {
     pub message: String,
     pub hint: String,
+    pub kind: StoreErrorKind,
 }
 
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+/// Whose problem a [`StoreError`] is, which decides the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreErrorKind {
+    /// What the user gave: a path that is no results file, a damaged file, an unknown metric.
+    Input,
+    /// The machine: a directory that cannot be written, a full disk.
+    Environment,
+}
+
+impl StoreError {
+    /// A problem with what the user gave.
+    pub fn input(message: impl Into<String>, hint: impl Into<String>) -> StoreError {
+        StoreError {
+            message: message.into(),
+            hint: hint.into(),
+            kind: StoreErrorKind::Input,
+        }
+    }
+
+    /// A problem of the machine.
+    pub fn environment(message: impl Into<String>, hint: impl Into<String>) -> StoreError {
+        StoreError {
+            message: message.into(),
+            hint: hint.into(),
+            kind: StoreErrorKind::Environment,
+        }
     }
 }
-
-impl std::error::Error for StoreError {}
 
 fn store_error(path: &Path, error: impl fmt::Display, hint: &str) -> StoreError {
-    StoreError {
-        message: format!("{}: {error}", path.display()),
-        hint: hint.to_string(),
-    }
+    StoreError::input(format!("{}: {error}", path.display()), hint)
+}
+
+/// A file or directory that cannot be written where the store goes.
+fn unwritable(path: &Path, error: impl fmt::Display, hint: &str) -> StoreError {
+    StoreError::environment(format!("{}: {error}", path.display()), hint)
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -103,10 +128,10 @@ impl From<serde_rusqlite::Error> for StoreError {
 
 /// A store that cannot be read as tlslab wrote it.
 fn damaged(error: impl fmt::Display) -> StoreError {
-    StoreError {
-        message: format!("results store: {error}"),
-        hint: "the file may be damaged or written by another program".to_string(),
-    }
+    StoreError::input(
+        format!("results store: {error}"),
+        "the file may be damaged or written by another program",
+    )
 }
 
 /// An open results store.
@@ -207,6 +232,24 @@ pub struct TrialTotals {
     pub client_peak_rss_bytes: i64,
 }
 
+/// Whether `path` is a tlslab results store (read without changing it).
+pub fn is_store(path: &Path) -> bool {
+    let Ok(connection) = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ) else {
+        return false;
+    };
+    let has_runs = connection
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'runs'",
+            [],
+            |row| row.get::<_, i64>(0),
+        )
+        .is_ok_and(|count| count > 0);
+    has_runs && schema::version(&connection).is_ok_and(|version| version >= 1)
+}
+
 impl Store {
     /// Creates a new store at `path`, creating parent directories. Refuses to overwrite.
     pub fn create(path: &Path) -> Result<Store, StoreError> {
@@ -219,10 +262,10 @@ impl Store {
         }
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
-                .map_err(|error| store_error(parent, error, "check the directory permissions"))?;
+                .map_err(|error| unwritable(parent, error, "check the directory permissions"))?;
         }
         let connection = Connection::open(path)
-            .map_err(|error| store_error(path, error, "check the directory permissions"))?;
+            .map_err(|error| unwritable(path, error, "check the directory permissions"))?;
         connection.pragma_update(None, "journal_mode", "WAL")?;
         connection.pragma_update(None, "synchronous", "NORMAL")?;
         schema::create(&connection)?;
@@ -325,13 +368,13 @@ impl Store {
     /// sample order. `name` must be an event or phase name.
     pub fn phase_values(&self, config_id: i64, name: &str) -> Result<Vec<f64>, StoreError> {
         if !columns::timing_columns().any(|column| column == name) {
-            return Err(StoreError {
-                message: format!("unknown metric '{name}'"),
-                hint: format!(
+            return Err(StoreError::input(
+                format!("unknown metric '{name}'"),
+                format!(
                     "use one of: {}",
                     columns::timing_columns().collect::<Vec<_>>().join(", ")
                 ),
-            });
+            ));
         }
         let mut statement = self.connection.prepare(&format!(
             "SELECT \"{name}\" FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok' AND \"{name}\" IS NOT NULL ORDER BY id"
@@ -423,11 +466,10 @@ impl Store {
         ]
         .contains(&column)
         {
-            return Err(StoreError {
-                message: format!("'{column}' is not a byte count"),
-                hint: "use client_hello_bytes, server_flight_bytes, bytes_sent or bytes_received"
-                    .into(),
-            });
+            return Err(StoreError::input(
+                format!("'{column}' is not a byte count"),
+                "use client_hello_bytes, server_flight_bytes, bytes_sent or bytes_received",
+            ));
         }
         let mut statement = self.connection.prepare(&format!(
             "SELECT \"{column}\" FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok' AND \"{column}\" IS NOT NULL ORDER BY 1"

@@ -9,12 +9,22 @@ use tlslab_store::Store;
 
 use crate::cli::CompareArgs;
 use crate::failure::CliError;
+use crate::output;
 
 pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
         return Err(CliError::usage(
             format!("--alpha {} is not a probability", args.alpha),
             "use a significance level between 0 and 1, for example --alpha 0.05",
+        ));
+    }
+    if !(2..=tlslab_stats::MAX_RESAMPLES).contains(&args.resamples) {
+        return Err(CliError::usage(
+            format!("--resamples {} is out of range", args.resamples),
+            format!(
+                "give 2 to {} bootstrap resamples (default 9999)",
+                tlslab_stats::MAX_RESAMPLES
+            ),
         ));
     }
     let options = CompareOptions {
@@ -48,18 +58,15 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
         }
         _ => unreachable!("clap allows one or two inputs"),
     };
-    print_set(&set, &metric, unit, args.json);
+    print_set(&set, &metric, unit, args.json)?;
     Ok(0)
 }
 
-fn print_set(set: &ComparisonSet, metric: &str, unit: &str, json: bool) {
+fn print_set(set: &ComparisonSet, metric: &str, unit: &str, json: bool) -> Result<(), CliError> {
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(set).expect("serializable")
-        );
+        output::print(format_args!("{}\n", output::json(set)))
     } else {
-        print!("{}", render_comparisons(set, metric, unit));
+        output::print(render_comparisons(set, metric, unit))
     }
 }
 

@@ -1,29 +1,37 @@
 //! `tlslab export` and `tlslab pki`.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 
 use tlslab_store::{ExportFormat, Store};
 
 use crate::cli::{ExportArgs, Format, PkiArgs};
 use crate::failure::CliError;
+use crate::{files, output};
 
 pub fn export(args: &ExportArgs) -> Result<i32, CliError> {
+    if let Some(path) = &args.output {
+        files::check_output(path, &[&args.results])?;
+    }
     let store = Store::open(&args.results)?;
     let format = match args.format {
         Format::Csv => ExportFormat::Csv,
         Format::Jsonl => ExportFormat::JsonLines,
     };
-    let mut out: Box<dyn Write> = match &args.output {
-        Some(path) => Box::new(BufWriter::new(File::create(path).map_err(|error| {
-            CliError::usage(
-                format!("cannot create {}: {error}", path.display()),
-                "check the output path",
-            )
-        })?)),
-        None => Box::new(BufWriter::new(std::io::stdout().lock())),
-    };
-    tlslab_store::export(&store, format, &mut out)?;
+    match &args.output {
+        Some(path) => {
+            // Into a temporary file beside the output, renamed into place once whole.
+            let file = files::temporary_beside(path)?;
+            let mut out = BufWriter::new(file);
+            tlslab_store::export(&store, format, &mut out)?;
+            let file = out
+                .into_inner()
+                .map_err(|error| files::cannot_write(path, error.into_error()))?;
+            files::finish(file, path)?;
+        }
+        None => {
+            tlslab_store::export(&store, format, &mut BufWriter::new(output::stdout()))?;
+        }
+    }
     Ok(0)
 }
 
@@ -36,8 +44,11 @@ pub fn pki(args: &PkiArgs) -> Result<i32, CliError> {
     let chain = pki
         .chain(profile, args.chain)
         .map_err(|error| CliError::usage(error.to_string(), "the chain depth is 1 to 5"))?;
-    println!("chain {}", chain.chain_pem.display());
-    println!("key {}", chain.key_pem.display());
-    println!("root {}", chain.root_pem.display());
+    output::print(format_args!(
+        "chain {}\nkey {}\nroot {}\n",
+        chain.chain_pem.display(),
+        chain.key_pem.display(),
+        chain.root_pem.display()
+    ))?;
     Ok(0)
 }

@@ -7,6 +7,8 @@ use std::fmt::Display;
 pub const EXIT_FAILURES: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_ENVIRONMENT: i32 = 3;
+/// Interrupted by SIGINT or SIGTERM, as shells report a process that a Ctrl-C ended.
+pub const EXIT_INTERRUPTED: i32 = 130;
 
 #[derive(Debug)]
 pub struct CliError {
@@ -33,17 +35,23 @@ impl CliError {
     }
 
     pub fn print(&self) {
-        eprintln!("error: {}", self.message);
+        crate::output::note(format_args!("error: {}", self.message));
         if !self.hint.is_empty() {
-            eprintln!("hint: {}", self.hint);
+            crate::output::note(format_args!("hint: {}", self.hint));
         }
     }
 }
 
-/// A results file that cannot be read is the user's input.
+/// A results file that cannot be read is the user's input; one that cannot be written, the
+/// machine's.
 impl From<tlslab_store::StoreError> for CliError {
     fn from(error: tlslab_store::StoreError) -> Self {
-        CliError::usage(error.message, error.hint)
+        match error.kind {
+            tlslab_store::StoreErrorKind::Input => CliError::usage(error.message, error.hint),
+            tlslab_store::StoreErrorKind::Environment => {
+                CliError::environment(error.message, error.hint)
+            }
+        }
     }
 }
 

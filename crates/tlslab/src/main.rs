@@ -5,6 +5,8 @@ mod cli;
 mod compare;
 mod export;
 mod failure;
+mod files;
+mod output;
 mod report;
 mod run;
 mod serve;

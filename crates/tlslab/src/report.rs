@@ -7,6 +7,8 @@ use tlslab_store::Store;
 
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::failure::CliError;
+use crate::files;
+use crate::output;
 
 /// The format the user asked for, or the one the output file's extension names.
 fn format(args: &ReportArgs) -> ReportFormat {
@@ -44,11 +46,16 @@ pub fn report(args: &ReportArgs) -> Result<i32, CliError> {
             ReportFormat::Md => "md",
         })
     });
+    files::check_output(&output, &[&args.results])?;
     let store = Store::open(&args.results)?;
     let data = ReportData::from_store(&store)?;
     if let Some(directory) = &args.png {
         let written = write_pngs(&data, directory)?;
-        eprintln!("wrote {} charts to {}", written.len(), directory.display());
+        output::note(format_args!(
+            "wrote {} charts to {}",
+            written.len(),
+            directory.display()
+        ));
     }
     let text = match format {
         ReportFormat::Html => render_html(&data)?,
@@ -57,27 +64,24 @@ pub fn report(args: &ReportArgs) -> Result<i32, CliError> {
             render_markdown(&data, links.as_deref())
         }
     };
-    write(&output, &text)?;
-    eprintln!("wrote {}", output.display());
+    files::write_whole(&output, text.as_bytes())?;
+    crate::output::note(format_args!("wrote {}", output.display()));
     Ok(0)
+}
+
+/// The HTML report's path for `tlslab run --report`: beside the results file.
+pub fn beside(results: &Path) -> PathBuf {
+    results.with_extension("html")
 }
 
 /// `tlslab run --report`: the HTML report beside the results file.
 pub fn report_beside(results: &Path) -> Result<PathBuf, CliError> {
-    let output = results.with_extension("html");
+    let output = beside(results);
+    files::check_output(&output, &[results])?;
     let store = Store::open(results)?;
     let data = ReportData::from_store(&store)?;
-    write(&output, &render_html(&data)?)?;
+    files::write_whole(&output, render_html(&data)?.as_bytes())?;
     Ok(output)
-}
-
-fn write(path: &Path, text: &str) -> Result<(), CliError> {
-    std::fs::write(path, text).map_err(|error| {
-        CliError::usage(
-            format!("cannot write {}: {error}", path.display()),
-            "check that the output directory exists and is writable",
-        )
-    })
 }
 
 #[cfg(test)]

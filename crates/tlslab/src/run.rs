@@ -11,7 +11,8 @@ use tlslab_report::{render_text, RunSummary};
 use tlslab_store::Store;
 
 use crate::cli::RunArgs;
-use crate::failure::{CliError, EXIT_FAILURES};
+use crate::failure::{CliError, EXIT_FAILURES, EXIT_INTERRUPTED};
+use crate::output;
 
 /// The experiment the flags describe: the file's (or the default), with flags on top.
 pub fn experiment(args: &RunArgs) -> Result<Experiment, CliError> {
@@ -115,7 +116,7 @@ pub fn stop_on_signals() -> Stop {
 pub fn run(args: &RunArgs) -> Result<i32, CliError> {
     let experiment = experiment(args)?;
     if args.dump_experiment {
-        print!("{}", experiment.to_toml());
+        output::print(experiment.to_toml())?;
         return Ok(0);
     }
     let configs = experiment.configs()?;
@@ -125,6 +126,20 @@ pub fn run(args: &RunArgs) -> Result<i32, CliError> {
     recorded.seed = Some(seed);
 
     let path = args.out.clone().unwrap_or_else(default_output);
+    if args.report {
+        // The report goes beside the results, with .html: never onto them.
+        let report = crate::report::beside(&path);
+        if report == path {
+            return Err(CliError::usage(
+                format!(
+                    "--report would write its HTML over the results file {}",
+                    path.display()
+                ),
+                "give --out a name ending in .db",
+            ));
+        }
+        crate::files::check_output(&report, &[])?;
+    }
     let store = Store::create(&path)?;
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
     let options = RunOptions {
@@ -152,7 +167,7 @@ pub fn run(args: &RunArgs) -> Result<i32, CliError> {
         Box::new(store.into_sink()),
     );
     if show_progress {
-        eprint!("\r{}\r", " ".repeat(100));
+        let _ = write!(std::io::stderr(), "\r{}\r", " ".repeat(100));
     }
     let end = result.map_err(|error| {
         let mut error = CliError::from(error);
@@ -163,20 +178,20 @@ pub fn run(args: &RunArgs) -> Result<i32, CliError> {
     let store = Store::open(&path)?;
     let summary = RunSummary::from_store(&store)?;
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&summary).expect("serializable")
-        );
+        output::print(format_args!("{}\n", output::json(&summary)))?;
     } else {
-        print!("{}", render_text(&summary));
+        output::print(render_text(&summary))?;
     }
     if args.report {
         match crate::report::report_beside(&path) {
-            Ok(report) => eprintln!("report: {}", report.display()),
+            Ok(report) => output::note(format_args!("report: {}", report.display())),
             // The samples are stored whatever happens to the report; say how to retry.
             Err(error) => {
                 error.print();
-                eprintln!("hint: retry with: tlslab report {}", path.display());
+                output::note(format_args!(
+                    "hint: retry with: tlslab report {}",
+                    path.display()
+                ));
             }
         }
     }
@@ -187,12 +202,15 @@ pub fn run(args: &RunArgs) -> Result<i32, CliError> {
         summary.errors as f64 / summary.attempted.max(1) as f64
     };
     if !end.complete {
-        eprintln!(
+        output::note(format_args!(
             "error: the run was interrupted after {} attempts",
             end.attempted
-        );
-        eprintln!("hint: the samples taken are stored in {}", path.display());
-        return Ok(EXIT_FAILURES);
+        ));
+        output::note(format_args!(
+            "hint: the samples taken are stored in {}",
+            path.display()
+        ));
+        return Ok(EXIT_INTERRUPTED);
     }
     if error_rate > experiment.max_error_rate {
         let mut classes: Vec<String> = Vec::new();
@@ -201,26 +219,26 @@ pub fn run(args: &RunArgs) -> Result<i32, CliError> {
                 classes.push(format!("{count} {class} in '{}'", config.label));
             }
         }
-        eprintln!(
+        output::note(format_args!(
             "error: {} of {} measured attempts failed ({:.1}%, above --max-error-rate {}): {}",
             summary.errors,
             summary.attempted,
             error_rate * 100.0,
             experiment.max_error_rate,
             classes.join(", ")
-        );
+        ));
         let refused = summary
             .configs
             .iter()
             .any(|c| c.errors.contains_key("refused"));
-        eprintln!(
+        output::note(format_args!(
             "hint: {}",
             if refused {
                 "nothing accepted connections on the target port: check the address and that the server runs"
             } else {
                 "the error classes and examples above say what failed; raise --max-error-rate to tolerate failures"
             }
-        );
+        ));
         return Ok(EXIT_FAILURES);
     }
     Ok(0)

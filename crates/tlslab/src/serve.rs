@@ -8,6 +8,7 @@ use tlslab_engine::serve::{start, LabOptions};
 
 use crate::cli::ServeArgs;
 use crate::failure::CliError;
+use crate::output;
 
 pub fn serve(args: &ServeArgs) -> Result<i32, CliError> {
     let backend: Backend = args
@@ -34,6 +35,15 @@ pub fn serve(args: &ServeArgs) -> Result<i32, CliError> {
             "give --resumption off, tickets or cache",
         )
     })?;
+    if args.body > tlslab_core::config::MAX_BODY {
+        return Err(CliError::usage(
+            format!(
+                "a body of {} bytes is above the lab server's limit",
+                args.body
+            ),
+            format!("give --body {} or less", tlslab_core::config::MAX_BODY),
+        ));
+    }
     let root = chain.root_pem.clone();
     let lab = start(&LabOptions {
         backend,
@@ -52,19 +62,19 @@ pub fn serve(args: &ServeArgs) -> Result<i32, CliError> {
     }
     let local = lab.local;
     match (backend, &lab.ech_config) {
-        (Backend::Openssl, Some(ech_config)) => eprintln!(
+        (Backend::Openssl, Some(ech_config)) => output::note(format_args!(
             "tlslab OpenSSL lab server on {local} TCP ({}; {cert}, {} certificate(s) sent); trust {} ; \\
              ECH public name {}, --ech-config {ech_config} ; Ctrl-C stops",
             tlslab_openssl::openssl_version(),
             args.chain,
             root.display(),
             args.ech_public_name,
-        ),
-        _ => eprintln!(
+        )),
+        _ => output::note(format_args!(
             "tlslab lab server on {local} TCP and UDP (TLS and QUIC; {cert}, {} certificate(s) sent); trust {} ; Ctrl-C stops",
             args.chain,
             root.display()
-        ),
+        )),
     }
     lab.serve_until(&crate::run::stop_on_signals());
     Ok(0)

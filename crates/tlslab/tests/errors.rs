@@ -142,7 +142,7 @@ fn interrupt_with(signal: &str) {
         .unwrap();
     assert!(status.success());
     let output = child.wait_with_output().unwrap();
-    assert_user_error(&output, 1, "interrupted");
+    assert_user_error(&output, 130, "interrupted");
     let (complete, attempted, stored): (bool, i64, i64) = row(
         run.db(),
         "SELECT complete, attempted, (SELECT COUNT(*) FROM samples) FROM runs",

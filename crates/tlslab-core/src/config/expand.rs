@@ -8,7 +8,7 @@ use super::rules::{
     invalid_backend_reason, invalid_reason, invalid_session_reason, Backends, Session,
 };
 use super::validate::{require_nonempty, validate};
-use super::{error, target_host, Config, ConfigError, Endpoint};
+use super::{error, target_host, Config, ConfigError, Endpoint, MAX_TRIALS};
 use crate::dimension::{
     Backend, CertCache, Ech, Group, Http, Resume, SuiteSpec, TlsVersion, Transport,
 };
@@ -209,7 +209,26 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
             ));
         }
     }
+    check_plan_size(experiment, &configs)?;
     Ok(configs)
+}
+
+/// The plan holds one trial per block: refuse one too large to lay out, before it is.
+fn check_plan_size(experiment: &Experiment, configs: &[Config]) -> Result<(), ConfigError> {
+    let trials: u64 = configs
+        .iter()
+        .map(|config| {
+            let block = experiment.block_size(config.concurrency);
+            experiment.handshakes.div_ceil(block) + u64::from(experiment.warmup > 0)
+        })
+        .sum();
+    if trials > MAX_TRIALS as u64 {
+        return Err(error(
+            format!("the plan has {trials} blocks, more than the {MAX_TRIALS} a run lays out"),
+            "raise --block (each Config's handshakes per round) or lower -n",
+        ));
+    }
+    Ok(())
 }
 
 /// Every pair of client and lab server libraries, in matrix order. `backend` pairs each
@@ -494,6 +513,23 @@ mod tests {
     #[test]
     fn out_of_range_values_are_configuration_errors() {
         for experiment in [
+            Experiment {
+                handshakes: u64::MAX,
+                ..Experiment::default()
+            },
+            Experiment {
+                handshakes: 100_000_000_000,
+                block: Some(1),
+                ..Experiment::default()
+            },
+            Experiment {
+                concurrency: vec![u32::MAX],
+                ..Experiment::default()
+            },
+            Experiment {
+                rtt: vec![Duration::from_secs(3600)],
+                ..Experiment::default()
+            },
             Experiment {
                 chain: vec![6],
                 ..Experiment::default()

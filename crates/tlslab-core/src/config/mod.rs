@@ -187,6 +187,20 @@ pub fn target_host(address: &str) -> Option<&str> {
     (!host.is_empty()).then_some(host)
 }
 
+/// The most handshakes (measured, and warm-up) per Config: beyond this a run would outlast
+/// any machine, and counts would approach the store's integer range.
+pub const MAX_HANDSHAKES: u64 = 1_000_000_000_000;
+
+/// The most agents per Config: each holds a socket and a task, so memory and file
+/// descriptors bound them.
+pub const MAX_CONCURRENCY: u32 = 100_000;
+
+/// The longest emulated round trip or jitter.
+pub const MAX_EMULATED_DELAY: Duration = Duration::from_secs(60);
+
+/// The most trials a plan holds: the plan is laid out before the run, one entry per block.
+pub const MAX_TRIALS: usize = 1_000_000;
+
 /// The largest response body the lab server sends.
 pub const MAX_BODY: u64 = 64 << 20;
 

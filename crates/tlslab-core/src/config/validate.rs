@@ -3,7 +3,10 @@
 
 use base64::Engine;
 
-use super::{error, ConfigError, MAX_BODY, MAX_EARLY_DATA};
+use super::{
+    error, ConfigError, MAX_BODY, MAX_CONCURRENCY, MAX_EARLY_DATA, MAX_EMULATED_DELAY,
+    MAX_HANDSHAKES,
+};
 use crate::dimension::Ech;
 use crate::experiment::Experiment;
 
@@ -101,11 +104,46 @@ pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> 
             "ask for at least one handshake per config (-n)",
         ));
     }
+    for (count, name) in [
+        (experiment.handshakes, "-n"),
+        (experiment.warmup, "--warmup"),
+    ] {
+        if count > MAX_HANDSHAKES {
+            return Err(error(
+                format!("{name} {count} is more handshakes than a run can take"),
+                format!("give {name} {MAX_HANDSHAKES} or less per config"),
+            ));
+        }
+    }
     if let Some(&zero) = experiment.concurrency.iter().find(|&&c| c == 0) {
         return Err(error(
             format!("concurrency {zero} is not possible"),
             "use at least one agent (-c 1)",
         ));
+    }
+    if let Some(&many) = experiment
+        .concurrency
+        .iter()
+        .find(|&&c| c > MAX_CONCURRENCY)
+    {
+        return Err(error(
+            format!("concurrency {many} is more agents than one machine runs"),
+            format!(
+                "give -c {MAX_CONCURRENCY} or less (each agent holds a socket and a task); \
+                 spread more over several machines"
+            ),
+        ));
+    }
+    for (values, name) in [(&experiment.rtt, "--rtt"), (&experiment.jitter, "--jitter")] {
+        if let Some(long) = values.iter().find(|&&value| value > MAX_EMULATED_DELAY) {
+            return Err(error(
+                format!(
+                    "{name} {} is longer than the emulator delays packets",
+                    crate::duration::format(*long)
+                ),
+                format!("give {name} 60s or less"),
+            ));
+        }
     }
     if let Some(target) = experiment.until_ci {
         if !(target > 0.0 && target < 1.0) {

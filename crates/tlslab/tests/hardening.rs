@@ -1,0 +1,291 @@
+//! End-to-end: what a user, a file or a server can do never panics, aborts or loses results.
+//! One test (at least) per class of the hardening work: values out of range, writing to a
+//! closed or full stdout, outputs that would destroy their input, a lab server that dies,
+//! stopping a run against a silent server.
+
+mod support;
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use support::*;
+
+/// A small stored run to read back.
+fn stored_run(dir: &Path) -> PathBuf {
+    Run::new(dir, "stored")
+        .args("--tls 1.2,1.3 -n 20 --warmup 0")
+        .succeeds()
+        .db
+}
+
+#[test]
+fn values_out_of_range_are_usage_errors_not_panics() {
+    for (arguments, mentions) in [
+        // A bare number is more likely milliseconds than seconds: ask.
+        (vec!["run", "--rtt", "30"], "add one"),
+        (
+            vec!["run", "--timeout", "99999999999999999999s"],
+            "longer than a day",
+        ),
+        (vec!["run", "--jitter", "100000m"], "longer than a day"),
+        (vec!["run", "--rtt", "2m"], "longer than the emulator"),
+        (vec!["run", "-c", "4000000000"], "more agents"),
+        (vec!["run", "-n", "18446744073709551615"], "more handshakes"),
+        (vec!["run", "-n", "100000000000", "--block", "1"], "blocks"),
+        (
+            vec!["run", "--rate", "99999999999999999999gbit"],
+            "faster than any link",
+        ),
+        (
+            vec!["serve", "--body", "999999999999"],
+            "above the lab server's limit",
+        ),
+    ] {
+        let output = tlslab(&arguments);
+        assert_user_error(&output, 2, mentions);
+    }
+}
+
+#[test]
+fn compare_options_out_of_range_are_usage_errors() {
+    let dir = scratch("hardening-compare");
+    let db = stored_run(&dir);
+    let db = db.to_str().unwrap();
+    let output = tlslab(&["compare", db, "--resamples", "18446744073709551615"]);
+    assert_user_error(&output, 2, "--resamples");
+}
+
+/// Starts `tlslab arguments` with stdout piped, for a test that closes or fills it.
+fn spawn(arguments: &[&str], stdout: Stdio) -> Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .args(arguments)
+        .env("TLSLAB_PKI_DIR", pki_dir())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly_and_a_full_disk_is_an_environment_error() {
+    let dir = scratch("hardening-stdout");
+    let db = stored_run(&dir);
+    let db = db.to_str().unwrap();
+    for arguments in [
+        vec!["compare", db],
+        vec!["export", db],
+        vec!["export", db, "--format", "jsonl"],
+    ] {
+        // `tlslab … | head -0`: the reader is gone before the first byte.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let child = spawn(&arguments, Stdio::from(writer));
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{arguments:?}: {stderr}");
+        assert!(stderr.is_empty(), "{arguments:?}: {stderr}");
+
+        // `tlslab … > /dev/full`.
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let output = spawn(&arguments, Stdio::from(full))
+            .wait_with_output()
+            .unwrap();
+        assert_user_error(&output, 3, "No space left on device");
+    }
+}
+
+#[test]
+fn outputs_never_overwrite_their_input_or_another_store() {
+    let dir = scratch("hardening-outputs");
+    let db = stored_run(&dir);
+    let samples = count(&db, "SELECT COUNT(*) FROM samples");
+    let other = Run::new(&dir, "other")
+        .args("-n 5 --warmup 0")
+        .succeeds()
+        .db;
+    let link = dir.join("link.db");
+    std::os::unix::fs::symlink(&db, &link).unwrap();
+    let (db_text, link_text, other_text) = (
+        db.to_str().unwrap(),
+        link.to_str().unwrap(),
+        other.to_str().unwrap(),
+    );
+    for (arguments, mentions) in [
+        (vec!["export", db_text, "-o", db_text], "would destroy"),
+        (vec!["export", db_text, "-o", link_text], "would destroy"),
+        (vec!["report", db_text, "-o", db_text], "would destroy"),
+        (vec!["report", db_text, "-o", link_text], "would destroy"),
+        (
+            vec!["export", db_text, "-o", other_text],
+            "never overwrites",
+        ),
+        (
+            vec!["report", db_text, "-o", other_text],
+            "never overwrites",
+        ),
+    ] {
+        assert_user_error(&tlslab(&arguments), 2, mentions);
+    }
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM samples"), samples);
+    assert_eq!(count(&other, "SELECT COUNT(*) FROM samples"), 5);
+
+    // `run --report` puts RESULTS.html beside RESULTS: not when RESULTS is itself .html.
+    let html = dir.join("results.html");
+    let output = tlslab(&[
+        "run",
+        "--quiet",
+        "--out",
+        html.to_str().unwrap(),
+        "--report",
+    ]);
+    assert_user_error(&output, 2, "over the results file");
+    assert!(!html.exists(), "refused before the run");
+
+    // A report is written whole: the previous one stays until the new one is complete.
+    let report = dir.join("stored.html");
+    tlslab_succeeds(&["report", db_text, "-o", report.to_str().unwrap()]);
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with(".tlslab-"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+/// The pids of `parent`'s children.
+fn children_of(parent: u32) -> Vec<u32> {
+    let output = std::process::Command::new("pgrep")
+        .args(["-P", &parent.to_string()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.trim().parse().ok())
+        .collect()
+}
+
+/// Waits until `db` holds at least one sample (the run is measuring).
+fn wait_for_samples(db: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let measuring = db.exists()
+            && rusqlite::Connection::open_with_flags(
+                db,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+            )
+            .and_then(|connection| {
+                connection.query_row("SELECT COUNT(*) FROM samples", [], |row| {
+                    row.get::<_, i64>(0)
+                })
+            })
+            .is_ok_and(|samples| samples > 0);
+        if measuring {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the run never took a sample");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_lab_server_that_dies_stops_the_run_with_its_status_and_keeps_the_samples() {
+    for tolerance in ["0", "1"] {
+        let dir = scratch(&format!("hardening-server-death-{tolerance}"));
+        // Even a run told to tolerate every failure must not end quietly.
+        let run = Run::new(&dir, "died").args(&format!(
+            "-n 100000000 --warmup 0 --max-error-rate {tolerance}"
+        ));
+        let mut command = run.command();
+        let child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_samples(run.db());
+        let servers = children_of(child.id());
+        assert_eq!(servers.len(), 1, "one lab server child: {servers:?}");
+        let killed = std::process::Command::new("kill")
+            .args(["-KILL", &servers[0].to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let started = Instant::now();
+        let output = child.wait_with_output().unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the run noticed the death within its time limit"
+        );
+        assert_user_error(&output, 3, "lab server");
+        assert!(stderr(&output).contains("exited during the run"));
+        let (complete, reason, attempted, stored): (bool, String, i64, i64) = row(
+            run.db(),
+            "SELECT complete, reason, attempted, (SELECT COUNT(*) FROM samples) FROM runs",
+        );
+        assert!(!complete);
+        assert!(reason.contains("exited during the run"), "{reason}");
+        assert!(stored > 0);
+        assert_eq!(stored, attempted);
+    }
+}
+
+/// A server that accepts connections and never says a word.
+fn silent_server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    port
+}
+
+#[test]
+fn ctrl_c_against_a_silent_server_cancels_the_attempts_in_flight_at_once() {
+    let dir = scratch("hardening-silent");
+    let port = silent_server();
+    let run = Run::new(&dir, "silent").args(&format!(
+        "--target 127.0.0.1:{port} --timeout 60s -n 100 --warmup 0 -c 4"
+    ));
+    let mut command = run.command();
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let the four agents connect and wait on the silent server.
+    std::thread::sleep(Duration::from_millis(1500));
+    let interrupted = Instant::now();
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut stderr_text = String::new();
+    if let Some(mut stderr) = child.stderr.take() {
+        let _ = stderr.read_to_string(&mut stderr_text);
+    }
+    let status = child.wait().unwrap();
+    // The attempts' time limit is 60 s; stopping must not wait it out.
+    assert!(
+        interrupted.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        interrupted.elapsed()
+    );
+    assert_eq!(status.code(), Some(130), "{stderr_text}");
+    assert_eq!(
+        count(
+            run.db(),
+            "SELECT COUNT(*) FROM samples WHERE error = 'cancelled'"
+        ),
+        4
+    );
+    assert_eq!(count(run.db(), "SELECT complete FROM runs"), 0);
+}
