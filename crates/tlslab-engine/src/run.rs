@@ -51,7 +51,16 @@ pub fn run(
     let emulated = emulate(experiment, configs, options.seed)?;
     let (runtime, namespace_failure) = client_runtime(emulated.as_ref())?;
     let network = emulated.as_ref().map(|emulated| &emulated.network);
-    let mut servers = LabServers::start(configs, &options.server_program, &options.pki, network)?;
+    // Raised by whatever must stop the trials at once: a lab server that died, a sink that
+    // refused a record.
+    let halt = Stop::new();
+    let mut servers = LabServers::start(
+        configs,
+        &options.server_program,
+        &options.pki,
+        network,
+        halt.clone(),
+    )?;
     let external = start_external_server(experiment, &runtime, emulated.as_ref())?;
     let external_route = external
         .as_ref()
@@ -75,7 +84,7 @@ pub fn run(
         emulated.as_ref(),
         &addresses,
     );
-    let writer = Writer::start(sink, &info)?;
+    let writer = Writer::start(sink, &info, halt.clone())?;
     let counts = Arc::new(Counts::default());
     let ticker = Stop::new();
     if let Some(callback) = options.progress.clone() {
@@ -95,7 +104,7 @@ pub fn run(
         connectors: &connectors,
         until_ci: experiment.until_ci,
         stop: options.stop.clone(),
-        halt: servers.exited(),
+        halt,
         counts: counts.clone(),
         origin,
         records: writer.records(),
@@ -105,6 +114,7 @@ pub fn run(
         emulated: emulated.as_ref(),
         namespace_failure,
         servers: &mut servers,
+        writer: &writer,
     };
     let ended = trials.run(&runtime, plan, &mut surroundings);
     if experiment.replay && !ended.stopped && ended.failure.is_none() {
@@ -127,10 +137,10 @@ pub fn run(
         external.map(|(server, _, _)| server),
         emulated,
     );
-    writer.finish(end.clone())?;
+    let written = writer.finish(end.clone());
     match ended.failure {
         Some(failure) => Err(failure),
-        None => Ok(end),
+        None => written.map(|()| end),
     }
 }
 
@@ -204,13 +214,14 @@ struct RunSurroundings<'a> {
     emulated: Option<&'a EmulatedNetwork>,
     namespace_failure: NamespaceFailure,
     servers: &'a mut LabServers,
+    writer: &'a Writer,
 }
 
 impl Surroundings for RunSurroundings<'_> {
     fn check(&mut self) -> Result<(), RunError> {
-        match self
-            .servers
-            .failure()
+        let failure = self.writer.failure();
+        match failure
+            .or_else(|| self.servers.failure())
             .or_else(|| self.namespace_failure.take())
         {
             Some(failure) => Err(failure),

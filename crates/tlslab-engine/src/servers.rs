@@ -17,20 +17,25 @@ use crate::stop::Stop;
 pub struct LabServers {
     servers: HashMap<ServerKey, LabServer>,
     roots: HashMap<ServerKey, CertificateDer<'static>>,
-    /// Requested when any of them exits during the run.
+    /// Requested when any of them exits during the run (the run's halt).
     exited: Stop,
 }
 
 impl LabServers {
     /// Prepares each distinct server's certificate chain and starts it (`program serve
-    /// --control`), inside the server namespace of `network` when there is one.
+    /// --control`), inside the server namespace of `network` when there is one; `exited` is
+    /// requested if one exits during the run.
     pub fn start(
         configs: &[Config],
         program: &Path,
         pki: &Pki,
         network: Option<&tlslab_emulation::Network>,
+        exited: Stop,
     ) -> Result<LabServers, RunError> {
-        let mut servers = LabServers::default();
+        let mut servers = LabServers {
+            exited,
+            ..LabServers::default()
+        };
         for config in configs {
             let Some(key) = config.server_key() else {
                 continue;
@@ -59,11 +64,6 @@ impl LabServers {
             servers.servers.insert(key, server);
         }
         Ok(servers)
-    }
-
-    /// Requested when a lab server exits during the run: the trial loop stops at once.
-    pub fn exited(&self) -> Stop {
-        self.exited.clone()
     }
 
     /// Why the run cannot go on, when a lab server exited.

@@ -7,42 +7,85 @@
 //! only between rounds, when every active Config has run the same number of blocks, so every
 //! Config still sees the same drift; a Config needs at least [`MINIMUM_SAMPLES`] measured
 //! handshakes.
+//!
+//! Handshake times are kept in a histogram per Config (HdrHistogram, three significant
+//! digits: order statistics to 0.1%, far finer than any target a run takes), so memory
+//! stays bounded however many handshakes a run measures.
 
+use hdrhistogram::Histogram;
 use tlslab_core::EarlyStop;
 
 /// Below this many samples the order-statistic interval is too coarse to trust.
-pub const MINIMUM_SAMPLES: usize = 20;
+pub const MINIMUM_SAMPLES: u64 = 20;
+
+/// Handshake durations in nanoseconds, in bounded memory.
+#[derive(Debug, Clone)]
+pub struct Durations(Histogram<u64>);
+
+impl Default for Durations {
+    fn default() -> Durations {
+        // Three significant digits; the range grows as values arrive.
+        Durations(Histogram::new(3).unwrap_or_else(|_| {
+            unreachable!("3 significant digits is within HdrHistogram's 0..=5")
+        }))
+    }
+}
+
+impl Durations {
+    pub fn record(&mut self, nanos: u64) {
+        // Auto-resizing histograms take any u64; saturate rather than fail if that changes.
+        let _ = self.0.record(nanos.max(1));
+    }
+
+    pub fn add(&mut self, other: &Durations) {
+        let _ = self.0.add(&other.0);
+    }
+
+    pub fn len(&self) -> u64 {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The `rank`-th smallest value (1-based), to the histogram's precision.
+    fn ranked(&self, rank: u64) -> f64 {
+        // Half a rank below: the histogram rounds the count at a quantile up, and rank / n
+        // in floating point may land a hair above the rank.
+        let quantile = (rank as f64 - 0.5) / self.0.len().max(1) as f64;
+        self.0.value_at_quantile(quantile.clamp(0.0, 1.0)) as f64
+    }
+}
 
 /// The 95% CI half-width of the median, relative to the median, or `None` when there are too
 /// few samples or the median is 0.
-pub fn relative_median_half_width(values: &[f64]) -> Option<f64> {
+pub fn relative_median_half_width(values: &Durations) -> Option<f64> {
     let n = values.len();
     if n < MINIMUM_SAMPLES {
         return None;
     }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
     let spread = 1.959_963_984_540_054 * (n as f64).sqrt() / 2.0;
     let half = n as f64 / 2.0;
     // 1-based ranks, clamped to the sample.
-    let lower = ((half - spread).floor().max(1.0) as usize).min(n);
-    let upper = ((half + spread).ceil().max(1.0) as usize).min(n);
+    let lower = ((half - spread).floor().max(1.0) as u64).min(n);
+    let upper = ((half + spread).ceil().max(1.0) as u64).min(n);
     let median = if n % 2 == 1 {
-        sorted[n / 2]
+        values.ranked(n / 2 + 1)
     } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+        (values.ranked(n / 2) + values.ranked(n / 2 + 1)) / 2.0
     };
     if median <= 0.0 {
         return None;
     }
-    Some((sorted[upper - 1] - sorted[lower - 1]) / 2.0 / median)
+    Some((values.ranked(upper) - values.ranked(lower)) / 2.0 / median)
 }
 
 /// Each Config's measured handshakes so far, and which Configs met the target.
 #[derive(Debug)]
 pub struct EarlyStopping {
     target: Option<f64>,
-    measured: Vec<Vec<f64>>,
+    measured: Vec<Durations>,
     finished: Vec<bool>,
 }
 
@@ -51,15 +94,20 @@ impl EarlyStopping {
     pub fn new(configs: usize, target: Option<f64>) -> EarlyStopping {
         EarlyStopping {
             target,
-            measured: vec![Vec::new(); configs],
+            measured: vec![Durations::default(); configs],
             finished: vec![false; configs],
         }
     }
 
+    /// Whether handshake times are wanted at all (only with a target).
+    pub fn is_active(&self) -> bool {
+        self.target.is_some()
+    }
+
     /// Adds a trial's measured handshake durations.
-    pub fn add(&mut self, config: usize, handshakes: Vec<f64>) {
-        if let Some(measured) = self.measured.get_mut(config) {
-            measured.extend(handshakes);
+    pub fn add(&mut self, config: usize, handshakes: &Durations) {
+        if let (Some(measured), true) = (self.measured.get_mut(config), self.target.is_some()) {
+            measured.add(handshakes);
         }
     }
 
@@ -85,7 +133,7 @@ impl EarlyStopping {
                     stopped.push(EarlyStop {
                         config,
                         round,
-                        samples: values.len(),
+                        samples: values.len() as usize,
                         relative_half_width: width,
                     });
                 }
@@ -99,15 +147,20 @@ impl EarlyStopping {
 mod tests {
     use super::*;
 
-    fn values(n: usize) -> Vec<f64> {
+    fn values(n: usize) -> Durations {
         let mut random = fastrand::Rng::with_seed(3);
-        (0..n).map(|_| 100.0 + random.f64() * 20.0).collect()
+        let mut durations = Durations::default();
+        for _ in 0..n {
+            // Uniform on [100, 120] µs, in nanoseconds.
+            durations.record(100_000 + random.u64(0..20_000));
+        }
+        durations
     }
 
     #[test]
     fn narrows_with_more_samples_and_needs_a_minimum() {
         assert_eq!(
-            relative_median_half_width(&values(MINIMUM_SAMPLES - 1)),
+            relative_median_half_width(&values(MINIMUM_SAMPLES as usize - 1)),
             None
         );
         let small = relative_median_half_width(&values(50)).unwrap();
@@ -116,14 +169,31 @@ mod tests {
         // Uniform on [100, 120]: the median's CI half-width at n = 5000 is about
         // 1.96 · 20 / (2·√5000) ≈ 0.28, i.e. 0.25% of 110.
         assert!((0.0015..0.0040).contains(&large), "{large}");
-        assert_eq!(relative_median_half_width(&vec![0.0; 100]), None);
+    }
+
+    #[test]
+    fn order_statistics_match_a_sorted_sample_to_the_histograms_precision() {
+        let mut durations = Durations::default();
+        let mut sorted: Vec<u64> = (1..=1001).map(|i| i * 997 % 1_000_003 + 50_000).collect();
+        for &value in &sorted {
+            durations.record(value);
+        }
+        sorted.sort_unstable();
+        for rank in [1, 10, 500, 501, 990, 1001] {
+            let exact = sorted[rank as usize - 1] as f64;
+            let approximate = durations.ranked(rank);
+            assert!(
+                (approximate - exact).abs() <= exact * 0.001,
+                "rank {rank}: {approximate} vs {exact}"
+            );
+        }
     }
 
     #[test]
     fn configs_finish_once_when_their_interval_meets_the_target() {
         let mut stopping = EarlyStopping::new(2, Some(0.01));
-        stopping.add(0, values(5000));
-        stopping.add(1, values(50));
+        stopping.add(0, &values(5000));
+        stopping.add(1, &values(50));
         let stopped = stopping.judge(3);
         assert_eq!(stopped.len(), 1);
         assert_eq!(
@@ -136,7 +206,7 @@ mod tests {
             "a finished Config is not judged again"
         );
         let mut never = EarlyStopping::new(1, None);
-        never.add(0, values(5000));
+        never.add(0, &values(5000));
         assert!(never.judge(1).is_empty());
     }
 }

@@ -18,7 +18,7 @@ use tlslab_core::{
 use crate::error::RunError;
 use crate::replay::Flights;
 use crate::stop::Stop;
-use crate::stopping::EarlyStopping;
+use crate::stopping::{Durations, EarlyStopping};
 use crate::usage;
 use crate::writer::Records;
 
@@ -154,9 +154,10 @@ impl<C: Connector> TrialLoop<'_, C> {
                     .flights
                     .and_then(|flights| flights.get(trial.config).cloned()),
             };
-            let (attempted, handshakes) = runtime.block_on(block.run(pool.clone()));
+            let (attempted, handshakes) =
+                runtime.block_on(block.run(pool.clone(), early.is_active()));
             if !trial.warmup {
-                early.add(trial.config, handshakes);
+                early.add(trial.config, &handshakes);
             }
             let duration = started.elapsed();
             let client = usage::current().since(&client_before);
@@ -201,9 +202,9 @@ struct Block<C: Connector> {
 const STOP_CHECK: std::time::Duration = std::time::Duration::from_millis(50);
 
 impl<C: Connector> Block<C> {
-    /// `agents` share the block's handshakes. Returns how many were attempted, and the
-    /// handshake durations (ns) of the successful ones.
-    async fn run(self, agents: Vec<C::Agent>) -> (u64, Vec<f64>) {
+    /// `agents` share the block's handshakes. Returns how many were attempted, and (when
+    /// `timed`, for sequential stopping) the handshake durations of the successful ones.
+    async fn run(self, agents: Vec<C::Agent>, timed: bool) -> (u64, Durations) {
         let block = Arc::new(self);
         let remaining = Arc::new(AtomicU64::new(block.trial.handshakes));
         let attempted = Arc::new(AtomicU64::new(0));
@@ -224,7 +225,7 @@ impl<C: Connector> Block<C> {
                 (block.clone(), remaining.clone(), attempted.clone());
             let mut cancelled = cancelled.clone();
             tasks.spawn(async move {
-                let mut handshakes = Vec::new();
+                let mut handshakes = Durations::default();
                 while !block.stopping()
                     && remaining
                         .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
@@ -237,7 +238,9 @@ impl<C: Connector> Block<C> {
                     if !sample.is_ok() {
                         block.counts.errors.fetch_add(1, Ordering::Relaxed);
                     } else if let Some(nanos) = sample.timeline.phase(Phase::Handshake) {
-                        handshakes.push(nanos as f64);
+                        if timed {
+                            handshakes.record(nanos);
+                        }
                     }
                     block.counts.done.fetch_add(1, Ordering::Relaxed);
                     block.records.send(Record::Sample(Box::new(sample)));
@@ -246,9 +249,11 @@ impl<C: Connector> Block<C> {
             });
         }
         drop(cancelled);
-        let mut handshakes = Vec::new();
+        let mut handshakes = Durations::default();
         while let Some(result) = tasks.join_next().await {
-            handshakes.extend(result.unwrap_or_default());
+            if let Ok(durations) = result {
+                handshakes.add(&durations);
+            }
         }
         watcher.abort();
         (attempted.load(Ordering::SeqCst), handshakes)
@@ -453,7 +458,7 @@ mod tests {
         let configs = experiment.configs().unwrap();
         let plan = Plan::new(experiment, &configs, 7);
         let memory = Memory::default();
-        let writer = Writer::start(Box::new(memory.clone()), &info()).unwrap();
+        let writer = Writer::start(Box::new(memory.clone()), &info(), Stop::new()).unwrap();
         let connectors: Vec<Arc<Scripted>> = connectors.into_iter().map(Arc::new).collect();
         let counts = Arc::new(Counts::default());
         let trials = TrialLoop {
@@ -722,7 +727,7 @@ mod tests {
         let configs = experiment.configs().unwrap();
         let plan = Plan::new(&experiment, &configs, 1);
         let memory = Memory::default();
-        let writer = Writer::start(Box::new(memory.clone()), &info()).unwrap();
+        let writer = Writer::start(Box::new(memory.clone()), &info(), Stop::new()).unwrap();
         let (stop, halt) = (Stop::new(), Stop::new());
         let mut surroundings = Dying { dead: halt.clone() };
         let trials = TrialLoop {
@@ -816,7 +821,7 @@ mod tests {
         let configs = experiment.configs().unwrap();
         let plan = Plan::new(&experiment, &configs, 1);
         let memory = Memory::default();
-        let writer = Writer::start(Box::new(memory.clone()), &info()).unwrap();
+        let writer = Writer::start(Box::new(memory.clone()), &info(), Stop::new()).unwrap();
         let flights = vec![Flights::default()];
         let trials = TrialLoop {
             configs: &configs,

@@ -2,13 +2,14 @@
 //! Records reach it over a channel; when none arrived for a while it lets the sink commit a
 //! partial batch.
 
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use tlslab_core::{Record, RunEnd, RunInfo, Sink, SinkError};
 
 use crate::error::RunError;
+use crate::stop::Stop;
 
 /// How long the writer waits for a record before it asks the sink to flush.
 const IDLE: Duration = Duration::from_millis(200);
@@ -34,11 +35,14 @@ impl Records {
 pub struct Writer {
     records: Records,
     thread: JoinHandle<Result<(), SinkError>>,
+    failure: Arc<Mutex<Option<SinkError>>>,
 }
 
 impl Writer {
-    /// Writes `info` into `sink`, then starts the thread that takes every later record.
-    pub fn start(mut sink: Box<dyn Sink>, info: &RunInfo) -> Result<Writer, RunError> {
+    /// Writes `info` into `sink`, then starts the thread that takes every later record. The
+    /// first record the sink refuses (a full disk) requests `halt`: measuring on would only
+    /// lose samples.
+    pub fn start(mut sink: Box<dyn Sink>, info: &RunInfo, halt: Stop) -> Result<Writer, RunError> {
         sink.begin(info).map_err(|error| {
             RunError::environment(
                 format!("cannot write results: {error}"),
@@ -46,9 +50,16 @@ impl Writer {
             )
         })?;
         let (sender, receiver) = mpsc::channel::<Message>();
+        let failure: Arc<Mutex<Option<SinkError>>> = Arc::default();
+        let reported = failure.clone();
+        let on_failure = move |error: &SinkError| {
+            let mut slot = reported.lock().unwrap_or_else(|e| e.into_inner());
+            slot.get_or_insert_with(|| error.clone());
+            halt.request();
+        };
         let thread = std::thread::Builder::new()
             .name("tlslab-sink".into())
-            .spawn(move || write(sink.as_mut(), &receiver))
+            .spawn(move || write(sink.as_mut(), &receiver, on_failure))
             .map_err(|error| {
                 RunError::environment(
                     format!("cannot start the writer thread: {error}"),
@@ -58,7 +69,14 @@ impl Writer {
         Ok(Writer {
             records: Records(sender),
             thread,
+            failure,
         })
+    }
+
+    /// The sink's first failure, as the error that stops the run.
+    pub fn failure(&self) -> Option<RunError> {
+        let failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        failure.as_ref().map(writing_failed)
     }
 
     pub fn records(&self) -> Records {
@@ -71,10 +89,7 @@ impl Writer {
         drop(self.records);
         match self.thread.join() {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(error)) => Err(RunError::environment(
-                format!("writing results failed: {error}"),
-                "check free disk space; samples committed before the failure are kept",
-            )),
+            Ok(Err(error)) => Err(writing_failed(&error)),
             Err(_) => Err(RunError::environment(
                 "the results writer crashed",
                 "report this as a bug",
@@ -83,14 +98,28 @@ impl Writer {
     }
 }
 
+/// The sink's failure as the run's error.
+fn writing_failed(error: &SinkError) -> RunError {
+    RunError::environment(
+        format!("writing results failed: {}", error.message),
+        error.hint.clone(),
+    )
+}
+
 /// The writer thread's loop: records in order, flushes when idle, the end last. The first
-/// failure stops further records but not the end, so the store still says how the run ended.
-fn write(sink: &mut dyn Sink, receiver: &mpsc::Receiver<Message>) -> Result<(), SinkError> {
+/// failure stops further records (and is reported to `on_failure` at once) but not the end,
+/// so the store still says how the run ended.
+fn write(
+    sink: &mut dyn Sink,
+    receiver: &mpsc::Receiver<Message>,
+    on_failure: impl Fn(&SinkError),
+) -> Result<(), SinkError> {
     let mut failed: Option<SinkError> = None;
     loop {
         match receiver.recv_timeout(IDLE) {
             Ok(Message::Record(record)) if failed.is_none() => {
                 failed = sink.record(record).err();
+                failed.iter().for_each(&on_failure);
             }
             Ok(Message::Record(_)) => {}
             Ok(Message::Finish(end)) => {
@@ -99,6 +128,7 @@ fn write(sink: &mut dyn Sink, receiver: &mpsc::Receiver<Message>) -> Result<(), 
             }
             Err(mpsc::RecvTimeoutError::Timeout) if failed.is_none() => {
                 failed = sink.flush().err();
+                failed.iter().for_each(&on_failure);
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => return failed.map_or(Ok(()), Err),
@@ -183,7 +213,7 @@ pub(crate) mod tests {
     #[test]
     fn records_arrive_in_order_and_the_end_last() {
         let memory = Memory::default();
-        let writer = Writer::start(Box::new(memory.clone()), &info()).unwrap();
+        let writer = Writer::start(Box::new(memory.clone()), &info(), Stop::new()).unwrap();
         let records = writer.records();
         records.send(stop(0));
         records.send(stop(1));
@@ -201,10 +231,15 @@ pub(crate) mod tests {
             fail_after: Some(1),
             ..Memory::default()
         };
-        let writer = Writer::start(Box::new(memory.clone()), &info()).unwrap();
+        let halt = Stop::new();
+        let writer = Writer::start(Box::new(memory.clone()), &info(), halt.clone()).unwrap();
         for config in 0..3 {
             writer.records().send(stop(config));
         }
+        // The first refusal halts the producer at once, and says why.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(halt.is_requested());
+        assert!(writer.failure().unwrap().message.contains("disk full"));
         let error = writer.finish(end()).unwrap_err();
         assert!(error.message.contains("disk full"), "{error}");
         assert_eq!(memory.records.lock().unwrap().len(), 1);

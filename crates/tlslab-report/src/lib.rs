@@ -17,6 +17,7 @@ mod comparison;
 mod data;
 mod html;
 mod markdown;
+mod samples;
 mod summary;
 mod tables;
 mod text;
@@ -29,6 +30,7 @@ pub use comparison::{compare_store, render_comparisons};
 pub use data::{distinguishing_words, ConfigData, ReportData};
 pub use html::{escape, render_html};
 pub use markdown::render_markdown;
+pub use samples::{parse_samples, SampleFileError};
 pub use summary::{ConfigSummary, Distribution, RunSummary};
 pub use text::render_text;
 

@@ -7,9 +7,44 @@ use crate::charts::{charts_for, ChartKind};
 use crate::data::ReportData;
 use crate::tables::{self, Table};
 
-/// Escapes a table cell: a pipe would end the cell and a newline the row.
+/// Escapes a table cell: a pipe would end the cell and a newline the row, and HTML in a
+/// label or a server's error message must show as text (Markdown renders inline HTML), as
+/// the HTML report shows it.
 fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+    text_line(text).replace('|', "\\|")
+}
+
+/// One line of text in Markdown: tags shown as text (quotes can stay: they matter only
+/// inside a tag), line breaks folded.
+fn text_line(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace(['\n', '\r'], " ")
+}
+
+/// `text` in a code block: the fence is longer than any run of backticks inside, so nothing
+/// in the text can end the block.
+fn code_block(language: &str, text: &str) -> String {
+    let longest = text
+        .split(|character| character != '`')
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{fence}{language}\n{text}\n{fence}")
+}
+
+/// `text` as inline code, whatever backticks it holds.
+fn inline_code(text: &str) -> String {
+    let longest = text
+        .split(|character| character != '`')
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    let ticks = "`".repeat(longest + 1);
+    let pad = if longest > 0 { " " } else { "" };
+    format!("{ticks}{pad}{text}{pad}{ticks}")
 }
 
 fn write_table(out: &mut String, table: &Table) {
@@ -38,9 +73,14 @@ pub fn render_markdown(data: &ReportData, chart_links: Option<&str>) -> String {
     let summary = &data.summary;
     let mut out = String::new();
     let _ = writeln!(out, "# tlslab report\n");
-    let _ = writeln!(out, "`{}`  \n{}\n", summary.store, tables::run_line(data));
+    let _ = writeln!(
+        out,
+        "{}  \n{}\n",
+        inline_code(&summary.store),
+        text_line(&tables::run_line(data))
+    );
     for warning in &summary.warnings {
-        let _ = writeln!(out, "> **Warning:** {warning}  ");
+        let _ = writeln!(out, "> **Warning:** {}  ", text_line(warning));
     }
     if !summary.warnings.is_empty() {
         out.push('\n');
@@ -49,7 +89,7 @@ pub fn render_markdown(data: &ReportData, chart_links: Option<&str>) -> String {
     write_table(&mut out, &tables::summary(data));
     if let (Some(table), Some(note)) = (tables::comparisons(data), tables::comparison_note(data)) {
         out.push_str("## Comparisons\n\n");
-        let _ = writeln!(out, "{note}\n");
+        let _ = writeln!(out, "{}\n", text_line(&note));
         write_table(&mut out, &table);
     }
     out.push_str("## Median per phase (ms)\n\n");
@@ -73,8 +113,8 @@ pub fn render_markdown(data: &ReportData, chart_links: Option<&str>) -> String {
     }
     let _ = writeln!(
         out,
-        "## Experiment\n\n```toml\n{}\n```\n",
-        data.run.experiment.trim_end()
+        "## Experiment\n\n{}\n",
+        code_block("toml", data.run.experiment.trim_end())
     );
     out.push_str("## Environment\n\n");
     write_table(&mut out, &tables::environment(data));
@@ -84,4 +124,25 @@ pub fn render_markdown(data: &ReportData, chart_links: Option<&str>) -> String {
 /// The PNG file name of a chart.
 pub fn png_name(kind: ChartKind) -> String {
     format!("{}.png", kind.name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_and_server_words_show_as_text_and_cannot_break_out() {
+        assert_eq!(
+            cell("<img src=x onerror=alert(1)> | a"),
+            "&lt;img src=x onerror=alert(1)&gt; \\| a"
+        );
+        assert_eq!(cell("two\nlines"), "two lines");
+        assert_eq!(code_block("toml", "a = 1"), "```toml\na = 1\n```");
+        assert_eq!(
+            code_block("toml", "labels = [\"```\"]"),
+            "````toml\nlabels = [\"```\"]\n````"
+        );
+        assert_eq!(inline_code("r.db"), "`r.db`");
+        assert_eq!(inline_code("a`b.db"), "`` a`b.db ``");
+    }
 }

@@ -29,7 +29,9 @@ pub fn export(store: &Store, format: ExportFormat, out: &mut dyn Write) -> Resul
         })
         .collect();
     let mut statement = store.connection().prepare(&format!(
-        "SELECT {} FROM samples s JOIN configs c ON c.id = s.config_id ORDER BY s.id",
+        // LEFT JOIN: a sample whose Config row is missing (a damaged store) is still
+        // exported, with its Config's fields empty, rather than dropped without a word.
+        "SELECT {} FROM samples s LEFT JOIN configs c ON c.id = s.config_id ORDER BY s.id",
         select.join(", ")
     ))?;
     let io_error = |error: io::Error| {
@@ -75,13 +77,23 @@ pub fn export(store: &Store, format: ExportFormat, out: &mut dyn Write) -> Resul
     Ok(count)
 }
 
+/// One CSV cell (RFC 4180 quoting). Written by hand rather than with the csv crate's writer
+/// to keep every export byte for byte what it has always been; reading uses the crate.
 fn push_csv(line: &mut String, value: ValueRef<'_>) {
     match value {
         ValueRef::Null => {}
         ValueRef::Integer(number) => line.push_str(&number.to_string()),
+        // No finite value to write (a damaged store): empty, as NULL is.
+        ValueRef::Real(number) if !number.is_finite() => {}
         ValueRef::Real(number) => line.push_str(&number.to_string()),
         ValueRef::Text(bytes) | ValueRef::Blob(bytes) => {
-            let text = String::from_utf8_lossy(bytes);
+            let mut text = String::from_utf8_lossy(bytes).into_owned();
+            // A spreadsheet runs a cell that starts with one of these as a formula (CSV
+            // injection): the quote makes it text. tlslab writes no such value itself; a
+            // label, an error detail or a server's words might.
+            if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+                text.insert(0, '\'');
+            }
             if text.contains([',', '"', '\n', '\r']) {
                 line.push('"');
                 line.push_str(&text.replace('"', "\"\""));
@@ -100,6 +112,8 @@ fn push_json(line: &mut String, value: ValueRef<'_>, boolean: bool) {
             line.push_str(if number != 0 { "true" } else { "false" })
         }
         ValueRef::Integer(number) => line.push_str(&number.to_string()),
+        // JSON has no infinity or NaN: a line holding one would not parse.
+        ValueRef::Real(number) if !number.is_finite() => line.push_str("null"),
         ValueRef::Real(number) => line.push_str(&number.to_string()),
         ValueRef::Text(bytes) | ValueRef::Blob(bytes) => {
             push_json_text(line, &String::from_utf8_lossy(bytes))
@@ -111,4 +125,35 @@ fn push_json(line: &mut String, value: ValueRef<'_>, boolean: bool) {
 fn push_json_text(line: &mut String, text: &str) {
     // Serializing a string cannot fail; an empty string is the harmless fallback.
     line.push_str(&serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_a_spreadsheet_would_run_are_made_text_and_quoted_when_needed() {
+        let cell = |text: &str| {
+            let mut line = String::new();
+            push_csv(&mut line, ValueRef::Text(text.as_bytes()));
+            line
+        };
+        assert_eq!(cell("=cmd|' /C calc'!A0"), "'=cmd|' /C calc'!A0");
+        assert_eq!(cell("@SUM(1,2)"), "\"'@SUM(1,2)\"");
+        assert_eq!(cell("tls1.3 aes128gcm"), "tls1.3 aes128gcm");
+        assert_eq!(cell("a \"quoted\", label"), "\"a \"\"quoted\"\", label\"");
+        let mut line = String::new();
+        push_csv(&mut line, ValueRef::Integer(-5));
+        assert_eq!(line, "-5", "numbers are not text");
+    }
+
+    #[test]
+    fn non_finite_numbers_are_empty_or_null_never_inf() {
+        for value in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+            let (mut csv, mut json) = (String::new(), String::new());
+            push_csv(&mut csv, ValueRef::Real(value));
+            push_json(&mut json, ValueRef::Real(value), false);
+            assert_eq!((csv.as_str(), json.as_str()), ("", "null"));
+        }
+    }
 }

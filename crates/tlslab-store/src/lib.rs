@@ -56,6 +56,7 @@
 
 mod columns;
 mod export;
+mod recovery;
 mod schema;
 mod sink;
 
@@ -65,6 +66,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 pub use export::{export, export_fields, ExportFormat};
+pub use recovery::CUT_OFF;
 pub use sink::{utc_timestamp, StoreSink};
 
 /// A store error: what went wrong, what to do about it, and whose problem it is.
@@ -138,6 +140,8 @@ fn damaged(error: impl fmt::Display) -> StoreError {
 pub struct Store {
     connection: Connection,
     path: PathBuf,
+    /// Held while a run writes the store (see `recovery.rs`).
+    lock: Option<recovery::RunLock>,
 }
 
 /// A Config as stored (the columns of the configs table this crate's readers use; read by
@@ -266,12 +270,17 @@ impl Store {
         }
         let connection = Connection::open(path)
             .map_err(|error| unwritable(path, error, "check the directory permissions"))?;
+        // The schema goes into the file itself before the write-ahead log starts, so even a
+        // copy of the .db alone of a run killed early is a store.
+        schema::create(&connection)?;
         connection.pragma_update(None, "journal_mode", "WAL")?;
         connection.pragma_update(None, "synchronous", "NORMAL")?;
-        schema::create(&connection)?;
+        let lock = recovery::RunLock::take(path)
+            .map_err(|error| unwritable(path, error, "check the file system supports locks"))?;
         Ok(Store {
             connection,
             path: path.to_path_buf(),
+            lock: Some(lock),
         })
     }
 
@@ -284,6 +293,8 @@ impl Store {
                 "give the .db file a run printed at its end (default directory: ./tlslab-results)",
             ));
         }
+        // A run that was cut off is recovered once, on the first open after it.
+        recovery::recover(path);
         let read_only = || {
             Connection::open_with_flags(
                 path,
@@ -321,6 +332,7 @@ impl Store {
         Ok(Store {
             connection,
             path: path.to_path_buf(),
+            lock: None,
         })
     }
 
@@ -332,9 +344,9 @@ impl Store {
         &self.connection
     }
 
-    /// Turns a newly created store into the engine's sink.
+    /// Turns a newly created store into a producer's sink.
     pub fn into_sink(self) -> StoreSink {
-        StoreSink::new(self.connection)
+        StoreSink::new(self.connection, self.path, self.lock)
     }
 
     pub fn run(&self) -> Result<RunRow, StoreError> {

@@ -1,6 +1,7 @@
 //! The store as a [`Sink`]: any producer's records (the engine's, or a capture reader's),
 //! in batched inserts, one transaction per ~1,000 samples or ~200 ms.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rusqlite::types::Value;
@@ -8,13 +9,27 @@ use rusqlite::{params, Connection};
 use tlslab_core::{Record, RunEnd, RunInfo, Sample, Sink, SinkError, TrialRecord};
 
 use crate::columns::{insert, sample_columns, ConfigEntry, Fill, CONFIG_COLUMNS};
+use crate::recovery::{reserve_path, RunLock};
 
 const BATCH_SAMPLES: usize = 1_000;
 const BATCH_TIME: Duration = Duration::from_millis(200);
 
+/// Disk space kept for the run's last batch and its end.
+const RESERVE_BYTES: usize = 1 << 20;
+
 /// Writes a run into a store created with [`Store::create`](crate::Store::create).
+///
+/// A full disk must not cost the records of the open batch nor leave the run row silent: a
+/// reserve file beside the store keeps some space, and when a write fails for lack of it the
+/// reserve is given up, the batch written again into the space it leaves, and the failure
+/// reported (the producer then stops, and the run's end fits too).
 pub struct StoreSink {
     connection: Connection,
+    path: PathBuf,
+    /// Held until the run is written (see `recovery.rs`).
+    lock: Option<RunLock>,
+    /// Records of the open transaction, to write again after a full disk.
+    batch: Vec<Record>,
     pending: usize,
     batch_started: Instant,
     in_transaction: bool,
@@ -22,13 +37,17 @@ pub struct StoreSink {
     insert_sample: String,
     /// Each measured column's parameter name and how a sample fills it.
     fills: Vec<(String, Fill)>,
+    /// Where disk space is kept for the end, while it is kept.
+    reserve: Option<PathBuf>,
 }
 
-fn text(error: rusqlite::Error) -> SinkError {
-    SinkError {
-        message: error.to_string(),
-        hint: "check free disk space; samples committed before the failure are kept".into(),
-    }
+/// Whether SQLite gave up for lack of disk space.
+fn disk_full(error: &rusqlite::Error) -> bool {
+    matches!(
+        error,
+        rusqlite::Error::SqliteFailure(failure, _)
+            if failure.code == rusqlite::ErrorCode::DiskFull
+    )
 }
 
 /// ISO 8601 UTC timestamp (to the second) of a moment given in nanoseconds since the Unix
@@ -43,13 +62,20 @@ pub fn utc_timestamp(unix_ns: u64) -> String {
 }
 
 impl StoreSink {
-    pub(crate) fn new(connection: Connection) -> StoreSink {
+    pub(crate) fn new(connection: Connection, path: PathBuf, lock: Option<RunLock>) -> StoreSink {
         let columns: Vec<&str> = ["run_id", "config_id", "trial_id"]
             .into_iter()
             .chain(sample_columns().map(|(name, _, _)| name))
             .collect();
+        let reserve = reserve_path(&path);
+        let reserve = std::fs::write(&reserve, vec![0u8; RESERVE_BYTES])
+            .is_ok()
+            .then_some(reserve);
         StoreSink {
             connection,
+            path,
+            lock,
+            batch: Vec::new(),
             pending: 0,
             batch_started: Instant::now(),
             in_transaction: false,
@@ -57,12 +83,13 @@ impl StoreSink {
             fills: sample_columns()
                 .map(|(name, _, fill)| (format!(":{name}"), fill))
                 .collect(),
+            reserve,
         }
     }
 
-    fn begin_batch(&mut self) -> Result<(), SinkError> {
+    fn begin_batch(&mut self) -> rusqlite::Result<()> {
         if !self.in_transaction {
-            self.connection.execute_batch("BEGIN").map_err(text)?;
+            self.connection.execute_batch("BEGIN")?;
             self.in_transaction = true;
             self.batch_started = Instant::now();
         }
@@ -71,14 +98,89 @@ impl StoreSink {
 
     fn commit(&mut self) -> Result<(), SinkError> {
         if self.in_transaction {
-            self.connection.execute_batch("COMMIT").map_err(text)?;
+            if let Err(error) = self.connection.execute_batch("COMMIT") {
+                return Err(self.failed(error));
+            }
             self.in_transaction = false;
             self.pending = 0;
+            self.batch.clear();
         }
         Ok(())
     }
 
-    fn insert_sample(&mut self, sample: &Sample) -> Result<(), SinkError> {
+    /// Writes one record inside the open transaction.
+    fn write(&self, record: &Record) -> rusqlite::Result<()> {
+        match record {
+            Record::Sample(sample) => self.insert_sample(sample),
+            Record::Trial(trial) => self.insert_trial(trial),
+            Record::Replay(replay) => self
+                .connection
+                .execute(
+                    "INSERT OR REPLACE INTO replays (config_id, sent, rejected, accepted) VALUES (?1, ?2, ?3, ?4)",
+                    params![replay.config as i64, replay.sent as i64, replay.rejected as i64, replay.accepted as i64],
+                )
+                .map(drop),
+            Record::Stopped(stop) => self
+                .connection
+                .execute(
+                    "UPDATE configs SET stopped_round = ?1, stopped_samples = ?2, stopped_half_width = ?3 WHERE id = ?4",
+                    params![stop.round, stop.samples as i64, stop.relative_half_width, stop.config as i64],
+                )
+                .map(drop),
+        }
+    }
+
+    /// After a failed write: the transaction is rolled back; on a full disk the reserve is
+    /// given up and the batch written again into its space. Returns what to tell the
+    /// producer, which stops.
+    fn failed(&mut self, error: rusqlite::Error) -> SinkError {
+        let _ = self.connection.execute_batch("ROLLBACK");
+        self.in_transaction = false;
+        self.pending = 0;
+        let batch = std::mem::take(&mut self.batch);
+        if !disk_full(&error) {
+            return SinkError {
+                message: format!("cannot write {}: {error}", self.path.display()),
+                hint: "the samples committed before the failure are kept".into(),
+            };
+        }
+        let saved = self.release_reserve() && self.write_again(&batch).is_ok();
+        SinkError {
+            message: format!(
+                "no space left on the device that holds {} (ENOSPC): the run stopped there",
+                self.path.display()
+            ),
+            hint: format!(
+                "free disk space or give --out a file on another file system; the samples {} \
+                 are kept",
+                if saved {
+                    "taken until then"
+                } else {
+                    "committed before the last 200 ms"
+                }
+            ),
+        }
+    }
+
+    /// Deletes the reserve file; whether there was one to delete.
+    fn release_reserve(&mut self) -> bool {
+        self.reserve
+            .take()
+            .is_some_and(|reserve| std::fs::remove_file(reserve).is_ok())
+    }
+
+    fn write_again(&self, batch: &[Record]) -> rusqlite::Result<()> {
+        self.connection.execute_batch("BEGIN")?;
+        for record in batch {
+            if let Err(error) = self.write(record) {
+                let _ = self.connection.execute_batch("ROLLBACK");
+                return Err(error);
+            }
+        }
+        self.connection.execute_batch("COMMIT")
+    }
+
+    fn insert_sample(&self, sample: &Sample) -> rusqlite::Result<()> {
         let mut values: Vec<(&str, Value)> = Vec::with_capacity(self.fills.len() + 3);
         values.extend([
             (":run_id", Value::Integer(1)),
@@ -95,20 +197,17 @@ impl StoreSink {
             .map(|(name, value)| (*name, value as &dyn rusqlite::ToSql))
             .collect();
         self.connection
-            .prepare_cached(&self.insert_sample)
-            .map_err(text)?
-            .execute(parameters.as_slice())
-            .map_err(text)?;
+            .prepare_cached(&self.insert_sample)?
+            .execute(parameters.as_slice())?;
         Ok(())
     }
 
-    fn insert_trial(&mut self, record: &TrialRecord) -> Result<(), SinkError> {
+    fn insert_trial(&self, record: &TrialRecord) -> rusqlite::Result<()> {
         let server = record.server;
         self.connection
             .prepare_cached(
                 "INSERT INTO trials (id, run_id, config_id, round, warmup, handshakes, attempted, concurrency, started_at_ns, duration_ns, server_user_ns, server_system_ns, server_peak_rss_bytes, client_user_ns, client_system_ns, client_peak_rss_bytes) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-            )
-            .map_err(text)?
+            )?
             .execute(params![
                 record.trial.index as i64,
                 record.trial.config as i64,
@@ -125,8 +224,7 @@ impl StoreSink {
                 record.client.user_ns as i64,
                 record.client.system_ns as i64,
                 record.client.peak_rss_bytes as i64,
-            ])
-            .map_err(text)?;
+            ])?;
         Ok(())
     }
 }
@@ -134,7 +232,7 @@ impl StoreSink {
 impl Sink for StoreSink {
     fn begin(&mut self, info: &RunInfo) -> Result<(), SinkError> {
         let experiment = info.experiment.to_toml();
-        self.begin_batch()?;
+        self.begin_batch().map_err(|error| self.failed(error))?;
         self.connection
             .execute(
                 "INSERT INTO runs (id, started_at, started_at_unix_ns, seed, tool_version, commit_id, experiment, command_line, environment, plan) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -150,7 +248,7 @@ impl Sink for StoreSink {
                     json(&info.plan),
                 ],
             )
-            .map_err(text)?;
+            .map_err(|error| self.failed(error))?;
         let columns: Vec<&str> = ["id", "run_id"]
             .into_iter()
             .chain(
@@ -182,35 +280,19 @@ impl Sink for StoreSink {
                 .collect();
             self.connection
                 .execute(&statement, parameters.as_slice())
-                .map_err(text)?;
+                .map_err(|error| self.failed(error))?;
         }
         self.commit()
     }
 
     fn record(&mut self, record: Record) -> Result<(), SinkError> {
-        self.begin_batch()?;
-        match record {
-            Record::Sample(sample) => {
-                self.insert_sample(&sample)?;
-                self.pending += 1;
-            }
-            Record::Trial(trial) => self.insert_trial(&trial)?,
-            Record::Replay(replay) => {
-                self.connection
-                    .execute(
-                        "INSERT OR REPLACE INTO replays (config_id, sent, rejected, accepted) VALUES (?1, ?2, ?3, ?4)",
-                        params![replay.config as i64, replay.sent as i64, replay.rejected as i64, replay.accepted as i64],
-                    )
-                    .map_err(text)?;
-            }
-            Record::Stopped(stop) => {
-                self.connection
-                    .execute(
-                        "UPDATE configs SET stopped_round = ?1, stopped_samples = ?2, stopped_half_width = ?3 WHERE id = ?4",
-                        params![stop.round, stop.samples as i64, stop.relative_half_width, stop.config as i64],
-                    )
-                    .map_err(text)?;
-            }
+        let written = self.begin_batch().and_then(|()| self.write(&record));
+        if matches!(record, Record::Sample(_)) {
+            self.pending += 1;
+        }
+        self.batch.push(record);
+        if let Err(error) = written {
+            return Err(self.failed(error));
         }
         if self.pending >= BATCH_SAMPLES || self.batch_started.elapsed() >= BATCH_TIME {
             self.commit()?;
@@ -239,12 +321,14 @@ impl Sink for StoreSink {
                     end.errors as i64,
                 ],
             )
-            .map_err(text)?;
+            .map_err(|error| self.failed(error))?;
         // Leave WAL mode once the run is written: the result is one self-contained file, with
         // no -wal or -shm beside it for readers to recreate.
         let _ = self
             .connection
             .execute_batch("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE;");
+        self.release_reserve();
+        self.lock = None;
         Ok(())
     }
 }

@@ -5,7 +5,6 @@ use std::path::Path;
 
 use tlslab_report::{compare_store, render_comparisons};
 use tlslab_stats::{compare_all, CompareOptions, ComparisonSet};
-use tlslab_store::Store;
 
 use crate::cli::CompareArgs;
 use crate::failure::CliError;
@@ -35,7 +34,7 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
     };
     let (set, metric, unit) = match args.inputs.as_slice() {
         [store] => {
-            let store = Store::open(store)?;
+            let store = output::open_store(store)?;
             let set = compare_store(&store, args.baseline.as_deref(), &args.metric, &options)?;
             (set, args.metric.clone(), "ms")
         }
@@ -78,89 +77,14 @@ fn name_of(path: &Path) -> String {
 }
 
 /// Reads one number per line, or the named column of a CSV file with a header line.
+/// The values of a sample file (see [`tlslab_report::parse_samples`]).
 pub fn read_samples(path: &Path, column: Option<&str>) -> Result<Vec<f64>, CliError> {
-    let text = std::fs::read_to_string(path).map_err(|error| {
+    let bytes = std::fs::read(path).map_err(|error| {
         CliError::usage(
             format!("cannot read {}: {error}", path.display()),
             "give a text file of numbers, one per line, or a CSV file with --column",
         )
     })?;
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty());
-    let split = |line: &str| -> Vec<String> {
-        line.split(',')
-            .map(|cell| cell.trim().trim_matches('"').to_string())
-            .collect()
-    };
-    let index = match column {
-        Some(name) => {
-            let Some((_, header)) = lines.next() else {
-                return Err(empty(path));
-            };
-            let names = split(header);
-            Some(names.iter().position(|n| n == name).ok_or_else(|| {
-                CliError::usage(
-                    format!("{} has no column '{name}'", path.display()),
-                    format!("its columns are: {}", names.join(", ")),
-                )
-            })?)
-        }
-        None => None,
-    };
-    let mut values = Vec::new();
-    let mut first = true;
-    for (number, line) in lines {
-        let cells = split(line);
-        let cell = match index {
-            Some(index) => cells.get(index).cloned().unwrap_or_default(),
-            None if cells.len() > 1 => {
-                return Err(CliError::usage(
-                    format!(
-                        "{} line {} has {} columns",
-                        path.display(),
-                        number + 1,
-                        cells.len()
-                    ),
-                    format!("choose one with --column (columns: {})", cells.join(", ")),
-                ))
-            }
-            None => cells[0].clone(),
-        };
-        match cell.parse::<f64>() {
-            Ok(value) if value.is_finite() => values.push(value),
-            // A one-column file may start with a header naming its values.
-            Err(_) if first && index.is_none() => {}
-            _ => {
-                return Err(CliError::usage(
-                    format!(
-                        "{} line {}: '{}' is not a number",
-                        path.display(),
-                        number + 1,
-                        cell
-                    ),
-                    "every line (after an optional header) must hold one finite number",
-                ))
-            }
-        }
-        first = false;
-    }
-    if values.is_empty() {
-        return Err(empty(path));
-    }
-    if values.len() < 2 {
-        return Err(CliError::usage(
-            format!("{} holds only {} value", path.display(), values.len()),
-            "a comparison needs at least 2 values per sample",
-        ));
-    }
-    Ok(values)
-}
-
-fn empty(path: &Path) -> CliError {
-    CliError::usage(
-        format!("{} holds no values", path.display()),
-        "give a file with one number per line, or a CSV file and --column NAME",
-    )
+    tlslab_report::parse_samples(&bytes, column, &path.display().to_string())
+        .map_err(|error| CliError::usage(error.message, error.hint))
 }

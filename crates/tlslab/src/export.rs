@@ -2,7 +2,7 @@
 
 use std::io::BufWriter;
 
-use tlslab_store::{ExportFormat, Store};
+use tlslab_store::ExportFormat;
 
 use crate::cli::{ExportArgs, Format, PkiArgs};
 use crate::failure::CliError;
@@ -12,7 +12,7 @@ pub fn export(args: &ExportArgs) -> Result<i32, CliError> {
     if let Some(path) = &args.output {
         files::check_output(path, &[&args.results])?;
     }
-    let store = Store::open(&args.results)?;
+    let store = output::open_store(&args.results)?;
     let format = match args.format {
         Format::Csv => ExportFormat::Csv,
         Format::Jsonl => ExportFormat::JsonLines,

@@ -51,6 +51,23 @@ pub fn print(text: impl Display) -> Result<(), CliError> {
         .map_err(write_failed)
 }
 
+/// Opens a results store for reading, and says so on stderr when its run did not finish (it
+/// was interrupted, its lab server died, the disk filled, or it was cut off), so numbers
+/// from it are not taken for a complete run's.
+pub fn open_store(path: &std::path::Path) -> Result<tlslab_store::Store, CliError> {
+    let store = tlslab_store::Store::open(path)?;
+    if let Ok(run) = store.run() {
+        if !run.complete {
+            note(format_args!(
+                "note: {} holds a run that did not finish: {}",
+                path.display(),
+                run.reason.as_deref().unwrap_or("no reason was recorded")
+            ));
+        }
+    }
+    Ok(store)
+}
+
 /// Writes a line to stderr; a closed or full stderr is ignored.
 pub fn note(text: impl Display) {
     let mut error = io::stderr().lock();

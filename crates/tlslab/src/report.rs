@@ -47,7 +47,7 @@ pub fn report(args: &ReportArgs) -> Result<i32, CliError> {
         })
     });
     files::check_output(&output, &[&args.results])?;
-    let store = Store::open(&args.results)?;
+    let store = output::open_store(&args.results)?;
     let data = ReportData::from_store(&store)?;
     if let Some(directory) = &args.png {
         let written = write_pngs(&data, directory)?;

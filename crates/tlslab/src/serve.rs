@@ -61,6 +61,12 @@ pub fn serve(args: &ServeArgs) -> Result<i32, CliError> {
         return Ok(0);
     }
     let local = lab.local;
+    if !local.ip().is_loopback() {
+        output::note(format_args!(
+            "warning: the lab server listens on {local}, which other machines can reach, and \
+             answers anyone who connects; --listen 127.0.0.1:PORT keeps it on this machine"
+        ));
+    }
     match (backend, &lab.ech_config) {
         (Backend::Openssl, Some(ech_config)) => output::note(format_args!(
             "tlslab OpenSSL lab server on {local} TCP ({}; {cert}, {} certificate(s) sent); trust {} ; \\

@@ -289,3 +289,204 @@ fn ctrl_c_against_a_silent_server_cancels_the_attempts_in_flight_at_once() {
     );
     assert_eq!(count(run.db(), "SELECT complete FROM runs"), 0);
 }
+
+#[test]
+fn a_killed_run_is_recovered_when_opened_and_says_it_was_cut_off() {
+    let dir = scratch("hardening-killed");
+    let run = Run::new(&dir, "killed").args("--tls 1.2,1.3 -n 1000000 --block 50 --warmup 0");
+    let mut command = run.command();
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_samples(run.db());
+    std::thread::sleep(Duration::from_millis(500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(dir.join("killed.db-wal").exists(), "killed in WAL mode");
+
+    // The .db alone, copied before anything opened it, is a store (its schema is in the
+    // file itself), if one that holds only what was checkpointed.
+    let copy = dir.join("copy.db");
+    std::fs::copy(run.db(), &copy).unwrap();
+    tlslab_succeeds(&["export", copy.to_str().unwrap()]);
+
+    // The first open folds the log into the file and records how the run ended.
+    let db = run.db().to_str().unwrap();
+    let output = tlslab(&["export", db]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("cut off"), "{}", stderr(&output));
+    let exported = stdout(&output).lines().count() as i64 - 1;
+    let (complete, reason, attempted, stored): (bool, String, i64, i64) = row(
+        run.db(),
+        "SELECT complete, reason, attempted, (SELECT COUNT(*) FROM samples) FROM runs",
+    );
+    assert!(!complete);
+    assert!(reason.starts_with("cut off"), "{reason}");
+    assert_eq!(attempted, stored);
+    assert_eq!(exported, stored);
+    assert!(stored > 0);
+    assert!(!dir.join("killed.db-wal").exists());
+    assert!(!dir.join("killed.db-reserve").exists());
+    // Every reader says so.
+    let compared = tlslab(&["compare", db]);
+    assert_eq!(compared.status.code(), Some(0), "{}", stderr(&compared));
+    assert!(stderr(&compared).contains("did not finish"));
+}
+
+/// A small file system of its own (a tmpfs), unmounted when dropped.
+struct SmallDisk(PathBuf);
+
+impl SmallDisk {
+    fn mount(path: PathBuf, size: &str) -> Option<SmallDisk> {
+        std::fs::create_dir_all(&path).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&path)
+            .status()
+            .is_ok_and(|status| status.success());
+        mounted.then_some(SmallDisk(path))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_stops_the_run_says_so_and_keeps_what_it_committed() {
+    let dir = scratch("hardening-full");
+    // A file system small enough to fill: mounting one needs root.
+    let Some(disk) = SmallDisk::mount(dir.join("disk"), "1600k") else {
+        eprintln!("SKIPPED: cannot mount a small tmpfs (needs root)");
+        return;
+    };
+    let db = disk.0.join("full.db");
+    let output = tlslab(&[
+        "run",
+        "--quiet",
+        "--out",
+        db.to_str().unwrap(),
+        "-n",
+        "100000000",
+        "--warmup",
+        "0",
+    ]);
+    assert_user_error(&output, 3, "no space left");
+    assert!(stderr(&output).contains("ENOSPC"), "{}", stderr(&output));
+    let (complete, reason, stored): (bool, String, i64) = row(
+        &db,
+        "SELECT complete, reason, (SELECT COUNT(*) FROM samples) FROM runs",
+    );
+    assert!(!complete);
+    assert!(reason.contains("no space left"), "{reason}");
+    assert!(stored > 0);
+    let exported = tlslab(&["export", db.to_str().unwrap()]);
+    assert_eq!(exported.status.code(), Some(0), "{}", stderr(&exported));
+    assert_eq!(stdout(&exported).lines().count() as i64 - 1, stored);
+    drop(disk);
+}
+
+/// The `n_baseline` and `n_other` of `compare --json` on two sample files.
+fn compared_sizes(baseline: &Path, other: &Path, column: &str) -> (u64, u64) {
+    let output = tlslab_succeeds(&[
+        "compare",
+        baseline.to_str().unwrap(),
+        other.to_str().unwrap(),
+        "--column",
+        column,
+        "--json",
+    ]);
+    let json: serde_json::Value = serde_json::from_str(&output).unwrap();
+    let comparison = &json["comparisons"][0];
+    (
+        comparison["n_baseline"].as_u64().unwrap(),
+        comparison["n_other"].as_u64().unwrap(),
+    )
+}
+
+#[test]
+fn sample_files_are_read_as_csv_and_exports_as_their_measured_samples() {
+    let dir = scratch("hardening-csv");
+    // Labels with commas and quotes must not shift the columns.
+    let quoted = dir.join("quoted.csv");
+    std::fs::write(
+        &quoted,
+        "label,handshake\n\"a, b\",1.0\n\"say \"\"hi\"\", then\",2.0\nplain,3.0\n",
+    )
+    .unwrap();
+    let other = dir.join("other.csv");
+    std::fs::write(&other, "label,handshake\nx,4.0\ny,5.0\nz,6.0\n").unwrap();
+    assert_eq!(compared_sizes(&quoted, &other, "handshake"), (3, 3));
+
+    // tlslab's own export: warm-up and failed rows are not measurements.
+    let db = Run::new(&dir, "exported")
+        .args("--tls 1.2,1.3 -n 30 --warmup 7")
+        .succeeds()
+        .db;
+    let csv = dir.join("exported.csv");
+    tlslab_succeeds(&["export", db.to_str().unwrap(), "-o", csv.to_str().unwrap()]);
+    assert_eq!(count_lines(&csv), 1 + 2 * 37);
+    assert_eq!(compared_sizes(&csv, &csv, "handshake"), (60, 60));
+}
+
+fn count_lines(path: &Path) -> usize {
+    std::fs::read_to_string(path).unwrap().lines().count()
+}
+
+#[test]
+fn labels_cannot_run_in_a_spreadsheet_or_inject_markup_into_a_report() {
+    let dir = scratch("hardening-injection");
+    let db = Run::new(&dir, "labels")
+        .args("--tls 1.2,1.3 -n 5 --warmup 0")
+        .option("--label", "=cmd|' /C calc'!A0,<img src=x onerror=alert(1)>")
+        .succeeds()
+        .db;
+    let db = db.to_str().unwrap();
+    let csv = tlslab_succeeds(&["export", db]);
+    assert!(csv.contains("\n'=cmd|' /C calc'!A0,"), "{csv}");
+    assert!(!csv.contains("\n=cmd"), "{csv}");
+    let markdown = dir.join("labels.md");
+    tlslab_succeeds(&["report", db, "-o", markdown.to_str().unwrap()]);
+    let markdown = std::fs::read_to_string(markdown).unwrap();
+    assert!(markdown.contains("&lt;img src=x onerror=alert(1)&gt;"));
+    // Only the experiment's code block holds the label as typed: Markdown shows code as text.
+    assert!(
+        markdown
+            .lines()
+            .filter(|line| line.contains("<img"))
+            .all(|line| line.starts_with("labels = ")),
+        "{markdown}"
+    );
+}
+
+#[test]
+fn a_lab_server_reachable_from_other_machines_says_so() {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .env("TLSLAB_PKI_DIR", pki_dir())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let mut seen = String::new();
+    let mut buffer = [0u8; 1024];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !seen.contains("Ctrl-C stops") && Instant::now() < deadline {
+        let read = stderr.read(&mut buffer).unwrap();
+        if read == 0 {
+            break;
+        }
+        seen.push_str(&String::from_utf8_lossy(&buffer[..read]));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        seen.contains("warning: the lab server listens on 0.0.0.0"),
+        "{seen}"
+    );
+}
