@@ -16,7 +16,22 @@ use clap::Parser;
 use crate::cli::{Cli, Command};
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version are answers, not errors.
+        Err(error) if !error.use_stderr() => {
+            let _ = error.print();
+            std::process::exit(0);
+        }
+        Err(error) => {
+            // clap's own message ("error: ..." with a usage line), then our hint.
+            let _ = error.print();
+            output::note(
+                "hint: `tlslab help` lists the commands, `tlslab <command> --help` its options",
+            );
+            std::process::exit(failure::EXIT_USAGE);
+        }
+    };
     let result = match &cli.command {
         Command::Run(args) => run::run(args),
         Command::Serve(args) => serve::serve(args),

@@ -1,0 +1,69 @@
+//! Property tests of the phase model: for every timeline a client can record (TCP or QUIC,
+//! with or without certificate verification, with or without a request), the events are in
+//! order and the additive phases add up to the handshake exactly.
+
+use proptest::prelude::*;
+use tlslab_core::{Event, Phase, Timeline};
+
+/// A timeline as the clients record it: each event at or after the one before, the optional
+/// ones present or not.
+fn timelines() -> impl Strategy<Value = Timeline> {
+    (
+        prop::collection::vec(0u64..5_000_000, 10),
+        any::<bool>(), // over TCP (QUIC has no tcp_connected)
+        any::<bool>(), // the certificate was verified (not on resumption or --insecure)
+        any::<bool>(), // a request followed
+    )
+        .prop_map(|(steps, tcp, verified, request)| {
+            let mut timeline = Timeline::default();
+            let mut at = 0u64;
+            let mut next = |index: usize| {
+                at += steps[index];
+                at
+            };
+            timeline.set(Event::Start, 0);
+            let connected = next(0);
+            if tcp {
+                timeline.set(Event::TcpConnected, connected);
+            }
+            timeline.set(Event::ClientHelloSent, next(1));
+            timeline.set(Event::ServerHelloReceived, next(2));
+            timeline.set(Event::ServerFlightReceived, next(3));
+            let (verify_start, verify_end) = (next(4), next(5));
+            if verified {
+                timeline.set(Event::CertVerifyStart, verify_start);
+                timeline.set(Event::CertVerifyEnd, verify_end);
+            }
+            timeline.set(Event::ClientFinishedSent, next(6));
+            timeline.set(Event::HandshakeDone, next(7));
+            let (first_byte, done) = (next(8), next(9));
+            if request {
+                timeline.set(Event::FirstByte, first_byte);
+                timeline.set(Event::ResponseDone, done);
+            }
+            timeline
+        })
+}
+
+proptest! {
+    #[test]
+    fn the_parts_add_up_to_the_handshake(timeline in timelines()) {
+        prop_assert!(timeline.is_ordered());
+        let parts: u64 = Phase::PARTS.iter().filter_map(|phase| timeline.phase(*phase)).sum();
+        prop_assert_eq!(Some(parts), timeline.phase(Phase::Handshake));
+    }
+
+    #[test]
+    fn every_phase_lies_within_the_whole(timeline in timelines()) {
+        let total = timeline
+            .phase(Phase::Total)
+            .or(timeline.phase(Phase::Handshake))
+            .unwrap_or(0);
+        for phase in Phase::ALL {
+            if let Some(nanos) = timeline.phase(phase) {
+                prop_assert!(nanos <= total, "{} = {nanos} > {total}", phase.name());
+            }
+        }
+        prop_assert!(timeline.phase(Phase::TlsHandshake) <= timeline.phase(Phase::Handshake));
+    }
+}
