@@ -1,22 +1,7 @@
-//! An experiment file, as any bytes: reading it, expanding its matrix and laying out its plan
-//! must give Configs or an error with a hint, never a panic or an allocation without bound.
+//! The `experiment` check (checks/experiment.rs) under libFuzzer.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use tlslab_core::{Experiment, Plan};
+#[path = "../checks/experiment.rs"]
+mod check;
 
-fuzz_target!(|bytes: &[u8]| {
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return;
-    };
-    let Ok(experiment) = Experiment::from_toml(text) else {
-        return;
-    };
-    if let Ok(configs) = experiment.configs() {
-        let plan = Plan::new(&experiment, &configs, 1);
-        let _ = plan.total_handshakes();
-        // What --dump-experiment prints reads back as the same experiment.
-        let again = Experiment::from_toml(&experiment.to_toml());
-        assert_eq!(again.as_ref().ok(), Some(&experiment));
-    }
-});
+libfuzzer_sys::fuzz_target!(|bytes: &[u8]| check::check(bytes));

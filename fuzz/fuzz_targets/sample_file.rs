@@ -1,12 +1,7 @@
-//! A sample file for `tlslab compare A B`, as any bytes: values or an error with a hint.
+//! The `sample_file` check (checks/sample_file.rs) under libFuzzer.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
+#[path = "../checks/sample_file.rs"]
+mod check;
 
-fuzz_target!(|bytes: &[u8]| {
-    for column in [None, Some("handshake")] {
-        if let Ok(values) = tlslab_report::parse_samples(bytes, column, "fuzz") {
-            assert!(values.len() >= 2 && values.iter().all(|value| value.is_finite()));
-        }
-    }
-});
+libfuzzer_sys::fuzz_target!(|bytes: &[u8]| check::check(bytes));

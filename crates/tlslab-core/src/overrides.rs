@@ -57,8 +57,8 @@ pub struct Overrides {
     pub server_cmd: Option<String>,
 }
 
-/// A dimension's values, each parsed; the hint says how lists are written.
-fn list<T: FromStr>(values: &[String]) -> Result<Vec<T>, ConfigError>
+/// A dimension's values, each parsed; the hint says how `option` takes them.
+fn list<T: FromStr>(values: &[String], option: &str) -> Result<Vec<T>, ConfigError>
 where
     T::Err: std::fmt::Display,
 {
@@ -68,7 +68,10 @@ where
             value.parse::<T>().map_err(|problem| {
                 error(
                     problem.to_string(),
-                    "comma-separated values make a matrix dimension, for example --tls 1.2,1.3",
+                    format!(
+                        "{option} takes one value or several, comma-separated; each is one \
+                         point of that dimension of the matrix"
+                    ),
                 )
             })
         })
@@ -111,26 +114,36 @@ impl Experiment {
     /// Applies command-line `overrides` on top of this experiment (a file's, or the default).
     pub fn apply(&mut self, overrides: &Overrides) -> Result<(), ConfigError> {
         let given = overrides;
-        set(&mut self.tls, &given.tls, |values| list(values))?;
-        set(&mut self.suite, &given.suite, |values| list(values))?;
-        set(&mut self.group, &given.group, |values| list(values))?;
-        set(&mut self.cert, &given.cert, |values| list(values))?;
-        set(&mut self.resume, &given.resume, |values| list(values))?;
-        set(&mut self.cert_cache, &given.cert_cache, |values| {
-            list(values)
+        set(&mut self.tls, &given.tls, |values| list(values, "--tls"))?;
+        set(&mut self.suite, &given.suite, |values| {
+            list(values, "--suite")
         })?;
-        set(&mut self.transport, &given.transport, |values| list(values))?;
-        set(&mut self.http, &given.http, |values| list(values))?;
-        set(&mut self.backend, &given.backend, |values| list(values))?;
+        set(&mut self.group, &given.group, |values| {
+            list(values, "--group")
+        })?;
+        set(&mut self.cert, &given.cert, |values| list(values, "--cert"))?;
+        set(&mut self.resume, &given.resume, |values| {
+            list(values, "--resume")
+        })?;
+        set(&mut self.cert_cache, &given.cert_cache, |values| {
+            list(values, "--cert-cache")
+        })?;
+        set(&mut self.transport, &given.transport, |values| {
+            list(values, "--transport")
+        })?;
+        set(&mut self.http, &given.http, |values| list(values, "--http"))?;
+        set(&mut self.backend, &given.backend, |values| {
+            list(values, "--backend")
+        })?;
         set(&mut self.client_backend, &given.client_backend, |values| {
-            list(values)
+            list(values, "--client-backend")
         })?;
         set(&mut self.server_backend, &given.server_backend, |values| {
-            list(values)
+            list(values, "--server-backend")
         })?;
-        set(&mut self.ech, &given.ech, |values| list(values))?;
-        set(&mut self.loss, &given.loss, |values| list(values))?;
-        set(&mut self.rate, &given.rate, |values| list(values))?;
+        set(&mut self.ech, &given.ech, |values| list(values, "--ech"))?;
+        set(&mut self.loss, &given.loss, |values| list(values, "--loss"))?;
+        set(&mut self.rate, &given.rate, |values| list(values, "--rate"))?;
         set(&mut self.rtt, &given.rtt, |values| {
             durations(values, "--rtt 30ms,150ms")
         })?;

@@ -265,11 +265,20 @@ impl Store {
             ));
         }
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|error| unwritable(parent, error, "check the directory permissions"))?;
+            std::fs::create_dir_all(parent).map_err(|error| {
+                StoreError::environment(
+                    format!("cannot create the directory {}: {error}", parent.display()),
+                    "give --out a path in a directory you can write",
+                )
+            })?;
         }
-        let connection = Connection::open(path)
-            .map_err(|error| unwritable(path, error, "check the directory permissions"))?;
+        let connection = Connection::open(path).map_err(|error| {
+            unwritable(
+                path,
+                error,
+                "give --out a path in a directory you can write",
+            )
+        })?;
         // The schema goes into the file itself before the write-ahead log starts, so even a
         // copy of the .db alone of a run killed early is a store.
         schema::create(&connection)?;
@@ -369,11 +378,29 @@ impl Store {
     }
 
     pub fn configs(&self) -> Result<Vec<ConfigRow>, StoreError> {
-        let mut statement = self
-            .connection
-            .prepare("SELECT * FROM configs ORDER BY id")?;
-        let rows = serde_rusqlite::from_rows::<ConfigRow>(statement.query([])?);
-        Ok(rows.collect::<Result<_, _>>()?)
+        // Columns by name, not `*`, and text checked before serde_rusqlite reads it: rusqlite
+        // panics on text that is not UTF-8 (in a column name or a value), which a damaged
+        // or foreign file may hold.
+        let names: Vec<String> = std::iter::once("id")
+            .chain(columns::CONFIG_COLUMNS.iter().map(|(name, _, _)| *name))
+            .map(columns::quoted)
+            .collect();
+        let mut statement = self.connection.prepare(&format!(
+            "SELECT {} FROM configs ORDER BY id",
+            names.join(", ")
+        ))?;
+        let mut rows = statement.query([])?;
+        let mut configs = Vec::new();
+        while let Some(row) = rows.next()? {
+            for (index, name) in names.iter().enumerate() {
+                if let rusqlite::types::ValueRef::Text(text) = row.get_ref(index)? {
+                    std::str::from_utf8(text)
+                        .map_err(|_| damaged(format!("configs column {name} is not UTF-8 text")))?;
+                }
+            }
+            configs.push(serde_rusqlite::from_row::<ConfigRow>(row)?);
+        }
+        Ok(configs)
     }
 
     /// A phase (or event) of a Config's successful measured samples, in nanoseconds, in

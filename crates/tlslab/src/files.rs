@@ -43,7 +43,13 @@ pub fn temporary_beside(path: &Path) -> Result<tempfile::NamedTempFile, CliError
     tempfile::Builder::new()
         .prefix(".tlslab-")
         .tempfile_in(directory)
-        .map_err(|error| cannot_write(path, error))
+        // tempfile's error ends with " at path <temporary name>", a name the user never
+        // gave (and its cause is not reachable through `source`): show the cause alone.
+        .map_err(|error| {
+            let text = error.to_string();
+            let cause = text.split(" at path ").next().unwrap_or_default();
+            cannot_write(path, std::io::Error::new(error.kind(), cause.to_string()))
+        })
 }
 
 /// Renames a finished temporary file onto `path`.

@@ -122,18 +122,24 @@ fn every_bad_input_gets_its_exit_code_an_error_and_a_hint() {
                 case.replace('\t', " ")
             ));
         }
-        let first_line = text.lines().next().unwrap_or_default();
+        let line = |prefix: &str| {
+            text.lines()
+                .find_map(|line| line.strip_prefix(prefix))
+                .unwrap_or_default()
+                .to_string()
+        };
         let shown = |text: &str| {
             text.replace(dir.to_str().unwrap(), "DIR")
                 .replace('|', "\\|")
         };
         let _ = writeln!(
             table,
-            "| {} | `tlslab {}` | {} | {} |",
+            "| {} | `tlslab {}` | {} | {} | {} |",
             number + 1,
             shown(&case.split('\t').skip(1).collect::<Vec<_>>().join(" ")),
             code.map_or("signal".into(), |code| code.to_string()),
-            shown(first_line)
+            shown(&line("error: ")),
+            shown(&line("hint: "))
         );
     }
     std::fs::write(

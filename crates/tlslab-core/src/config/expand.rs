@@ -168,7 +168,8 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
         rejected.dedup();
         return Err(error(
             format!("invalid combinations: {}", rejected.join("; ")),
-            valid_values_hint(),
+            "change or drop the values named above, or add --skip-invalid to run only the \
+             valid combinations of the matrix",
         ));
     }
     if configs.is_empty() {
@@ -182,9 +183,14 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
         if experiment.labels.len() != configs.len() {
             return Err(error(
                 format!(
-                    "{} labels given for {} configs",
+                    "{} labels given for {} {}",
                     experiment.labels.len(),
-                    configs.len()
+                    configs.len(),
+                    if configs.len() == 1 {
+                        "config"
+                    } else {
+                        "configs"
+                    }
                 ),
                 format!(
                     "give one label per config, in matrix order: {}",

@@ -1,0 +1,10 @@
+//! What each fuzz target checks, as plain functions of the input bytes, so that the same
+//! checks run under `cargo fuzz` (fuzz_targets/) and, on stable Rust, over the inputs that
+//! once found a bug (`regressions/<target>/`, read by crates/tlslab/tests/fuzz_regressions.rs).
+
+pub mod experiment;
+pub mod http_request;
+pub mod http_response;
+pub mod sample_file;
+pub mod store;
+pub mod values;
