@@ -1,7 +1,8 @@
 //! End-to-end: what a user, a file or a server can do never panics, aborts or loses results.
 //! One test (at least) per class of the hardening work: values out of range, writing to a
 //! closed or full stdout, outputs that would destroy their input, a lab server that dies,
-//! stopping a run against a silent server.
+//! stopping a run against a silent server, killed runs, a full disk, sample files, exports
+//! that a spreadsheet or a browser would run, a damaged store.
 
 mod support;
 
@@ -489,4 +490,33 @@ fn a_lab_server_reachable_from_other_machines_says_so() {
         seen.contains("warning: the lab server listens on 0.0.0.0"),
         "{seen}"
     );
+}
+
+#[test]
+fn samples_whose_config_row_is_missing_are_still_exported() {
+    let dir = scratch("hardening-orphans");
+    let db = stored_run(&dir);
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    let samples: i64 = connection
+        .query_row("SELECT count(*) FROM samples", [], |row| row.get(0))
+        .unwrap();
+    // What another program (or a damaged file) can do; tlslab itself keeps the keys.
+    connection
+        .execute_batch(
+            "PRAGMA foreign_keys = OFF;
+             DELETE FROM configs WHERE id = (SELECT max(id) FROM configs);",
+        )
+        .unwrap();
+    drop(connection);
+    let db = db.to_str().unwrap();
+    let csv = tlslab_succeeds(&["export", db]);
+    assert_eq!(csv.lines().count() as i64, samples + 1, "{csv}");
+    let lines = tlslab_succeeds(&["export", db, "--format", "jsonl"]);
+    assert_eq!(lines.lines().count() as i64, samples);
+    let orphans = lines
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|sample| sample["config"].is_null())
+        .count();
+    assert_eq!(orphans, 20, "the second Config's samples keep every field but its own");
 }
