@@ -2,6 +2,7 @@
 //! checks run under `cargo fuzz` (fuzz_targets/) and, on stable Rust, over the inputs that
 //! once found a bug (`regressions/<target>/`, read by crates/tlslab/tests/fuzz_regressions.rs).
 
+pub mod capture;
 pub mod experiment;
 pub mod http_request;
 pub mod http_response;

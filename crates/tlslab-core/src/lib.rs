@@ -23,6 +23,7 @@ pub mod config;
 pub mod dimension;
 pub mod duration;
 pub mod experiment;
+pub mod names;
 pub mod network;
 pub mod overrides;
 pub mod plan;
@@ -40,9 +41,10 @@ pub use network::{Loss, Network, NetworkDimensions, Rate};
 pub use overrides::Overrides;
 pub use plan::{Plan, Trial};
 pub use record::{
-    EarlyStop, Environment, Record, ReplayRecord, RunEnd, RunInfo, Sink, SinkError, TrialRecord,
-    Usage,
+    ConfigRecord, EarlyStop, Environment, Record, ReplayRecord, RunEnd, RunInfo, Sink, SinkError,
+    Source, TrialRecord, Usage,
 };
 pub use sample::{
-    EchStatus, ErrorClass, Event, Negotiated, Outcome, Phase, QuicPath, Response, Sample, Timeline,
+    EchStatus, ErrorClass, Event, Negotiated, Observed, Outcome, Phase, QuicPath, Response, Sample,
+    Timeline, Vantage,
 };

@@ -8,24 +8,103 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
 use crate::experiment::Experiment;
+use crate::network::Network;
 use crate::plan::{Plan, Trial};
 use crate::sample::Sample;
 
 /// What a run is, written once before the first sample.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunInfo {
-    pub experiment: Experiment,
-    pub configs: Vec<Config>,
-    pub plan: Plan,
+    pub source: Source,
+    /// What the user asked an active run for; `None` for a capture.
+    pub experiment: Option<Experiment>,
+    /// The Configs known before the first sample (a capture announces each when it meets
+    /// it, with [`Record::Config`]).
+    pub configs: Vec<ConfigRecord>,
+    /// An active run's plan (with its seed); `None` for a capture.
+    pub plan: Option<Plan>,
     pub environment: Environment,
     pub command_line: Vec<String>,
     pub started_at_unix_ns: u64,
-    /// Where each Config's handshakes went.
-    pub addresses: Vec<String>,
-    /// The emulator that carried emulated Configs' packets (netem, tun, relay).
+}
+
+/// Where a run's Samples came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Source {
+    /// Handshakes tlslab made itself (`tlslab run`).
+    Active,
+    /// Packet captures read afterwards (`tlslab pcap`).
+    Pcap { files: Vec<String> },
+    /// A live interface (`tlslab capture`).
+    Capture { interface: String },
+}
+
+impl Source {
+    /// `active`, `pcap` or `capture`: the store's `runs.source`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Source::Active => "active",
+            Source::Pcap { .. } => "pcap",
+            Source::Capture { .. } => "capture",
+        }
+    }
+
+    /// The files or the interface, for people.
+    pub fn detail(&self) -> Option<String> {
+        match self {
+            Source::Active => None,
+            Source::Pcap { files } => Some(files.join(", ")),
+            Source::Capture { interface } => Some(interface.clone()),
+        }
+    }
+}
+
+/// A Config as the store keeps it: what any producer can say about the handshakes it
+/// groups, as text. The engine's Configs become one each ([`Config::record`]); a capture
+/// reader makes one for each negotiated combination it meets.
+///
+/// [`Config::record`]: crate::Config::record
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfigRecord {
+    /// The Config's id in the store, unique within the run.
+    pub index: usize,
+    pub label: String,
+    /// TLS version, suite and group: asked for (active) or negotiated (passive).
+    pub version: String,
+    pub suite: String,
+    pub group: String,
+    /// The lab server's certificate profile and chain depth.
+    pub cert: Option<String>,
+    pub chain: Option<u8>,
+    /// An external target as given (host:port) and the server name sent.
+    pub target: Option<String>,
+    pub sni: Option<String>,
+    /// Where the handshakes went: the address connected to, or the server a capture saw.
+    pub address: String,
+    /// Connections at once; `None` when a capture cannot know.
+    pub concurrency: Option<u32>,
+    /// `off`, `tickets` or `session-id`.
+    pub resumption: String,
+    pub early_data_bytes: u64,
+    pub cert_cache: bool,
+    pub insecure: bool,
+    /// `tcp` or `quic`.
+    pub transport: String,
+    /// The request after the handshake: `none`, `1.1`, `2`, `3`.
+    pub http: String,
+    pub path: Option<String>,
+    /// The libraries on each side, where known.
+    pub client_backend: Option<String>,
+    pub server_backend: Option<String>,
+    /// The ECH mode: `off`, `on` or `grease` (a capture: what the ClientHello offered).
+    pub ech: String,
+    /// The emulated link, and the emulator that carried it.
+    pub network: Option<Network>,
     pub emulator: Option<String>,
+    /// The producer's whole description of the Config, as JSON.
+    pub description: String,
 }
 
 /// One executed block.
@@ -46,6 +125,8 @@ pub struct TrialRecord {
 /// Something a producer streams to the sink.
 #[derive(Debug, Clone)]
 pub enum Record {
+    /// A Config met during the run (a capture's new combination), before its first sample.
+    Config(Box<ConfigRecord>),
     Sample(Box<Sample>),
     Trial(TrialRecord),
     /// A Config met the `--until-ci` target and runs no more blocks.

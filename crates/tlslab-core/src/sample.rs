@@ -385,6 +385,55 @@ pub struct Response {
     pub body_bytes: u64,
 }
 
+/// Where a capture saw a connection's packets, told apart by the gaps of the TCP handshake:
+/// a client sees SYN → SYN-ACK take a round trip and answers at once; a server answers the
+/// SYN at once and waits a round trip for the ACK; a point in between sees both gaps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Vantage {
+    Client,
+    Server,
+    Middle,
+    /// Client and server on the capturing machine (loopback): every event is seen when it
+    /// happens, as the client would time it.
+    Local,
+    /// The capture started after the TCP handshake: nothing tells.
+    Unknown,
+}
+
+impl Vantage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Vantage::Client => "client",
+            Vantage::Server => "server",
+            Vantage::Middle => "middle",
+            Vantage::Local => "local",
+            Vantage::Unknown => "unknown",
+        }
+    }
+}
+
+/// What a capture adds to a passive Sample: where and when its packets were seen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Observed {
+    /// The capture file or interface.
+    pub source: String,
+    pub vantage: Vantage,
+    pub client: std::net::SocketAddr,
+    pub server: std::net::SocketAddr,
+    /// When the connection's first packet was captured, in nanoseconds since the Unix epoch
+    /// (the Sample's events count from it).
+    pub first_packet_unix_ns: u64,
+    /// The round trip the TCP handshake shows (client side: SYN → SYN-ACK; server side:
+    /// SYN-ACK → ACK; in between: both); `None` without a whole SYN exchange.
+    pub network_rtt_ns: Option<u64>,
+    /// Segments that carried bytes already seen (retransmissions and overlaps).
+    pub retransmissions: u64,
+    /// Stream bytes the capture never saw (lost before the capture point or dropped by it):
+    /// counted, never invented.
+    pub missing_bytes: u64,
+}
+
 /// The record of one handshake attempt, success or failure.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Sample {
@@ -415,6 +464,8 @@ pub struct Sample {
     pub quic: Option<QuicPath>,
     /// Whether certificate verification was disabled for this attempt.
     pub insecure: bool,
+    /// A capture's view of the connection; `None` for the handshakes tlslab made itself.
+    pub observed: Option<Box<Observed>>,
 }
 
 impl Sample {

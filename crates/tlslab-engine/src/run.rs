@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tlslab_core::{Config, Environment, Experiment, Plan, RunEnd, RunInfo, Sink, Usage};
+use tlslab_core::{Config, Environment, Experiment, Plan, RunEnd, RunInfo, Sink, Source, Usage};
 use tlslab_pki::Pki;
 
 use crate::clients::ConfigClient;
@@ -195,17 +195,21 @@ fn run_info(
     if let Some(emulated) = emulated {
         environment.network = emulated.description.clone();
     }
+    let emulator = emulated.map(|emulated| emulated.kind().to_string());
     RunInfo {
-        experiment: experiment.clone(),
-        configs: configs.to_vec(),
-        plan: plan.clone(),
+        source: Source::Active,
+        experiment: Some(experiment.clone()),
+        configs: configs
+            .iter()
+            .zip(addresses)
+            .map(|(config, address)| config.record(address.to_string(), emulator.clone()))
+            .collect(),
+        plan: Some(plan.clone()),
         environment,
         command_line: options.command_line.clone(),
         started_at_unix_ns: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |since| since.as_nanos() as u64),
-        addresses: addresses.iter().map(SocketAddr::to_string).collect(),
-        emulator: emulated.map(|emulated| emulated.kind().to_string()),
     }
 }
 

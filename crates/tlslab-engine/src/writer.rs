@@ -180,14 +180,16 @@ pub(crate) mod tests {
         let experiment = tlslab_core::Experiment::default();
         let configs = experiment.configs().unwrap();
         RunInfo {
-            plan: tlslab_core::Plan::new(&experiment, &configs, 1),
-            experiment,
-            configs,
+            source: tlslab_core::Source::Active,
+            plan: Some(tlslab_core::Plan::new(&experiment, &configs, 1)),
+            experiment: Some(experiment),
+            configs: configs
+                .iter()
+                .map(|config| config.record("127.0.0.1:0".into(), None))
+                .collect(),
             environment: crate::environment::capture("test", "test"),
             command_line: Vec::new(),
             started_at_unix_ns: 0,
-            addresses: Vec::new(),
-            emulator: None,
         }
     }
 

@@ -1,28 +1,12 @@
 //! What OpenSSL calls things, and what tlslab stores.
 //!
-//! Samples from both backends land in the same columns, so the OpenSSL backend reports names
-//! in the rustls client's spelling: suites as rustls' `Debug` names (`TLS13_AES_128_GCM_SHA256`,
-//! `TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`; the IANA name for suites rustls lacks), groups as
-//! tlslab's lower-case names (`x25519mlkem768`), signature schemes as rustls' `Debug` names
-//! (`RSA_PSS_SHA256`, `ML_DSA_65`).
+//! Samples from both backends (and from captures) land in the same columns, so the OpenSSL
+//! backend reports names in one spelling, `tlslab_core::names`: suites as rustls' `Debug`
+//! names, groups as tlslab's lower-case names, signature schemes as rustls' `Debug` names.
 
 /// The stored name of a suite from its IANA name (`SSL_CIPHER_standard_name`).
-///
-/// The IANA names of the TLS 1.3 suites (`TLS_AES_128_GCM_SHA256`) lack the version; rustls
-/// names them `TLS13_…`. TLS 1.2 names are the same in both.
 pub fn suite_name(standard_name: &str) -> String {
-    const TLS13_SUITES: [&str; 5] = [
-        "TLS_AES_128_GCM_SHA256",
-        "TLS_AES_256_GCM_SHA384",
-        "TLS_CHACHA20_POLY1305_SHA256",
-        "TLS_AES_128_CCM_SHA256",
-        "TLS_AES_128_CCM_8_SHA256",
-    ];
-    if TLS13_SUITES.contains(&standard_name) {
-        format!("TLS13_{}", &standard_name["TLS_".len()..])
-    } else {
-        standard_name.to_string()
-    }
+    tlslab_core::names::suite(standard_name)
 }
 
 /// The stored name of a group from OpenSSL's TLS group name (`X25519MLKEM768`, `secp256r1`,
@@ -38,28 +22,7 @@ pub fn group_name(openssl_name: &str) -> String {
 
 /// The stored name of a signature scheme from its TLS name (`SSL_get0_peer_signature_name`).
 pub fn signature_scheme_name(tls_name: &str) -> String {
-    let known = match tls_name {
-        "rsa_pkcs1_sha1" => "RSA_PKCS1_SHA1",
-        "ecdsa_sha1" => "ECDSA_SHA1_Legacy",
-        "rsa_pkcs1_sha256" => "RSA_PKCS1_SHA256",
-        "rsa_pkcs1_sha384" => "RSA_PKCS1_SHA384",
-        "rsa_pkcs1_sha512" => "RSA_PKCS1_SHA512",
-        "ecdsa_secp256r1_sha256" => "ECDSA_NISTP256_SHA256",
-        "ecdsa_secp384r1_sha384" => "ECDSA_NISTP384_SHA384",
-        "ecdsa_secp521r1_sha512" => "ECDSA_NISTP521_SHA512",
-        // rustls has one name per hash for RSA-PSS; it only uses the rsae code points.
-        "rsa_pss_rsae_sha256" => "RSA_PSS_SHA256",
-        "rsa_pss_rsae_sha384" => "RSA_PSS_SHA384",
-        "rsa_pss_rsae_sha512" => "RSA_PSS_SHA512",
-        "ed25519" => "ED25519",
-        "ed448" => "ED448",
-        "mldsa44" => "ML_DSA_44",
-        "mldsa65" => "ML_DSA_65",
-        "mldsa87" => "ML_DSA_87",
-        // Schemes rustls does not know keep their IANA name, upper-cased like the rest.
-        other => return other.to_ascii_uppercase(),
-    };
-    known.to_string()
+    tlslab_core::names::signature_scheme_from_tls_name(tls_name)
 }
 
 /// The name of a handshake message type, for people reading a message timeline.

@@ -21,7 +21,8 @@ pub struct ConfigData {
     pub series_by_concurrency: String,
     /// The same for the RTT chart: every dimension but the emulated RTT.
     pub series_by_rtt: String,
-    pub concurrency: f64,
+    /// `None` for a capture's Configs.
+    pub concurrency: Option<f64>,
     /// The emulated round-trip time, when the Config ran on an emulated link.
     pub rtt_ms: Option<f64>,
     /// Successful measured handshakes, milliseconds, ascending.
@@ -67,8 +68,9 @@ impl ReportData {
                     if row.resume {
                         words.push("resume".into());
                     }
-                    if leave_out != "concurrency" {
-                        words.push(format!("c{}", row.concurrency));
+                    if let (Some(concurrency), true) = (row.concurrency, leave_out != "concurrency")
+                    {
+                        words.push(format!("c{concurrency}"));
                     }
                     if let (Some(rtt), true) = (row.rtt_ns, leave_out != "rtt") {
                         words.push(format!("rtt{}ms", rtt as f64 / 1e6));
@@ -103,7 +105,7 @@ impl ReportData {
                 short_label,
                 series_by_concurrency,
                 series_by_rtt,
-                concurrency: row.concurrency as f64,
+                concurrency: row.concurrency.map(|concurrency| concurrency as f64),
                 rtt_ms: row.rtt_ns.map(|rtt| rtt as f64 / 1e6),
                 handshake_ms,
                 median_ci,
@@ -119,7 +121,7 @@ impl ReportData {
 
     /// Whether concurrency takes more than one value, so latency against it can be drawn.
     pub fn concurrency_varies(&self) -> bool {
-        varies(self.configs.iter().map(|c| Some(c.concurrency)))
+        varies(self.configs.iter().map(|c| c.concurrency))
     }
 
     /// Whether the emulated RTT takes more than one value.

@@ -170,17 +170,30 @@ pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
         None => out.push_str("<p>Every measured attempt succeeded.</p>\n"),
     }
 
-    out.push_str("<h2 id=\"experiment\">Experiment</h2>\n");
+    if data.run.source == "active" {
+        out.push_str("<h2 id=\"experiment\">Experiment</h2>\n");
+    } else {
+        out.push_str("<h2 id=\"experiment\">Source</h2>\n");
+    }
     let _ = writeln!(
         out,
         "<p>Command line: <code>{}</code></p>",
         escape(&data.run.command_line)
     );
-    let _ = writeln!(
-        out,
-        "<p>Run it again with this file (<code>tlslab run experiment.toml</code>; the seed fixes the order of trials):</p>\n<pre>{}</pre>",
-        escape(&data.run.experiment)
-    );
+    if data.run.source == "active" {
+        let _ = writeln!(
+            out,
+            "<p>Run it again with this file (<code>tlslab run experiment.toml</code>; the seed fixes the order of trials):</p>\n<pre>{}</pre>",
+            escape(&data.run.experiment)
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "<p>{}: <code>{}</code></p>",
+            escape(&data.run.source),
+            escape(data.run.source_detail.as_deref().unwrap_or_default())
+        );
+    }
     out.push_str("<h2 id=\"environment\">Environment</h2>\n");
     write_table(&mut out, &tables::environment(data));
     let _ = writeln!(

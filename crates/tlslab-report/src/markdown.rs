@@ -111,11 +111,21 @@ pub fn render_markdown(data: &ReportData, chart_links: Option<&str>) -> String {
             );
         }
     }
-    let _ = writeln!(
-        out,
-        "## Experiment\n\n{}\n",
-        code_block("toml", data.run.experiment.trim_end())
-    );
+    if data.run.source == "active" {
+        let _ = writeln!(
+            out,
+            "## Experiment\n\n{}\n",
+            code_block("toml", data.run.experiment.trim_end())
+        );
+    } else {
+        // A capture has no experiment: say what was read.
+        let _ = writeln!(
+            out,
+            "## Source\n\n{}: {}\n",
+            data.run.source,
+            inline_code(data.run.source_detail.as_deref().unwrap_or_default())
+        );
+    }
     out.push_str("## Environment\n\n");
     write_table(&mut out, &tables::environment(data));
     out

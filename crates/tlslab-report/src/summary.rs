@@ -257,7 +257,8 @@ pub struct RunSummary {
     pub started_at: String,
     pub complete: bool,
     pub reason: Option<String>,
-    pub seed: u64,
+    /// The plan's seed; `None` for a capture.
+    pub seed: Option<u64>,
     pub duration_s: Option<f64>,
     pub attempted: i64,
     pub errors: i64,
@@ -464,7 +465,7 @@ impl RunSummary {
             complete: run.complete,
             reason: run.reason,
             // Stored as SQLite's signed integer; the bits are the u64 seed.
-            seed: run.seed as u64,
+            seed: run.seed.map(|seed| seed as u64),
             duration_s: run.duration_ns.map(|ns| ns as f64 / 1e9),
             attempted: configs.iter().map(|c| c.attempted).sum(),
             errors: configs.iter().map(|c| c.attempted - c.ok).sum(),

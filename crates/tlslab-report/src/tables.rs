@@ -216,7 +216,9 @@ pub fn run_line(data: &ReportData) -> String {
     if let Some(seconds) = summary.duration_s {
         line.push_str(&format!(" · {seconds:.1} s"));
     }
-    line.push_str(&format!(" · seed {}", summary.seed));
+    if let Some(seed) = summary.seed {
+        line.push_str(&format!(" · seed {seed}"));
+    }
     line.push_str(if summary.complete {
         " · complete"
     } else {

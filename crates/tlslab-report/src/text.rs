@@ -183,13 +183,15 @@ pub fn render_text(summary: &RunSummary) -> String {
     }
     let _ = writeln!(
         out,
-        "{} attempts, {} errors{} · seed {} · results: {}",
+        "{} attempts, {} errors{}{} · results: {}",
         summary.attempted,
         summary.errors,
         summary
             .duration_s
             .map_or(String::new(), |s| format!(" in {s:.1} s")),
-        summary.seed,
+        summary
+            .seed
+            .map_or(String::new(), |seed| format!(" · seed {seed}")),
         summary.store
     );
     out

@@ -2,7 +2,7 @@
 //! the inserts (by name) and the export, so a new measurement is one line here.
 
 use rusqlite::types::Value;
-use tlslab_core::{Config, Endpoint, Event, Http, Phase, Sample};
+use tlslab_core::{ConfigRecord, Event, Phase, Sample};
 
 /// How a sample column is filled from a [`Sample`].
 #[derive(Clone, Copy)]
@@ -45,6 +45,13 @@ fn integer(value: Option<u64>) -> Value {
 
 fn flag(value: Option<bool>) -> Value {
     value.map_or(Value::Null, |flag| Value::Integer(i64::from(flag)))
+}
+
+fn observed<'a, T>(
+    sample: &'a Sample,
+    part: impl FnOnce(&'a tlslab_core::Observed) -> T,
+) -> Option<T> {
+    sample.observed.as_deref().map(part)
 }
 
 const fn sample(name: &'static str, sql: &'static str, fill: fn(&Sample) -> Value) -> Field {
@@ -162,6 +169,31 @@ const FIELDS: &[Field] = &[
     config("loss", "loss"),
     config("rate_bps", "rate_bps"),
     config("emulator", "emulator"),
+    // Schema 5: where a capture saw the connection (NULL for active runs).
+    sample("capture", "TEXT", |s| {
+        text(observed(s, |o| o.source.as_str()))
+    }),
+    sample("vantage", "TEXT", |s| {
+        text(observed(s, |o| o.vantage.as_str()))
+    }),
+    sample("client", "TEXT", |s| {
+        text(observed(s, |o| o.client.to_string()).as_deref())
+    }),
+    sample("server", "TEXT", |s| {
+        text(observed(s, |o| o.server.to_string()).as_deref())
+    }),
+    sample("captured_at_unix_ns", "INTEGER", |s| {
+        integer(observed(s, |o| o.first_packet_unix_ns))
+    }),
+    sample("network_rtt_ns", "INTEGER", |s| {
+        integer(observed(s, |o| o.network_rtt_ns).flatten())
+    }),
+    sample("retransmissions", "INTEGER", |s| {
+        integer(observed(s, |o| o.retransmissions))
+    }),
+    sample("missing_bytes", "INTEGER", |s| {
+        integer(observed(s, |o| o.missing_bytes))
+    }),
     Field {
         name: "started_at",
         source: Source::Sample {
@@ -226,106 +258,54 @@ impl Fill {
     }
 }
 
-/// What a configs row is made from.
-pub struct ConfigEntry<'a> {
-    pub config: &'a Config,
-    /// Where its handshakes went.
-    pub address: &'a str,
-    /// The emulator that carried its packets, when it ran on an emulated link.
-    pub emulator: Option<&'a str>,
-}
-
-/// A configs column: name, SQL type, and how a Config fills it (`None`: filled later).
+/// A configs column: name, SQL type, and how a [`ConfigRecord`] fills it (`None`: filled
+/// later).
 pub type ConfigColumn = (
     &'static str,
     &'static str,
-    Option<fn(&ConfigEntry) -> Value>,
+    Option<fn(&ConfigRecord) -> Value>,
 );
 
-fn lab_or_target<T>(
-    entry: &ConfigEntry,
-    lab: impl FnOnce(&tlslab_core::CertProfile, u8) -> T,
-    target: impl FnOnce(&str, &str) -> T,
-) -> T {
-    match &entry.config.endpoint {
-        Endpoint::Lab { cert, chain } => lab(cert, *chain),
-        Endpoint::Target { address, sni, .. } => target(address, sni),
-    }
-}
-
-fn network<T>(entry: &ConfigEntry, part: impl FnOnce(&tlslab_core::Network) -> T) -> Option<T> {
-    entry.config.network.as_ref().map(part)
+fn network<T>(config: &ConfigRecord, part: impl FnOnce(&tlslab_core::Network) -> T) -> Option<T> {
+    config.network.as_ref().map(part)
 }
 
 /// The configs table's columns after `id` and `run_id`, with the schema version in
-/// comments where they were added.
+/// comments where they were added. Columns that a capture cannot fill are nullable in new
+/// stores (older stores never hold a capture's Configs).
 pub const CONFIG_COLUMNS: &[ConfigColumn] = &[
-    (
-        "label",
-        "TEXT NOT NULL",
-        Some(|e| text(Some(&e.config.label))),
-    ),
-    (
-        "version",
-        "TEXT NOT NULL",
-        Some(|e| text(Some(e.config.version.as_str()))),
-    ),
-    (
-        "suite",
-        "TEXT NOT NULL",
-        Some(|e| text(Some(&e.config.suite.name))),
-    ),
-    (
-        "group",
-        "TEXT NOT NULL",
-        Some(|e| text(Some(e.config.group.as_str()))),
-    ),
-    (
-        "cert",
-        "TEXT",
-        Some(|e| lab_or_target(e, |cert, _| text(Some(cert.as_str())), |_, _| Value::Null)),
-    ),
+    ("label", "TEXT NOT NULL", Some(|c| text(Some(&c.label)))),
+    ("version", "TEXT NOT NULL", Some(|c| text(Some(&c.version)))),
+    ("suite", "TEXT NOT NULL", Some(|c| text(Some(&c.suite)))),
+    ("group", "TEXT NOT NULL", Some(|c| text(Some(&c.group)))),
+    ("cert", "TEXT", Some(|c| text(c.cert.as_deref()))),
     (
         "chain",
         "INTEGER",
-        Some(|e| {
-            lab_or_target(
-                e,
-                |_, chain| integer(Some(u64::from(chain))),
-                |_, _| Value::Null,
-            )
-        }),
+        Some(|c| integer(c.chain.map(u64::from))),
     ),
-    (
-        "target",
-        "TEXT",
-        Some(|e| lab_or_target(e, |_, _| Value::Null, |address, _| text(Some(address)))),
-    ),
-    (
-        "sni",
-        "TEXT",
-        Some(|e| lab_or_target(e, |_, _| Value::Null, |_, sni| text(Some(sni)))),
-    ),
-    ("address", "TEXT NOT NULL", Some(|e| text(Some(e.address)))),
+    ("target", "TEXT", Some(|c| text(c.target.as_deref()))),
+    ("sni", "TEXT", Some(|c| text(c.sni.as_deref()))),
+    ("address", "TEXT NOT NULL", Some(|c| text(Some(&c.address)))),
     (
         "concurrency",
-        "INTEGER NOT NULL",
-        Some(|e| integer(Some(u64::from(e.config.concurrency)))),
+        "INTEGER",
+        Some(|c| integer(c.concurrency.map(u64::from))),
     ),
     (
         "resume",
         "INTEGER NOT NULL",
-        Some(|e| flag(Some(e.config.resumes()))),
+        Some(|c| flag(Some(c.resumption != "off"))),
     ),
     (
         "insecure",
         "INTEGER NOT NULL",
-        Some(|e| flag(Some(e.config.insecure))),
+        Some(|c| flag(Some(c.insecure))),
     ),
     (
         "description",
         "TEXT NOT NULL",
-        Some(|e| text(Some(&crate::sink::json(e.config)))),
+        Some(|c| text(Some(&c.description))),
     ),
     // Set when `--until-ci` stopped the Config early.
     ("stopped_round", "INTEGER", None),
@@ -335,75 +315,68 @@ pub const CONFIG_COLUMNS: &[ConfigColumn] = &[
     (
         "rtt_ns",
         "INTEGER",
-        Some(|e| integer(network(e, |n| n.rtt.as_nanos() as u64))),
+        Some(|c| integer(network(c, |n| n.rtt.as_nanos() as u64))),
     ),
     (
         "jitter_ns",
         "INTEGER",
-        Some(|e| integer(network(e, |n| n.jitter.as_nanos() as u64))),
+        Some(|c| integer(network(c, |n| n.jitter.as_nanos() as u64))),
     ),
     (
         "loss",
         "REAL",
-        Some(|e| network(e, |n| Value::Real(n.loss.0)).unwrap_or(Value::Null)),
+        Some(|c| network(c, |n| Value::Real(n.loss.0)).unwrap_or(Value::Null)),
     ),
     (
         "rate_bps",
         "INTEGER",
-        Some(|e| integer(network(e, |n| n.rate.map(|rate| rate.0)).flatten())),
+        Some(|c| integer(network(c, |n| n.rate.map(|rate| rate.0)).flatten())),
     ),
-    (
-        "emulator",
-        "TEXT",
-        Some(|e| text(network(e, |_| e.emulator).flatten())),
-    ),
+    ("emulator", "TEXT", Some(|c| text(c.emulator.as_deref()))),
     // Schema 3: transport, request and session techniques, with the values every older
     // Config had as defaults. `resumption` is the mode; `resume` says whether it is not off.
     (
         "transport",
         "TEXT NOT NULL DEFAULT 'tcp'",
-        Some(|e| text(Some(e.config.transport.as_str()))),
+        Some(|c| text(Some(&c.transport))),
     ),
     (
         "http",
         "TEXT NOT NULL DEFAULT 'none'",
-        Some(|e| text(Some(e.config.http.as_str()))),
+        Some(|c| text(Some(&c.http))),
     ),
     (
         "resumption",
         "TEXT NOT NULL DEFAULT 'off'",
-        Some(|e| text(Some(e.config.resume.as_str()))),
+        Some(|c| text(Some(&c.resumption))),
     ),
     (
         "early_data_bytes",
         "INTEGER NOT NULL DEFAULT 0",
-        Some(|e| integer(Some(e.config.early_data))),
+        Some(|c| integer(Some(c.early_data_bytes))),
     ),
     (
         "cert_cache",
         "INTEGER NOT NULL DEFAULT 0",
-        Some(|e| flag(Some(e.config.cert_cache))),
+        Some(|c| flag(Some(c.cert_cache))),
     ),
-    (
-        "path",
-        "TEXT",
-        Some(|e| text((e.config.http != Http::None).then_some(e.config.path.as_str()))),
-    ),
-    // Schema 4: the TLS libraries (no server library for a target) and the ECH mode.
+    ("path", "TEXT", Some(|c| text(c.path.as_deref()))),
+    // Schema 4: the TLS libraries (no server library for a target; neither for a capture)
+    // and the ECH mode.
     (
         "client_backend",
-        "TEXT NOT NULL DEFAULT 'rustls'",
-        Some(|e| text(Some(e.config.client_backend.as_str()))),
+        "TEXT DEFAULT 'rustls'",
+        Some(|c| text(c.client_backend.as_deref())),
     ),
     (
         "server_backend",
         "TEXT",
-        Some(|e| text(e.config.server_backend.map(|backend| backend.as_str()))),
+        Some(|c| text(c.server_backend.as_deref())),
     ),
     (
         "ech",
         "TEXT NOT NULL DEFAULT 'off'",
-        Some(|e| text(Some(e.config.ech.as_str()))),
+        Some(|c| text(Some(&c.ech))),
     ),
 ];
 

@@ -13,7 +13,7 @@
 //!
 //! // A producer that is not the engine: one Config, one measured handshake of 1.2 ms.
 //! let experiment = Experiment { handshakes: 1, warmup: 0, ..Experiment::default() };
-//! let configs = experiment.configs().unwrap();
+//! let config = experiment.configs().unwrap().remove(0).record("192.0.2.1:443".into(), None);
 //! let environment = Environment {
 //!     tool_version: "0.1.0".into(), commit: "example".into(), rustls_version: "n/a".into(),
 //!     crypto_provider: "n/a".into(), openssl_version: None, cpu_model: "any".into(),
@@ -23,14 +23,13 @@
 //! let _ = std::fs::remove_file(&path);
 //! let mut sink = Store::create(&path).unwrap().into_sink();
 //! sink.begin(&RunInfo {
-//!     plan: Plan::new(&experiment, &configs, 1),
-//!     experiment,
-//!     addresses: vec!["192.0.2.1:443".into()],
-//!     configs,
+//!     source: Source::Pcap { files: vec!["example.pcap".into()] },
+//!     experiment: None,
+//!     plan: None,
+//!     configs: vec![config],
 //!     environment,
 //!     command_line: vec![],
 //!     started_at_unix_ns: 0,
-//!     emulator: None,
 //! }).unwrap();
 //! let mut timeline = Timeline::default();
 //! timeline.set(Event::Start, 0);
@@ -39,7 +38,7 @@
 //!     config: 0, trial: 0, round: 1, agent: 0, warmup: false, started_at: 0, timeline,
 //!     outcome: Outcome::Ok, error: None, error_detail: None, negotiated: Negotiated::default(),
 //!     bytes_sent: 0, bytes_received: 0, client_hello_bytes: None, server_flight_bytes: None,
-//!     response: None, quic: None, insecure: false,
+//!     response: None, quic: None, insecure: false, observed: None,
 //! }))).unwrap();
 //! sink.finish(&RunEnd { complete: true, reason: None, duration_ns: 1, attempted: 1, errors: 0 })
 //!     .unwrap();
@@ -156,7 +155,8 @@ pub struct ConfigRow {
     pub cert: Option<String>,
     pub chain: Option<i64>,
     pub target: Option<String>,
-    pub concurrency: i64,
+    /// `None` for a capture's Configs.
+    pub concurrency: Option<i64>,
     pub resume: bool,
     pub insecure: bool,
     /// Set when `--until-ci` stopped the Config early: the last round it ran, its measured
@@ -178,8 +178,8 @@ pub struct ConfigRow {
     /// Bytes of 0-RTT early data per resumed handshake (0: none).
     pub early_data_bytes: i64,
     pub cert_cache: bool,
-    /// rustls or openssl.
-    pub client_backend: String,
+    /// rustls or openssl; `None` for a capture's Configs.
+    pub client_backend: Option<String>,
     /// The lab server's library; `None` for an external target.
     pub server_backend: Option<String>,
     /// off, on or grease.
@@ -217,8 +217,13 @@ pub struct RunRow {
     pub complete: bool,
     pub reason: Option<String>,
     pub duration_ns: Option<i64>,
-    pub seed: i64,
+    /// The plan's seed; `None` for a capture.
+    pub seed: Option<i64>,
+    /// The experiment as TOML; empty for a capture.
     pub experiment: String,
+    /// `active`, `pcap` or `capture`, and the files or interface.
+    pub source: String,
+    pub source_detail: Option<String>,
     /// Where the run measured; `None` when the stored record cannot be read.
     pub environment: Option<tlslab_core::Environment>,
     pub command_line: String,
@@ -360,7 +365,7 @@ impl Store {
 
     pub fn run(&self) -> Result<RunRow, StoreError> {
         Ok(self.connection.query_row(
-            "SELECT started_at, complete, reason, duration_ns, seed, experiment, environment, command_line FROM runs ORDER BY id LIMIT 1",
+            "SELECT started_at, complete, reason, duration_ns, seed, experiment, environment, command_line, source, source_detail FROM runs ORDER BY id LIMIT 1",
             [],
             |row| {
                 Ok(RunRow {
@@ -372,6 +377,8 @@ impl Store {
                     experiment: row.get(5)?,
                     environment: serde_json::from_str(&row.get::<_, String>(6)?).ok(),
                     command_line: row.get(7)?,
+                    source: row.get(8)?,
+                    source_detail: row.get(9)?,
                 })
             },
         )?)

@@ -5,11 +5,14 @@ use rusqlite::Connection;
 use crate::columns::{definitions, quoted, sample_columns, CONFIG_COLUMNS};
 
 /// The schema version this build writes, kept in `PRAGMA user_version`.
-pub const VERSION: i64 = 4;
+pub const VERSION: i64 = 5;
 
 pub fn create(connection: &Connection) -> rusqlite::Result<()> {
     let configs = definitions(CONFIG_COLUMNS.iter().map(|(name, sql, _)| (*name, *sql)));
     let samples = definitions(sample_columns().map(|(name, sql, _)| (name, sql)));
+    let runs = definitions(RUNS_COLUMNS.iter().copied());
+    // `seed` is NULL for a capture (schema 5; older stores keep NOT NULL and only ever hold
+    // active runs).
     connection.execute_batch(&format!(
         r#"
 CREATE TABLE runs (
@@ -22,13 +25,13 @@ CREATE TABLE runs (
     duration_ns INTEGER,
     attempted INTEGER,
     errors INTEGER,
-    seed INTEGER NOT NULL,
+    seed INTEGER,
     tool_version TEXT NOT NULL,
     commit_id TEXT NOT NULL,
     experiment TEXT NOT NULL,
     command_line TEXT NOT NULL,
     environment TEXT NOT NULL,
-    plan TEXT NOT NULL
+    plan TEXT NOT NULL{runs}
 );
 CREATE TABLE configs (
     id INTEGER PRIMARY KEY,
@@ -65,6 +68,12 @@ PRAGMA user_version = {VERSION};
     ))
 }
 
+/// The runs columns added since schema 1 (schema 5: where the samples came from).
+const RUNS_COLUMNS: &[(&str, &str)] = &[
+    ("source", "TEXT NOT NULL DEFAULT 'active'"),
+    ("source_detail", "TEXT"),
+];
+
 /// The replay probe's results (schema version 3).
 const REPLAYS_TABLE: &str = "CREATE TABLE IF NOT EXISTS replays (
     config_id INTEGER PRIMARY KEY REFERENCES configs(id),
@@ -94,9 +103,18 @@ pub fn migrate(connection: &Connection) -> Result<(), String> {
         VERSION => Ok(()),
         // Older versions lack columns, never have different ones: add what is missing, with
         // the values every old Config had (loopback, TCP, no request, no 0-RTT).
-        older @ (1..=3) => {
+        older @ (1..=4) => {
             let upgrade = || -> rusqlite::Result<()> {
                 let mut statements = String::new();
+                let runs = existing_columns(connection, "runs")?;
+                for (name, sql) in RUNS_COLUMNS {
+                    if !runs.iter().any(|c| c == name) {
+                        statements.push_str(&format!(
+                            "ALTER TABLE runs ADD COLUMN {} {sql};\n",
+                            quoted(name)
+                        ));
+                    }
+                }
                 let configs = existing_columns(connection, "configs")?;
                 let before_libraries = !configs.iter().any(|c| c == "client_backend");
                 for (name, sql, _) in CONFIG_COLUMNS {

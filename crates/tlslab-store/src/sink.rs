@@ -6,9 +6,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rusqlite::types::Value;
 use rusqlite::{params, Connection};
-use tlslab_core::{Record, RunEnd, RunInfo, Sample, Sink, SinkError, TrialRecord};
+use tlslab_core::{ConfigRecord, Record, RunEnd, RunInfo, Sample, Sink, SinkError, TrialRecord};
 
-use crate::columns::{insert, sample_columns, ConfigEntry, Fill, CONFIG_COLUMNS};
+use crate::columns::{insert, sample_columns, Fill, CONFIG_COLUMNS};
 use crate::recovery::{reserve_path, RunLock};
 
 const BATCH_SAMPLES: usize = 1_000;
@@ -33,8 +33,9 @@ pub struct StoreSink {
     pending: usize,
     batch_started: Instant,
     in_transaction: bool,
-    /// The samples insert, by column name.
+    /// The samples and configs inserts, by column name.
     insert_sample: String,
+    insert_config: String,
     /// Each measured column's parameter name and how a sample fills it.
     fills: Vec<(String, Fill)>,
     /// Where disk space is kept for the end, while it is kept.
@@ -80,6 +81,7 @@ impl StoreSink {
             batch_started: Instant::now(),
             in_transaction: false,
             insert_sample: insert("samples", &columns),
+            insert_config: insert("configs", &config_columns()),
             fills: sample_columns()
                 .map(|(name, _, fill)| (format!(":{name}"), fill))
                 .collect(),
@@ -111,6 +113,7 @@ impl StoreSink {
     /// Writes one record inside the open transaction.
     fn write(&self, record: &Record) -> rusqlite::Result<()> {
         match record {
+            Record::Config(config) => self.insert_config(config),
             Record::Sample(sample) => self.insert_sample(sample),
             Record::Trial(trial) => self.insert_trial(trial),
             Record::Replay(replay) => self
@@ -202,6 +205,26 @@ impl StoreSink {
         Ok(())
     }
 
+    fn insert_config(&self, config: &ConfigRecord) -> rusqlite::Result<()> {
+        let mut values: Vec<(String, Value)> = vec![
+            (":id".into(), Value::Integer(config.index as i64)),
+            (":run_id".into(), Value::Integer(1)),
+        ];
+        for (name, _, fill) in CONFIG_COLUMNS {
+            if let Some(fill) = fill {
+                values.push((format!(":{name}"), fill(config)));
+            }
+        }
+        let parameters: Vec<(&str, &dyn rusqlite::ToSql)> = values
+            .iter()
+            .map(|(name, value)| (name.as_str(), value as &dyn rusqlite::ToSql))
+            .collect();
+        self.connection
+            .prepare_cached(&self.insert_config)?
+            .execute(parameters.as_slice())?;
+        Ok(())
+    }
+
     fn insert_trial(&self, record: &TrialRecord) -> rusqlite::Result<()> {
         let server = record.server;
         self.connection
@@ -231,55 +254,34 @@ impl StoreSink {
 
 impl Sink for StoreSink {
     fn begin(&mut self, info: &RunInfo) -> Result<(), SinkError> {
-        let experiment = info.experiment.to_toml();
+        // A capture has no experiment and no plan: an empty experiment, a null plan and no
+        // seed say so.
+        let experiment = info
+            .experiment
+            .as_ref()
+            .map(|experiment| experiment.to_toml())
+            .unwrap_or_default();
         self.begin_batch().map_err(|error| self.failed(error))?;
         self.connection
             .execute(
-                "INSERT INTO runs (id, started_at, started_at_unix_ns, seed, tool_version, commit_id, experiment, command_line, environment, plan) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                "INSERT INTO runs (id, started_at, started_at_unix_ns, seed, tool_version, commit_id, experiment, command_line, environment, plan, source, source_detail) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                 params![
                     utc_timestamp(info.started_at_unix_ns),
                     info.started_at_unix_ns as i64,
-                    info.plan.seed as i64,
+                    info.plan.as_ref().map(|plan| plan.seed as i64),
                     info.environment.tool_version,
                     info.environment.commit,
                     experiment,
                     json(&info.command_line),
                     json(&info.environment),
                     json(&info.plan),
+                    info.source.kind(),
+                    info.source.detail(),
                 ],
             )
             .map_err(|error| self.failed(error))?;
-        let columns: Vec<&str> = ["id", "run_id"]
-            .into_iter()
-            .chain(
-                CONFIG_COLUMNS
-                    .iter()
-                    .filter(|(_, _, fill)| fill.is_some())
-                    .map(|(name, _, _)| *name),
-            )
-            .collect();
-        let statement = insert("configs", &columns);
-        for (config, address) in info.configs.iter().zip(&info.addresses) {
-            let entry = ConfigEntry {
-                config,
-                address,
-                emulator: info.emulator.as_deref(),
-            };
-            let mut values: Vec<(String, Value)> = vec![
-                (":id".into(), Value::Integer(config.index as i64)),
-                (":run_id".into(), Value::Integer(1)),
-            ];
-            for (name, _, fill) in CONFIG_COLUMNS {
-                if let Some(fill) = fill {
-                    values.push((format!(":{name}"), fill(&entry)));
-                }
-            }
-            let parameters: Vec<(&str, &dyn rusqlite::ToSql)> = values
-                .iter()
-                .map(|(name, value)| (name.as_str(), value as &dyn rusqlite::ToSql))
-                .collect();
-            self.connection
-                .execute(&statement, parameters.as_slice())
+        for config in &info.configs {
+            self.insert_config(config)
                 .map_err(|error| self.failed(error))?;
         }
         self.commit()
@@ -331,6 +333,19 @@ impl Sink for StoreSink {
         self.lock = None;
         Ok(())
     }
+}
+
+/// The configs columns a [`ConfigRecord`] fills, with the keys.
+fn config_columns() -> Vec<&'static str> {
+    ["id", "run_id"]
+        .into_iter()
+        .chain(
+            CONFIG_COLUMNS
+                .iter()
+                .filter(|(_, _, fill)| fill.is_some())
+                .map(|(name, _, _)| *name),
+        )
+        .collect()
 }
 
 /// A value as JSON text, for the columns that keep records whole (the plan, the

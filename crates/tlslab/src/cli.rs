@@ -30,6 +30,9 @@ pub enum Command {
     Export(ExportArgs),
     /// Print the paths of a lab certificate chain (for nginx, openssl or curl).
     Pki(PkiArgs),
+    /// Read packet captures (pcap or pcapng, also .gz or .zst) and store every TLS handshake
+    /// in them as a sample, grouped into configs by what was negotiated.
+    Pcap(PcapArgs),
 }
 
 #[derive(Debug, Args)]
@@ -309,6 +312,20 @@ pub struct ExportArgs {
     /// Output file (default: stdout).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct PcapArgs {
+    /// Capture files, read in the order given (a rotated capture's connections continue
+    /// across its files).
+    #[arg(required = true)]
+    pub captures: Vec<PathBuf>,
+    /// Results file (default: ./tlslab-results/<UTC time>.db).
+    #[arg(short, long)]
+    pub out: Option<PathBuf>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@ mod export;
 mod failure;
 mod files;
 mod output;
+mod pcap;
 mod report;
 mod run;
 mod serve;
@@ -39,6 +40,7 @@ fn main() {
         Command::Report(args) => report::report(args),
         Command::Export(args) => export::export(args),
         Command::Pki(args) => export::pki(args),
+        Command::Pcap(args) => pcap::pcap(args),
     };
     match result {
         Ok(code) => std::process::exit(code),

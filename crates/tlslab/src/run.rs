@@ -38,7 +38,7 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment, CliError> {
 }
 
 /// `./tlslab-results/<UTC timestamp>.db`, with a suffix when two runs start in one second.
-fn default_output() -> PathBuf {
+pub fn default_output() -> PathBuf {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);

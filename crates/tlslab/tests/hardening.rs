@@ -518,5 +518,8 @@ fn samples_whose_config_row_is_missing_are_still_exported() {
         .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
         .filter(|sample| sample["config"].is_null())
         .count();
-    assert_eq!(orphans, 20, "the second Config's samples keep every field but its own");
+    assert_eq!(
+        orphans, 20,
+        "the second Config's samples keep every field but its own"
+    );
 }

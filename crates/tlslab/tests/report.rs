@@ -189,9 +189,22 @@ fn a_version_1_store_is_upgraded_when_opened() {
             "early_data_accepted",
             "quic_rtt_ns",
             "ech",
+            "capture",
+            "vantage",
+            "client",
+            "server",
+            "captured_at_unix_ns",
+            "network_rtt_ns",
+            "retransmissions",
+            "missing_bytes",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
+                .unwrap();
+        }
+        for column in ["source", "source_detail"] {
+            connection
+                .execute_batch(&format!("ALTER TABLE runs DROP COLUMN {column}"))
                 .unwrap();
         }
         connection.execute_batch("DROP TABLE replays").unwrap();
@@ -209,7 +222,9 @@ fn a_version_1_store_is_upgraded_when_opened() {
         &results,
         "SELECT count(*) FROM configs WHERE rtt_ns IS NULL",
     );
-    assert_eq!((version, loopback), (4, 4));
+    assert_eq!((version, loopback), (5, 4));
+    let active = count(&results, "SELECT count(*) FROM runs WHERE source = 'active'");
+    assert_eq!(active, 1, "an old run reads as an active run");
     let tcp = count(
         &results,
         "SELECT count(*) FROM configs WHERE transport = 'tcp' AND resumption = 'off'",

@@ -76,6 +76,47 @@ pub struct Config {
 }
 
 impl Config {
+    /// The Config as the store keeps it; `address` is where its handshakes went, `emulator`
+    /// what carried its emulated link.
+    pub fn record(&self, address: String, emulator: Option<String>) -> crate::ConfigRecord {
+        let (cert, chain, target, sni) = match &self.endpoint {
+            Endpoint::Lab { cert, chain } => {
+                (Some(cert.as_str().to_string()), Some(*chain), None, None)
+            }
+            Endpoint::Target { address, sni, .. } => {
+                (None, None, Some(address.clone()), Some(sni.clone()))
+            }
+        };
+        crate::ConfigRecord {
+            index: self.index,
+            label: self.label.clone(),
+            version: self.version.as_str().to_string(),
+            suite: self.suite.name.clone(),
+            group: self.group.as_str().to_string(),
+            cert,
+            chain,
+            target,
+            sni,
+            address,
+            concurrency: Some(self.concurrency),
+            resumption: self.resume.as_str().to_string(),
+            early_data_bytes: self.early_data,
+            cert_cache: self.cert_cache,
+            insecure: self.insecure,
+            transport: self.transport.as_str().to_string(),
+            http: self.http.as_str().to_string(),
+            path: (self.http != Http::None).then(|| self.path.clone()),
+            client_backend: Some(self.client_backend.as_str().to_string()),
+            server_backend: self
+                .server_backend
+                .map(|backend| backend.as_str().to_string()),
+            ech: self.ech.as_str().to_string(),
+            network: self.network,
+            emulator: self.network.and(emulator),
+            description: serde_json::to_string(self).unwrap_or_else(|_| "null".into()),
+        }
+    }
+
     /// The certificate profile when the endpoint is the lab server.
     pub fn cert(&self) -> Option<CertProfile> {
         match self.endpoint {

@@ -20,7 +20,7 @@ pub(crate) enum Axis {
 impl Axis {
     fn level(self, config: &ConfigData) -> Option<f64> {
         match self {
-            Axis::Concurrency => Some(config.concurrency),
+            Axis::Concurrency => config.concurrency,
             Axis::Rtt => config.rtt_ms,
         }
     }

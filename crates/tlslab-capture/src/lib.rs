@@ -1,0 +1,230 @@
+//! Passive analysis: the TLS handshakes in packet captures, as the same [`Sample`]s an active
+//! run records, streamed into any [`Sink`] (the results store), so `compare`, `report` and
+//! `export` work on captures unchanged.
+//!
+//! Layers, bottom up: [`packets`] reads pcap and pcapng files (compressed or not) into TCP
+//! and UDP segments; `stream` puts each TCP direction back in order, every byte keeping the
+//! time of the packet that carried it; `tls` frames records and handshake messages and turns
+//! them into the events of the phase model; `flows` keeps the connections in progress and
+//! hands each on when its handshake is over; `samples` makes the Sample and the key of the
+//! Config it belongs to (what was negotiated). Depends on `tlslab-core` alone: no TLS
+//! library, no store.
+//!
+//! ```no_run
+//! use tlslab_capture::Analyser;
+//! # fn example(sink: &mut dyn tlslab_core::Sink) -> Result<(), Box<dyn std::error::Error>> {
+//! // The caller has begun the run on the sink (RunInfo with Source::Pcap).
+//! let mut analyser = Analyser::new(sink);
+//! analyser.read_file("handshakes.pcapng".as_ref())?;
+//! let report = analyser.finish()?;
+//! println!("{} handshakes, {} failed", report.connections, report.errors);
+//! # Ok(()) }
+//! ```
+//!
+//! [`Sample`]: tlslab_core::Sample
+//! [`Sink`]: tlslab_core::Sink
+
+mod flows;
+pub mod packets;
+mod samples;
+mod stream;
+mod timed;
+mod tls;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tlslab_core::{ConfigRecord, Record, Sink, SinkError};
+
+pub use flows::FlowCounts;
+pub use packets::{CaptureError, SkipReason, Summary};
+use samples::ConfigKey;
+
+/// What reading the captures found, for the summary.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Report {
+    /// Each capture read, with what reading it saw.
+    pub files: Vec<(String, Summary)>,
+    pub flows: FlowCounts,
+    /// TLS handshakes stored, and how many of them failed.
+    pub connections: u64,
+    pub errors: u64,
+    pub configs: usize,
+    /// Capture time from the first packet to the last, in nanoseconds.
+    pub span_ns: u64,
+}
+
+/// Reads captures into a sink: connections become Samples, negotiated combinations
+/// Configs (announced with [`Record::Config`] before their first Sample).
+pub struct Analyser<'a> {
+    sink: &'a mut dyn Sink,
+    flows: flows::Flows,
+    configs: HashMap<ConfigKey, usize>,
+    /// The first packet's time: Samples' `started_at` counts from it.
+    run_start: Option<u64>,
+    sources: Vec<String>,
+    report: Report,
+    /// The sink's first refusal: nothing more is written after it.
+    failure: Option<SinkError>,
+    /// Set (by a signal) to stop: the rest of the input is skipped.
+    stop: Option<Arc<AtomicBool>>,
+}
+
+impl<'a> Analyser<'a> {
+    pub fn new(sink: &'a mut dyn Sink) -> Analyser<'a> {
+        Analyser {
+            sink,
+            flows: flows::Flows::default(),
+            configs: HashMap::new(),
+            run_start: None,
+            sources: Vec::new(),
+            report: Report::default(),
+            failure: None,
+            stop: None,
+        }
+    }
+
+    /// Stops analysing once `flag` is set: what was read is written, the rest skipped.
+    pub fn stop_when(&mut self, flag: Arc<AtomicBool>) {
+        self.stop = Some(flag);
+    }
+
+    /// Whether the stop flag was set.
+    pub fn stopped(&self) -> bool {
+        self.stop
+            .as_ref()
+            .is_some_and(|flag| flag.load(Ordering::Relaxed))
+    }
+
+    /// Reads one capture file; connections that span files (a rotated capture) continue.
+    pub fn read_file(&mut self, path: &Path) -> Result<(), CaptureError> {
+        let name = path.display().to_string();
+        let source = self.sources.len();
+        self.sources.push(name.clone());
+        let summary = packets::read(path, |segment| self.segment(source, segment))?;
+        self.report.files.push((name, summary));
+        Ok(())
+    }
+
+    /// One decoded segment from `source` (an index into the files read so far, or a live
+    /// interface the caller named with [`add_source`](Self::add_source)).
+    pub fn segment(&mut self, source: usize, segment: &packets::Segment<'_>) {
+        if self.failure.is_some() || self.stopped() {
+            return;
+        }
+        let start = *self.run_start.get_or_insert(segment.timestamp_ns);
+        self.report.span_ns = self
+            .report
+            .span_ns
+            .max(segment.timestamp_ns.saturating_sub(start));
+        if let packets::Transport::Tcp(tcp) = &segment.transport {
+            let mut done = Vec::new();
+            self.flows.segment(
+                source,
+                segment.timestamp_ns,
+                segment.source,
+                segment.destination,
+                tcp,
+                &mut |connection| done.push(connection),
+            );
+            for connection in done {
+                self.connection(&connection);
+            }
+        }
+    }
+
+    /// Names a live source (an interface); returns its index for [`segment`](Self::segment).
+    pub fn add_source(&mut self, name: &str) -> usize {
+        self.sources.push(name.to_string());
+        self.sources.len() - 1
+    }
+
+    fn connection(&mut self, connection: &flows::Connection) {
+        let source = self
+            .sources
+            .get(connection.source)
+            .map_or("", String::as_str);
+        let (key, mut sample) =
+            samples::sample(connection, self.run_start.unwrap_or_default(), source);
+        let next = self.configs.len();
+        let index = match self.configs.get(&key) {
+            Some(index) => *index,
+            None => {
+                let record = config_record(next, &key, connection);
+                if let Err(error) = self.sink.record(Record::Config(Box::new(record))) {
+                    self.failure = Some(error);
+                    return;
+                }
+                self.configs.insert(key, next);
+                next
+            }
+        };
+        sample.config = index;
+        let failed = !sample.is_ok();
+        if let Err(error) = self.sink.record(Record::Sample(Box::new(sample))) {
+            self.failure = Some(error);
+            return;
+        }
+        self.report.connections += 1;
+        self.report.errors += u64::from(failed);
+    }
+
+    /// The captures ended: completed handshakes still open are written, the rest counted.
+    /// Fails with the sink's first refusal.
+    pub fn finish(mut self) -> Result<Report, SinkError> {
+        let mut done = Vec::new();
+        self.flows.finish(&mut |connection| done.push(connection));
+        for connection in done {
+            self.connection(&connection);
+        }
+        if let Some(failure) = self.failure {
+            return Err(failure);
+        }
+        self.report.flows = self.flows.counts;
+        self.report.configs = self.configs.len();
+        Ok(self.report)
+    }
+}
+
+/// The Config of a negotiated combination, as the store keeps it.
+fn config_record(index: usize, key: &ConfigKey, connection: &flows::Connection) -> ConfigRecord {
+    let none = || "none".to_string();
+    ConfigRecord {
+        index,
+        label: key.label(),
+        version: key.version.clone().unwrap_or_else(none),
+        suite: key.suite.clone().unwrap_or_else(none),
+        group: key.group.clone().unwrap_or_else(none),
+        cert: None,
+        chain: None,
+        target: None,
+        sni: key.server_name.clone(),
+        address: connection.server.to_string(),
+        concurrency: None,
+        resumption: key.resumption.to_string(),
+        early_data_bytes: 0,
+        cert_cache: false,
+        insecure: false,
+        transport: key.transport.to_string(),
+        http: "none".to_string(),
+        path: None,
+        client_backend: None,
+        server_backend: None,
+        ech: if key.ech { "on" } else { "off" }.to_string(),
+        network: None,
+        emulator: None,
+        description: serde_json::json!({
+            "source": "capture",
+            "version": key.version,
+            "suite": key.suite,
+            "group": key.group,
+            "signature_scheme": key.signature_scheme,
+            "server_name": key.server_name,
+            "resumption": key.resumption,
+            "ech": key.ech,
+        })
+        .to_string(),
+    }
+}

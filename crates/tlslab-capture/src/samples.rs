@@ -1,0 +1,240 @@
+//! A captured connection as a [`Sample`] of the phase model, and the Config it belongs to:
+//! what was negotiated.
+
+use std::net::SocketAddr;
+
+use tlslab_core::{
+    names, ErrorClass, Event, Negotiated, Observed, Outcome, Sample, Timeline, Vantage,
+};
+
+use crate::flows::{Connection, Ending};
+
+/// What groups connections into one Config: what was negotiated and with whom.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConfigKey {
+    pub transport: &'static str,
+    /// `None` for handshakes that failed before the ServerHello.
+    pub version: Option<String>,
+    pub suite: Option<String>,
+    pub group: Option<String>,
+    pub signature_scheme: Option<String>,
+    pub server_name: Option<String>,
+    /// How the session was resumed: `off`, `tickets` (TLS 1.3's pre-shared keys too) or
+    /// `session-id`.
+    pub resumption: &'static str,
+    /// Whether the ClientHello offered Encrypted ClientHello.
+    pub ech: bool,
+}
+
+impl ConfigKey {
+    /// `tls1.3 TLS13_AES_128_GCM_SHA256 x25519 sni=example.com resumed`.
+    pub fn label(&self) -> String {
+        let mut words = Vec::new();
+        match &self.version {
+            Some(version) => words.push(format!("tls{version}")),
+            None => words.push("failed".to_string()),
+        }
+        words.extend(self.suite.clone());
+        words.extend(self.group.clone());
+        words.extend(self.signature_scheme.clone());
+        if self.transport != "tcp" {
+            words.push(self.transport.to_string());
+        }
+        if let Some(name) = &self.server_name {
+            words.push(format!("sni={name}"));
+        }
+        if self.resumption != "off" {
+            words.push("resumed".into());
+        }
+        if self.ech {
+            words.push("ech".into());
+        }
+        words.join(" ")
+    }
+}
+
+/// Whether both ends are this machine: loopback, or one address talking to itself.
+fn local(client: SocketAddr, server: SocketAddr) -> bool {
+    client.ip().is_loopback() || client.ip() == server.ip()
+}
+
+/// The capture point, from the TCP handshake's gaps: a client waits a round trip for the
+/// SYN-ACK and acknowledges at once; a server answers at once and waits a round trip for
+/// the ACK. A gap ten times the other decides; otherwise the point is in between.
+fn vantage(connection: &Connection) -> (Vantage, Option<u64>) {
+    let (Some(syn), Some(syn_ack), Some(ack)) =
+        (connection.syn, connection.syn_ack, connection.ack)
+    else {
+        let vantage = if local(connection.client, connection.server) {
+            Vantage::Local
+        } else {
+            Vantage::Unknown
+        };
+        let rtt = match (connection.syn, connection.syn_ack) {
+            (Some(syn), Some(syn_ack)) => Some(syn_ack.saturating_sub(syn)),
+            _ => None,
+        };
+        return (vantage, rtt);
+    };
+    let outbound = syn_ack.saturating_sub(syn);
+    let inbound = ack.saturating_sub(syn_ack);
+    if local(connection.client, connection.server) {
+        (Vantage::Local, Some(outbound))
+    } else if inbound.saturating_mul(10) <= outbound {
+        (Vantage::Client, Some(outbound))
+    } else if outbound.saturating_mul(10) <= inbound {
+        (Vantage::Server, Some(inbound))
+    } else {
+        (Vantage::Middle, Some(outbound + inbound))
+    }
+}
+
+fn suite_name(code_point: u16) -> String {
+    tls_parser::TlsCipherSuite::from_id(code_point).map_or_else(
+        || format!("0x{code_point:04x}"),
+        |suite| names::suite(suite.name),
+    )
+}
+
+/// The Config key and the Sample of `connection`; `run_start` is the capture's first packet
+/// (Samples' `started_at` counts from it), `source` the file or interface.
+pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigKey, Sample) {
+    let handshake = &connection.handshake;
+    let start = connection.syn.unwrap_or(connection.first_packet);
+    let since = |at: u64| at.saturating_sub(start);
+    let mut timeline = Timeline::default();
+    timeline.set(Event::Start, 0);
+    if let (Some(_), Some(ack)) = (connection.syn, connection.ack) {
+        timeline.set(Event::TcpConnected, since(ack));
+    }
+    let times = &handshake.times;
+    for (event, at) in [
+        (Event::ClientHelloSent, times.client_hello),
+        (Event::ServerHelloReceived, times.server_hello),
+        (Event::ServerFlightReceived, times.server_flight_end),
+        (Event::ClientFinishedSent, times.client_finished),
+        (Event::HandshakeDone, times.done),
+        (Event::FirstByte, times.first_response_byte),
+    ] {
+        if let Some(at) = at {
+            timeline.set(event, since(at));
+        }
+    }
+
+    let hello = handshake.client_hello.clone().unwrap_or_default();
+    let server = handshake.server_hello.as_ref();
+    let resumed = handshake.resumed();
+    let negotiated = Negotiated {
+        version: server.map(|server| names::version(server.version)),
+        suite: server.map(|server| suite_name(server.suite)),
+        group: handshake.group(),
+        signature_scheme: handshake.signature_scheme.map(names::signature_scheme),
+        alpn: server.and_then(|server| server.alpn.clone()),
+        resumed: (hello.offers_session || resumed).then_some(resumed),
+        // Whether the server took the early data is in its encrypted extensions.
+        early_data: None,
+        // Only the absence of ECH is certain without keys.
+        ech: (!hello.offers_ech).then_some(tlslab_core::EchStatus::NotOffered),
+    };
+
+    let (outcome, error, error_detail) = match connection.ending {
+        Ending::Done => (Outcome::Ok, None, None),
+        _ if handshake.server_not_tls() => (
+            Outcome::Error,
+            Some(ErrorClass::NotTls),
+            Some("the server answered with bytes that are not TLS".to_string()),
+        ),
+        _ if handshake.alert.is_some() => {
+            let alert = handshake.alert.unwrap_or(crate::tls::Alert {
+                from_server: true,
+                level: 2,
+                description: 0,
+            });
+            (
+                Outcome::Error,
+                Some(ErrorClass::Alert),
+                Some(format!(
+                    "{} alert from the {}",
+                    tls_parser::TlsAlertDescription(alert.description),
+                    if alert.from_server {
+                        "server"
+                    } else {
+                        "client"
+                    }
+                )),
+            )
+        }
+        Ending::Reset { by_server } => (
+            Outcome::Error,
+            Some(ErrorClass::Reset),
+            Some(format!("reset by the {}", side(by_server))),
+        ),
+        Ending::Closed { by_server } => (
+            Outcome::Error,
+            Some(ErrorClass::Reset),
+            Some(format!("closed by the {}", side(by_server))),
+        ),
+        Ending::Timeout => (
+            Outcome::Error,
+            Some(ErrorClass::Timeout),
+            Some("silent for a minute of capture time".to_string()),
+        ),
+    };
+
+    let (vantage, network_rtt_ns) = vantage(connection);
+    let key = ConfigKey {
+        transport: "tcp",
+        version: negotiated.version.clone(),
+        suite: negotiated.suite.clone(),
+        group: negotiated.group.clone(),
+        signature_scheme: negotiated.signature_scheme.clone(),
+        server_name: hello.server_name.clone(),
+        resumption: match (resumed, handshake.version()) {
+            (false, _) => "off",
+            (true, Some(0x0304)) => "tickets",
+            (true, _) if hello.offers_session => "tickets",
+            (true, _) => "session-id",
+        },
+        ech: hello.offers_ech,
+    };
+    let sample = Sample {
+        config: 0,
+        trial: 0,
+        round: 1,
+        agent: 0,
+        warmup: false,
+        started_at: start.saturating_sub(run_start),
+        timeline,
+        outcome,
+        error,
+        error_detail,
+        negotiated,
+        bytes_sent: handshake.bytes_to_server,
+        bytes_received: handshake.bytes_to_client,
+        client_hello_bytes: (handshake.client_hello_bytes > 0)
+            .then_some(handshake.client_hello_bytes),
+        server_flight_bytes: handshake.server_flight_bytes,
+        response: None,
+        quic: None,
+        insecure: false,
+        observed: Some(Box::new(Observed {
+            source: source.to_string(),
+            vantage,
+            client: connection.client,
+            server: connection.server,
+            first_packet_unix_ns: start,
+            network_rtt_ns,
+            retransmissions: connection.retransmissions,
+            missing_bytes: connection.missing_bytes,
+        })),
+    };
+    (key, sample)
+}
+
+fn side(server: bool) -> &'static str {
+    if server {
+        "server"
+    } else {
+        "client"
+    }
+}

@@ -1,0 +1,495 @@
+//! A TLS handshake seen from the wire: records and handshake messages of both directions,
+//! in capture order, turned into the events of the phase model and what was negotiated.
+//!
+//! Without keys a capture sees TLS 1.2's handshake in the clear up to the ChangeCipherSpecs,
+//! and TLS 1.3's only up to the ServerHello: the rest of the server's flight and the
+//! client's Finished are application-data records whose boundaries still tell when each
+//! flight ended. What cannot be seen stays `None`: TLS 1.3's signature scheme, ALPN and
+//! 0-RTT acceptance (all in encrypted messages), the time of the first response byte in TLS
+//! 1.3 (a NewSessionTicket looks like response bytes), and when the client verified the
+//! certificate (inside the client, at any vantage).
+
+use tls_parser::{
+    parse_ecdh_params, parse_tls_client_hello_extensions, parse_tls_handshake_client_hello,
+    parse_tls_handshake_server_hello, parse_tls_server_hello_extensions, TlsExtension,
+};
+
+use crate::timed::TimedBuffer;
+
+const CHANGE_CIPHER_SPEC: u8 = 20;
+const ALERT: u8 = 21;
+const HANDSHAKE: u8 = 22;
+const APPLICATION_DATA: u8 = 23;
+
+const CLIENT_HELLO: u8 = 1;
+const SERVER_HELLO: u8 = 2;
+const NEW_SESSION_TICKET: u8 = 4;
+const CERTIFICATE: u8 = 11;
+const SERVER_KEY_EXCHANGE: u8 = 12;
+const SERVER_HELLO_DONE: u8 = 14;
+
+/// The largest record TLS allows on the wire (2^14 plus TLS 1.2's expansion limit): a longer
+/// length is not TLS, or not the start of a record.
+const MAX_RECORD: usize = (1 << 14) + 2048;
+
+/// ServerHello.random of a HelloRetryRequest (RFC 8446, 4.1.3).
+const HELLO_RETRY_RANDOM: [u8; 32] = [
+    0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+    0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
+];
+
+/// The start of every RFC 7919 finite-field prime, to name a TLS 1.2 DHE group.
+const FFDHE_PRIME_START: [u8; 16] = [
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xad, 0xf8, 0x54, 0x58, 0xa2, 0xbb, 0x4a, 0x9a,
+];
+
+/// Extension code points tls-parser does not name.
+const ENCRYPTED_CLIENT_HELLO: u16 = 0xfe0d;
+
+/// Which way bytes went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    ToServer,
+    ToClient,
+}
+
+/// What the ClientHello offered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientHello {
+    pub server_name: Option<String>,
+    /// A session to resume: a pre-shared key (TLS 1.3) or a non-empty session ticket.
+    pub offers_session: bool,
+    pub offers_early_data: bool,
+    pub offers_ech: bool,
+    pub alpn: Vec<String>,
+}
+
+/// What the server chose.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerHello {
+    /// The protocol version code point (supported_versions when present).
+    pub version: u16,
+    pub suite: u16,
+    /// TLS 1.3: the key share's group.
+    pub group: Option<u16>,
+    pub resumed: bool,
+    pub alpn: Option<String>,
+}
+
+/// A fatal or warning alert seen in the clear.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Alert {
+    pub from_server: bool,
+    pub level: u8,
+    pub description: u8,
+}
+
+/// Capture times of the handshake's events, in nanoseconds since the epoch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Times {
+    pub client_hello: Option<u64>,
+    pub server_hello: Option<u64>,
+    pub server_flight_end: Option<u64>,
+    pub client_finished: Option<u64>,
+    pub done: Option<u64>,
+    pub first_response_byte: Option<u64>,
+}
+
+/// One side's framing state.
+#[derive(Debug, Default)]
+struct Side {
+    records: TimedBuffer,
+    messages: TimedBuffer,
+    /// Records after this side's ChangeCipherSpec (TLS 1.2) are encrypted.
+    encrypting: bool,
+    /// Bytes that are not TLS records (or lost the record boundaries): stop reading.
+    broken: bool,
+    /// Record bytes seen (headers included).
+    bytes: u64,
+}
+
+/// The handshake of one connection, fed both directions in capture order.
+#[derive(Debug, Default)]
+pub struct Handshake {
+    client: Side,
+    server: Side,
+    pub client_hello: Option<ClientHello>,
+    pub server_hello: Option<ServerHello>,
+    pub hello_retry: bool,
+    /// TLS 1.2's ServerKeyExchange: the group and the signature scheme.
+    group_12: Option<String>,
+    pub signature_scheme: Option<u16>,
+    saw_certificate: bool,
+    pub times: Times,
+    /// End of the latest server record, while the server's flight lasts.
+    last_server_record_end: Option<u64>,
+    /// TLS 1.2: the server's Finished (after its ChangeCipherSpec) arrived.
+    server_finished: Option<u64>,
+    pub alert: Option<Alert>,
+    /// The client wrote application data before the ServerHello: 0-RTT.
+    pub early_data_sent: bool,
+    /// Bytes of the ClientHello records, and server bytes until its flight ended.
+    pub client_hello_bytes: u64,
+    pub server_flight_bytes: Option<u64>,
+    /// Bytes each way until the handshake was done.
+    pub bytes_to_server: u64,
+    pub bytes_to_client: u64,
+}
+
+impl Handshake {
+    /// Stream bytes in order, with the capture time of the packet that carried them.
+    pub fn push(&mut self, direction: Direction, bytes: &[u8], timestamp: u64) {
+        let side = match direction {
+            Direction::ToServer => &mut self.client,
+            Direction::ToClient => &mut self.server,
+        };
+        if side.broken {
+            return;
+        }
+        side.records.push(bytes, timestamp, timestamp);
+        loop {
+            let side = match direction {
+                Direction::ToServer => &mut self.client,
+                Direction::ToClient => &mut self.server,
+            };
+            let available = side.records.available();
+            let Some(header) = available.get(..5) else {
+                return;
+            };
+            let content_type = header[0];
+            let length = usize::from(u16::from_be_bytes([header[3], header[4]]));
+            if !(CHANGE_CIPHER_SPEC..=24).contains(&content_type)
+                || header[1] != 3
+                || length > MAX_RECORD
+            {
+                side.broken = true;
+                side.records.clear();
+                return;
+            }
+            if available.len() < 5 + length {
+                return;
+            }
+            let payload = available[5..5 + length].to_vec();
+            let (first, last) = side.records.times(0, 5 + length);
+            side.records.consume(5 + length);
+            side.bytes += 5 + length as u64;
+            self.record(direction, content_type, &payload, first, last, 5 + length);
+        }
+    }
+
+    /// Whether the handshake is over, as far as a capture can tell.
+    pub fn done(&self) -> bool {
+        self.times.done.is_some()
+    }
+
+    /// Whether the server answered with something that is not TLS.
+    pub fn server_not_tls(&self) -> bool {
+        self.server.broken && self.server_hello.is_none()
+    }
+
+    /// Whether the client sent something that is not a TLS handshake.
+    pub fn client_not_tls(&self) -> bool {
+        self.client.broken && self.client_hello.is_none()
+    }
+
+    /// The negotiated version's code point, once known.
+    pub fn version(&self) -> Option<u16> {
+        self.server_hello.as_ref().map(|hello| hello.version)
+    }
+
+    /// Whether the server resumed a session: TLS 1.3's ServerHello takes a pre-shared key;
+    /// TLS 1.2's server sends its Finished without a Certificate.
+    pub fn resumed(&self) -> bool {
+        match &self.server_hello {
+            Some(hello) if hello.version == 0x0304 => hello.resumed,
+            Some(_) => self.server_finished.is_some() && !self.saw_certificate,
+            None => false,
+        }
+    }
+
+    fn is_tls13(&self) -> bool {
+        self.version() == Some(0x0304)
+    }
+
+    /// The negotiated group: TLS 1.3's key share, or TLS 1.2's ServerKeyExchange.
+    pub fn group(&self) -> Option<String> {
+        let hello = self.server_hello.as_ref()?;
+        match hello.group {
+            Some(code_point) => Some(tlslab_core::names::group(code_point)),
+            None => self.group_12.clone(),
+        }
+    }
+
+    fn record(
+        &mut self,
+        direction: Direction,
+        content_type: u8,
+        payload: &[u8],
+        first: u64,
+        last: u64,
+        size: usize,
+    ) {
+        if self.times.done.is_none() {
+            match direction {
+                Direction::ToServer => self.bytes_to_server += size as u64,
+                Direction::ToClient => self.bytes_to_client += size as u64,
+            }
+        }
+        match (direction, content_type) {
+            (_, ALERT) => self.alert(direction, payload),
+            // TLS 1.3's ChangeCipherSpec is only for middleboxes: TLS 1.2's starts encryption.
+            (_, CHANGE_CIPHER_SPEC) if self.server_hello.is_some() && !self.is_tls13() => {
+                match direction {
+                    Direction::ToServer => self.client.encrypting = true,
+                    Direction::ToClient => self.server.encrypting = true,
+                }
+            }
+            (Direction::ToServer, HANDSHAKE) if !self.client.encrypting => {
+                if self.times.client_hello.is_none() || self.server_hello.is_none() {
+                    self.client_hello_bytes += size as u64;
+                }
+                self.handshake_messages(direction, payload, first, last);
+            }
+            (Direction::ToServer, HANDSHAKE) => {
+                // TLS 1.2: the encrypted Finished after the client's ChangeCipherSpec.
+                self.client_finished(first);
+            }
+            (Direction::ToClient, HANDSHAKE) if !self.server.encrypting => {
+                self.server_record(last);
+                self.handshake_messages(direction, payload, first, last);
+            }
+            (Direction::ToClient, HANDSHAKE) => {
+                // TLS 1.2: the server's encrypted Finished.
+                self.server_record(last);
+                if self.server_finished.is_none() {
+                    self.server_finished = Some(last);
+                    if !self.saw_certificate {
+                        // Resumed: the server's flight ends with its Finished, and the
+                        // client's Finished ends the handshake.
+                        self.flight_ended(last);
+                    } else if self.times.done.is_none() {
+                        self.times.done = Some(last);
+                    }
+                }
+            }
+            (Direction::ToServer, APPLICATION_DATA) => {
+                if self.server_hello.is_none() {
+                    self.early_data_sent = true;
+                } else if self.is_tls13() {
+                    // The client's first encrypted record after the ServerHello is its
+                    // Finished (or EndOfEarlyData just before it).
+                    self.client_finished(first);
+                }
+            }
+            (Direction::ToClient, APPLICATION_DATA) => {
+                if self.is_tls13() && self.times.client_finished.is_none() {
+                    self.server_record(last);
+                } else if !self.is_tls13() && self.times.done.is_some() {
+                    self.times.first_response_byte.get_or_insert(first);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A server record of its first flight ended at `last`.
+    fn server_record(&mut self, last: u64) {
+        if self.times.client_finished.is_none() {
+            self.last_server_record_end = Some(last);
+        }
+    }
+
+    fn flight_ended(&mut self, at: u64) {
+        if self.times.server_flight_end.is_none() {
+            self.times.server_flight_end = Some(at);
+            self.server_flight_bytes = Some(self.server.bytes);
+        }
+    }
+
+    fn client_finished(&mut self, at: u64) {
+        if self.times.client_finished.is_some() || self.server_hello.is_none() {
+            return;
+        }
+        if self.is_tls13() {
+            // Everything the server sent before the client's Finished was its flight.
+            if let Some(end) = self.last_server_record_end {
+                self.flight_ended(end);
+            }
+        }
+        self.times.client_finished = Some(at);
+        // TLS 1.3 and resumed TLS 1.2: the client may send data once its Finished is out.
+        if self.is_tls13() || !self.saw_certificate {
+            self.times.done.get_or_insert(at);
+        }
+    }
+
+    fn alert(&mut self, direction: Direction, payload: &[u8]) {
+        let side = match direction {
+            Direction::ToServer => &self.client,
+            Direction::ToClient => &self.server,
+        };
+        // An alert after TLS 1.2's ChangeCipherSpec is encrypted (TLS 1.3 sends encrypted
+        // alerts as application data): only a two-byte plaintext alert can be read.
+        if let (false, [level, description]) = (side.encrypting, payload) {
+            self.alert.get_or_insert(Alert {
+                from_server: direction == Direction::ToClient,
+                level: *level,
+                description: *description,
+            });
+        }
+    }
+
+    fn handshake_messages(&mut self, direction: Direction, payload: &[u8], first: u64, last: u64) {
+        let side = match direction {
+            Direction::ToServer => &mut self.client,
+            Direction::ToClient => &mut self.server,
+        };
+        side.messages.push(payload, first, last);
+        loop {
+            let side = match direction {
+                Direction::ToServer => &mut self.client,
+                Direction::ToClient => &mut self.server,
+            };
+            let available = side.messages.available();
+            let Some(header) = available.get(..4) else {
+                return;
+            };
+            let kind = header[0];
+            let length = (usize::from(header[1]) << 16)
+                | (usize::from(header[2]) << 8)
+                | usize::from(header[3]);
+            if available.len() < 4 + length {
+                return;
+            }
+            let body = available[4..4 + length].to_vec();
+            let (message_first, message_last) = side.messages.times(0, 4 + length);
+            side.messages.consume(4 + length);
+            self.message(direction, kind, &body, message_first, message_last);
+        }
+    }
+
+    fn message(&mut self, direction: Direction, kind: u8, body: &[u8], first: u64, last: u64) {
+        match (direction, kind) {
+            (Direction::ToServer, CLIENT_HELLO) => {
+                self.times.client_hello.get_or_insert(first);
+                if self.client_hello.is_none() {
+                    self.client_hello = client_hello(body);
+                }
+            }
+            (Direction::ToClient, SERVER_HELLO) => {
+                self.times.server_hello.get_or_insert(first);
+                match server_hello(body) {
+                    Some((_, true)) => self.hello_retry = true,
+                    Some((hello, false)) => self.server_hello = Some(hello),
+                    None => self.server.broken = true,
+                }
+            }
+            (Direction::ToClient, CERTIFICATE) => self.saw_certificate = true,
+            (Direction::ToClient, SERVER_KEY_EXCHANGE) => {
+                let (group, scheme) = server_key_exchange(body);
+                self.group_12 = group;
+                self.signature_scheme = scheme;
+            }
+            (Direction::ToClient, SERVER_HELLO_DONE) => self.flight_ended(last),
+            (Direction::ToClient, NEW_SESSION_TICKET) => {}
+            _ => {}
+        }
+    }
+}
+
+fn client_hello(body: &[u8]) -> Option<ClientHello> {
+    let (_, hello) = parse_tls_handshake_client_hello(body).ok()?;
+    let mut facts = ClientHello::default();
+    let extensions = hello
+        .ext
+        .and_then(|bytes| parse_tls_client_hello_extensions(bytes).ok())
+        .map(|(_, extensions)| extensions)
+        .unwrap_or_default();
+    for extension in &extensions {
+        match extension {
+            TlsExtension::SNI(names) => {
+                facts.server_name = names
+                    .first()
+                    .map(|(_, name)| String::from_utf8_lossy(name).into_owned());
+            }
+            TlsExtension::PreSharedKey(_) => facts.offers_session = true,
+            TlsExtension::SessionTicket(ticket) if !ticket.is_empty() => {
+                facts.offers_session = true
+            }
+            TlsExtension::EarlyData(_) => facts.offers_early_data = true,
+            TlsExtension::ALPN(protocols) => {
+                facts.alpn = protocols
+                    .iter()
+                    .map(|protocol| String::from_utf8_lossy(protocol).into_owned())
+                    .collect();
+            }
+            TlsExtension::Unknown(kind, _) if kind.0 == ENCRYPTED_CLIENT_HELLO => {
+                facts.offers_ech = true
+            }
+            _ => {}
+        }
+    }
+    Some(facts)
+}
+
+/// The ServerHello's facts, and whether it is a HelloRetryRequest.
+fn server_hello(body: &[u8]) -> Option<(ServerHello, bool)> {
+    let (_, hello) = parse_tls_handshake_server_hello(body).ok()?;
+    let retry = hello.random == HELLO_RETRY_RANDOM;
+    let mut facts = ServerHello {
+        version: hello.version.0,
+        suite: hello.cipher.0,
+        ..ServerHello::default()
+    };
+    let extensions = hello
+        .ext
+        .and_then(|bytes| parse_tls_server_hello_extensions(bytes).ok())
+        .map(|(_, extensions)| extensions)
+        .unwrap_or_default();
+    for extension in &extensions {
+        match extension {
+            TlsExtension::SupportedVersions(versions) => {
+                if let Some(version) = versions.first() {
+                    facts.version = version.0;
+                }
+            }
+            TlsExtension::KeyShare(share) => {
+                facts.group = share
+                    .get(..2)
+                    .map(|group| u16::from_be_bytes([group[0], group[1]]));
+            }
+            TlsExtension::PreSharedKey(_) => facts.resumed = true,
+            TlsExtension::ALPN(protocols) => {
+                facts.alpn = protocols
+                    .first()
+                    .map(|protocol| String::from_utf8_lossy(protocol).into_owned());
+            }
+            _ => {}
+        }
+    }
+    Some((facts, retry))
+}
+
+/// TLS 1.2's ServerKeyExchange: the group (an ECDHE named curve, or a DHE prime named by
+/// its size) and the signature scheme.
+fn server_key_exchange(body: &[u8]) -> (Option<String>, Option<u16>) {
+    if let Ok((rest, params)) = parse_ecdh_params(body) {
+        if let tls_parser::ECParametersContent::NamedGroup(group) =
+            params.curve_params.params_content
+        {
+            let scheme = rest.get(..2).map(|s| u16::from_be_bytes([s[0], s[1]]));
+            return (Some(tlslab_core::names::group(group.0)), scheme);
+        }
+    }
+    if let Ok((rest, params)) = tls_parser::parse_dh_params(body) {
+        let bits = params.dh_p.len() * 8;
+        let name = if params.dh_p.starts_with(&FFDHE_PRIME_START) {
+            format!("ffdhe{bits}")
+        } else {
+            format!("dhe{bits}")
+        };
+        let scheme = rest.get(..2).map(|s| u16::from_be_bytes([s[0], s[1]]));
+        return (Some(name), scheme);
+    }
+    (None, None)
+}

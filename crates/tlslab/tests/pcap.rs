@@ -1,0 +1,215 @@
+//! End-to-end: `tlslab pcap` on real captures that tcpdump makes of real active runs on
+//! loopback. Every handshake the run made is found, with the same negotiated version, suite,
+//! group and resumption as the run's own samples, and events in the phase model's order.
+//!
+//! Needs tcpdump and the right to capture (root or CAP_NET_RAW); without them the tests
+//! print why and skip. Captures serialise on one lock: every test of this file captures all
+//! of loopback's TCP, so two at once would see each other's handshakes.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+
+use support::*;
+
+static CAPTURING: Mutex<()> = Mutex::new(());
+
+/// tcpdump writing loopback's TCP to a file.
+struct Tcpdump {
+    child: Child,
+    file: PathBuf,
+}
+
+/// Starts tcpdump and waits until it captures; `None` (with the reason printed) where it
+/// cannot run.
+fn tcpdump(dir: &Path, name: &str) -> Option<Tcpdump> {
+    let file = dir.join(format!("{name}.pcap"));
+    let mut child = match Command::new("tcpdump")
+        // A large kernel buffer: immediate mode with the default one drops packets under load.
+        .args(["-i", "lo", "--immediate-mode", "-B", "32768", "-Z", "root", "-U", "-w"])
+        .arg(&file)
+        .arg("tcp")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(error) => {
+            println!("skipped: tcpdump does not run here ({error}); .ci/run installs it");
+            return None;
+        }
+    };
+    let stderr = child.stderr.take().expect("piped stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    loop {
+        match lines.next() {
+            Some(Ok(line)) if line.contains("listening on") => break,
+            Some(Ok(_)) => continue,
+            _ => {
+                let _ = child.wait();
+                println!("skipped: tcpdump cannot capture on lo here (root or CAP_NET_RAW needed)");
+                return None;
+            }
+        }
+    }
+    // The rest of its stderr (the counts it prints at exit) goes nowhere.
+    std::thread::spawn(move || lines.for_each(drop));
+    Some(Tcpdump { child, file })
+}
+
+impl Tcpdump {
+    /// Stops the capture (as Ctrl-C would) and returns the file, complete.
+    fn stop(mut self) -> PathBuf {
+        // Let the last packets of the run reach the file (-U writes each packet at once).
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let _ = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+        self.file
+    }
+}
+
+/// An active run made while tcpdump captured, and the capture read by `tlslab pcap`:
+/// (active store, passive store).
+fn captured_run(dir: &Path, name: &str, arguments: &str) -> Option<(PathBuf, PathBuf)> {
+    let _capturing = CAPTURING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let capture = tcpdump(dir, name)?;
+    let active = Run::new(dir, name).args(arguments).succeeds().db;
+    let file = capture.stop();
+    let passive = dir.join(format!("{name}-passive.db"));
+    tlslab_succeeds(&[
+        "pcap",
+        file.to_str().unwrap(),
+        "--out",
+        passive.to_str().unwrap(),
+    ]);
+    Some((active, passive))
+}
+
+/// Successful handshakes by what they negotiated.
+fn negotiated(db: &Path, columns: &str) -> Vec<(String, i64)> {
+    rows::<(String, i64)>(
+        db,
+        &format!(
+            "SELECT {columns}, COUNT(*) FROM samples WHERE outcome = 'ok' AND warmup = 0 \
+             GROUP BY 1 ORDER BY 1"
+        ),
+        [],
+    )
+}
+
+#[test]
+fn every_handshake_of_a_run_is_found_with_what_it_negotiated() {
+    let dir = scratch("pcap-versions");
+    let Some((active, passive)) = captured_run(
+        &dir,
+        "versions",
+        "--tls 1.2,1.3 --backend rustls,openssl -n 8 --warmup 0",
+    ) else {
+        return;
+    };
+    assert_eq!(count_samples(&active, "s.outcome = 'ok'"), 32);
+    let key = "version || ' ' || suite || ' ' || \"group\"";
+    assert_eq!(negotiated(&passive, key), negotiated(&active, key));
+    // TLS 1.2 signs in the clear; TLS 1.3's CertificateVerify is encrypted.
+    let signed = "version || ' ' || COALESCE(signature_scheme, '-')";
+    let tls12 = |db: &Path| {
+        negotiated(db, signed)
+            .into_iter()
+            .filter(|(key, _)| key.starts_with("1.2"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(tls12(&passive), tls12(&active));
+    assert_eq!(
+        count_samples(&passive, "s.signature_scheme IS NULL AND s.version = '1.3'"),
+        16
+    );
+
+    // Where and when: both ends on loopback, every event in the model's order, the TCP
+    // handshake before the TLS one, nothing that a capture cannot see.
+    assert_eq!(count_samples(&passive, "s.vantage = 'local'"), 32);
+    let ordered = "s.start = 0 AND s.tcp_connected >= s.start \
+        AND s.client_hello_sent >= s.tcp_connected \
+        AND s.server_hello_received >= s.client_hello_sent \
+        AND s.server_flight_received >= s.server_hello_received \
+        AND s.client_finished_sent >= s.server_flight_received \
+        AND s.handshake_done >= s.client_finished_sent AND s.handshake_done > 0";
+    assert_eq!(count_samples(&passive, ordered), 32);
+    assert_eq!(
+        count_samples(
+            &passive,
+            "s.cert_verify_start IS NULL AND s.network_rtt_ns > 0"
+        ),
+        32
+    );
+    // The same ClientHello sizes as the clients wrote.
+    assert_eq!(
+        negotiated(&passive, "version || ' ' || client_hello_bytes"),
+        negotiated(&active, "version || ' ' || client_hello_bytes")
+    );
+
+    // compare, report and export work on it unchanged.
+    let passive = passive.to_str().unwrap();
+    let comparison = tlslab_succeeds(&["compare", passive]);
+    assert!(comparison.contains("Mann-Whitney"), "{comparison}");
+    let csv = tlslab_succeeds(&["export", passive]);
+    assert_eq!(csv.lines().count(), 33);
+    assert!(csv
+        .lines()
+        .next()
+        .unwrap()
+        .contains(",vantage,client,server,"));
+    let report = dir.join("versions.md");
+    tlslab_succeeds(&["report", passive, "-o", report.to_str().unwrap()]);
+}
+
+#[test]
+fn resumed_handshakes_are_told_apart_by_what_the_server_answered() {
+    let dir = scratch("pcap-resumption");
+    let Some((active, passive)) = captured_run(
+        &dir,
+        "resumption",
+        "--tls 1.2,1.3 --resume tickets,session-id --skip-invalid -n 8 --warmup 0",
+    ) else {
+        return;
+    };
+    let resumed = "version || ' ' || COALESCE(resumed, '-')";
+    let only_resumed = |db: &Path| {
+        negotiated(db, resumed)
+            .into_iter()
+            .filter(|(key, _)| key.ends_with(" 1"))
+            .collect::<Vec<_>>()
+    };
+    let found = only_resumed(&passive);
+    assert!(!found.is_empty(), "no resumed handshake found");
+    assert_eq!(found, only_resumed(&active));
+    assert!(
+        count(
+            &passive,
+            "SELECT COUNT(*) FROM configs WHERE label LIKE '%resumed%' AND resumption != 'off'"
+        ) >= 2
+    );
+}
+
+#[test]
+fn captures_that_are_not_captures_are_usage_errors() {
+    let dir = scratch("pcap-errors");
+    let garbage = dir.join("garbage.pcap");
+    std::fs::write(&garbage, b"this is not a capture at all, just text\n").unwrap();
+    let out = dir.join("out.db");
+    let output = tlslab(&[
+        "pcap",
+        garbage.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_user_error(&output, 2, "not a pcap or pcapng");
+    let output = tlslab(&["pcap", dir.join("missing.pcap").to_str().unwrap()]);
+    assert_user_error(&output, 2, "no such capture file");
+}
