@@ -35,6 +35,7 @@ mod attempt;
 mod counters;
 mod exchange;
 mod failure;
+mod key_log;
 mod settings;
 
 pub use attempt::{Attempt, Observer};
@@ -43,4 +44,5 @@ pub use exchange::{
     attempt_over_tcp, await_ticket, exchange, Channel, Client, Handshake, Plaintext,
 };
 pub use failure::Failure;
+pub use key_log::KeyLogFile;
 pub use settings::{ClientSettings, EchMode, Request, ServerSettings, Suite, Trust};

@@ -108,6 +108,8 @@ pub struct ClientSettings {
     pub path: String,
     /// Encrypted ClientHello (TLS 1.3 only).
     pub ech: EchMode,
+    /// Where the handshakes' secrets go (`--keylog`, `SSLKEYLOGFILE`), if anywhere.
+    pub key_log: Option<std::sync::Arc<crate::KeyLogFile>>,
 }
 
 impl ClientSettings {
@@ -132,6 +134,7 @@ impl ClientSettings {
             http: Http::None,
             path: "/".into(),
             ech: EchMode::Off,
+            key_log: None,
         }
     }
 
@@ -158,6 +161,7 @@ impl ClientSettings {
             http: config.http,
             path: config.path.clone(),
             ech,
+            key_log: None,
         }
     }
 

@@ -95,6 +95,8 @@ pub struct Flows {
     table: HashMap<(SocketAddr, SocketAddr), Flow>,
     since_sweep: u32,
     pub counts: FlowCounts,
+    /// A key log to decrypt TLS 1.3 handshakes with.
+    pub keys: Option<std::sync::Arc<crate::keys::KeyLog>>,
 }
 
 /// The table key: the two endpoints in a fixed order, whichever sent the segment.
@@ -181,7 +183,7 @@ impl Flows {
                         first_packet: timestamp,
                         to_server: Stream::default(),
                         to_client: Stream::default(),
-                        handshake: Handshake::default(),
+                        handshake: Handshake::with_keys(self.keys.clone()),
                     }))
                 }
                 None => {
@@ -296,12 +298,12 @@ impl Open {
     }
 
     /// Whether everything the capture can say about the handshake is known: the handshake
-    /// is done and (TLS 1.2, whose response is readable) the first response byte came.
+    /// is done and, where the response can be read (TLS 1.2, or decrypted), its first byte
+    /// came.
     fn ready(&self) -> bool {
         let handshake = &self.handshake;
         handshake.done()
-            && (handshake.version() == Some(0x0304)
-                || handshake.times.first_response_byte.is_some())
+            && (!handshake.can_see_response() || handshake.times.first_response_byte.is_some())
     }
 
     /// Gives up on holes the capture never filled, so what follows them is read.

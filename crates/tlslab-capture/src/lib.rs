@@ -25,6 +25,7 @@
 //! [`Sink`]: tlslab_core::Sink
 
 mod flows;
+pub mod keys;
 pub mod packets;
 mod samples;
 mod stream;
@@ -84,6 +85,11 @@ impl<'a> Analyser<'a> {
             failure: None,
             stop: None,
         }
+    }
+
+    /// Decrypts the TLS 1.3 handshakes whose secrets `keys` holds.
+    pub fn use_keys(&mut self, keys: keys::KeyLog) {
+        self.flows.keys = Some(Arc::new(keys));
     }
 
     /// Stops analysing once `flag` is set: what was read is written, the rest skipped.

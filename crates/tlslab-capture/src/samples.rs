@@ -132,7 +132,7 @@ pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigK
         alpn: server.and_then(|server| server.alpn.clone()),
         resumed: (hello.offers_session || resumed).then_some(resumed),
         // Whether the server took the early data is in its encrypted extensions.
-        early_data: None,
+        early_data: handshake.early_data(),
         // Only the absence of ECH is certain without keys.
         ech: (!hello.offers_ech).then_some(tlslab_core::EchStatus::NotOffered),
     };

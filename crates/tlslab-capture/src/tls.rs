@@ -9,11 +9,15 @@
 //! 1.3 (a NewSessionTicket looks like response bytes), and when the client verified the
 //! certificate (inside the client, at any vantage).
 
+use std::sync::Arc;
+
 use tls_parser::{
-    parse_ecdh_params, parse_tls_client_hello_extensions, parse_tls_handshake_client_hello,
-    parse_tls_handshake_server_hello, parse_tls_server_hello_extensions, TlsExtension,
+    parse_ecdh_params, parse_tls_client_hello_extensions, parse_tls_extensions,
+    parse_tls_handshake_client_hello, parse_tls_handshake_server_hello,
+    parse_tls_server_hello_extensions, TlsExtension,
 };
 
+use crate::keys::{KeyLog, Protection};
 use crate::timed::TimedBuffer;
 
 const CHANGE_CIPHER_SPEC: u8 = 20;
@@ -24,7 +28,10 @@ const APPLICATION_DATA: u8 = 23;
 const CLIENT_HELLO: u8 = 1;
 const SERVER_HELLO: u8 = 2;
 const NEW_SESSION_TICKET: u8 = 4;
+const ENCRYPTED_EXTENSIONS: u8 = 8;
 const CERTIFICATE: u8 = 11;
+const CERTIFICATE_VERIFY: u8 = 15;
+const FINISHED: u8 = 20;
 const SERVER_KEY_EXCHANGE: u8 = 12;
 const SERVER_HELLO_DONE: u8 = 14;
 
@@ -56,6 +63,8 @@ pub enum Direction {
 /// What the ClientHello offered.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClientHello {
+    /// Names the handshake's secrets in a key log.
+    pub random: Vec<u8>,
     pub server_name: Option<String>,
     /// A session to resume: a pre-shared key (TLS 1.3) or a non-empty session ticket.
     pub offers_session: bool,
@@ -100,6 +109,14 @@ pub struct Times {
 struct Side {
     records: TimedBuffer,
     messages: TimedBuffer,
+    /// Handshake messages decrypted from TLS 1.3 records.
+    protected_messages: TimedBuffer,
+    /// The keys this side's TLS 1.3 records may be sealed under, in the order they come
+    /// into use, and the one in use.
+    protections: Vec<Protection>,
+    current_protection: usize,
+    /// Application-data records before the ServerHello (0-RTT).
+    records_before_hello: u64,
     /// Records after this side's ChangeCipherSpec (TLS 1.2) are encrypted.
     encrypting: bool,
     /// Bytes that are not TLS records (or lost the record boundaries): stop reading.
@@ -113,6 +130,12 @@ struct Side {
 pub struct Handshake {
     client: Side,
     server: Side,
+    /// Secrets to decrypt TLS 1.3 with, when a key log was given.
+    keys: Option<Arc<KeyLog>>,
+    /// Whether this handshake's secrets were found: its encrypted messages are read.
+    pub decrypting: bool,
+    /// The server's EncryptedExtensions took the early data (read only when decrypting).
+    early_data_accepted: bool,
     pub client_hello: Option<ClientHello>,
     pub server_hello: Option<ServerHello>,
     pub hello_retry: bool,
@@ -136,7 +159,111 @@ pub struct Handshake {
     pub bytes_to_client: u64,
 }
 
+impl Side {
+    /// Opens a TLS 1.3 record with the key in use or a later one (which then is in use).
+    fn open(&mut self, header: &[u8; 5], payload: &[u8]) -> Option<(u8, Vec<u8>)> {
+        let current = self.current_protection;
+        for (index, protection) in self.protections.iter_mut().enumerate().skip(current) {
+            if let Some(opened) = protection.open(header, payload) {
+                self.current_protection = index;
+                return Some(opened);
+            }
+        }
+        None
+    }
+}
+
+/// The complete handshake messages at the front of `buffer`: type, body, and the times of
+/// their first and last byte.
+fn messages(buffer: &mut TimedBuffer) -> Vec<(u8, Vec<u8>, u64, u64)> {
+    let mut complete = Vec::new();
+    loop {
+        let available = buffer.available();
+        let Some(header) = available.get(..4) else {
+            return complete;
+        };
+        let kind = header[0];
+        let length =
+            (usize::from(header[1]) << 16) | (usize::from(header[2]) << 8) | usize::from(header[3]);
+        let Some(body) = available.get(4..4 + length) else {
+            return complete;
+        };
+        let body = body.to_vec();
+        let (first, last) = buffer.times(0, 4 + length);
+        buffer.consume(4 + length);
+        complete.push((kind, body, first, last));
+    }
+}
+
 impl Handshake {
+    /// A handshake whose TLS 1.3 records are decrypted where `keys` holds its secrets.
+    pub fn with_keys(keys: Option<Arc<KeyLog>>) -> Handshake {
+        Handshake {
+            keys,
+            ..Handshake::default()
+        }
+    }
+
+    /// Whether the response's first byte can be told from the rest: in the clear (TLS 1.2)
+    /// or decrypted.
+    pub fn can_see_response(&self) -> bool {
+        self.version() != Some(0x0304) || self.decrypting
+    }
+
+    /// Whether the server took the early data: known only when the ClientHello offered it
+    /// and its EncryptedExtensions were decrypted.
+    pub fn early_data(&self) -> Option<bool> {
+        let offered = self
+            .client_hello
+            .as_ref()
+            .is_some_and(|hello| hello.offers_early_data);
+        (offered && self.decrypting).then_some(self.early_data_accepted)
+    }
+
+    /// Sets up decryption once the ServerHello names the suite, if the key log holds this
+    /// handshake's secrets.
+    fn start_decrypting(&mut self) {
+        let (Some(keys), Some(hello), Some(server)) =
+            (&self.keys, &self.client_hello, &self.server_hello)
+        else {
+            return;
+        };
+        if server.version != 0x0304 {
+            return;
+        }
+        let Some(secrets) = keys.secrets(&hello.random) else {
+            return;
+        };
+        let protect = |secret: &Option<Vec<u8>>| {
+            secret
+                .as_deref()
+                .and_then(|secret| Protection::new(server.suite, secret))
+        };
+        let mut client = Vec::new();
+        if hello.offers_early_data {
+            if let Some(mut early) = protect(&secrets.client_early) {
+                // The 0-RTT records before the ServerHello went by undecrypted.
+                early.skip(self.client.records_before_hello);
+                client.push(early);
+            }
+        }
+        client.extend(protect(&secrets.client_handshake));
+        client.extend(protect(&secrets.client_traffic));
+        let server: Vec<Protection> = [
+            protect(&secrets.server_handshake),
+            protect(&secrets.server_traffic),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if client.is_empty() && server.is_empty() {
+            return;
+        }
+        self.client.protections = client;
+        self.server.protections = server;
+        self.decrypting = true;
+    }
+
     /// Stream bytes in order, with the capture time of the packet that carried them.
     pub fn push(&mut self, direction: Direction, bytes: &[u8], timestamp: u64) {
         let side = match direction {
@@ -169,11 +296,12 @@ impl Handshake {
             if available.len() < 5 + length {
                 return;
             }
+            let record_header = [header[0], header[1], header[2], header[3], header[4]];
             let payload = available[5..5 + length].to_vec();
             let (first, last) = side.records.times(0, 5 + length);
             side.records.consume(5 + length);
             side.bytes += 5 + length as u64;
-            self.record(direction, content_type, &payload, first, last, 5 + length);
+            self.record(direction, &record_header, &payload, first, last);
         }
     }
 
@@ -223,12 +351,32 @@ impl Handshake {
     fn record(
         &mut self,
         direction: Direction,
-        content_type: u8,
+        header: &[u8; 5],
         payload: &[u8],
         first: u64,
         last: u64,
-        size: usize,
     ) {
+        let content_type = header[0];
+        let size = 5 + payload.len();
+        if content_type == APPLICATION_DATA && self.decrypting {
+            let side = match direction {
+                Direction::ToServer => &mut self.client,
+                Direction::ToClient => &mut self.server,
+            };
+            if let Some((inner, content)) = side.open(header, payload) {
+                if self.times.done.is_none() {
+                    match direction {
+                        Direction::ToServer => self.bytes_to_server += size as u64,
+                        Direction::ToClient => self.bytes_to_client += size as u64,
+                    }
+                }
+                if direction == Direction::ToClient {
+                    self.server_record(last);
+                }
+                self.protected(direction, inner, &content, first, last);
+                return;
+            }
+        }
         if self.times.done.is_none() {
             match direction {
                 Direction::ToServer => self.bytes_to_server += size as u64,
@@ -275,6 +423,7 @@ impl Handshake {
             (Direction::ToServer, APPLICATION_DATA) => {
                 if self.server_hello.is_none() {
                     self.early_data_sent = true;
+                    self.client.records_before_hello += 1;
                 } else if self.is_tls13() {
                     // The client's first encrypted record after the ServerHello is its
                     // Finished (or EndOfEarlyData just before it).
@@ -345,26 +494,77 @@ impl Handshake {
             Direction::ToClient => &mut self.server,
         };
         side.messages.push(payload, first, last);
-        loop {
-            let side = match direction {
-                Direction::ToServer => &mut self.client,
-                Direction::ToClient => &mut self.server,
-            };
-            let available = side.messages.available();
-            let Some(header) = available.get(..4) else {
-                return;
-            };
-            let kind = header[0];
-            let length = (usize::from(header[1]) << 16)
-                | (usize::from(header[2]) << 8)
-                | usize::from(header[3]);
-            if available.len() < 4 + length {
-                return;
+        for (kind, body, first, last) in messages(&mut side.messages) {
+            self.message(direction, kind, &body, first, last);
+        }
+    }
+
+    /// A decrypted TLS 1.3 record's content.
+    fn protected(
+        &mut self,
+        direction: Direction,
+        inner: u8,
+        content: &[u8],
+        first: u64,
+        last: u64,
+    ) {
+        match inner {
+            HANDSHAKE => {
+                let side = match direction {
+                    Direction::ToServer => &mut self.client,
+                    Direction::ToClient => &mut self.server,
+                };
+                side.protected_messages.push(content, first, last);
+                for (kind, body, first, last) in messages(&mut side.protected_messages) {
+                    self.protected_message(direction, kind, &body, first, last);
+                }
             }
-            let body = available[4..4 + length].to_vec();
-            let (message_first, message_last) = side.messages.times(0, 4 + length);
-            side.messages.consume(4 + length);
-            self.message(direction, kind, &body, message_first, message_last);
+            // The server sends application data only under its traffic keys: a response,
+            // perhaps before the client's Finished (an answer to 0-RTT data).
+            APPLICATION_DATA if direction == Direction::ToClient => {
+                self.times.first_response_byte.get_or_insert(first);
+            }
+            ALERT => self.alert(direction, content),
+            _ => {}
+        }
+    }
+
+    /// A handshake message only a key log lets a capture read.
+    fn protected_message(
+        &mut self,
+        direction: Direction,
+        kind: u8,
+        body: &[u8],
+        first: u64,
+        last: u64,
+    ) {
+        match (direction, kind) {
+            (Direction::ToClient, ENCRYPTED_EXTENSIONS) => {
+                let extensions = body
+                    .get(2..)
+                    .and_then(|bytes| parse_tls_extensions(bytes).ok())
+                    .map(|(_, extensions)| extensions)
+                    .unwrap_or_default();
+                for extension in &extensions {
+                    match extension {
+                        TlsExtension::ALPN(protocols) => {
+                            if let Some(hello) = &mut self.server_hello {
+                                hello.alpn = protocols
+                                    .first()
+                                    .map(|protocol| String::from_utf8_lossy(protocol).into_owned());
+                            }
+                        }
+                        TlsExtension::EarlyData(_) => self.early_data_accepted = true,
+                        _ => {}
+                    }
+                }
+            }
+            (Direction::ToClient, CERTIFICATE_VERIFY) => {
+                self.signature_scheme = body.get(..2).map(|s| u16::from_be_bytes([s[0], s[1]]));
+            }
+            (Direction::ToClient, FINISHED) => self.flight_ended(last),
+            (Direction::ToServer, FINISHED) => self.client_finished(first),
+            _ => {}
         }
     }
 
@@ -380,7 +580,10 @@ impl Handshake {
                 self.times.server_hello.get_or_insert(first);
                 match server_hello(body) {
                     Some((_, true)) => self.hello_retry = true,
-                    Some((hello, false)) => self.server_hello = Some(hello),
+                    Some((hello, false)) => {
+                        self.server_hello = Some(hello);
+                        self.start_decrypting();
+                    }
                     None => self.server.broken = true,
                 }
             }
@@ -399,7 +602,10 @@ impl Handshake {
 
 fn client_hello(body: &[u8]) -> Option<ClientHello> {
     let (_, hello) = parse_tls_handshake_client_hello(body).ok()?;
-    let mut facts = ClientHello::default();
+    let mut facts = ClientHello {
+        random: hello.random.to_vec(),
+        ..ClientHello::default()
+    };
     let extensions = hello
         .ext
         .and_then(|bytes| parse_tls_client_hello_extensions(bytes).ok())

@@ -34,9 +34,14 @@ pub enum Agent {
 
 impl ConfigClient {
     /// The client `config` asks for, on `route`.
-    pub fn new(config: &Config, route: Route) -> Result<ConfigClient, RunError> {
-        let settings =
+    pub fn new(
+        config: &Config,
+        route: Route,
+        key_log: Option<Arc<tlslab_backend::KeyLogFile>>,
+    ) -> Result<ConfigClient, RunError> {
+        let mut settings =
             ClientSettings::for_config(config, route.server_name, route.trust, route.ech);
+        settings.key_log = key_log;
         let cannot = |error: &dyn std::fmt::Display, hint: &str| {
             RunError::environment(
                 format!("cannot set up the client for '{}': {error}", config.label),

@@ -37,6 +37,7 @@
 //!     seed: 1,
 //!     stop: Stop::new(),
 //!     progress: None,
+//!     key_log: None,
 //! };
 //! let end = run(&experiment, &configs, &plan, options, Box::new(Count(0))).unwrap();
 //! assert_eq!(end.attempted, 120);

@@ -35,6 +35,8 @@ pub struct RunOptions {
     /// Requested (on SIGINT or SIGTERM, by the binary): stop after the attempts in flight.
     pub stop: Stop,
     pub progress: Option<ProgressCallback>,
+    /// Where every client writes its handshakes' secrets (`--keylog`, `SSLKEYLOGFILE`).
+    pub key_log: Option<Arc<tlslab_backend::KeyLogFile>>,
 }
 
 /// Runs every trial of `plan` and streams samples to `sink`. Returns when the plan is done or
@@ -73,7 +75,7 @@ pub fn run(
         external_route,
     )?;
     let addresses: Vec<SocketAddr> = routes.iter().map(|route| route.address).collect();
-    let connectors = clients(configs, routes)?;
+    let connectors = clients(configs, routes, options.key_log.as_ref())?;
 
     let origin = Instant::now();
     let info = run_info(
@@ -145,11 +147,15 @@ pub fn run(
 }
 
 /// Each Config's client in its library, on its route.
-fn clients(configs: &[Config], routes: Vec<Route>) -> Result<Vec<Arc<ConfigClient>>, RunError> {
+fn clients(
+    configs: &[Config],
+    routes: Vec<Route>,
+    key_log: Option<&Arc<tlslab_backend::KeyLogFile>>,
+) -> Result<Vec<Arc<ConfigClient>>, RunError> {
     configs
         .iter()
         .zip(routes)
-        .map(|(config, route)| ConfigClient::new(config, route).map(Arc::new))
+        .map(|(config, route)| ConfigClient::new(config, route, key_log.cloned()).map(Arc::new))
         .collect()
 }
 

@@ -339,6 +339,10 @@ fn client_context(
         TlsVersion::Tls12 => builder.set_cipher_list(suites)?,
     }
     builder.set_groups_list(&groups_list(settings.version, &settings.offered_groups())?)?;
+    if let Some(file) = settings.key_log.clone() {
+        // OpenSSL formats each line as SSLKEYLOGFILE does.
+        builder.set_keylog_callback(move |_, line| file.line(line));
+    }
     if settings.ech != EchMode::Off && settings.version != TlsVersion::Tls13 {
         return Err(Error::unsupported("ECH needs TLS 1.3"));
     }

@@ -181,7 +181,10 @@ impl Client {
                 report: Report::ThreadLocal,
             }))
             .with_no_client_auth();
-        config.key_log = Arc::new(TrafficKeyProbe::default());
+        config.key_log = Arc::new(TrafficKeyProbe {
+            report: Report::ThreadLocal,
+            file: settings.key_log.clone(),
+        });
         // Fresh handshakes by default: no session cache at all is a fresh cache per attempt.
         config.resumption = Resumption::disabled();
         config.enable_early_data = settings.early_data > 0;
@@ -230,6 +233,7 @@ impl Client {
             let observed = Arc::new(std::sync::Mutex::new(Observed::default()));
             config.key_log = Arc::new(TrafficKeyProbe {
                 report: Report::Shared(observed.clone()),
+                file: self.settings.key_log.clone(),
             });
             config
                 .dangerous()

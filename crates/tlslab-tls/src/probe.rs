@@ -233,10 +233,12 @@ impl ServerCertVerifier for NoVerification {
     }
 }
 
-/// A key log that records only when the client's application keys come into being.
+/// A key log that records when the client's application keys come into being, and writes
+/// every secret to the run's key log file when there is one.
 #[derive(Debug, Default)]
 pub(crate) struct TrafficKeyProbe {
     pub report: Report,
+    pub file: Option<Arc<tlslab_backend::KeyLogFile>>,
 }
 
 impl TrafficKeyProbe {
@@ -248,7 +250,10 @@ impl TrafficKeyProbe {
 }
 
 impl KeyLog for TrafficKeyProbe {
-    fn log(&self, label: &str, _client_random: &[u8], _secret: &[u8]) {
+    fn log(&self, label: &str, client_random: &[u8], secret: &[u8]) {
+        if let Some(file) = &self.file {
+            file.log(label, client_random, secret);
+        }
         if Self::marks_finished(label) {
             let now = Instant::now();
             self.report.update(|observed| {
@@ -258,7 +263,7 @@ impl KeyLog for TrafficKeyProbe {
     }
 
     fn will_log(&self, label: &str) -> bool {
-        Self::marks_finished(label)
+        self.file.is_some() || Self::marks_finished(label)
     }
 }
 

@@ -187,6 +187,10 @@ pub struct RunArgs {
     /// Hide the progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Write every handshake's secrets here (SSLKEYLOGFILE format, mode 0600), so a capture
+    /// of the run can be decrypted; default: $SSLKEYLOGFILE when set.
+    #[arg(long, value_name = "FILE")]
+    pub keylog: Option<PathBuf>,
     /// Also write the HTML report beside the results file when the run ends.
     #[arg(long)]
     pub report: bool,
@@ -326,6 +330,11 @@ pub struct PcapArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// A key log (SSLKEYLOGFILE format: `tlslab run --keylog`, browsers, curl) to decrypt
+    /// TLS 1.3 handshakes with: exact message times, the signature scheme, ALPN, 0-RTT
+    /// acceptance and the first response byte.
+    #[arg(long, value_name = "FILE")]
+    pub keylog: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

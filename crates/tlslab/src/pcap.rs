@@ -24,6 +24,13 @@ pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
             ));
         }
     }
+    let keys = match &args.keylog {
+        Some(path) => Some(
+            tlslab_capture::keys::KeyLog::read(path)
+                .map_err(|error| CliError::usage(error.message, error.hint))?,
+        ),
+        None => None,
+    };
     let store = Store::create(&path)?;
     let mut sink = store.into_sink();
     let mut environment =
@@ -50,6 +57,9 @@ pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
 
     let stop = crate::run::stop_on_signals();
     let mut analyser = Analyser::new(&mut sink);
+    if let Some(keys) = keys {
+        analyser.use_keys(keys);
+    }
     analyser.stop_when(stop.flag());
     let mut unreadable = None;
     for capture in &args.captures {

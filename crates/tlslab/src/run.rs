@@ -113,6 +113,29 @@ pub fn stop_on_signals() -> Stop {
     stop
 }
 
+/// The key log `--keylog` names, else `$SSLKEYLOGFILE` (as curl and browsers read it).
+fn key_log(args: &RunArgs) -> Result<Option<Arc<tlslab_backend::KeyLogFile>>, CliError> {
+    let path = args.keylog.clone().or_else(|| {
+        std::env::var_os("SSLKEYLOGFILE")
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+    });
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let file = tlslab_backend::KeyLogFile::open(&path).map_err(|error| {
+        CliError::environment(
+            format!("cannot write the key log {}: {error}", path.display()),
+            "give --keylog (or SSLKEYLOGFILE) a file in a directory you can write",
+        )
+    })?;
+    output::note(format_args!(
+        "key log: {} (the secrets of every handshake: keep it private)",
+        path.display()
+    ));
+    Ok(Some(Arc::new(file)))
+}
+
 pub fn run(args: &RunArgs) -> Result<i32, CliError> {
     let experiment = experiment(args)?;
     if args.dump_experiment {
@@ -158,6 +181,7 @@ pub fn run(args: &RunArgs) -> Result<i32, CliError> {
         seed,
         stop: stop_on_signals(),
         progress: show_progress.then(progress_bar),
+        key_log: key_log(args)?,
     };
     let result = tlslab_engine::run(
         &recorded,

@@ -29,7 +29,17 @@ fn tcpdump(dir: &Path, name: &str) -> Option<Tcpdump> {
     let file = dir.join(format!("{name}.pcap"));
     let mut child = match Command::new("tcpdump")
         // A large kernel buffer: immediate mode with the default one drops packets under load.
-        .args(["-i", "lo", "--immediate-mode", "-B", "32768", "-Z", "root", "-U", "-w"])
+        .args([
+            "-i",
+            "lo",
+            "--immediate-mode",
+            "-B",
+            "32768",
+            "-Z",
+            "root",
+            "-U",
+            "-w",
+        ])
         .arg(&file)
         .arg("tcp")
         .stdout(Stdio::null())
@@ -73,9 +83,14 @@ impl Tcpdump {
     }
 }
 
-/// An active run made while tcpdump captured, and the capture read by `tlslab pcap`:
-/// (active store, passive store).
-fn captured_run(dir: &Path, name: &str, arguments: &str) -> Option<(PathBuf, PathBuf)> {
+/// An active run made while tcpdump captured, and the capture read by `tlslab pcap` with
+/// `reading` as further arguments: (active store, passive store).
+fn captured_run(
+    dir: &Path,
+    name: &str,
+    arguments: &str,
+    reading: &[&str],
+) -> Option<(PathBuf, PathBuf)> {
     let _capturing = CAPTURING
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -83,12 +98,14 @@ fn captured_run(dir: &Path, name: &str, arguments: &str) -> Option<(PathBuf, Pat
     let active = Run::new(dir, name).args(arguments).succeeds().db;
     let file = capture.stop();
     let passive = dir.join(format!("{name}-passive.db"));
-    tlslab_succeeds(&[
+    let mut command = vec![
         "pcap",
         file.to_str().unwrap(),
         "--out",
         passive.to_str().unwrap(),
-    ]);
+    ];
+    command.extend(reading);
+    tlslab_succeeds(&command);
     Some((active, passive))
 }
 
@@ -111,6 +128,7 @@ fn every_handshake_of_a_run_is_found_with_what_it_negotiated() {
         &dir,
         "versions",
         "--tls 1.2,1.3 --backend rustls,openssl -n 8 --warmup 0",
+        &[],
     ) else {
         return;
     };
@@ -176,6 +194,7 @@ fn resumed_handshakes_are_told_apart_by_what_the_server_answered() {
         &dir,
         "resumption",
         "--tls 1.2,1.3 --resume tickets,session-id --skip-invalid -n 8 --warmup 0",
+        &[],
     ) else {
         return;
     };
@@ -194,6 +213,51 @@ fn resumed_handshakes_are_told_apart_by_what_the_server_answered() {
             &passive,
             "SELECT COUNT(*) FROM configs WHERE label LIKE '%resumed%' AND resumption != 'off'"
         ) >= 2
+    );
+}
+
+#[test]
+fn a_run_writes_a_private_key_log_that_decrypts_its_tls13_handshakes() {
+    let dir = scratch("pcap-keylog");
+    let keys = dir.join("keys.log");
+    let keys = keys.to_str().unwrap();
+    let Some((active, passive)) = captured_run(
+        &dir,
+        "keylog",
+        &format!(
+            "--tls 1.3 --backend rustls,openssl --http 1.1 --resume tickets --early-data 100 \
+             -n 6 --warmup 0 --keylog {keys}"
+        ),
+        &["--keylog", keys],
+    ) else {
+        return;
+    };
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(keys).unwrap().permissions().mode();
+    assert_eq!(
+        mode & 0o777,
+        0o600,
+        "the key log is readable by its owner alone"
+    );
+    // What only the encrypted messages say: the signature (CertificateVerify), ALPN and
+    // 0-RTT acceptance (EncryptedExtensions), the first response byte.
+    let decrypted = "COALESCE(signature_scheme, '-') || ' ' || alpn || ' ' \
+        || COALESCE(early_data_accepted, '-') || ' ' || (first_byte IS NOT NULL)";
+    let found = negotiated(&passive, decrypted);
+    assert!(
+        found.iter().any(|(key, _)| key.ends_with(" 1 1")),
+        "0-RTT accepted and its response found: {found:?}"
+    );
+    assert_eq!(found, negotiated(&active, decrypted));
+    // With keys, the server's flight ends with its Finished and the client's Finished is a
+    // message: both in order after the ServerHello.
+    assert_eq!(
+        count_samples(
+            &passive,
+            "s.server_flight_received >= s.server_hello_received \
+             AND s.client_finished_sent >= s.server_flight_received"
+        ),
+        12
     );
 }
 

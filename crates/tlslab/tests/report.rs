@@ -223,7 +223,10 @@ fn a_version_1_store_is_upgraded_when_opened() {
         "SELECT count(*) FROM configs WHERE rtt_ns IS NULL",
     );
     assert_eq!((version, loopback), (5, 4));
-    let active = count(&results, "SELECT count(*) FROM runs WHERE source = 'active'");
+    let active = count(
+        &results,
+        "SELECT count(*) FROM runs WHERE source = 'active'",
+    );
     assert_eq!(active, 1, "an old run reads as an active run");
     let tcp = count(
         &results,
