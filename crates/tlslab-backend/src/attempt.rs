@@ -32,6 +32,8 @@ pub struct Attempt {
     pub server_flight_bytes: Option<u64>,
     pub response: Option<Response>,
     pub quic: Option<QuicPath>,
+    /// The local end of the attempt's socket, once connected.
+    pub local_address: Option<std::net::SocketAddr>,
     /// The bytes of the client's first flight (ClientHello and early data; over QUIC the
     /// datagrams sent before the server answered), kept when the replay probe wants them.
     pub captured: Option<Vec<Vec<u8>>>,
@@ -60,6 +62,7 @@ impl Attempt {
             server_flight_bytes: None,
             response: None,
             quic: None,
+            local_address: None,
             captured: None,
             handshake_bytes: None,
             last_read: None,

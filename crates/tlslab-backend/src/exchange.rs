@@ -97,6 +97,7 @@ pub async fn attempt_over_tcp<C: Client>(
     ticket_limit: Duration,
 ) -> Result<(), Failure> {
     let tickets_before = client.tickets_received(agent);
+    attempt.local_address = stream.local_addr().ok();
     let Handshake {
         mut channel,
         request_sent,

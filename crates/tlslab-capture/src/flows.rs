@@ -240,7 +240,7 @@ impl Flows {
     }
 
     /// Ends connections silent for longer than [`IDLE_TIMEOUT_NS`] before `now`.
-    fn sweep(&mut self, now: u64, emit: &mut impl FnMut(Connection)) {
+    pub fn sweep(&mut self, now: u64, emit: &mut impl FnMut(Connection)) {
         let idle: Vec<_> = self
             .table
             .iter()

@@ -24,8 +24,10 @@
 //! [`Sample`]: tlslab_core::Sample
 //! [`Sink`]: tlslab_core::Sink
 
+pub mod crosscheck;
 mod flows;
 pub mod keys;
+pub mod live;
 pub mod packets;
 mod samples;
 mod stream;
@@ -97,6 +99,11 @@ impl<'a> Analyser<'a> {
         self.stop = Some(flag);
     }
 
+    /// Whether the sink refused a record: nothing more will be written.
+    pub fn failed(&self) -> bool {
+        self.failure.is_some()
+    }
+
     /// Whether the stop flag was set.
     pub fn stopped(&self) -> bool {
         self.stop
@@ -138,6 +145,23 @@ impl<'a> Analyser<'a> {
             for connection in done {
                 self.connection(&connection);
             }
+        }
+    }
+
+    /// For a live capture, now and then: connections silent for a minute are given up, and
+    /// the sink may commit what it holds.
+    pub fn idle(&mut self, now_ns: u64) {
+        if self.failure.is_some() {
+            return;
+        }
+        let mut done = Vec::new();
+        self.flows
+            .sweep(now_ns, &mut |connection| done.push(connection));
+        for connection in done {
+            self.connection(&connection);
+        }
+        if let Err(error) = self.sink.flush() {
+            self.failure = Some(error);
         }
     }
 
@@ -192,6 +216,40 @@ impl<'a> Analyser<'a> {
         self.report.configs = self.configs.len();
         Ok(self.report)
     }
+}
+
+/// Keeps every Sample in memory: for a capture read to be compared, not stored.
+#[derive(Debug, Default)]
+pub struct Collected {
+    pub samples: Vec<tlslab_core::Sample>,
+}
+
+impl Sink for Collected {
+    fn begin(&mut self, _: &tlslab_core::RunInfo) -> Result<(), SinkError> {
+        Ok(())
+    }
+    fn record(&mut self, record: Record) -> Result<(), SinkError> {
+        if let Record::Sample(sample) = record {
+            self.samples.push(*sample);
+        }
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
+    fn finish(&mut self, _: &tlslab_core::RunEnd) -> Result<(), SinkError> {
+        Ok(())
+    }
+}
+
+/// The Samples of the capture at `path`, in memory.
+pub fn samples_of(path: &Path) -> Result<Vec<tlslab_core::Sample>, CaptureError> {
+    let mut collected = Collected::default();
+    let mut analyser = Analyser::new(&mut collected);
+    analyser.read_file(path)?;
+    // Collecting never fails.
+    let _ = analyser.finish();
+    Ok(collected.samples)
 }
 
 /// The Config of a negotiated combination, as the store keeps it.

@@ -202,6 +202,23 @@ pub fn read(path: &Path, each: impl FnMut(&Segment<'_>)) -> Result<Summary, Capt
     }
 }
 
+/// One raw IP packet (a live capture's) as a segment: `None` (with the reason) for what is
+/// not TCP or UDP.
+pub fn decode_ip(
+    timestamp_ns: u64,
+    interface: u32,
+    packet: &[u8],
+) -> Result<Segment<'_>, SkipReason> {
+    let decoded = decode::decode(decode::Link::RawIp, packet)?;
+    Ok(Segment {
+        timestamp_ns,
+        interface,
+        source: decoded.source,
+        destination: decoded.destination,
+        transport: decoded.transport,
+    })
+}
+
 /// The same from any reader (what `read` uses after opening and decompressing; `name` appears
 /// in error messages).
 pub fn read_from(

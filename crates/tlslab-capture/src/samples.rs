@@ -217,10 +217,10 @@ pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigK
         response: None,
         quic: None,
         insecure: false,
+        client_address: Some(connection.client),
         observed: Some(Box::new(Observed {
             source: source.to_string(),
             vantage,
-            client: connection.client,
             server: connection.server,
             first_packet_unix_ns: start,
             network_rtt_ns,

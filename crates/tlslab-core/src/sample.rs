@@ -419,7 +419,6 @@ pub struct Observed {
     /// The capture file or interface.
     pub source: String,
     pub vantage: Vantage,
-    pub client: std::net::SocketAddr,
     pub server: std::net::SocketAddr,
     /// When the connection's first packet was captured, in nanoseconds since the Unix epoch
     /// (the Sample's events count from it).
@@ -464,6 +463,9 @@ pub struct Sample {
     pub quic: Option<QuicPath>,
     /// Whether certificate verification was disabled for this attempt.
     pub insecure: bool,
+    /// The client's address and port: the local end of tlslab's own socket, or the client a
+    /// capture saw. What ties an active sample to its packets.
+    pub client_address: Option<std::net::SocketAddr>,
     /// A capture's view of the connection; `None` for the handshakes tlslab made itself.
     pub observed: Option<Box<Observed>>,
 }

@@ -38,6 +38,7 @@
 //!     stop: Stop::new(),
 //!     progress: None,
 //!     key_log: None,
+//!     capture: None,
 //! };
 //! let end = run(&experiment, &configs, &plan, options, Box::new(Count(0))).unwrap();
 //! assert_eq!(end.attempted, 120);
@@ -49,6 +50,7 @@ mod error;
 pub mod lab;
 pub mod network;
 mod progress;
+mod recording;
 mod replay;
 mod routes;
 mod run;

@@ -15,6 +15,7 @@ use crate::clients::ConfigClient;
 use crate::error::RunError;
 use crate::network::{EmulatedNetwork, ExternalServer};
 use crate::progress::{self, ProgressCallback};
+use crate::recording::Recording;
 use crate::replay::{self, Flights};
 use crate::routes::{routes, start_external_server, Route};
 use crate::runtime::{client_runtime, NamespaceFailure};
@@ -37,6 +38,8 @@ pub struct RunOptions {
     pub progress: Option<ProgressCallback>,
     /// Where every client writes its handshakes' secrets (`--keylog`, `SSLKEYLOGFILE`).
     pub key_log: Option<Arc<tlslab_backend::KeyLogFile>>,
+    /// Where the run's own packets are recorded (`--capture`).
+    pub capture: Option<PathBuf>,
 }
 
 /// Runs every trial of `plan` and streams samples to `sink`. Returns when the plan is done or
@@ -76,8 +79,18 @@ pub fn run(
     )?;
     let addresses: Vec<SocketAddr> = routes.iter().map(|route| route.address).collect();
     let connectors = clients(configs, routes, options.key_log.as_ref())?;
+    let recording = options
+        .capture
+        .as_deref()
+        .map(|path| Recording::start(path, emulated.as_ref(), experiment.target.is_some()))
+        .transpose()?;
 
+    // Both clocks read together: a sample's wall-clock time (started_at_unix_ns plus its
+    // started_at) then lines up with packet timestamps to within these two reads.
     let origin = Instant::now();
+    let origin_unix_ns = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos() as u64);
     let info = run_info(
         experiment,
         configs,
@@ -85,6 +98,7 @@ pub fn run(
         &options,
         emulated.as_ref(),
         &addresses,
+        origin_unix_ns,
     );
     let writer = Writer::start(sink, &info, halt.clone())?;
     let counts = Arc::new(Counts::default());
@@ -131,6 +145,11 @@ pub fn run(
         );
     }
     ticker.request();
+    // The last handshakes' closing packets are in flight still: a moment for them.
+    let recorded = recording.map(|recording| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        recording.finish()
+    });
 
     let end = end_of(&ended, options.stop.is_requested(), &counts, origin);
     teardown(
@@ -140,7 +159,11 @@ pub fn run(
         emulated,
     );
     let written = writer.finish(end.clone());
-    match ended.failure {
+    // A capture that failed is the run's failure too, once its samples are written.
+    let ended_failure = ended
+        .failure
+        .or_else(|| recorded.and_then(|recorded| recorded.err()));
+    match ended_failure {
         Some(failure) => Err(failure),
         None => written.map(|()| end),
     }
@@ -196,6 +219,7 @@ fn run_info(
     options: &RunOptions,
     emulated: Option<&EmulatedNetwork>,
     addresses: &[SocketAddr],
+    started_at_unix_ns: u64,
 ) -> RunInfo {
     let mut environment = options.environment.clone();
     if let Some(emulated) = emulated {
@@ -213,9 +237,7 @@ fn run_info(
         plan: Some(plan.clone()),
         environment,
         command_line: options.command_line.clone(),
-        started_at_unix_ns: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |since| since.as_nanos() as u64),
+        started_at_unix_ns,
     }
 }
 

@@ -338,6 +338,7 @@ impl<C: Connector> Block<C> {
             response: attempt.response,
             quic: attempt.quic,
             insecure: config.insecure,
+            client_address: attempt.local_address,
             observed: None,
         }
     }

@@ -177,7 +177,11 @@ const FIELDS: &[Field] = &[
         text(observed(s, |o| o.vantage.as_str()))
     }),
     sample("client", "TEXT", |s| {
-        text(observed(s, |o| o.client.to_string()).as_deref())
+        text(
+            s.client_address
+                .map(|address| address.to_string())
+                .as_deref(),
+        )
     }),
     sample("server", "TEXT", |s| {
         text(observed(s, |o| o.server.to_string()).as_deref())

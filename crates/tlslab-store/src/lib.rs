@@ -38,7 +38,7 @@
 //!     config: 0, trial: 0, round: 1, agent: 0, warmup: false, started_at: 0, timeline,
 //!     outcome: Outcome::Ok, error: None, error_detail: None, negotiated: Negotiated::default(),
 //!     bytes_sent: 0, bytes_received: 0, client_hello_bytes: None, server_flight_bytes: None,
-//!     response: None, quic: None, insecure: false, observed: None,
+//!     response: None, quic: None, insecure: false, client_address: None, observed: None,
 //! }))).unwrap();
 //! sink.finish(&RunEnd { complete: true, reason: None, duration_ns: 1, attempted: 1, errors: 0 })
 //!     .unwrap();
@@ -219,6 +219,8 @@ pub struct RunRow {
     pub duration_ns: Option<i64>,
     /// The plan's seed; `None` for a capture.
     pub seed: Option<i64>,
+    /// The run's start on the wall clock: samples' `started_at` counts from it.
+    pub started_at_unix_ns: i64,
     /// The experiment as TOML; empty for a capture.
     pub experiment: String,
     /// `active`, `pcap` or `capture`, and the files or interface.
@@ -227,6 +229,15 @@ pub struct RunRow {
     /// Where the run measured; `None` when the stored record cannot be read.
     pub environment: Option<tlslab_core::Environment>,
     pub command_line: String,
+}
+
+/// A sample's timing, as [`Store::timelines`] reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredTimeline {
+    /// The client's address and port, where known.
+    pub client: Option<String>,
+    pub started_at_ns: u64,
+    pub timeline: tlslab_core::Timeline,
 }
 
 /// Totals over a Config's measured (non-warm-up) trials.
@@ -365,7 +376,7 @@ impl Store {
 
     pub fn run(&self) -> Result<RunRow, StoreError> {
         Ok(self.connection.query_row(
-            "SELECT started_at, complete, reason, duration_ns, seed, experiment, environment, command_line, source, source_detail FROM runs ORDER BY id LIMIT 1",
+            "SELECT started_at, complete, reason, duration_ns, seed, experiment, environment, command_line, source, source_detail, started_at_unix_ns FROM runs ORDER BY id LIMIT 1",
             [],
             |row| {
                 Ok(RunRow {
@@ -379,9 +390,37 @@ impl Store {
                     command_line: row.get(7)?,
                     source: row.get(8)?,
                     source_detail: row.get(9)?,
+                    started_at_unix_ns: row.get(10)?,
                 })
             },
         )?)
+    }
+
+    /// Every sample's client address, start (ns since the run started) and events, in
+    /// sample order: what `tlslab run --capture` compares with the packets.
+    pub fn timelines(&self) -> Result<Vec<StoredTimeline>, StoreError> {
+        let events: Vec<String> = tlslab_core::Event::ALL
+            .iter()
+            .map(|event| columns::quoted(event.name()))
+            .collect();
+        let mut statement = self.connection.prepare(&format!(
+            "SELECT client, started_at_ns, {} FROM samples ORDER BY id",
+            events.join(", ")
+        ))?;
+        let rows = statement.query_map([], |row| {
+            let mut timeline = tlslab_core::Timeline::default();
+            for (index, event) in tlslab_core::Event::ALL.iter().enumerate() {
+                if let Some(nanos) = row.get::<_, Option<i64>>(index + 2)? {
+                    timeline.set(*event, nanos.max(0) as u64);
+                }
+            }
+            Ok(StoredTimeline {
+                client: row.get(0)?,
+                started_at_ns: row.get::<_, i64>(1)?.max(0) as u64,
+                timeline,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     pub fn configs(&self) -> Result<Vec<ConfigRow>, StoreError> {

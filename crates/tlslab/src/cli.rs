@@ -33,6 +33,9 @@ pub enum Command {
     /// Read packet captures (pcap or pcapng, also .gz or .zst) and store every TLS handshake
     /// in them as a sample, grouped into configs by what was negotiated.
     Pcap(PcapArgs),
+    /// Capture live: every TLS handshake passing an interface, stored as it completes
+    /// (needs root or CAP_NET_RAW). Stops at --duration, or on Ctrl-C with nothing lost.
+    Capture(CaptureArgs),
 }
 
 #[derive(Debug, Args)]
@@ -191,6 +194,11 @@ pub struct RunArgs {
     /// of the run can be decrypted; default: $SSLKEYLOGFILE when set.
     #[arg(long, value_name = "FILE")]
     pub keylog: Option<PathBuf>,
+    /// Record the run's own packets into this pcap file (where the client sends them; needs
+    /// root or CAP_NET_RAW) and, at the end, check each handshake's timestamps against its
+    /// packets: the median and p99 difference per event.
+    #[arg(long, value_name = "FILE")]
+    pub capture: Option<PathBuf>,
     /// Also write the HTML report beside the results file when the run ends.
     #[arg(long)]
     pub report: bool,
@@ -335,6 +343,28 @@ pub struct PcapArgs {
     /// acceptance and the first response byte.
     #[arg(long, value_name = "FILE")]
     pub keylog: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CaptureArgs {
+    /// The interface to capture on (`ip link` lists them); `any` for all.
+    #[arg(short, long, default_value = "any")]
+    pub interface: String,
+    /// Stop after this long (for example 30s, 10m); default: until Ctrl-C or SIGTERM.
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Results file (default: ./tlslab-results/<UTC time>.db).
+    #[arg(short, long)]
+    pub out: Option<PathBuf>,
+    /// Also write the packets to this pcap file (raw IP, nanosecond timestamps).
+    #[arg(long, value_name = "FILE")]
+    pub write: Option<PathBuf>,
+    /// A key log to decrypt TLS 1.3 handshakes with (as `tlslab pcap --keylog`).
+    #[arg(long, value_name = "FILE")]
+    pub keylog: Option<PathBuf>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

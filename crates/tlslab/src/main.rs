@@ -1,12 +1,15 @@
 //! tlslab: a TLS handshake performance lab. The binary is a thin layer over the library
 //! crates: each subcommand parses its flags and calls into them.
 
+mod capture;
 mod cli;
 mod compare;
+mod crosscheck;
 mod export;
 mod failure;
 mod files;
 mod output;
+mod passive;
 mod pcap;
 mod report;
 mod run;
@@ -41,6 +44,7 @@ fn main() {
         Command::Export(args) => export::export(args),
         Command::Pki(args) => export::pki(args),
         Command::Pcap(args) => pcap::pcap(args),
+        Command::Capture(args) => capture::capture(args),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -182,6 +182,7 @@ pub fn run(args: &RunArgs) -> Result<i32, CliError> {
         stop: stop_on_signals(),
         progress: show_progress.then(progress_bar),
         key_log: key_log(args)?,
+        capture: args.capture.clone(),
     };
     let result = tlslab_engine::run(
         &recorded,
@@ -205,6 +206,9 @@ pub fn run(args: &RunArgs) -> Result<i32, CliError> {
         output::print(format_args!("{}\n", output::json(&summary)))?;
     } else {
         output::print(render_text(&summary))?;
+    }
+    if let Some(capture) = &args.capture {
+        crate::crosscheck::print(&store, capture)?;
     }
     if args.report {
         match crate::report::report_beside(&path) {

@@ -277,3 +277,164 @@ fn captures_that_are_not_captures_are_usage_errors() {
     let output = tlslab(&["pcap", dir.join("missing.pcap").to_str().unwrap()]);
     assert_user_error(&output, 2, "no such capture file");
 }
+
+/// Whether this process may open packet sockets (root); prints why not.
+fn can_capture() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        println!("skipped: live capture needs root or CAP_NET_RAW");
+    }
+    root
+}
+
+#[test]
+fn a_run_checks_its_own_timestamps_against_its_packets() {
+    if !can_capture() {
+        return;
+    }
+    let _capturing = CAPTURING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let dir = scratch("pcap-crosscheck");
+    let capture = dir.join("run.pcap");
+    let finished = Run::new(&dir, "crosscheck")
+        .args("--tls 1.2,1.3 --backend rustls,openssl -n 10 --warmup 0")
+        .option("--capture", capture.to_str().unwrap())
+        .succeeds();
+    let summary = &finished.summary;
+    assert!(
+        summary.contains("40 of 40 handshakes found"),
+        "every handshake matched by its client port: {summary}"
+    );
+    // Each event both sides see, with its median difference: the run's clock sits on the
+    // wall clock once, so a wrong start would show as seconds here. (The figures measured
+    // here are in the README; a timing bound tighter than this belongs in a benchmark.)
+    for event in [
+        "start",
+        "tcp_connected",
+        "client_hello_sent",
+        "server_hello_received",
+        "handshake_done",
+    ] {
+        let line = summary
+            .lines()
+            .find(|line| line.trim_start().starts_with(&format!("{event} ")))
+            .unwrap_or_else(|| panic!("no {event} line: {summary}"));
+        let median: f64 = line.split_whitespace().nth(2).unwrap().parse().unwrap();
+        assert!(median < 100_000.0, "{event}: {median} µs apart: {summary}");
+    }
+    // Every sample knows its client port; the capture is a pcap any tool reads.
+    assert_eq!(
+        count_samples(&finished.db, "s.client LIKE '127.0.0.1:%'"),
+        40
+    );
+    let passive = dir.join("passive.db");
+    tlslab_succeeds(&[
+        "pcap",
+        capture.to_str().unwrap(),
+        "--out",
+        passive.to_str().unwrap(),
+    ]);
+    assert_eq!(count_samples(&passive, "s.outcome = 'ok'"), 40);
+}
+
+#[test]
+fn a_capture_in_the_client_namespace_sees_the_emulated_round_trip() {
+    require_emulation!();
+    let _capturing = CAPTURING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let dir = scratch("pcap-emulated");
+    let capture = dir.join("emulated.pcap");
+    Run::new(&dir, "emulated")
+        .args("--tls 1.2,1.3 --rtt 50ms -n 5 --warmup 0")
+        .option("--capture", capture.to_str().unwrap())
+        .succeeds();
+    let passive = dir.join("passive.db");
+    tlslab_succeeds(&[
+        "pcap",
+        capture.to_str().unwrap(),
+        "--out",
+        passive.to_str().unwrap(),
+    ]);
+    assert_eq!(count_samples(&passive, "s.outcome = 'ok'"), 10);
+    // Seen from the client: the SYN exchange takes the round trip, and so does every
+    // ServerHello (a lower bound: physics allows no less).
+    assert_eq!(count_samples(&passive, "s.vantage = 'client'"), 10);
+    assert_eq!(
+        count_samples(
+            &passive,
+            "s.network_rtt_ns >= 50000000 AND s.server_response >= 50000000"
+        ),
+        10
+    );
+}
+
+#[test]
+fn a_live_capture_stores_exactly_the_handshakes_of_a_run_and_stops_on_ctrl_c() {
+    if !can_capture() {
+        return;
+    }
+    let _capturing = CAPTURING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let dir = scratch("pcap-live");
+    let live = dir.join("live.db");
+    let mut agent = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .args(["capture", "-i", "lo", "--out", live.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // It says so once its socket is open.
+    let mut stderr = BufReader::new(agent.stderr.take().unwrap()).lines();
+    let first = stderr.next().unwrap().unwrap();
+    assert!(first.contains("capturing TLS handshakes on lo"), "{first}");
+    let active = Run::new(&dir, "active")
+        .args("--tls 1.2,1.3 -n 15 --warmup 0")
+        .succeeds()
+        .db;
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let _ = Command::new("kill")
+        .args(["-INT", &agent.id().to_string()])
+        .status();
+    let output = agent.wait_with_output().unwrap();
+    assert!(output.status.success(), "Ctrl-C is how a capture ends");
+    let ok = "s.outcome = 'ok'";
+    assert_eq!(count_samples(&live, ok), count_samples(&active, ok));
+    assert_eq!(count_samples(&live, ok), 30);
+    let key = "version || ' ' || suite || ' ' || \"group\"";
+    assert_eq!(negotiated(&live, key), negotiated(&active, key));
+}
+
+#[test]
+fn every_handshake_survives_loss_and_the_retransmissions_are_counted() {
+    require_emulation!();
+    let _capturing = CAPTURING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let dir = scratch("pcap-loss");
+    let capture = dir.join("loss.pcap");
+    let active = Run::new(&dir, "loss")
+        .args(
+            "--tls 1.3 --rtt 2ms --jitter 1ms --loss 1% -n 1200 -c 8 --warmup 0 --max-error-rate 1",
+        )
+        .option("--capture", capture.to_str().unwrap())
+        .succeeds()
+        .db;
+    let passive = dir.join("passive.db");
+    tlslab_succeeds(&[
+        "pcap",
+        capture.to_str().unwrap(),
+        "--out",
+        passive.to_str().unwrap(),
+    ]);
+    let ok = "s.outcome = 'ok'";
+    assert_eq!(count_samples(&passive, ok), count_samples(&active, ok));
+    let retransmitted: i64 = value(&passive, "SELECT SUM(retransmissions) FROM samples");
+    // The capture sees the client's retransmissions (the server's lost segments never
+    // reached it): 400 handshakes retransmitted 3 to 8 segments here, so 1,200 make none
+    // at all unlikely (about once in 10,000 runs).
+    assert!(retransmitted > 0, "1% loss retransmits some segments");
+}

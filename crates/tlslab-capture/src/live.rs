@@ -1,0 +1,269 @@
+//! Live capture: the IP packets passing this machine's interfaces as they pass, each with
+//! the kernel's receive timestamp, from an AF_PACKET socket (nix: rustix cannot read the
+//! timestamp control messages). Datagram sockets hand over packets without their link
+//! header, so every interface (Ethernet, loopback, tun) gives plain IP, written to pcap
+//! files as raw IP. Needs root or CAP_NET_RAW, like tcpdump.
+//!
+//! The socket belongs to the network namespace of the thread that opens it: the engine opens
+//! one inside the client's namespace to record a run's own packets.
+
+use std::fs::File;
+use std::io::{BufWriter, IoSliceMut};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use nix::errno::Errno;
+use nix::libc;
+use nix::sys::socket::{
+    bind, recvmsg, setsockopt, socket, sockopt, AddressFamily, ControlMessageOwned, LinkAddr,
+    MsgFlags, SockFlag, SockProtocol, SockType, SockaddrLike,
+};
+use nix::sys::time::TimeVal;
+use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+use pcap_file::{DataLink, Endianness, TsResolution};
+
+use crate::packets::CaptureError;
+
+/// The largest IP packet.
+const LARGEST_PACKET: usize = 65_535;
+
+/// How long a read waits before it returns empty-handed, so a caller can look at its stop
+/// flag (and flush what it writes).
+const READ_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// `sll_pkttype` of a packet this machine sent, and `sll_hatype` of a loopback device:
+/// loopback shows every packet twice, once sent and once received; the received copy is
+/// kept (as libpcap does).
+const PACKET_OUTGOING: u8 = 4;
+const ARPHRD_LOOPBACK: u16 = 772;
+
+/// An open live capture.
+pub struct Live {
+    socket: OwnedFd,
+    buffer: Vec<u8>,
+    control: Vec<u8>,
+    /// Packets the kernel dropped are not counted here; packets longer than the buffer are.
+    pub truncated: u64,
+}
+
+/// One captured IP packet.
+#[derive(Debug, Clone, Copy)]
+pub struct Packet<'a> {
+    /// Kernel receive time, nanoseconds since the Unix epoch.
+    pub timestamp_ns: u64,
+    /// The interface's index.
+    pub interface: u32,
+    /// The IP packet (IPv4 or IPv6), as much of it as was read.
+    pub data: &'a [u8],
+    /// Its whole length.
+    pub length: usize,
+}
+
+fn failed(what: &str, error: Errno) -> CaptureError {
+    let hint = match error {
+        Errno::EPERM | Errno::EACCES => {
+            "capturing needs root or CAP_NET_RAW (setcap cap_net_raw+ep on the binary)"
+        }
+        Errno::ENODEV | Errno::ENXIO => "`ip link` lists the interfaces; `any` captures them all",
+        _ => "check that the interface exists and is up",
+    };
+    CaptureError {
+        message: format!("cannot {what}: {error}"),
+        hint: hint.into(),
+    }
+}
+
+impl Live {
+    /// Opens a capture of `interface` (every interface for `None` or `any`).
+    pub fn open(interface: Option<&str>) -> Result<Live, CaptureError> {
+        let socket = socket(
+            AddressFamily::Packet,
+            SockType::Datagram,
+            SockFlag::SOCK_CLOEXEC,
+            SockProtocol::EthAll,
+        )
+        .map_err(|error| failed("open a packet socket", error))?;
+        if let Some(name) = interface.filter(|name| *name != "any") {
+            let index = nix::net::if_::if_nametoindex(name)
+                .map_err(|error| failed(&format!("find the interface {name}"), error))?;
+            // SAFETY: an all-zero sockaddr_ll is a valid value of that plain C struct.
+            let mut address: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+            address.sll_family = libc::AF_PACKET as u16;
+            address.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+            address.sll_ifindex = index as i32;
+            // SAFETY: the pointer and length describe the sockaddr_ll above, alive here.
+            let link = unsafe {
+                LinkAddr::from_raw(
+                    (&address as *const libc::sockaddr_ll).cast(),
+                    Some(std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t),
+                )
+            }
+            .ok_or_else(|| failed(&format!("address the interface {name}"), Errno::EINVAL))?;
+            bind(socket.as_raw_fd(), &link)
+                .map_err(|error| failed(&format!("capture on {name}"), error))?;
+        }
+        setsockopt(&socket, sockopt::ReceiveTimestampns, &true)
+            .map_err(|error| failed("ask for receive timestamps", error))?;
+        let timeout = TimeVal::new(0, READ_TIMEOUT.as_micros() as libc::suseconds_t);
+        setsockopt(&socket, sockopt::ReceiveTimeout, &timeout)
+            .map_err(|error| failed("set the read timeout", error))?;
+        // A large buffer keeps bursts (thousands of handshakes a second) from being dropped;
+        // beyond the system's limit only root may go, and less is still a capture.
+        let buffer_bytes = 32 << 20;
+        if setsockopt(&socket, sockopt::RcvBufForce, &buffer_bytes).is_err() {
+            let _ = setsockopt(&socket, sockopt::RcvBuf, &buffer_bytes);
+        }
+        Ok(Live {
+            socket,
+            buffer: vec![0; LARGEST_PACKET],
+            control: nix::cmsg_space!(nix::sys::time::TimeSpec),
+            truncated: 0,
+        })
+    }
+
+    /// The next IP packet, or `None` when none came for a while (100 ms).
+    pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, CaptureError> {
+        loop {
+            let (length, timestamp_ns, interface) = {
+                let mut iov = [IoSliceMut::new(&mut self.buffer)];
+                let message = match recvmsg::<LinkAddr>(
+                    self.socket.as_raw_fd(),
+                    &mut iov,
+                    Some(&mut self.control),
+                    MsgFlags::MSG_TRUNC,
+                ) {
+                    Ok(message) => message,
+                    Err(Errno::EAGAIN | Errno::EINTR) => return Ok(None),
+                    Err(error) => return Err(failed("read the capture", error)),
+                };
+                let Some(address) = message.address else {
+                    continue;
+                };
+                if address.pkttype() == PACKET_OUTGOING && address.hatype() == ARPHRD_LOOPBACK {
+                    continue;
+                }
+                let protocol = u16::from_be(address.protocol());
+                if protocol != libc::ETH_P_IP as u16 && protocol != libc::ETH_P_IPV6 as u16 {
+                    continue;
+                }
+                let mut timestamp_ns = None;
+                if let Ok(messages) = message.cmsgs() {
+                    for control in messages {
+                        if let ControlMessageOwned::ScmTimestampns(time) = control {
+                            timestamp_ns = Some(
+                                (time.tv_sec() as u64)
+                                    .saturating_mul(1_000_000_000)
+                                    .saturating_add(time.tv_nsec() as u64),
+                            );
+                        }
+                    }
+                }
+                let timestamp_ns = timestamp_ns.unwrap_or_else(|| {
+                    SystemTime::now()
+                        .duration_since(UNIX_EPOCH)
+                        .map_or(0, |since| since.as_nanos() as u64)
+                });
+                (message.bytes, timestamp_ns, address.ifindex() as u32)
+            };
+            if length > self.buffer.len() {
+                self.truncated += 1;
+            }
+            return Ok(Some(Packet {
+                timestamp_ns,
+                interface,
+                data: &self.buffer[..length.min(self.buffer.len())],
+                length,
+            }));
+        }
+    }
+}
+
+/// A pcap file of live packets (raw IP, nanosecond timestamps), as tcpdump would write it.
+pub struct PcapFile {
+    writer: PcapWriter<BufWriter<File>>,
+    pub packets: u64,
+}
+
+fn cannot_write(error: &dyn std::fmt::Display) -> CaptureError {
+    CaptureError {
+        message: format!("cannot write the capture: {error}"),
+        hint: "give a path in a directory you can write, on a disk with free space".into(),
+    }
+}
+
+impl PcapFile {
+    pub fn create(path: &Path) -> Result<PcapFile, CaptureError> {
+        let file = File::create(path).map_err(|error| CaptureError {
+            message: format!("cannot write the capture {}: {error}", path.display()),
+            hint: "give a path in a directory you can write".into(),
+        })?;
+        let header = PcapHeader {
+            version_major: 2,
+            version_minor: 4,
+            ts_correction: 0,
+            ts_accuracy: 0,
+            snaplen: LARGEST_PACKET as u32,
+            datalink: DataLink::RAW,
+            ts_resolution: TsResolution::NanoSecond,
+            endianness: Endianness::native(),
+        };
+        let writer = PcapWriter::with_header(BufWriter::new(file), header)
+            .map_err(|error| cannot_write(&error))?;
+        Ok(PcapFile { writer, packets: 0 })
+    }
+
+    pub fn write(&mut self, packet: &Packet<'_>) -> Result<(), CaptureError> {
+        let record = PcapPacket::new(
+            Duration::from_nanos(packet.timestamp_ns),
+            packet.length as u32,
+            packet.data,
+        );
+        self.writer
+            .write_packet(&record)
+            .map_err(|error| cannot_write(&error))?;
+        self.packets += 1;
+        Ok(())
+    }
+
+    /// Writes out what is buffered.
+    pub fn finish(self) -> Result<u64, CaptureError> {
+        use std::io::Write;
+        self.writer
+            .into_writer()
+            .flush()
+            .map_err(|error| cannot_write(&error))?;
+        Ok(self.packets)
+    }
+}
+
+/// Records a live capture into a pcap file until told to stop: what `tlslab run --capture`
+/// runs beside the clients.
+pub struct Recorder {
+    live: Live,
+    file: PcapFile,
+}
+
+impl Recorder {
+    /// Opens the capture and creates `path`.
+    pub fn open(path: &Path, interface: Option<&str>) -> Result<Recorder, CaptureError> {
+        let live = Live::open(interface)?;
+        let file = PcapFile::create(path)?;
+        Ok(Recorder { live, file })
+    }
+
+    /// Records until `stop` is set, then takes what is still queued and writes it out.
+    /// Returns the packets written.
+    pub fn run(mut self, stop: &AtomicBool) -> Result<u64, CaptureError> {
+        while !stop.load(Ordering::Relaxed) {
+            if let Some(packet) = self.live.next_packet()? {
+                self.file.write(&packet)?;
+            }
+        }
+        while let Some(packet) = self.live.next_packet()? {
+            self.file.write(&packet)?;
+        }
+        self.file.finish()
+    }
+}

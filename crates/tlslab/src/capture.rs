@@ -1,0 +1,129 @@
+//! `tlslab capture`: a live capture agent. Every TLS handshake passing an interface becomes a
+//! sample as it completes; the store is written as it goes, so a stop (the --duration, Ctrl-C
+//! or SIGTERM) loses nothing but the handshakes still in progress.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tlslab_capture::live::{Live, PcapFile};
+use tlslab_capture::{packets, Analyser};
+use tlslab_core::Source;
+
+use crate::cli::CaptureArgs;
+use crate::failure::CliError;
+use crate::output;
+use crate::passive::{self, Ending};
+
+/// How often idle connections are given up and the store commits, without traffic.
+const IDLE_EVERY: Duration = Duration::from_millis(200);
+
+fn now_unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos() as u64)
+}
+
+pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
+    let path = args.out.clone().unwrap_or_else(crate::run::default_output);
+    crate::files::check_output(&path, &[])?;
+    let duration = args
+        .duration
+        .as_deref()
+        .map(tlslab_core::duration::parse)
+        .transpose()
+        .map_err(|problem| {
+            CliError::usage(
+                format!("--duration: {problem}"),
+                "for example --duration 30s or --duration 10m",
+            )
+        })?;
+    let keys = passive::keys(args.keylog.as_deref())?;
+    // The capture opens first: without the right to capture, no store is left behind.
+    let environment =
+        |error: tlslab_capture::CaptureError| CliError::environment(error.message, error.hint);
+    let mut live = Live::open(Some(&args.interface)).map_err(environment)?;
+    let mut file = args
+        .write
+        .as_deref()
+        .map(PcapFile::create)
+        .transpose()
+        .map_err(environment)?;
+    let mut sink = passive::begin(
+        &path,
+        Source::Capture {
+            interface: args.interface.clone(),
+        },
+    )?;
+    let stop = crate::run::stop_on_signals();
+    output::note(format_args!(
+        "capturing TLS handshakes on {} into {}{}",
+        args.interface,
+        path.display(),
+        if duration.is_some() {
+            ""
+        } else {
+            " until Ctrl-C"
+        }
+    ));
+
+    let mut analyser = Analyser::new(&mut sink);
+    if let Some(keys) = keys {
+        analyser.use_keys(keys);
+    }
+    let source = analyser.add_source(&args.interface);
+    let deadline = duration.map(|duration| Instant::now() + duration);
+    let mut last_idle = Instant::now();
+    let mut failure = None;
+    while !stop.is_requested()
+        && !analyser.failed()
+        && deadline.is_none_or(|deadline| Instant::now() < deadline)
+    {
+        match live.next_packet() {
+            Ok(Some(packet)) => {
+                if let Some(file) = &mut file {
+                    if let Err(error) = file.write(&packet) {
+                        failure = Some(error);
+                        break;
+                    }
+                }
+                if let Ok(segment) =
+                    packets::decode_ip(packet.timestamp_ns, packet.interface, packet.data)
+                {
+                    analyser.segment(source, &segment);
+                }
+            }
+            Ok(None) => {}
+            Err(error) => {
+                failure = Some(error);
+                break;
+            }
+        }
+        if last_idle.elapsed() >= IDLE_EVERY {
+            analyser.idle(now_unix_ns());
+            last_idle = Instant::now();
+        }
+    }
+    if let Some(file) = file {
+        if let Err(error) = file.finish() {
+            failure.get_or_insert(error);
+        }
+    }
+    let report = analyser.finish();
+    let ending = match &failure {
+        Some(error) => Ending::Failed(error.message.clone()),
+        // Stopping is how a capture ends: at its duration or on a signal.
+        None => Ending::Complete,
+    };
+    let report = passive::end(sink, report, ending)?;
+    if let Some(error) = failure {
+        return Err(CliError::environment(
+            error.message,
+            format!(
+                "{} (the handshakes captured until then are stored in {})",
+                error.hint,
+                path.display()
+            ),
+        ));
+    }
+    passive::print_summary(&path, args.json, &report)?;
+    Ok(0)
+}

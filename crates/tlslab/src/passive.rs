@@ -1,0 +1,174 @@
+//! What `tlslab pcap` and `tlslab capture` share: a store begun for a capture, its end, and
+//! the summary with what reading skipped.
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tlslab_capture::keys::KeyLog;
+use tlslab_capture::{Report, SkipReason};
+use tlslab_core::{RunEnd, RunInfo, Sink, SinkError, Source};
+use tlslab_report::{render_text, RunSummary};
+use tlslab_store::{Store, StoreSink};
+
+use crate::failure::CliError;
+use crate::output;
+
+/// The key log `--keylog` names, read before anything is created.
+pub fn keys(path: Option<&Path>) -> Result<Option<KeyLog>, CliError> {
+    path.map(|path| KeyLog::read(path).map_err(|error| CliError::usage(error.message, error.hint)))
+        .transpose()
+}
+
+/// A new store at `path`, its run begun for `source`.
+pub fn begin(path: &Path, source: Source) -> Result<StoreSink, CliError> {
+    let mut sink = Store::create(path)?.into_sink();
+    let mut environment =
+        tlslab_engine::environment::capture(env!("CARGO_PKG_VERSION"), env!("TLSLAB_COMMIT"));
+    environment.network = "capture".into();
+    sink.begin(&RunInfo {
+        source,
+        experiment: None,
+        configs: Vec::new(),
+        plan: None,
+        environment,
+        command_line: std::env::args().collect(),
+        started_at_unix_ns: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos() as u64),
+    })
+    .map_err(|error| CliError::environment(error.message, error.hint))?;
+    Ok(sink)
+}
+
+/// How reading ended.
+pub enum Ending {
+    Complete,
+    Interrupted,
+    Failed(String),
+}
+
+/// Writes the run's end; the analysis' report, or why writing failed.
+pub fn end(
+    mut sink: StoreSink,
+    report: Result<Report, SinkError>,
+    ending: Ending,
+) -> Result<Report, CliError> {
+    let reason = match (&report, ending) {
+        (Err(error), _) => Some(error.message.clone()),
+        (_, Ending::Failed(reason)) => Some(reason),
+        (_, Ending::Interrupted) => Some("interrupted".to_string()),
+        (_, Ending::Complete) => None,
+    };
+    let (connections, errors, span_ns) = report.as_ref().map_or((0, 0, 0), |report| {
+        (report.connections, report.errors, report.span_ns)
+    });
+    // The run lasted as long as the capture did.
+    let end = RunEnd {
+        complete: reason.is_none(),
+        reason,
+        duration_ns: span_ns,
+        attempted: connections,
+        errors,
+    };
+    let finished = sink.finish(&end);
+    let report = report.map_err(|error| {
+        CliError::environment(
+            format!("writing results failed: {}", error.message),
+            error.hint,
+        )
+    })?;
+    finished.map_err(|error| CliError::environment(error.message, error.hint))?;
+    Ok(report)
+}
+
+/// The run summary of the store, then what reading skipped (or both as JSON).
+pub fn print_summary(path: &Path, json: bool, report: &Report) -> Result<(), CliError> {
+    let store = Store::open(path)?;
+    let summary = RunSummary::from_store(&store)?;
+    if json {
+        output::print(format_args!(
+            "{}\n",
+            output::json(&serde_json::json!({ "summary": summary, "capture": describe(report) }))
+        ))
+    } else {
+        output::print(render_text(&summary))?;
+        output::print(notes(report))
+    }
+}
+
+/// Says that reading stopped on a signal, and where what was read is.
+pub fn interrupted(path: &Path, report: &Report) {
+    output::note(format_args!(
+        "error: interrupted after {} handshakes",
+        report.connections
+    ));
+    output::note(format_args!(
+        "hint: the handshakes read are stored in {}",
+        path.display()
+    ));
+}
+
+/// What reading the captures skipped, as lines for people.
+fn notes(report: &Report) -> String {
+    let mut out = String::new();
+    for (file, summary) in &report.files {
+        out.push_str(&format!(
+            "{file}: {} packets, {} TCP/UDP decoded{}\n",
+            summary.packets,
+            summary.decoded,
+            if summary.truncated {
+                " (the file ends mid-packet: cut off while it was written)"
+            } else {
+                ""
+            }
+        ));
+        for (reason, count) in &summary.skipped {
+            out.push_str(&format!("  skipped {count}: {}\n", reason.describe()));
+        }
+        for (link_type, count) in &summary.link_types {
+            out.push_str(&format!(
+                "  skipped {count}: link type {link_type}, which tlslab does not decode\n"
+            ));
+        }
+    }
+    let flows = report.flows;
+    out.push_str(&format!(
+        "{} TCP connections: {} TLS handshakes stored ({} failed), {} not TLS (or joined after their handshake), {} still in progress when the capture ended\n",
+        flows.tcp, report.connections, report.errors, flows.not_tls, flows.unfinished
+    ));
+    out
+}
+
+/// The same as JSON, for `--json`.
+fn describe(report: &Report) -> serde_json::Value {
+    let files: Vec<serde_json::Value> = report
+        .files
+        .iter()
+        .map(|(file, summary)| {
+            let skipped: serde_json::Map<String, serde_json::Value> = SkipReason::ALL
+                .iter()
+                .filter_map(|reason| {
+                    summary
+                        .skipped
+                        .get(reason)
+                        .map(|count| (reason.describe().to_string(), (*count).into()))
+                })
+                .collect();
+            serde_json::json!({
+                "file": file,
+                "packets": summary.packets,
+                "decoded": summary.decoded,
+                "truncated": summary.truncated,
+                "skipped": skipped,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "files": files,
+        "tcp_connections": report.flows.tcp,
+        "handshakes": report.connections,
+        "failed": report.errors,
+        "not_tls": report.flows.not_tls,
+        "unfinished": report.flows.unfinished,
+    })
+}
