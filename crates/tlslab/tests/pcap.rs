@@ -262,6 +262,27 @@ fn a_run_writes_a_private_key_log_that_decrypts_its_tls13_handshakes() {
 }
 
 #[test]
+fn an_encrypted_client_hello_is_seen_as_offered() {
+    let dir = scratch("pcap-ech");
+    let Some((active, passive)) = captured_run(
+        &dir,
+        "ech",
+        "--tls 1.3 --backend openssl --ech on,off -n 4 --warmup 0",
+        &[],
+    ) else {
+        return;
+    };
+    assert_eq!(count_samples(&active, "s.ech = 'accepted'"), 4);
+    // Without keys a capture knows only that ECH was offered: its Config says so, and the
+    // samples leave acceptance open; those without it are certainly not offered.
+    assert_eq!(count_samples(&passive, "c.ech = 'on' AND s.ech IS NULL"), 4);
+    assert_eq!(
+        count_samples(&passive, "c.ech = 'off' AND s.ech = 'not_offered'"),
+        4
+    );
+}
+
+#[test]
 fn captures_that_are_not_captures_are_usage_errors() {
     let dir = scratch("pcap-errors");
     let garbage = dir.join("garbage.pcap");
@@ -347,10 +368,11 @@ fn a_capture_in_the_client_namespace_sees_the_emulated_round_trip() {
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let dir = scratch("pcap-emulated");
     let capture = dir.join("emulated.pcap");
-    Run::new(&dir, "emulated")
-        .args("--tls 1.2,1.3 --rtt 50ms -n 5 --warmup 0")
+    let active = Run::new(&dir, "emulated")
+        .args("--tls 1.2,1.3 --group x25519,mlkem1024 --skip-invalid --rtt 50ms -n 5 --warmup 0")
         .option("--capture", capture.to_str().unwrap())
-        .succeeds();
+        .succeeds()
+        .db;
     let passive = dir.join("passive.db");
     tlslab_succeeds(&[
         "pcap",
@@ -358,16 +380,28 @@ fn a_capture_in_the_client_namespace_sees_the_emulated_round_trip() {
         "--out",
         passive.to_str().unwrap(),
     ]);
-    assert_eq!(count_samples(&passive, "s.outcome = 'ok'"), 10);
+    assert_eq!(count_samples(&passive, "s.outcome = 'ok'"), 15);
     // Seen from the client: the SYN exchange takes the round trip, and so does every
     // ServerHello (a lower bound: physics allows no less).
-    assert_eq!(count_samples(&passive, "s.vantage = 'client'"), 10);
+    assert_eq!(count_samples(&passive, "s.vantage = 'client'"), 15);
     assert_eq!(
         count_samples(
             &passive,
             "s.network_rtt_ns >= 50000000 AND s.server_response >= 50000000"
         ),
-        10
+        15
+    );
+    // An ML-KEM-1024 ClientHello is longer than one segment of a 1,500-byte link (1,448
+    // bytes): it is put back together from its packets, and the group read from the
+    // ServerHello. (x25519mlkem768's, 1,400 bytes, still fits one.)
+    let key = "version || ' ' || \"group\" || ' ' || client_hello_bytes";
+    assert_eq!(negotiated(&passive, key), negotiated(&active, key));
+    assert_eq!(
+        count_samples(
+            &passive,
+            "s.\"group\" = 'mlkem1024' AND s.client_hello_bytes > 1448"
+        ),
+        5
     );
 }
 

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# `tlslab pcap` against tshark on the same capture: throughput (packets/s, MB/s), the ratio,
+# and peak memory. The issue asks for at least 20× tshark and at most 200 MB whatever the
+# file size.
+#
+#   bench/pcap-speed.sh [MEGABYTES]      (default 1000: a capture of at least 1 GB)
+#
+# The capture is real: tcpdump records active runs on loopback (TLS 1.2 and 1.3, rustls and
+# OpenSSL) until the file reaches the size; it is cached in $TMPDIR/tlslab-bench-<MB>.pcap.
+# tshark extracts the same fields tlslab reads per handshake message: the frame time, the
+# TCP stream, the handshake types, versions, suites and server names. Needs root (tcpdump)
+# and tshark.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+megabytes=${1:-1000}
+scripts/openssl >/dev/null
+cargo build --release -q -p tlslab
+tlslab=${CARGO_TARGET_DIR:-target}/release/tlslab
+capture=${TMPDIR:-/tmp}/tlslab-bench-$megabytes.pcap
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+if [ ! -s "$capture" ] || [ "$(stat -c %s "$capture")" -lt $((megabytes * 1000000)) ]; then
+  echo "recording $capture (${megabytes} MB of handshakes on loopback)"
+  tcpdump -i lo --immediate-mode -B 65536 -Z root -U -w "$capture" tcp 2>"$work/tcpdump.log" &
+  recorder=$!
+  until grep -q "listening on" "$work/tcpdump.log"; do sleep 0.1; done
+  while [ "$(stat -c %s "$capture")" -lt $((megabytes * 1000000)) ]; do
+    $tlslab run --tls 1.2,1.3 --backend rustls,openssl -n 5000 -c 4 --warmup 0 --quiet \
+      --out "$work/run.db" > /dev/null
+    rm -f "$work/run.db"
+  done
+  kill -INT "$recorder"
+  wait "$recorder" || true
+fi
+
+packets=$(capinfos -c -M "$capture" 2>/dev/null | awk -F: '/Number of packets/ {gsub(/ /, "", $2); print $2}')
+bytes=$(stat -c %s "$capture")
+
+# timed COMMAND...: wall seconds and peak RSS (MB) of COMMAND, as "seconds megabytes".
+timed() {
+  /usr/bin/time -f '%e %M' -o "$work/time" "$@" > /dev/null 2> "$work/stderr" || {
+    cat "$work/stderr" >&2
+    return 1
+  }
+  awk '{printf "%s %.0f\n", $1, $2 / 1024}' "$work/time"
+}
+read -r tlslab_seconds tlslab_rss < <(timed $tlslab pcap "$capture" --out "$work/passive.db")
+read -r tshark_seconds tshark_rss < <(timed tshark -r "$capture" -Y tls.handshake -T fields \
+  -e frame.time_epoch -e tcp.stream -e tls.handshake.type -e tls.handshake.version \
+  -e tls.handshake.ciphersuite -e tls.handshake.extensions_server_name)
+handshakes=$(sqlite3 "$work/passive.db" 'SELECT COUNT(*) FROM samples')
+
+rate() { echo "$1 / $2" | bc -l; }
+printf 'capture: %s (%.0f MB, %s packets, %s handshakes)\n' \
+  "$capture" "$(rate "$bytes" 1000000)" "$packets" "$handshakes"
+printf '%-12s %10s %14s %10s %10s\n' tool seconds packets/s MB/s 'peak MB'
+for tool in tlslab tshark; do
+  seconds_var=${tool}_seconds rss_var=${tool}_rss
+  printf '%-12s %10.2f %14.0f %10.1f %10s\n' "$tool" "${!seconds_var}" \
+    "$(rate "$packets" "${!seconds_var}")" "$(rate "$bytes / 1000000" "${!seconds_var}")" \
+    "${!rss_var}"
+done
+printf 'ratio: tlslab is %.1f× tshark\n' "$(rate "$tshark_seconds" "$tlslab_seconds")"
