@@ -364,12 +364,7 @@ impl Handshake {
                 Direction::ToClient => &mut self.server,
             };
             if let Some((inner, content)) = side.open(header, payload) {
-                if self.times.done.is_none() {
-                    match direction {
-                        Direction::ToServer => self.bytes_to_server += size as u64,
-                        Direction::ToClient => self.bytes_to_client += size as u64,
-                    }
-                }
+                self.count_bytes(direction, size);
                 if direction == Direction::ToClient {
                     self.server_record(last);
                 }
@@ -377,12 +372,7 @@ impl Handshake {
                 return;
             }
         }
-        if self.times.done.is_none() {
-            match direction {
-                Direction::ToServer => self.bytes_to_server += size as u64,
-                Direction::ToClient => self.bytes_to_client += size as u64,
-            }
-        }
+        self.count_bytes(direction, size);
         match (direction, content_type) {
             (_, ALERT) => self.alert(direction, payload),
             // TLS 1.3's ChangeCipherSpec is only for middleboxes: TLS 1.2's starts encryption.
@@ -438,6 +428,16 @@ impl Handshake {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Record bytes until the handshake is done: what a sample reports as sent and received.
+    fn count_bytes(&mut self, direction: Direction, size: usize) {
+        if self.times.done.is_none() {
+            match direction {
+                Direction::ToServer => self.bytes_to_server += size as u64,
+                Direction::ToClient => self.bytes_to_client += size as u64,
+            }
         }
     }
 

@@ -109,6 +109,18 @@ fn captured_run(
     Some((active, passive))
 }
 
+/// `tlslab pcap` of `capture` into `<dir>/passive.db`.
+fn read_capture(capture: &Path, dir: &Path) -> PathBuf {
+    let passive = dir.join("passive.db");
+    tlslab_succeeds(&[
+        "pcap",
+        capture.to_str().unwrap(),
+        "--out",
+        passive.to_str().unwrap(),
+    ]);
+    passive
+}
+
 /// Successful handshakes by what they negotiated.
 fn negotiated(db: &Path, columns: &str) -> Vec<(String, i64)> {
     rows::<(String, i64)>(
@@ -350,13 +362,7 @@ fn a_run_checks_its_own_timestamps_against_its_packets() {
         count_samples(&finished.db, "s.client LIKE '127.0.0.1:%'"),
         40
     );
-    let passive = dir.join("passive.db");
-    tlslab_succeeds(&[
-        "pcap",
-        capture.to_str().unwrap(),
-        "--out",
-        passive.to_str().unwrap(),
-    ]);
+    let passive = read_capture(&capture, &dir);
     assert_eq!(count_samples(&passive, "s.outcome = 'ok'"), 40);
 }
 
@@ -373,13 +379,7 @@ fn a_capture_in_the_client_namespace_sees_the_emulated_round_trip() {
         .option("--capture", capture.to_str().unwrap())
         .succeeds()
         .db;
-    let passive = dir.join("passive.db");
-    tlslab_succeeds(&[
-        "pcap",
-        capture.to_str().unwrap(),
-        "--out",
-        passive.to_str().unwrap(),
-    ]);
+    let passive = read_capture(&capture, &dir);
     assert_eq!(count_samples(&passive, "s.outcome = 'ok'"), 15);
     // Seen from the client: the SYN exchange takes the round trip, and so does every
     // ServerHello (a lower bound: physics allows no less).
@@ -457,13 +457,7 @@ fn every_handshake_survives_loss_and_the_retransmissions_are_counted() {
         .option("--capture", capture.to_str().unwrap())
         .succeeds()
         .db;
-    let passive = dir.join("passive.db");
-    tlslab_succeeds(&[
-        "pcap",
-        capture.to_str().unwrap(),
-        "--out",
-        passive.to_str().unwrap(),
-    ]);
+    let passive = read_capture(&capture, &dir);
     let ok = "s.outcome = 'ok'";
     assert_eq!(count_samples(&passive, ok), count_samples(&active, ok));
     let retransmitted: i64 = value(&passive, "SELECT SUM(retransmissions) FROM samples");
