@@ -92,7 +92,7 @@ struct Flow {
 /// Every TCP connection of a capture, by its two endpoints.
 #[derive(Debug, Default)]
 pub struct Flows {
-    table: HashMap<(SocketAddr, SocketAddr), Flow>,
+    table: HashMap<(SocketAddr, SocketAddr), Flow, foldhash::fast::RandomState>,
     since_sweep: u32,
     pub counts: FlowCounts,
     /// A key log to decrypt TLS 1.3 handshakes with.

@@ -176,6 +176,8 @@ impl Side {
 /// The complete handshake messages at the front of `buffer`: type, body, and the times of
 /// their first and last byte.
 fn messages(buffer: &mut TimedBuffer) -> Vec<(u8, Vec<u8>, u64, u64)> {
+    // Few handshakes hold more than a handful of messages; the copies are small next to the
+    // records, which are read in place.
     let mut complete = Vec::new();
     loop {
         let available = buffer.available();
@@ -273,15 +275,14 @@ impl Handshake {
         if side.broken {
             return;
         }
-        side.records.push(bytes, timestamp, timestamp);
+        // The buffer is taken out while its records are handled, so each is read in place.
+        let mut records = std::mem::take(&mut side.records);
+        records.push(bytes, timestamp, timestamp);
+        let mut broken = false;
         loop {
-            let side = match direction {
-                Direction::ToServer => &mut self.client,
-                Direction::ToClient => &mut self.server,
-            };
-            let available = side.records.available();
+            let available = records.available();
             let Some(header) = available.get(..5) else {
-                return;
+                break;
             };
             let content_type = header[0];
             let length = usize::from(u16::from_be_bytes([header[3], header[4]]));
@@ -289,20 +290,28 @@ impl Handshake {
                 || header[1] != 3
                 || length > MAX_RECORD
             {
-                side.broken = true;
-                side.records.clear();
-                return;
+                broken = true;
+                records.clear();
+                break;
             }
-            if available.len() < 5 + length {
-                return;
-            }
+            let Some(payload) = available.get(5..5 + length) else {
+                break;
+            };
             let record_header = [header[0], header[1], header[2], header[3], header[4]];
-            let payload = available[5..5 + length].to_vec();
-            let (first, last) = side.records.times(0, 5 + length);
-            side.records.consume(5 + length);
-            side.bytes += 5 + length as u64;
-            self.record(direction, &record_header, &payload, first, last);
+            let (first, last) = records.times(0, 5 + length);
+            match direction {
+                Direction::ToServer => self.client.bytes += 5 + length as u64,
+                Direction::ToClient => self.server.bytes += 5 + length as u64,
+            }
+            self.record(direction, &record_header, payload, first, last);
+            records.consume(5 + length);
         }
+        let side = match direction {
+            Direction::ToServer => &mut self.client,
+            Direction::ToClient => &mut self.server,
+        };
+        side.records = records;
+        side.broken |= broken;
     }
 
     /// Whether the handshake is over, as far as a capture can tell.

@@ -36,8 +36,8 @@ pub struct StoreSink {
     /// The samples and configs inserts, by column name.
     insert_sample: String,
     insert_config: String,
-    /// Each measured column's parameter name and how a sample fills it.
-    fills: Vec<(String, Fill)>,
+    /// How a sample fills each measured column, in the insert's order.
+    fills: Vec<Fill>,
     /// Where disk space is kept for the end, while it is kept.
     reserve: Option<PathBuf>,
 }
@@ -82,9 +82,7 @@ impl StoreSink {
             in_transaction: false,
             insert_sample: insert("samples", &columns),
             insert_config: insert("configs", &config_columns()),
-            fills: sample_columns()
-                .map(|(name, _, fill)| (format!(":{name}"), fill))
-                .collect(),
+            fills: sample_columns().map(|(_, _, fill)| fill).collect(),
             reserve,
         }
     }
@@ -184,24 +182,18 @@ impl StoreSink {
     }
 
     fn insert_sample(&self, sample: &Sample) -> rusqlite::Result<()> {
-        let mut values: Vec<(&str, Value)> = Vec::with_capacity(self.fills.len() + 3);
-        values.extend([
-            (":run_id", Value::Integer(1)),
-            (":config_id", Value::Integer(sample.config as i64)),
-            (":trial_id", Value::Integer(sample.trial as i64)),
-        ]);
-        values.extend(
-            self.fills
-                .iter()
-                .map(|(parameter, fill)| (parameter.as_str(), fill.value(sample))),
-        );
-        let parameters: Vec<(&str, &dyn rusqlite::ToSql)> = values
-            .iter()
-            .map(|(name, value)| (*name, value as &dyn rusqlite::ToSql))
-            .collect();
+        // Bound by position, in the insert's column order (each `:name` is numbered by where
+        // it first appears): looking every name up again costs more than the insert itself.
+        let values = [
+            Value::Integer(1),
+            Value::Integer(sample.config as i64),
+            Value::Integer(sample.trial as i64),
+        ]
+        .into_iter()
+        .chain(self.fills.iter().map(|fill| fill.value(sample)));
         self.connection
             .prepare_cached(&self.insert_sample)?
-            .execute(parameters.as_slice())?;
+            .execute(rusqlite::params_from_iter(values))?;
         Ok(())
     }
 
