@@ -1,5 +1,6 @@
 //! The cross-check: a run's own timestamps against the packets of the same handshakes. Each
-//! active sample is matched to its connection by the client's address and port; for every
+//! active sample is matched to its connection by the client's address and port (and, as a
+//! busy run reuses ports, to the one of those connections that began nearest it); for every
 //! event both sides have, the difference between the run's wall-clock time of the event and
 //! the packet's capture time says how close the two instruments agree (the run's clock is
 //! placed on the wall clock once, at its start).
@@ -65,14 +66,24 @@ fn quantile(sorted: &[f64], probability: f64) -> f64 {
 
 /// Matches `run` to `captured` (a capture's samples of the same run) and measures each event.
 pub fn cross_check(run: &[RunSample], captured: &[Sample]) -> CrossCheck {
-    let by_client: HashMap<SocketAddr, &Sample> = captured
-        .iter()
-        .filter_map(|sample| Some((sample.client_address?, sample)))
-        .collect();
+    let mut by_client: HashMap<SocketAddr, Vec<(u64, &Sample)>> = HashMap::new();
+    for sample in captured {
+        if let (Some(client), Some(observed)) = (sample.client_address, &sample.observed) {
+            by_client
+                .entry(client)
+                .or_default()
+                .push((observed.first_packet_unix_ns, sample));
+        }
+    }
     let mut differences: Vec<Vec<f64>> = vec![Vec::new(); COMPARED.len()];
     let mut check = CrossCheck::default();
     for active in run {
-        let Some(passive) = by_client.get(&active.client) else {
+        let nearest = by_client.get(&active.client).and_then(|connections| {
+            connections
+                .iter()
+                .min_by_key(|(first_packet, _)| first_packet.abs_diff(active.start_unix_ns))
+        });
+        let Some((_, passive)) = nearest else {
             check.unmatched += 1;
             continue;
         };
@@ -179,7 +190,13 @@ mod tests {
         ];
         // The wire saw the first connection's SYN 20 ns after the run started it, its
         // ClientHello 30 ns before the run's timestamp; the second's 10 ns after.
+        // The first port was used again much later: that connection is not this sample's.
         let capture = [
+            captured(
+                one,
+                9_000_000,
+                &[(Event::Start, 0), (Event::ClientHelloSent, 7)],
+            ),
             captured(
                 one,
                 1_020,
