@@ -6,6 +6,7 @@ pub mod capture;
 pub mod experiment;
 pub mod http_request;
 pub mod http_response;
+pub mod report;
 pub mod sample_file;
 pub mod store;
 pub mod values;

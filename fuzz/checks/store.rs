@@ -1,5 +1,6 @@
-//! A results store, as any bytes: opening it, reading its run, summarising, reporting and
-//! exporting it give results or an error with a hint, never a panic.
+//! A results store, as any bytes: opening it (with recovery), reading its run, Configs,
+//! phases, outcomes and timelines, and exporting it give results or an error with a hint,
+//! never a panic. (What the reports make of a store is the `report` target's.)
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -19,20 +20,24 @@ fn path() -> &'static PathBuf {
     })
 }
 
-pub fn check(bytes: &[u8]) {
+/// `bytes` as a store file, opened; `None` when it is not one.
+pub fn open(bytes: &[u8]) -> Option<Store> {
     let path = path();
     for suffix in ["", "-wal", "-shm", "-journal", "-reserve"] {
         let mut name = path.as_os_str().to_owned();
         name.push(suffix);
         let _ = std::fs::remove_file(PathBuf::from(name));
     }
-    if std::fs::write(path, bytes).is_err() {
-        return;
-    }
-    let Ok(store) = Store::open(path) else {
+    std::fs::write(path, bytes).ok()?;
+    Store::open(path).ok()
+}
+
+pub fn check(bytes: &[u8]) {
+    let Some(store) = open(bytes) else {
         return;
     };
     let _ = store.run();
+    let _ = store.timelines();
     if let Ok(configs) = store.configs() {
         for config in configs.iter().take(4) {
             let _ = store.phase_values(config.id, "handshake");
@@ -41,8 +46,4 @@ pub fn check(bytes: &[u8]) {
         }
     }
     let _ = export(&store, ExportFormat::JsonLines, &mut std::io::sink());
-    if let Ok(data) = tlslab_report::ReportData::from_store(&store) {
-        let _ = tlslab_report::render_markdown(&data, None);
-    }
-    let _ = tlslab_report::RunSummary::from_store(&store);
 }

@@ -16,6 +16,7 @@ const TARGETS: &[(&str, Check)] = &[
     ("http_request", checks::http_request::check),
     ("sample_file", checks::sample_file::check),
     ("store", checks::store::check),
+    ("report", checks::report::check),
     ("capture", checks::capture::check),
 ];
 
