@@ -336,3 +336,91 @@ impl Open {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CLIENT: &str = "10.0.0.1:40000";
+    const SERVER: &str = "10.0.0.2:443";
+
+    fn segment<'a>(flags: &str, sequence: u32, payload: &'a [u8]) -> TcpSegment<'a> {
+        TcpSegment {
+            sequence,
+            acknowledgment: 0,
+            syn: flags.contains('S'),
+            ack: flags.contains('A'),
+            fin: flags.contains('F'),
+            rst: flags.contains('R'),
+            payload,
+        }
+    }
+
+    /// Feeds (time, from the client?, segment) in order; returns what was handed on.
+    fn feed(flows: &mut Flows, segments: &[(u64, bool, TcpSegment<'_>)]) -> Vec<Connection> {
+        let client: SocketAddr = CLIENT.parse().unwrap();
+        let server: SocketAddr = SERVER.parse().unwrap();
+        let mut out = Vec::new();
+        for (at, from_client, tcp) in segments {
+            let (from, to) = if *from_client {
+                (client, server)
+            } else {
+                (server, client)
+            };
+            flows.segment(0, *at, from, to, tcp, &mut |connection| {
+                out.push(connection)
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn a_handshake_the_server_resets_ends_as_a_reset_with_its_tcp_times() {
+        let hello = crate::tls::tests::record(22, &crate::tls::tests::client_hello());
+        let mut flows = Flows::default();
+        let out = feed(
+            &mut flows,
+            &[
+                (1_000, true, segment("S", 99, b"")),
+                // The SYN again, before the SYN-ACK: the same connection.
+                (1_500, true, segment("S", 99, b"")),
+                (2_000, false, segment("SA", 499, b"")),
+                (2_010, true, segment("A", 100, b"")),
+                (2_050, true, segment("A", 100, &hello)),
+                (3_000, false, segment("R", 500, b"")),
+            ],
+        );
+        assert_eq!(out.len(), 1);
+        let connection = &out[0];
+        assert_eq!(connection.ending, Ending::Reset { by_server: true });
+        assert_eq!(
+            (connection.syn, connection.syn_ack, connection.ack),
+            (Some(1_000), Some(2_000), Some(2_010))
+        );
+        assert_eq!(connection.handshake.times.client_hello, Some(2_050));
+        assert_eq!(flows.counts.tcp, 1);
+    }
+
+    #[test]
+    fn other_protocols_and_unfinished_handshakes_are_counted_not_stored() {
+        let mut flows = Flows::default();
+        let out = feed(
+            &mut flows,
+            &[
+                (1, true, segment("S", 0, b"")),
+                (2, false, segment("SA", 0, b"")),
+                (3, true, segment("A", 1, b"SSH-2.0-OpenSSH\r\n")),
+            ],
+        );
+        assert!(out.is_empty());
+        assert_eq!(flows.counts.not_tls, 1);
+        // A ClientHello whose answer the capture never saw: in progress when it ended.
+        let mut flows = Flows::default();
+        let hello = crate::tls::tests::record(22, &crate::tls::tests::client_hello());
+        feed(&mut flows, &[(1, true, segment("A", 7, &hello))]);
+        let mut rest = Vec::new();
+        flows.finish(&mut |connection| rest.push(connection));
+        assert!(rest.is_empty());
+        assert_eq!(flows.counts.unfinished, 1);
+    }
+}

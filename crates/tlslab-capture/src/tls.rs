@@ -708,3 +708,88 @@ fn server_key_exchange(body: &[u8]) -> (Option<String>, Option<u16>) {
     }
     (None, None)
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A TLS record of `content_type` holding `payload`.
+    pub(crate) fn record(content_type: u8, payload: &[u8]) -> Vec<u8> {
+        let mut bytes = vec![content_type, 3, 3];
+        bytes.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+        bytes.extend_from_slice(payload);
+        bytes
+    }
+
+    /// A handshake message of `kind` with `body`.
+    fn message(kind: u8, body: &[u8]) -> Vec<u8> {
+        let length = body.len() as u32;
+        let mut bytes = vec![kind];
+        bytes.extend_from_slice(&length.to_be_bytes()[1..]);
+        bytes.extend_from_slice(body);
+        bytes
+    }
+
+    /// The smallest ClientHello tls-parser reads: one suite, no extensions but the server
+    /// name `lab`.
+    pub(crate) fn client_hello() -> Vec<u8> {
+        let mut body = vec![3, 3];
+        body.extend_from_slice(&[7; 32]); // random
+        body.push(0); // session id
+        body.extend_from_slice(&[0, 2, 0x13, 0x01]); // suites
+        body.extend_from_slice(&[1, 0]); // compression
+        let name = b"lab";
+        let mut server_name = vec![0, (name.len() + 3) as u8, 0, 0, name.len() as u8];
+        server_name.extend_from_slice(name);
+        let mut extensions = vec![0, 0, 0, server_name.len() as u8];
+        extensions.extend_from_slice(&server_name);
+        body.extend_from_slice(&(extensions.len() as u16).to_be_bytes());
+        body.extend_from_slice(&extensions);
+        message(CLIENT_HELLO, &body)
+    }
+
+    #[test]
+    fn a_client_hello_split_across_records_and_segments_is_read_once_whole() {
+        let hello = client_hello();
+        let (front, back) = hello.split_at(20);
+        let mut bytes = record(HANDSHAKE, front);
+        bytes.extend(record(HANDSHAKE, back));
+        let mut handshake = Handshake::default();
+        for (index, piece) in bytes.chunks(9).enumerate() {
+            handshake.push(Direction::ToServer, piece, 100 + index as u64);
+        }
+        let facts = handshake.client_hello.clone().unwrap();
+        assert_eq!(facts.server_name.as_deref(), Some("lab"));
+        assert_eq!(facts.random, vec![7; 32]);
+        // Its first byte came with the first segment.
+        assert_eq!(handshake.times.client_hello, Some(100));
+        assert_eq!(handshake.client_hello_bytes, bytes.len() as u64);
+        assert!(!handshake.done());
+    }
+
+    #[test]
+    fn a_plaintext_alert_is_named_and_a_non_tls_answer_is_told_apart() {
+        let mut refused = Handshake::default();
+        refused.push(Direction::ToServer, &record(HANDSHAKE, &client_hello()), 1);
+        refused.push(Direction::ToClient, &record(ALERT, &[2, 40]), 2);
+        assert_eq!(
+            refused.alert,
+            Some(Alert {
+                from_server: true,
+                level: 2,
+                description: 40
+            })
+        );
+        assert!(!refused.server_not_tls());
+
+        let mut http = Handshake::default();
+        http.push(Direction::ToServer, &record(HANDSHAKE, &client_hello()), 1);
+        http.push(Direction::ToClient, b"HTTP/1.1 400 Bad Request\r\n\r\n", 2);
+        assert!(http.server_not_tls());
+        assert!(!http.client_not_tls());
+
+        let mut not_tls = Handshake::default();
+        not_tls.push(Direction::ToServer, b"GET / HTTP/1.1\r\n\r\n", 1);
+        assert!(not_tls.client_not_tls());
+    }
+}
