@@ -7,6 +7,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tlslab_capture::live::{Live, PcapFile};
 use tlslab_capture::{packets, Analyser};
 use tlslab_core::Source;
+use tlslab_telemetry::{influx, metrics, Metrics, Telemetry};
 
 use crate::cli::CaptureArgs;
 use crate::failure::CliError;
@@ -47,12 +48,30 @@ pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
         .map(PcapFile::create)
         .transpose()
         .map_err(environment)?;
-    let mut sink = passive::begin(
+    // So is monitoring: a port in use or an InfluxDB that does not answer leaves nothing.
+    let counts = std::sync::Arc::new(Metrics::new());
+    let server = args
+        .metrics
+        .map(|address| metrics::serve(address, counts.clone()))
+        .transpose()?;
+    let points = args
+        .influx
+        .as_deref()
+        .map(influx::Writer::connect)
+        .transpose()?;
+    let store = passive::begin(
         &path,
         Source::Capture {
             interface: args.interface.clone(),
         },
     )?;
+    let mut sink = Telemetry::new(store);
+    if server.is_some() {
+        sink = sink.with_metrics(counts);
+    }
+    if let Some(points) = points {
+        sink = sink.with_influx(points);
+    }
     let stop = crate::run::stop_on_signals();
     output::note(format_args!(
         "capturing TLS handshakes on {} into {}{}",
@@ -64,6 +83,12 @@ pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
             " until Ctrl-C"
         }
     ));
+    if let Some(server) = &server {
+        output::note(format_args!(
+            "serving metrics at http://{}/metrics",
+            server.address()
+        ));
+    }
 
     let mut analyser = Analyser::new(&mut sink);
     if let Some(keys) = keys {
@@ -108,12 +133,16 @@ pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
         }
     }
     let report = analyser.finish();
+    let (store, influx) = sink.close();
+    if let Some(influx) = influx {
+        passive::say_what_influx_took(&influx);
+    }
     let ending = match &failure {
         Some(error) => Ending::Failed(error.message.clone()),
         // Stopping is how a capture ends: at its duration or on a signal.
         None => Ending::Complete,
     };
-    let report = passive::end(sink, report, ending)?;
+    let report = passive::end(store, report, ending)?;
     if let Some(error) = failure {
         return Err(CliError::environment(
             error.message,

@@ -343,6 +343,10 @@ pub struct PcapArgs {
     /// acceptance and the first response byte.
     #[arg(long, value_name = "FILE")]
     pub keylog: Option<PathBuf>,
+    /// Also write each handshake to InfluxDB, stamped with its capture time (the write URL,
+    /// as `tlslab capture --influx`).
+    #[arg(long, value_name = "URL")]
+    pub influx: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -362,6 +366,15 @@ pub struct CaptureArgs {
     /// A key log to decrypt TLS 1.3 handshakes with (as `tlslab pcap --keylog`).
     #[arg(long, value_name = "FILE")]
     pub keylog: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDRESS/metrics (for example 127.0.0.1:9464):
+    /// handshakes by version, suite, group and outcome; a histogram per phase.
+    #[arg(long, value_name = "ADDRESS")]
+    pub metrics: Option<std::net::SocketAddr>,
+    /// Also write each handshake to InfluxDB: its write URL, for example
+    /// 'http://127.0.0.1:8086/write?db=tlslab' (1.x) or
+    /// 'http://HOST:8086/api/v2/write?org=ORG&bucket=BUCKET' with INFLUX_TOKEN set (2.x).
+    #[arg(long, value_name = "URL")]
+    pub influx: Option<String>,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,

@@ -44,6 +44,16 @@ impl CliError {
 
 /// A results file that cannot be read is the user's input; one that cannot be written, the
 /// machine's.
+impl From<tlslab_telemetry::TelemetryError> for CliError {
+    fn from(error: tlslab_telemetry::TelemetryError) -> CliError {
+        if error.usage {
+            CliError::usage(error.message, error.hint)
+        } else {
+            CliError::environment(error.message, error.hint)
+        }
+    }
+}
+
 impl From<tlslab_store::StoreError> for CliError {
     fn from(error: tlslab_store::StoreError) -> Self {
         match error.kind {

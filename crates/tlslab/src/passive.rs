@@ -172,3 +172,19 @@ fn describe(report: &Report) -> serde_json::Value {
         "unfinished": report.flows.unfinished,
     })
 }
+
+/// What InfluxDB took; points it did not take are a warning (the store has every one).
+pub fn say_what_influx_took(report: &tlslab_telemetry::InfluxReport) {
+    output::note(format_args!("InfluxDB: {} points written", report.written));
+    if report.dropped > 0 || report.last_error.is_some() {
+        output::note(format_args!(
+            "warning: InfluxDB did not take {} points{}",
+            report.dropped,
+            report
+                .last_error
+                .as_deref()
+                .map(|error| format!(" (last error: {error})"))
+                .unwrap_or_default()
+        ));
+    }
+}

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use tlslab_capture::Analyser;
 use tlslab_core::Source;
+use tlslab_telemetry::{influx, Telemetry};
 
 use crate::cli::PcapArgs;
 use crate::failure::{CliError, EXIT_INTERRUPTED};
@@ -29,7 +30,15 @@ pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
             .map(|path| path.display().to_string())
             .collect(),
     };
-    let mut sink = passive::begin(&path, source)?;
+    let points = args
+        .influx
+        .as_deref()
+        .map(|url| influx::Writer::connect(url).map(influx::Writer::waiting))
+        .transpose()?;
+    let mut sink = Telemetry::new(passive::begin(&path, source)?);
+    if let Some(points) = points {
+        sink = sink.with_influx(points);
+    }
 
     let stop = crate::run::stop_on_signals();
     let mut analyser = Analyser::new(&mut sink);
@@ -49,12 +58,16 @@ pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
     }
     let interrupted = analyser.stopped();
     let report = analyser.finish();
+    let (store, influx) = sink.close();
+    if let Some(influx) = influx {
+        passive::say_what_influx_took(&influx);
+    }
     let ending = match (&unreadable, interrupted) {
         (Some(error), _) => Ending::Failed(error.message.clone()),
         (None, true) => Ending::Interrupted,
         (None, false) => Ending::Complete,
     };
-    let report = passive::end(sink, report, ending)?;
+    let report = passive::end(store, report, ending)?;
     if let Some(error) = unreadable {
         return Err(CliError::usage(
             error.message,

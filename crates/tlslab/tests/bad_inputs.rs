@@ -99,6 +99,7 @@ fn every_bad_input_gets_its_exit_code_an_error_and_a_hint() {
     // A port something else holds.
     let busy = TcpListener::bind("127.0.0.1:0").unwrap();
     fixtures.insert("busy_port", busy.local_addr().unwrap().port().to_string());
+    fixtures.insert("closed_port", closed_port().to_string());
 
     let mut table = String::new();
     let mut wrong = Vec::new();

@@ -466,3 +466,240 @@ fn every_handshake_survives_loss_and_the_retransmissions_are_counted() {
     // at all unlikely (about once in 10,000 runs).
     assert!(retransmitted > 0, "1% loss retransmits some segments");
 }
+
+/// A GET over plain HTTP/1.0 (no chunked answer to undo) from the test itself: the body.
+fn http_get(address: &str, path_and_query: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "GET {path_and_query} HTTP/1.0\r\nHost: {address}\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    assert!(
+        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
+        "{head}"
+    );
+    body.to_string()
+}
+
+/// A real InfluxDB 1.x (Debian's `influxdb`) on free loopback ports, in a scratch directory.
+struct Influxd {
+    child: Child,
+    address: String,
+}
+
+impl Influxd {
+    /// Starts it and waits until it answers; `None` (with the reason) where it is absent.
+    fn start(dir: &Path) -> Option<Influxd> {
+        let free = || {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .to_string()
+        };
+        let address = free();
+        let config = dir.join("influxdb.conf");
+        let data = dir.join("influxdb");
+        std::fs::write(
+            &config,
+            format!(
+                "reporting-disabled = true\nbind-address = \"{rpc}\"\n\
+                 [meta]\n  dir = \"{data}/meta\"\n\
+                 [data]\n  dir = \"{data}/data\"\n  wal-dir = \"{data}/wal\"\n  query-log-enabled = false\n\
+                 [http]\n  bind-address = \"{address}\"\n  log-enabled = false\n\
+                 [monitor]\n  store-enabled = false\n",
+                rpc = free(),
+                data = data.display()
+            ),
+        )
+        .unwrap();
+        let child = match Command::new("influxd")
+            .arg("run")
+            .arg("-config")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(child) => child,
+            Err(error) => {
+                println!("skipped: influxd does not run here ({error}); .ci/run installs it");
+                return None;
+            }
+        };
+        let influxd = Influxd { child, address };
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(&influxd.address).is_ok() {
+                return Some(influxd);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("influxd did not open {} within 10 s", influxd.address);
+    }
+
+    /// An InfluxQL query's JSON answer.
+    fn query(&self, database: &str, statement: &str) -> serde_json::Value {
+        let encoded: String = statement
+            .bytes()
+            .map(|byte| match byte {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' => (byte as char).to_string(),
+                _ => format!("%{byte:02X}"),
+            })
+            .collect();
+        let body = http_get(&self.address, &format!("/query?db={database}&q={encoded}"));
+        serde_json::from_str(&body).unwrap()
+    }
+}
+
+impl Drop for Influxd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_live_capture_tells_prometheus_and_influxdb_what_it_stores() {
+    if !can_capture() {
+        return;
+    }
+    let dir = scratch("pcap-telemetry");
+    let Some(influxd) = Influxd::start(&dir) else {
+        return;
+    };
+    let _capturing = CAPTURING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let live = dir.join("live.db");
+    let packets = dir.join("live.pcap");
+    // The database does not exist yet: the agent creates it, as Telegraf does.
+    let influx = format!("http://{}/write?db=tlslab", influxd.address);
+    let mut agent = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .args([
+            "capture",
+            "-i",
+            "lo",
+            "--metrics",
+            "127.0.0.1:0",
+            "--influx",
+        ])
+        .arg(&influx)
+        .arg("--out")
+        .arg(&live)
+        .arg("--write")
+        .arg(&packets)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(agent.stderr.take().unwrap()).lines();
+    let capturing = stderr.next().unwrap().unwrap();
+    assert!(
+        capturing.contains("capturing TLS handshakes on lo"),
+        "{capturing}"
+    );
+    let serving = stderr.next().unwrap().unwrap();
+    let metrics = serving
+        .strip_prefix("serving metrics at http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("{serving}"))
+        .to_string();
+    Run::new(&dir, "active")
+        .args("--tls 1.2,1.3 -n 15 --warmup 0")
+        .succeeds();
+    // Handshakes counted by what they negotiated: (version suite group, count).
+    let scrape = || -> Vec<(String, i64)> {
+        let text = http_get(&metrics, "/metrics");
+        let mut counts: Vec<(String, i64)> = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("tlslab_handshakes_total{"))
+            .filter(|line| line.contains("outcome=\"ok\""))
+            .map(|line| {
+                let (labels, count) = line.split_once("} ").unwrap();
+                let label = |name: &str| {
+                    labels
+                        .split(',')
+                        .find_map(|pair| pair.strip_prefix(&format!("{name}=\"")))
+                        .unwrap()
+                        .trim_end_matches('"')
+                        .to_string()
+                };
+                let key = format!("{} {} {}", label("version"), label("suite"), label("group"));
+                (key, count.trim().parse().unwrap())
+            })
+            .collect();
+        counts.sort();
+        counts
+    };
+    // The agent stores each handshake once its connection closes (or idles out).
+    let mut seen = scrape();
+    for _ in 0..50 {
+        if seen.iter().map(|(_, count)| count).sum::<i64>() >= 30 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        seen = scrape();
+    }
+    let _ = Command::new("kill")
+        .args(["-INT", &agent.id().to_string()])
+        .status();
+    let rest: Vec<String> = stderr.map_while(Result::ok).collect();
+    assert!(agent.wait().unwrap().success());
+    assert!(
+        rest.iter()
+            .any(|line| line == "InfluxDB: 30 points written"),
+        "{rest:?}"
+    );
+    let stored = negotiated(&live, "version || ' ' || suite || ' ' || \"group\"");
+    assert_eq!(stored.iter().map(|(_, count)| count).sum::<i64>(), 30);
+    assert_eq!(seen, stored, "Prometheus counts what the store holds");
+    // InfluxDB has one point per stored handshake, with the same tags and the phases.
+    let answer = influxd.query(
+        "tlslab",
+        "SELECT count(handshake_us) FROM tlslab_handshake WHERE outcome = 'ok' \
+         GROUP BY version, suite, \"group\"",
+    );
+    let mut points: Vec<(String, i64)> = answer["results"][0]["series"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .map(|series| {
+            let tags = &series["tags"];
+            (
+                format!(
+                    "{} {} {}",
+                    tags["version"].as_str().unwrap(),
+                    tags["suite"].as_str().unwrap(),
+                    tags["group"].as_str().unwrap()
+                ),
+                series["values"][0][1].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    points.sort();
+    assert_eq!(points, stored, "InfluxDB holds what the store holds");
+    // The same packets read afterwards land in InfluxDB at the same capture times.
+    let imported = dir.join("imported.db");
+    let read = tlslab_succeeds(&[
+        "pcap",
+        packets.to_str().unwrap(),
+        "--out",
+        imported.to_str().unwrap(),
+        "--influx",
+        &format!("http://{}/write?db=imported", influxd.address),
+    ]);
+    let times = |database: &str| {
+        influxd.query(
+            database,
+            "SELECT handshake_us FROM tlslab_handshake WHERE outcome = 'ok'",
+        )["results"][0]["series"][0]["values"]
+            .clone()
+    };
+    assert_eq!(times("imported"), times("tlslab"), "{read}");
+    assert_eq!(times("imported").as_array().map(Vec::len), Some(30));
+}
