@@ -1,6 +1,6 @@
 //! A packet capture, as any bytes: reading it (pcap or pcapng, compressed or not, any link
-//! type) and analysing every TCP connection in it gives Samples or an error, never a panic
-//! and never more memory than the connections in progress need.
+//! type) and analysing every TCP and QUIC connection in it gives Samples or an error, never a
+//! panic and never more memory than the connections in progress need.
 
 use tlslab_capture::{packets, Analyser};
 use tlslab_core::{Record, RunEnd, RunInfo, Sink, SinkError};

@@ -67,18 +67,24 @@ fn quantile(sorted: &[f64], probability: f64) -> f64 {
 /// Matches `run` to `captured` (a capture's samples of the same run) and measures each event.
 pub fn cross_check(run: &[RunSample], captured: &[Sample]) -> CrossCheck {
     let mut by_client: HashMap<SocketAddr, Vec<(u64, &Sample)>> = HashMap::new();
+    // A QUIC client's socket is bound to the unspecified address: its port alone names it.
+    let mut by_port: HashMap<u16, Vec<(u64, &Sample)>> = HashMap::new();
     for sample in captured {
         if let (Some(client), Some(observed)) = (sample.client_address, &sample.observed) {
-            by_client
-                .entry(client)
-                .or_default()
-                .push((observed.first_packet_unix_ns, sample));
+            let connection = (observed.first_packet_unix_ns, sample);
+            by_client.entry(client).or_default().push(connection);
+            by_port.entry(client.port()).or_default().push(connection);
         }
     }
     let mut differences: Vec<Vec<f64>> = vec![Vec::new(); COMPARED.len()];
     let mut check = CrossCheck::default();
     for active in run {
-        let nearest = by_client.get(&active.client).and_then(|connections| {
+        let candidates = if active.client.ip().is_unspecified() {
+            by_port.get(&active.client.port())
+        } else {
+            by_client.get(&active.client)
+        };
+        let nearest = candidates.and_then(|connections| {
             connections
                 .iter()
                 .min_by_key(|(first_packet, _)| first_packet.abs_diff(active.start_unix_ns))

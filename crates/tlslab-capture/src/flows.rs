@@ -46,6 +46,11 @@ pub struct Connection {
     pub missing_bytes: u64,
     /// Which capture file (or interface) it came from.
     pub source: usize,
+    /// `tcp`, `quic` or `quic-v2`.
+    pub transport: &'static str,
+    /// Why the server ended the handshake, when it said so in a way the TLS reader does not
+    /// see (a QUIC CONNECTION_CLOSE, a version negotiation).
+    pub failure: Option<(tlslab_core::ErrorClass, String)>,
 }
 
 /// What became of the TCP connections that were not TLS handshakes.
@@ -56,8 +61,10 @@ pub struct FlowCounts {
     /// Connections whose client did not start with a TLS ClientHello (other protocols, or
     /// connections the capture joined after their handshake).
     pub not_tls: u64,
-    /// Handshakes still in progress when the capture ended.
+    /// Handshakes still in progress when the capture ended (TCP and QUIC).
     pub unfinished: u64,
+    /// QUIC connections seen (opened by a client Initial the capture could read).
+    pub quic: u64,
 }
 
 #[derive(Debug)]
@@ -333,6 +340,8 @@ impl Open {
             handshake: open.handshake,
             ending,
             source,
+            transport: "tcp",
+            failure: None,
         }
     }
 }

@@ -126,7 +126,7 @@ impl std::fmt::Debug for Protection {
 }
 
 /// The HkdfLabel structure: length, "tls13 " + label, an empty context.
-fn hkdf_label(label: &str, length: usize) -> Vec<u8> {
+pub(crate) fn hkdf_label(label: &str, length: usize) -> Vec<u8> {
     let full = format!("tls13 {label}");
     let mut info = Vec::with_capacity(4 + full.len());
     info.extend_from_slice(&(length as u16).to_be_bytes());

@@ -29,6 +29,7 @@ mod flows;
 pub mod keys;
 pub mod live;
 pub mod packets;
+mod quic;
 mod samples;
 mod stream;
 mod timed;
@@ -64,6 +65,7 @@ pub struct Report {
 pub struct Analyser<'a> {
     sink: &'a mut dyn Sink,
     flows: flows::Flows,
+    quic: quic::QuicFlows,
     configs: HashMap<ConfigKey, usize>,
     /// The first packet's time: Samples' `started_at` counts from it.
     run_start: Option<u64>,
@@ -80,6 +82,7 @@ impl<'a> Analyser<'a> {
         Analyser {
             sink,
             flows: flows::Flows::default(),
+            quic: quic::QuicFlows::default(),
             configs: HashMap::new(),
             run_start: None,
             sources: Vec::new(),
@@ -132,19 +135,27 @@ impl<'a> Analyser<'a> {
             .report
             .span_ns
             .max(segment.timestamp_ns.saturating_sub(start));
-        if let packets::Transport::Tcp(tcp) = &segment.transport {
-            let mut done = Vec::new();
-            self.flows.segment(
+        let mut done = Vec::new();
+        match &segment.transport {
+            packets::Transport::Tcp(tcp) => self.flows.segment(
                 source,
                 segment.timestamp_ns,
                 segment.source,
                 segment.destination,
                 tcp,
                 &mut |connection| done.push(connection),
-            );
-            for connection in done {
-                self.connection(&connection);
-            }
+            ),
+            packets::Transport::Udp { payload } => self.quic.datagram(
+                source,
+                segment.timestamp_ns,
+                segment.source,
+                segment.destination,
+                payload,
+                &mut |connection| done.push(connection),
+            ),
+        }
+        for connection in done {
+            self.connection(&connection);
         }
     }
 
@@ -156,6 +167,8 @@ impl<'a> Analyser<'a> {
         }
         let mut done = Vec::new();
         self.flows
+            .sweep(now_ns, &mut |connection| done.push(connection));
+        self.quic
             .sweep(now_ns, &mut |connection| done.push(connection));
         for connection in done {
             self.connection(&connection);
@@ -206,6 +219,7 @@ impl<'a> Analyser<'a> {
     pub fn finish(mut self) -> Result<Report, SinkError> {
         let mut done = Vec::new();
         self.flows.finish(&mut |connection| done.push(connection));
+        self.quic.finish();
         for connection in done {
             self.connection(&connection);
         }
@@ -213,6 +227,8 @@ impl<'a> Analyser<'a> {
             return Err(failure);
         }
         self.report.flows = self.flows.counts;
+        self.report.flows.quic = self.quic.connections;
+        self.report.flows.unfinished += self.quic.unfinished;
         self.report.configs = self.configs.len();
         Ok(self.report)
     }

@@ -139,6 +139,13 @@ pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigK
 
     let (outcome, error, error_detail) = match connection.ending {
         Ending::Done => (Outcome::Ok, None, None),
+        _ if handshake.alert.is_none() && connection.failure.is_some() => {
+            let (class, detail) = connection
+                .failure
+                .clone()
+                .unwrap_or((ErrorClass::Protocol, String::new()));
+            (Outcome::Error, Some(class), Some(detail))
+        }
         _ if handshake.server_not_tls() => (
             Outcome::Error,
             Some(ErrorClass::NotTls),
@@ -183,7 +190,7 @@ pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigK
 
     let (vantage, network_rtt_ns) = vantage(connection);
     let key = ConfigKey {
-        transport: "tcp",
+        transport: connection.transport,
         version: negotiated.version.clone(),
         suite: negotiated.suite.clone(),
         group: negotiated.group.clone(),

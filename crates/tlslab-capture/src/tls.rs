@@ -314,6 +314,12 @@ impl Handshake {
         side.broken |= broken;
     }
 
+    /// Handshake messages from QUIC CRYPTO frames, in order, with their packet's time: the
+    /// same reading as from TLS records, without the record layer.
+    pub fn crypto(&mut self, direction: Direction, bytes: &[u8], at: u64) {
+        self.handshake_messages(direction, bytes, at, at);
+    }
+
     /// Whether the handshake is over, as far as a capture can tell.
     pub fn done(&self) -> bool {
         self.times.done.is_some()

@@ -390,6 +390,9 @@ impl Client {
             (Ipv6Addr::UNSPECIFIED, 0).into()
         };
         let socket = std::net::UdpSocket::bind(local).map_err(|error| Failure::io(&error))?;
+        // The unspecified address and the port: what ties the sample to its packets (the
+        // cross-check matches an unspecified address by port).
+        attempt.local_address = socket.local_addr().ok();
         let runtime: Arc<dyn Runtime> = Arc::new(quinn::TokioRuntime);
         let inner = runtime
             .wrap_udp_socket(socket)

@@ -37,7 +37,7 @@ pub fn print(store: &Store, capture: &Path) -> Result<(), CliError> {
         check.matched,
         check.matched + check.unmatched,
         if check.unmatched > 0 {
-            " (QUIC and failed connects have no TCP connection to match)"
+            " (a failed connect has no connection to match)"
         } else {
             ""
         }

@@ -133,8 +133,8 @@ fn notes(report: &Report) -> String {
     }
     let flows = report.flows;
     out.push_str(&format!(
-        "{} TCP connections: {} TLS handshakes stored ({} failed), {} not TLS (or joined after their handshake), {} still in progress when the capture ended\n",
-        flows.tcp, report.connections, report.errors, flows.not_tls, flows.unfinished
+        "{} TCP connections and {} QUIC connections: {} TLS handshakes stored ({} failed), {} TCP connections not TLS (or joined after their handshake), {} still in progress when the capture ended\n",
+        flows.tcp, flows.quic, report.connections, report.errors, flows.not_tls, flows.unfinished
     ));
     out
 }
@@ -166,6 +166,7 @@ fn describe(report: &Report) -> serde_json::Value {
     serde_json::json!({
         "files": files,
         "tcp_connections": report.flows.tcp,
+        "quic_connections": report.flows.quic,
         "handshakes": report.connections,
         "failed": report.errors,
         "not_tls": report.flows.not_tls,

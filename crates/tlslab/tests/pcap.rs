@@ -17,7 +17,7 @@ use support::*;
 
 static CAPTURING: Mutex<()> = Mutex::new(());
 
-/// tcpdump writing loopback's TCP to a file.
+/// tcpdump writing loopback's TCP and UDP (QUIC) to a file.
 struct Tcpdump {
     child: Child,
     file: PathBuf,
@@ -41,7 +41,7 @@ fn tcpdump(dir: &Path, name: &str) -> Option<Tcpdump> {
             "-w",
         ])
         .arg(&file)
-        .arg("tcp")
+        .args(["tcp", "or", "udp"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -292,6 +292,84 @@ fn an_encrypted_client_hello_is_seen_as_offered() {
         count_samples(&passive, "c.ech = 'off' AND s.ech = 'not_offered'"),
         4
     );
+}
+
+#[test]
+fn quic_handshakes_are_read_from_their_initial_packets() {
+    let dir = scratch("pcap-quic");
+    let Some((active, passive)) = captured_run(
+        &dir,
+        "quic",
+        "--transport quic --tls 1.3 --group x25519,x25519mlkem768 --resume off,tickets \
+         -n 6 --warmup 0",
+        &[],
+    ) else {
+        return;
+    };
+    let quic = "c.transport = 'quic'";
+    assert_eq!(count_samples(&active, quic), 24);
+    assert_eq!(
+        count_samples(&passive, &format!("{quic} AND s.outcome = 'ok'")),
+        24
+    );
+    // The ClientHello and ServerHello come from the Initial packets' CRYPTO frames; an
+    // x25519mlkem768 ClientHello fills two Initial datagrams (1,200 bytes each), and is put
+    // back together from both.
+    let key = "version || ' ' || suite || ' ' || \"group\" || ' ' || client_hello_bytes";
+    assert_eq!(negotiated(&passive, key), negotiated(&active, key));
+    assert_eq!(
+        count_samples(
+            &passive,
+            "s.\"group\" = 'x25519mlkem768' AND s.client_hello_bytes = 2400"
+        ),
+        12
+    );
+    let resumed = |db: &Path| {
+        negotiated(db, "\"group\" || ' ' || COALESCE(resumed, '-')")
+            .into_iter()
+            .filter(|(key, _)| key.ends_with(" 1"))
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        !resumed(&passive).is_empty(),
+        "resumed QUIC handshakes found"
+    );
+    assert_eq!(resumed(&passive), resumed(&active));
+    // Each handshake's events in the phase model's order: the server's Handshake packets
+    // end its flight, the client's Finished is its first Handshake packet that can hold one.
+    assert_eq!(
+        count_samples(
+            &passive,
+            "s.server_hello_received >= s.client_hello_sent \
+             AND s.server_flight_received >= s.server_hello_received \
+             AND s.client_finished_sent >= s.server_flight_received \
+             AND s.handshake_done >= s.client_finished_sent"
+        ),
+        24
+    );
+    assert_eq!(
+        count(
+            &passive,
+            "SELECT COUNT(*) FROM configs WHERE transport = 'quic' AND label LIKE '% quic %'"
+        ),
+        4
+    );
+    // A QUIC run checks itself against its packets too: its sockets are matched by port.
+    if can_capture() {
+        let _capturing = CAPTURING
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let capture = dir.join("crosscheck.pcap");
+        let finished = Run::new(&dir, "crosscheck")
+            .args("--transport quic --tls 1.3 -n 10 --warmup 0")
+            .option("--capture", capture.to_str().unwrap())
+            .succeeds();
+        assert!(
+            finished.summary.contains("10 of 10 handshakes found"),
+            "{}",
+            finished.summary
+        );
+    }
 }
 
 #[test]
