@@ -94,7 +94,9 @@ impl<'a> Analyser<'a> {
 
     /// Decrypts the TLS 1.3 handshakes whose secrets `keys` holds.
     pub fn use_keys(&mut self, keys: keys::KeyLog) {
-        self.flows.keys = Some(Arc::new(keys));
+        let keys = Arc::new(keys);
+        self.quic.keys = Some(keys.clone());
+        self.flows.keys = Some(keys);
     }
 
     /// Stops analysing once `flag` is set: what was read is written, the rest skipped.

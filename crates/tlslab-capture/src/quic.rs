@@ -11,20 +11,28 @@
 //! 0-RTT packets, Retry and Version Negotiation are seen in their headers; a server that closes
 //! the connection in an Initial packet says why (a TLS alert, or a transport error).
 //!
+//! With a key log the Handshake packets are opened too (their keys come from the TLS 1.3
+//! handshake secrets, RFC 9001, 5.1): EncryptedExtensions, Certificate, CertificateVerify and
+//! both Finished messages then get their exact times, and ALPN, the signature scheme and
+//! 0-RTT acceptance are read.
+//!
 //! The cryptography (HKDF, AES-128-GCM, AES-128 for header protection) is RustCrypto's; only
 //! the packet layout, as the RFCs spell it, is written here.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 
-use aes::cipher::BlockEncrypt;
+use std::sync::Arc;
+
+use aes::cipher::{BlockEncrypt, KeyIvInit, StreamCipher};
 use aes_gcm::aead::{AeadInPlace, KeyInit};
-use aes_gcm::{Aes128Gcm, Nonce};
+use aes_gcm::{Aes128Gcm, Aes256Gcm, Nonce};
+use chacha20poly1305::ChaCha20Poly1305;
 use hkdf::Hkdf;
-use sha2::Sha256;
+use sha2::{Sha256, Sha384};
 
 use crate::flows::{Connection, Ending, IDLE_TIMEOUT_NS};
-use crate::keys::hkdf_label;
+use crate::keys::{hkdf_label, KeyLog};
 use crate::tls::{Direction, Handshake};
 
 pub const VERSION_1: u32 = 0x0000_0001;
@@ -135,11 +143,55 @@ fn long_header(datagram: &[u8]) -> Option<LongHeader<'_>> {
     })
 }
 
-/// One direction's Initial packet protection.
+/// The AEAD that seals packets: Initial packets always use AES-128-GCM; Handshake packets
+/// the negotiated suite's.
+enum Sealing {
+    Aes128(Box<Aes128Gcm>),
+    Aes256(Box<Aes256Gcm>),
+    ChaCha(Box<ChaCha20Poly1305>),
+}
+
+/// The header protection that goes with it (RFC 9001, 5.4.3 and 5.4.4).
+enum HeaderProtection {
+    Aes128(Box<aes::Aes128>),
+    Aes256(Box<aes::Aes256>),
+    ChaCha([u8; 32]),
+}
+
+impl HeaderProtection {
+    /// The five mask bytes for `sample`.
+    fn mask(&self, sample: &[u8]) -> Option<[u8; 5]> {
+        let mut mask = [0u8; 5];
+        match self {
+            HeaderProtection::Aes128(cipher) => {
+                let mut block = aes::Block::clone_from_slice(sample);
+                cipher.encrypt_block(&mut block);
+                mask.copy_from_slice(&block[..5]);
+            }
+            HeaderProtection::Aes256(cipher) => {
+                let mut block = aes::Block::clone_from_slice(sample);
+                cipher.encrypt_block(&mut block);
+                mask.copy_from_slice(&block[..5]);
+            }
+            HeaderProtection::ChaCha(key) => {
+                // The sample's first 4 bytes are the block counter, the rest the nonce.
+                let counter = u32::from_le_bytes(sample.get(..4)?.try_into().ok()?);
+                let mut cipher =
+                    chacha20::ChaCha20::new(key.into(), sample.get(4..16)?.try_into().ok()?);
+                use aes::cipher::StreamCipherSeek;
+                cipher.seek(u64::from(counter) * 64);
+                cipher.apply_keystream(&mut mask);
+            }
+        }
+        Some(mask)
+    }
+}
+
+/// One direction's packet protection in one packet-number space.
 struct Keys {
-    packet: Aes128Gcm,
+    packet: Sealing,
     iv: [u8; 12],
-    header: aes::Aes128,
+    header: HeaderProtection,
 }
 
 impl std::fmt::Debug for Keys {
@@ -149,27 +201,52 @@ impl std::fmt::Debug for Keys {
 }
 
 impl Keys {
-    fn from_secret(version: u32, secret: &[u8]) -> Option<Keys> {
+    /// The keys of TLS 1.3 suite `suite` under `secret` (Initial secrets use 0x1301).
+    fn from_secret(version: u32, suite: u16, secret: &[u8]) -> Option<Keys> {
         let prefix = if version == VERSION_2 {
             "quicv2"
         } else {
             "quic"
         };
-        let hkdf = Hkdf::<Sha256>::from_prk(secret).ok()?;
-        let mut key = [0u8; 16];
+        let key_length = match suite {
+            0x1301 => 16,
+            0x1302 | 0x1303 => 32,
+            _ => return None,
+        };
+        let mut key = vec![0u8; key_length];
         let mut iv = [0u8; 12];
-        let mut header = [0u8; 16];
-        hkdf.expand(&hkdf_label(&format!("{prefix} key"), 16), &mut key)
-            .ok()?;
-        hkdf.expand(&hkdf_label(&format!("{prefix} iv"), 12), &mut iv)
-            .ok()?;
-        hkdf.expand(&hkdf_label(&format!("{prefix} hp"), 16), &mut header)
-            .ok()?;
-        Some(Keys {
-            packet: Aes128Gcm::new_from_slice(&key).ok()?,
-            iv,
-            header: aes::Aes128::new_from_slice(&header).ok()?,
-        })
+        let mut header = vec![0u8; key_length];
+        let labels = [
+            (format!("{prefix} key"), key.as_mut_slice()),
+            (format!("{prefix} iv"), iv.as_mut_slice()),
+            (format!("{prefix} hp"), header.as_mut_slice()),
+        ];
+        if suite == 0x1302 {
+            let hkdf = Hkdf::<Sha384>::from_prk(secret).ok()?;
+            for (label, out) in labels {
+                hkdf.expand(&hkdf_label(&label, out.len()), out).ok()?;
+            }
+        } else {
+            let hkdf = Hkdf::<Sha256>::from_prk(secret).ok()?;
+            for (label, out) in labels {
+                hkdf.expand(&hkdf_label(&label, out.len()), out).ok()?;
+            }
+        }
+        let (packet, header) = match suite {
+            0x1301 => (
+                Sealing::Aes128(Box::new(Aes128Gcm::new_from_slice(&key).ok()?)),
+                HeaderProtection::Aes128(Box::new(aes::Aes128::new_from_slice(&header).ok()?)),
+            ),
+            0x1302 => (
+                Sealing::Aes256(Box::new(Aes256Gcm::new_from_slice(&key).ok()?)),
+                HeaderProtection::Aes256(Box::new(aes::Aes256::new_from_slice(&header).ok()?)),
+            ),
+            _ => (
+                Sealing::ChaCha(Box::new(ChaCha20Poly1305::new_from_slice(&key).ok()?)),
+                HeaderProtection::ChaCha(header.try_into().ok()?),
+            ),
+        };
+        Some(Keys { packet, iv, header })
     }
 
     /// Removes header protection and opens the packet: its packet number and plaintext.
@@ -178,9 +255,7 @@ impl Keys {
         let packet = header.packet;
         let offset = header.number_offset;
         // RFC 9001, 5.4.2: the sample starts 4 bytes after the packet number's start.
-        let sample = packet.get(offset + 4..offset + 20)?;
-        let mut mask = aes::Block::clone_from_slice(sample);
-        self.header.encrypt_block(&mut mask);
+        let mask = self.header.mask(packet.get(offset + 4..offset + 20)?)?;
         let first = packet[0] ^ (mask[0] & 0x0f);
         let number_length = usize::from(first & 0x03) + 1;
         let mut unprotected = packet.get(..offset + number_length)?.to_vec();
@@ -196,9 +271,13 @@ impl Keys {
             *byte ^= number;
         }
         let mut payload = packet.get(offset + number_length..)?.to_vec();
-        self.packet
-            .decrypt_in_place(Nonce::from_slice(&nonce), &unprotected, &mut payload)
-            .ok()?;
+        let nonce = Nonce::from_slice(&nonce);
+        match &self.packet {
+            Sealing::Aes128(cipher) => cipher.decrypt_in_place(nonce, &unprotected, &mut payload),
+            Sealing::Aes256(cipher) => cipher.decrypt_in_place(nonce, &unprotected, &mut payload),
+            Sealing::ChaCha(cipher) => cipher.decrypt_in_place(nonce, &unprotected, &mut payload),
+        }
+        .ok()?;
         Some((number, payload))
     }
 }
@@ -221,8 +300,8 @@ fn initial_keys(version: u32, destination: &[u8]) -> Option<(Keys, Keys)> {
         .expand(&hkdf_label("server in", 32), &mut server)
         .ok()?;
     Some((
-        Keys::from_secret(version, &client)?,
-        Keys::from_secret(version, &server)?,
+        Keys::from_secret(version, 0x1301, &client)?,
+        Keys::from_secret(version, 0x1301, &server)?,
     ))
 }
 
@@ -347,9 +426,15 @@ struct Open {
     version: u32,
     first_packet: u64,
     keys: (Keys, Keys),
-    largest: [Option<u64>; 2],
-    crypto: [CryptoStream; 2],
+    /// The Handshake space's keys, from a key log: client's, server's.
+    handshake_keys: Option<(Keys, Keys)>,
+    key_log: Option<Arc<KeyLog>>,
+    /// By space and direction: Initial to the server, to the client, then Handshake.
+    largest: [Option<u64>; 4],
+    crypto: [CryptoStream; 4],
     handshake: Handshake,
+    /// The server's Finished was read: its flight's bytes are counted.
+    flight_counted: bool,
     /// The server's latest Handshake packet, while its flight lasts, and its bytes so far.
     last_server_handshake: Option<u64>,
     server_bytes_at_last_handshake: u64,
@@ -387,6 +472,8 @@ pub struct QuicFlows {
     pub connections: u64,
     /// Handshakes still in progress when the capture ended.
     pub unfinished: u64,
+    /// Secrets to open Handshake packets with, when a key log was given.
+    pub keys: Option<Arc<KeyLog>>,
 }
 
 fn pair(a: SocketAddr, b: SocketAddr) -> (SocketAddr, SocketAddr) {
@@ -410,7 +497,7 @@ impl QuicFlows {
     ) {
         let key = pair(from, to);
         if !self.table.contains_key(&key) {
-            let Some(open) = opening(at, from, to, payload) else {
+            let Some(open) = opening(at, from, to, payload, self.keys.clone()) else {
                 return;
             };
             self.connections += 1;
@@ -476,7 +563,13 @@ impl QuicFlows {
 
 /// A connection opened by a client's first Initial: a long datagram whose first packet is
 /// an Initial that the keys of its own Destination Connection ID open.
-fn opening(at: u64, from: SocketAddr, to: SocketAddr, payload: &[u8]) -> Option<Open> {
+fn opening(
+    at: u64,
+    from: SocketAddr,
+    to: SocketAddr,
+    payload: &[u8],
+    key_log: Option<Arc<KeyLog>>,
+) -> Option<Open> {
     if payload.len() < CLIENT_INITIAL_MINIMUM {
         return None;
     }
@@ -492,9 +585,12 @@ fn opening(at: u64, from: SocketAddr, to: SocketAddr, payload: &[u8]) -> Option<
         version: header.version,
         first_packet: at,
         keys,
-        largest: [None, None],
+        handshake_keys: None,
+        key_log,
+        largest: [None; 4],
         crypto: Default::default(),
         handshake: Handshake::default(),
+        flight_counted: false,
         last_server_handshake: None,
         server_bytes_at_last_handshake: 0,
         bytes_to_server: 0,
@@ -547,7 +643,7 @@ impl Open {
                     // and both sides' Initial keys come from it.
                     if let Some(keys) = initial_keys(header.version, header.destination) {
                         self.keys = keys;
-                        self.largest = [None, None];
+                        self.largest = [None; 4];
                         self.crypto = Default::default();
                     }
                 }
@@ -556,6 +652,14 @@ impl Open {
             (PacketType::Initial, false) => self.initial(at, Direction::ToClient, header),
             (PacketType::ZeroRtt, true) if self.handshake.server_hello.is_none() => {
                 self.handshake.early_data_sent = true;
+            }
+            (PacketType::Handshake, _) if self.handshake_keys.is_some() => {
+                let direction = if to_server {
+                    Direction::ToServer
+                } else {
+                    Direction::ToClient
+                };
+                self.handshake_packet(at, direction, header);
             }
             (PacketType::Handshake, false) if self.handshake.times.client_finished.is_none() => {
                 self.last_server_handshake = Some(at);
@@ -581,6 +685,66 @@ impl Open {
         }
     }
 
+    /// With the key log's secrets for this handshake, once the ServerHello named the suite:
+    /// the Handshake space's keys.
+    fn find_handshake_keys(&mut self) {
+        let (Some(log), Some(hello), Some(server)) = (
+            &self.key_log,
+            &self.handshake.client_hello,
+            &self.handshake.server_hello,
+        ) else {
+            return;
+        };
+        let Some(secrets) = log.secrets(&hello.random) else {
+            return;
+        };
+        let keys = |secret: &Option<Vec<u8>>| {
+            secret
+                .as_deref()
+                .and_then(|secret| Keys::from_secret(self.version, server.suite, secret))
+        };
+        if let (Some(client), Some(server)) = (
+            keys(&secrets.client_handshake),
+            keys(&secrets.server_handshake),
+        ) {
+            self.handshake_keys = Some((client, server));
+            self.handshake.decrypting = true;
+        }
+        // Tried once: the secrets do not change.
+        self.key_log = None;
+    }
+
+    /// A Handshake packet opened with the key log's keys: its CRYPTO frames carry the
+    /// encrypted part of the handshake, read as over TCP.
+    fn handshake_packet(&mut self, at: u64, direction: Direction, header: &LongHeader<'_>) {
+        let Some((client, server)) = &self.handshake_keys else {
+            return;
+        };
+        let index = 2 + usize::from(direction == Direction::ToClient);
+        let keys = if direction == Direction::ToServer {
+            client
+        } else {
+            server
+        };
+        let Some((number, payload)) = keys.open(header, self.largest[index]) else {
+            return;
+        };
+        self.largest[index] =
+            Some(self.largest[index].map_or(number, |largest| largest.max(number)));
+        let handshake = &mut self.handshake;
+        for (offset, data) in frames(&payload).crypto {
+            self.crypto[index].push(offset, data, at, &mut |bytes, at| {
+                handshake.protected_crypto(direction, bytes, at)
+            });
+        }
+        // The flight's bytes are the datagrams' (the TLS reader counts records, which QUIC
+        // has none of).
+        if handshake.times.server_flight_end.is_some() && !self.flight_counted {
+            self.flight_counted = true;
+            handshake.server_flight_bytes = Some(self.bytes_to_client);
+        }
+    }
+
     fn initial(&mut self, at: u64, direction: Direction, header: &LongHeader<'_>) {
         let index = usize::from(direction == Direction::ToClient);
         let keys = if index == 0 {
@@ -599,6 +763,9 @@ impl Open {
             self.crypto[index].push(offset, data, at, &mut |bytes, at| {
                 handshake.crypto(direction, bytes, at)
             });
+        }
+        if self.key_log.is_some() && self.handshake.server_hello.is_some() {
+            self.find_handshake_keys();
         }
         if let (Some(code), Direction::ToClient) = (found.close, direction) {
             self.failure = Some(if CRYPTO_ERROR.contains(&code) {
@@ -698,6 +865,25 @@ mod tests {
         assert_eq!((server_hello.version, server_hello.suite), (0x0304, 0x1301));
         assert_eq!(handshake.group().as_deref(), Some("x25519"));
         assert_eq!(handshake.times.server_hello, Some(7));
+    }
+
+    /// RFC 9001, A.5: ChaCha20-Poly1305 and its header protection, on a 1-RTT packet.
+    #[test]
+    fn the_rfc_9001_chacha20_packet_opens() {
+        let secret = hex("9ac312a7f877468ebe69422748ad00a15443f18203a07d6060f688f30f21632b");
+        let keys = Keys::from_secret(VERSION_1, 0x1303, &secret).unwrap();
+        let packet = hex("4cfe4189655e5cd55c41f69080575d7999c25a5bfb");
+        let header = LongHeader {
+            version: VERSION_1,
+            kind: PacketType::Handshake,
+            destination: &[],
+            number_offset: 1,
+            length: 20,
+            packet: &packet,
+        };
+        let (number, payload) = keys.open(&header, Some(654_360_563)).unwrap();
+        assert_eq!(number, 654_360_564);
+        assert_eq!(payload, [0x01]);
     }
 
     #[test]

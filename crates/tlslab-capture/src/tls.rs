@@ -320,6 +320,11 @@ impl Handshake {
         self.handshake_messages(direction, bytes, at, at);
     }
 
+    /// TLS 1.3's encrypted handshake messages, decrypted from QUIC Handshake packets.
+    pub fn protected_crypto(&mut self, direction: Direction, bytes: &[u8], at: u64) {
+        self.protected(direction, HANDSHAKE, bytes, at, at);
+    }
+
     /// Whether the handshake is over, as far as a capture can tell.
     pub fn done(&self) -> bool {
         self.times.done.is_some()

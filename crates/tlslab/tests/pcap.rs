@@ -373,6 +373,50 @@ fn quic_handshakes_are_read_from_their_initial_packets() {
 }
 
 #[test]
+fn a_key_log_opens_quic_handshake_packets_in_every_suite() {
+    let dir = scratch("pcap-quic-keylog");
+    let keys = dir.join("keys.log");
+    let keys = keys.to_str().unwrap();
+    let Some((active, passive)) = captured_run(
+        &dir,
+        "quic-keylog",
+        &format!(
+            "--transport quic --tls 1.3 --suite aes128gcm,aes256gcm,chacha20 --http 3 \
+             --resume tickets --early-data 100 -n 4 --warmup 0 --keylog {keys}"
+        ),
+        &["--keylog", keys],
+    ) else {
+        return;
+    };
+    // What only the Handshake packets say: the signature (CertificateVerify), ALPN and 0-RTT
+    // acceptance (EncryptedExtensions), under each suite's packet and header protection.
+    let decrypted = "suite || ' ' || COALESCE(signature_scheme, '-') || ' ' || alpn || ' ' \
+        || COALESCE(early_data_accepted, '-')";
+    let found = negotiated(&passive, decrypted);
+    assert_eq!(found, negotiated(&active, decrypted));
+    assert_eq!(
+        found
+            .iter()
+            .filter(|(key, _)| key.ends_with(" h3 1"))
+            .count(),
+        3,
+        "0-RTT accepted in each suite: {found:?}"
+    );
+    // Both Finished messages are read: the flight ends with the server's, the handshake
+    // with the client's.
+    assert_eq!(
+        count_samples(
+            &passive,
+            "s.server_flight_received >= s.server_hello_received \
+             AND s.client_finished_sent >= s.server_flight_received \
+             AND s.signature_scheme IS NOT NULL"
+        ),
+        3
+    );
+    assert_eq!(count_samples(&passive, "s.outcome = 'ok'"), 12);
+}
+
+#[test]
 fn captures_that_are_not_captures_are_usage_errors() {
     let dir = scratch("pcap-errors");
     let garbage = dir.join("garbage.pcap");
