@@ -176,8 +176,9 @@ impl HeaderProtection {
             HeaderProtection::ChaCha(key) => {
                 // The sample's first 4 bytes are the block counter, the rest the nonce.
                 let counter = u32::from_le_bytes(sample.get(..4)?.try_into().ok()?);
-                let mut cipher =
-                    chacha20::ChaCha20::new(key.into(), sample.get(4..16)?.try_into().ok()?);
+                // Exactly 12 bytes, so the nonce's from_slice cannot panic.
+                let nonce = chacha20::Nonce::from_slice(sample.get(4..16)?);
+                let mut cipher = chacha20::ChaCha20::new(key.into(), nonce);
                 use aes::cipher::StreamCipherSeek;
                 cipher.seek(u64::from(counter) * 64);
                 cipher.apply_keystream(&mut mask);
