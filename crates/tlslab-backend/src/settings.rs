@@ -102,6 +102,9 @@ pub struct ClientSettings {
     pub early_data: u64,
     /// Skip re-verifying chains this client already verified.
     pub cert_cache: bool,
+    /// TLS 1.3: the first key share is for another group ([`ClientSettings::key_share_guess`]),
+    /// so the server asks again with a HelloRetryRequest.
+    pub hello_retry: bool,
     pub transport: Transport,
     /// The request after the handshake, if any, and its path.
     pub http: Http,
@@ -130,6 +133,7 @@ impl ClientSettings {
             resume: Resume::Off,
             early_data: 0,
             cert_cache: false,
+            hello_retry: false,
             transport: Transport::Tcp,
             http: Http::None,
             path: "/".into(),
@@ -157,6 +161,7 @@ impl ClientSettings {
             resume: config.resume,
             early_data: config.early_data,
             cert_cache: config.cert_cache,
+            hello_retry: config.hello_retry,
             transport: config.transport,
             http: config.http,
             path: config.path.clone(),
@@ -174,6 +179,9 @@ impl ClientSettings {
     /// negotiate the requested group; every sample records the group negotiated.
     pub fn offered_groups(&self) -> Vec<Group> {
         let mut groups = vec![self.group];
+        // Listed after the Config's group, so the server picks that one; the client's first
+        // key share is for this one, so the server asks again.
+        groups.extend(self.key_share_guess());
         if self.version == TlsVersion::Tls12 && !self.group.is_finite_field() {
             for curve in [Group::Secp256r1, Group::Secp384r1] {
                 if !groups.contains(&curve) {
@@ -182,6 +190,18 @@ impl ClientSettings {
             }
         }
         groups
+    }
+
+    /// The group of a wrong first key share (`--hello-retry on`, TLS 1.3): one the lab
+    /// server accepts but the client lists after the Config's group.
+    pub fn key_share_guess(&self) -> Option<Group> {
+        (self.hello_retry && self.version == TlsVersion::Tls13).then_some(
+            if self.group == Group::X25519 {
+                Group::Secp256r1
+            } else {
+                Group::X25519
+            },
+        )
     }
 
     /// Whether agents resume sessions.

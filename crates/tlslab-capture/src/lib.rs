@@ -288,6 +288,7 @@ fn config_record(index: usize, key: &ConfigKey, connection: &flows::Connection) 
         resumption: key.resumption.to_string(),
         early_data_bytes: 0,
         cert_cache: false,
+        hello_retry: key.hello_retry,
         insecure: false,
         transport: key.transport.to_string(),
         http: "none".to_string(),
@@ -306,6 +307,7 @@ fn config_record(index: usize, key: &ConfigKey, connection: &flows::Connection) 
             "server_name": key.server_name,
             "resumption": key.resumption,
             "ech": key.ech,
+            "hello_retry": key.hello_retry,
         })
         .to_string(),
     }

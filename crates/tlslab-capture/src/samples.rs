@@ -24,6 +24,8 @@ pub struct ConfigKey {
     pub resumption: &'static str,
     /// Whether the ClientHello offered Encrypted ClientHello.
     pub ech: bool,
+    /// Whether the server asked for another key share (a HelloRetryRequest).
+    pub hello_retry: bool,
 }
 
 impl ConfigKey {
@@ -48,6 +50,9 @@ impl ConfigKey {
         }
         if self.ech {
             words.push("ech".into());
+        }
+        if self.hello_retry {
+            words.push("hrr".into());
         }
         words.join(" ")
     }
@@ -135,6 +140,8 @@ pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigK
         early_data: handshake.early_data(),
         // Only the absence of ECH is certain without keys.
         ech: (!hello.offers_ech).then_some(tlslab_core::EchStatus::NotOffered),
+        // Known once the server answered, with a ServerHello or a HelloRetryRequest.
+        hello_retry: (server.is_some() || handshake.hello_retry).then_some(handshake.hello_retry),
     };
 
     let (outcome, error, error_detail) = match connection.ending {
@@ -203,6 +210,7 @@ pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigK
             (true, _) => "session-id",
         },
         ech: hello.offers_ech,
+        hello_retry: handshake.hello_retry,
     };
     let sample = Sample {
         config: 0,

@@ -355,6 +355,16 @@ spelled_enum!(
     }
 );
 
+spelled_enum!(
+    /// Whether the client's first key share is for another group than the Config's, so that a
+    /// TLS 1.3 server answers with a HelloRetryRequest and the handshake takes one more round
+    /// trip (what a client that guessed wrong pays).
+    HelloRetry, "HelloRetryRequest", {
+        Off => "off" | "no" | "false",
+        On => "on" | "yes" | "true",
+    }
+);
+
 /// A cipher suite as the user asked for it: a bulk cipher, optionally pinned to a version and,
 /// for TLS 1.2, an authentication (when given by its full IANA or OpenSSL name).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

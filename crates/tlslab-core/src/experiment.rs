@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{expand, Config, ConfigError};
 use crate::dimension::{
-    Backend, CertCache, CertProfile, Cipher, CloseMode, Ech, Emulator, Group, Http, InvalidValue,
-    Resume, SuiteSpec, TlsVersion, Transport,
+    Backend, CertCache, CertProfile, Cipher, CloseMode, Ech, Emulator, Group, HelloRetry, Http,
+    InvalidValue, Resume, SuiteSpec, TlsVersion, Transport,
 };
 use crate::duration;
 use crate::network::{Loss, Rate};
@@ -52,6 +52,9 @@ pub struct Experiment {
     pub early_data: Vec<u64>,
     /// Whether the client skips re-verifying certificate chains it already verified.
     pub cert_cache: Vec<CertCache>,
+    /// TLS 1.3: whether the client's first key share is for another group, so the server
+    /// asks again (a HelloRetryRequest).
+    pub hello_retry: Vec<HelloRetry>,
     /// TLS over TCP, or QUIC.
     pub transport: Vec<Transport>,
     /// The request sent after the handshake (`none`, `1.1`, `2` over TCP, `3` over QUIC).
@@ -132,6 +135,7 @@ impl Default for Experiment {
             resume: vec![Resume::Off],
             early_data: vec![0],
             cert_cache: vec![CertCache::Off],
+            hello_retry: vec![HelloRetry::Off],
             transport: vec![Transport::Tcp],
             http: vec![Http::None],
             path: "/".to_string(),

@@ -32,9 +32,9 @@ pub mod sample;
 
 pub use config::{Config, ConfigError, Endpoint, ServerKey, ServerResumption};
 pub use dimension::{
-    Authentication, Backend, CertCache, CertProfile, Cipher, CloseMode, Ech, Emulator, Group, Http,
-    InvalidValue, KeyKind, LegacyKeyExchange, LegacySuite, ParseError, Resume, SuiteSpec,
-    TlsVersion, Transport,
+    Authentication, Backend, CertCache, CertProfile, Cipher, CloseMode, Ech, Emulator, Group,
+    HelloRetry, Http, InvalidValue, KeyKind, LegacyKeyExchange, LegacySuite, ParseError, Resume,
+    SuiteSpec, TlsVersion, Transport,
 };
 pub use experiment::Experiment;
 pub use network::{Loss, Network, NetworkDimensions, Rate};

@@ -29,6 +29,7 @@ pub struct Overrides {
     pub resume: Option<Vec<String>>,
     pub early_data: Option<Vec<u64>>,
     pub cert_cache: Option<Vec<String>>,
+    pub hello_retry: Option<Vec<String>>,
     pub transport: Option<Vec<String>>,
     pub http: Option<Vec<String>>,
     pub path: Option<String>,
@@ -127,6 +128,9 @@ impl Experiment {
         })?;
         set(&mut self.cert_cache, &given.cert_cache, |values| {
             list(values, "--cert-cache")
+        })?;
+        set(&mut self.hello_retry, &given.hello_retry, |values| {
+            list(values, "--hello-retry")
         })?;
         set(&mut self.transport, &given.transport, |values| {
             list(values, "--transport")

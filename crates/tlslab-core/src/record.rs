@@ -89,6 +89,8 @@ pub struct ConfigRecord {
     pub resumption: String,
     pub early_data_bytes: u64,
     pub cert_cache: bool,
+    /// The client's first key share was for another group (a HelloRetryRequest expected).
+    pub hello_retry: bool,
     pub insecure: bool,
     /// `tcp` or `quic`.
     pub transport: String,

@@ -316,6 +316,9 @@ pub struct Negotiated {
     pub early_data: Option<bool>,
     /// What became of Encrypted ClientHello; `None` when the backend could not tell.
     pub ech: Option<EchStatus>,
+    /// Whether the server answered the first ClientHello with a HelloRetryRequest (TLS 1.3);
+    /// `None` when the client cannot tell.
+    pub hello_retry: Option<bool>,
 }
 
 /// What became of Encrypted ClientHello in one handshake.

@@ -121,6 +121,12 @@ fn setting(config: &ConfigRow) -> impl PartialEq + '_ {
             &config.emulator,
         ),
         (&config.transport, &config.http),
+        (
+            config.hello_retry,
+            &config.client_backend,
+            &config.server_backend,
+            &config.ech,
+        ),
     )
 }
 

@@ -198,6 +198,12 @@ const FIELDS: &[Field] = &[
     sample("missing_bytes", "INTEGER", |s| {
         integer(observed(s, |o| o.missing_bytes))
     }),
+    // Schema 6: whether the server asked again for a key share, and whether the Config
+    // made the client guess wrong.
+    boolean(sample("hello_retry", "INTEGER", |s| {
+        flag(s.negotiated.hello_retry)
+    })),
+    config("hello_retry_asked", "hello_retry"),
     Field {
         name: "started_at",
         source: Source::Sample {
@@ -381,6 +387,12 @@ pub const CONFIG_COLUMNS: &[ConfigColumn] = &[
         "ech",
         "TEXT NOT NULL DEFAULT 'off'",
         Some(|c| text(Some(&c.ech))),
+    ),
+    // Schema 6.
+    (
+        "hello_retry",
+        "INTEGER NOT NULL DEFAULT 0",
+        Some(|c| flag(Some(c.hello_retry))),
     ),
 ];
 

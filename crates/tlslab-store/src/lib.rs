@@ -184,6 +184,8 @@ pub struct ConfigRow {
     pub server_backend: Option<String>,
     /// off, on or grease.
     pub ech: String,
+    /// The client's first key share was for another group (`--hello-retry on`).
+    pub hello_retry: bool,
 }
 
 impl ConfigRow {

@@ -22,7 +22,7 @@ use tokio::net::TcpStream;
 
 use crate::error::Error;
 use crate::probe::{
-    observe, CountingSessionStore, NoVerification, Observed, Report, TimedVerifier,
+    observe, CountingSessionStore, KeyShareGuess, NoVerification, Observed, Report, TimedVerifier,
     TrafficKeyProbe, VerifiedChains,
 };
 use crate::provider::{client_provider, group_name, rustls_version};
@@ -186,7 +186,11 @@ impl Client {
             file: settings.key_log.clone(),
         });
         // Fresh handshakes by default: no session cache at all is a fresh cache per attempt.
-        config.resumption = Resumption::disabled();
+        config.resumption = match key_share_guess(settings) {
+            Some(guess) => Resumption::store(Arc::new(KeyShareGuess(guess)))
+                .tls12_resumption(Tls12Resumption::Disabled),
+            None => Resumption::disabled(),
+        };
         config.enable_early_data = settings.early_data > 0;
         config.alpn_protocols = match (settings.transport, settings.http_version()) {
             // QUIC needs an application protocol; without a request it still names HTTP/3.
@@ -224,7 +228,8 @@ impl Client {
         };
         let mut config = (*self.config).clone();
         let store = tls12.map(|tls12| {
-            let store = Arc::new(CountingSessionStore::new());
+            let store =
+                Arc::new(CountingSessionStore::new().with_guess(key_share_guess(&self.settings)));
             config.resumption = Resumption::store(store.clone()).tls12_resumption(tls12);
             store
         });
@@ -329,6 +334,8 @@ impl tlslab_backend::Client for Client {
             negotiated.resumed = Some(connection.handshake_kind() == Some(HandshakeKind::Resumed));
         }
         negotiated.ech = Some(ech_status(connection.ech_status()));
+        negotiated.hello_retry =
+            Some(connection.handshake_kind() == Some(HandshakeKind::FullWithHelloRetryRequest));
         let early_accepted = sent_early && connection.is_early_data_accepted();
         if sent_early {
             negotiated.early_data = Some(early_accepted);
@@ -520,4 +527,12 @@ pub async fn replay_tcp(
     // the ClientHello; the replayed client cannot finish it.
     let _ = tokio::time::timeout(patience, stream.read(&mut buffer)).await;
     Ok(())
+}
+
+/// The named group of `settings`' wrong first key share, if it has one.
+fn key_share_guess(settings: &ClientSettings) -> Option<rustls::NamedGroup> {
+    settings
+        .key_share_guess()
+        .and_then(crate::provider::kx_group)
+        .map(|group| group.name())
 }

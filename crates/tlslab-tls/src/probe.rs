@@ -275,6 +275,8 @@ pub(crate) struct CountingSessionStore {
     tickets: AtomicU64,
     /// Wakes a QUIC attempt waiting for its ticket (quinn processes it on its own task).
     arrived: tokio::sync::Notify,
+    /// A key-share group to start with every time (`--hello-retry on`).
+    guess: Option<NamedGroup>,
 }
 
 impl CountingSessionStore {
@@ -283,7 +285,14 @@ impl CountingSessionStore {
             inner: ClientSessionMemoryCache::new(16),
             tickets: AtomicU64::new(0),
             arrived: tokio::sync::Notify::new(),
+            guess: None,
         }
+    }
+
+    /// Starts every handshake with a key share for `guess` (see [`KeyShareGuess`]).
+    pub fn with_guess(mut self, guess: Option<NamedGroup>) -> Self {
+        self.guess = guess;
+        self
     }
 
     pub fn tickets_received(&self) -> u64 {
@@ -304,11 +313,14 @@ impl CountingSessionStore {
 
 impl ClientSessionStore for CountingSessionStore {
     fn set_kx_hint(&self, server_name: ServerName<'static>, group: NamedGroup) {
-        self.inner.set_kx_hint(server_name, group)
+        // A guess stays wrong: what the server chose is not remembered.
+        if self.guess.is_none() {
+            self.inner.set_kx_hint(server_name, group)
+        }
     }
 
     fn kx_hint(&self, server_name: &ServerName<'_>) -> Option<NamedGroup> {
-        self.inner.kx_hint(server_name)
+        self.guess.or_else(|| self.inner.kx_hint(server_name))
     }
 
     fn set_tls12_session(
@@ -346,5 +358,47 @@ impl ClientSessionStore for CountingSessionStore {
         server_name: &ServerName<'static>,
     ) -> Option<rustls::client::Tls13ClientSessionValue> {
         self.inner.take_tls13_ticket(server_name)
+    }
+}
+
+/// A session store that keeps nothing but always hints one key-share group: rustls sends its
+/// first key share for the hinted group, and lists the Config's group before it, so a server
+/// that picks by the client's list asks again with a HelloRetryRequest (`--hello-retry on`
+/// without resumption). rustls has no other way to choose the first key share.
+#[derive(Debug)]
+pub(crate) struct KeyShareGuess(pub NamedGroup);
+
+impl ClientSessionStore for KeyShareGuess {
+    fn set_kx_hint(&self, _: ServerName<'static>, _: NamedGroup) {}
+
+    fn kx_hint(&self, _: &ServerName<'_>) -> Option<NamedGroup> {
+        Some(self.0)
+    }
+
+    fn set_tls12_session(
+        &self,
+        _: ServerName<'static>,
+        _: rustls::client::Tls12ClientSessionValue,
+    ) {
+    }
+
+    fn tls12_session(&self, _: &ServerName<'_>) -> Option<rustls::client::Tls12ClientSessionValue> {
+        None
+    }
+
+    fn remove_tls12_session(&self, _: &ServerName<'static>) {}
+
+    fn insert_tls13_ticket(
+        &self,
+        _: ServerName<'static>,
+        _: rustls::client::Tls13ClientSessionValue,
+    ) {
+    }
+
+    fn take_tls13_ticket(
+        &self,
+        _: &ServerName<'static>,
+    ) -> Option<rustls::client::Tls13ClientSessionValue> {
+        None
     }
 }

@@ -91,6 +91,10 @@ pub struct RunArgs {
     /// Skip re-verifying certificate chains the client already verified: off, on.
     #[arg(long, value_delimiter = ',')]
     pub cert_cache: Option<Vec<String>>,
+    /// TLS 1.3 HelloRetryRequest: off, on (the client's first key share is for another group,
+    /// so the lab server asks again and the handshake takes one more round trip).
+    #[arg(long, value_delimiter = ',')]
+    pub hello_retry: Option<Vec<String>>,
     /// Transports: tcp (TLS over TCP), quic.
     #[arg(long, value_delimiter = ',')]
     pub transport: Option<Vec<String>>,
@@ -223,6 +227,7 @@ impl RunArgs {
             resume: self.resume.clone(),
             early_data: self.early_data.clone(),
             cert_cache: self.cert_cache.clone(),
+            hello_retry: self.hello_retry.clone(),
             transport: self.transport.clone(),
             http: self.http.clone(),
             path: self.path.clone(),

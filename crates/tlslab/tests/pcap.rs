@@ -417,6 +417,42 @@ fn a_key_log_opens_quic_handshake_packets_in_every_suite() {
 }
 
 #[test]
+fn a_hello_retry_request_is_seen_by_the_run_and_in_its_packets() {
+    let dir = scratch("pcap-hello-retry");
+    let Some((active, passive)) = captured_run(
+        &dir,
+        "hello-retry",
+        "--tls 1.3 --hello-retry off,on --transport tcp,quic -n 4 --warmup 0",
+        &[],
+    ) else {
+        return;
+    };
+    // The client's first key share is for another group than the Config's, so the lab server
+    // asks again: every `hrr` handshake, over TCP and QUIC, and no other.
+    assert_eq!(count_samples(&active, "c.hello_retry = 1"), 8);
+    assert_eq!(count_samples(&passive, "s.hello_retry = 1"), 8);
+    assert_eq!(count_samples(&passive, "s.hello_retry = 0"), 8);
+    assert_eq!(
+        count(
+            &passive,
+            "SELECT COUNT(*) FROM configs WHERE label LIKE '% hrr%' AND hello_retry = 1"
+        ),
+        2
+    );
+    // Over TCP the rustls client says so too, and both still negotiate the Config's group.
+    let key = "(SELECT transport FROM configs WHERE id = config_id) || ' ' || \"group\" || ' ' \
+        || COALESCE(hello_retry, '-')";
+    let tcp = |db: &Path| {
+        negotiated(db, key)
+            .into_iter()
+            .filter(|(key, _)| key.starts_with("tcp"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(tcp(&passive), tcp(&active));
+    assert_eq!(count_samples(&passive, "s.\"group\" = 'x25519'"), 16);
+}
+
+#[test]
 fn captures_that_are_not_captures_are_usage_errors() {
     let dir = scratch("pcap-errors");
     let garbage = dir.join("garbage.pcap");

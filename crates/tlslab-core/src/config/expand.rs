@@ -10,7 +10,7 @@ use super::rules::{
 use super::validate::{require_nonempty, validate};
 use super::{error, target_host, Config, ConfigError, Endpoint, MAX_TRIALS};
 use crate::dimension::{
-    Backend, CertCache, Ech, Group, Http, Resume, SuiteSpec, TlsVersion, Transport,
+    Backend, CertCache, Ech, Group, HelloRetry, Http, Resume, SuiteSpec, TlsVersion, Transport,
 };
 use crate::experiment::Experiment;
 use crate::network::{Loss, Network, NetworkDimensions};
@@ -142,6 +142,7 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                                 resume: session.resume,
                                 early_data: session.early_data,
                                 cert_cache: session.cert_cache,
+                                hello_retry: session.hello_retry,
                                 transport: session.transport,
                                 http: session.http,
                                 path: experiment.path.clone(),
@@ -280,20 +281,23 @@ fn sessions(experiment: &Experiment) -> Vec<Session> {
             for &resume in &experiment.resume {
                 for &early_data in &experiment.early_data {
                     for &cert_cache in &experiment.cert_cache {
-                        // A 0-RTT request needs a request: HTTP/1.1 over TCP, HTTP/3 over QUIC
-                        // unless the experiment names one.
-                        let http = if http == Http::None && early_data > 0 {
-                            Http::default_for(transport)
-                        } else {
-                            http
-                        };
-                        sessions.push(Session {
-                            transport,
-                            http,
-                            resume,
-                            early_data,
-                            cert_cache: cert_cache == CertCache::On,
-                        });
+                        for &hello_retry in &experiment.hello_retry {
+                            // A 0-RTT request needs a request: HTTP/1.1 over TCP, HTTP/3 over
+                            // QUIC unless the experiment names one.
+                            let http = if http == Http::None && early_data > 0 {
+                                Http::default_for(transport)
+                            } else {
+                                http
+                            };
+                            sessions.push(Session {
+                                transport,
+                                http,
+                                resume,
+                                early_data,
+                                cert_cache: cert_cache == CertCache::On,
+                                hello_retry: hello_retry == HelloRetry::On,
+                            });
+                        }
                     }
                 }
             }
@@ -406,6 +410,9 @@ fn automatic_label(
     }
     if session.cert_cache {
         label.push_str(" certcache");
+    }
+    if session.hello_retry {
+        label.push_str(" hrr");
     }
     label
 }

@@ -48,6 +48,8 @@ pub struct Config {
     pub early_data: u64,
     /// The client skips re-verifying chains it already verified.
     pub cert_cache: bool,
+    /// The client's first key share is for another group: the server asks again.
+    pub hello_retry: bool,
     pub transport: Transport,
     /// The request after the handshake, if any.
     pub http: Http,
@@ -102,6 +104,7 @@ impl Config {
             resumption: self.resume.as_str().to_string(),
             early_data_bytes: self.early_data,
             cert_cache: self.cert_cache,
+            hello_retry: self.hello_retry,
             insecure: self.insecure,
             transport: self.transport.as_str().to_string(),
             http: self.http.as_str().to_string(),

@@ -87,6 +87,7 @@ pub(super) struct Session {
     pub resume: Resume,
     pub early_data: u64,
     pub cert_cache: bool,
+    pub hello_retry: bool,
 }
 
 /// The library pair of one Config: the client's, and the lab server's (`None` for a target).
@@ -130,6 +131,15 @@ pub(super) fn invalid_backend_reason(
     if client == Backend::Openssl && session.cert_cache {
         return Some("the certificate cache is a rustls client feature".into());
     }
+    if session.hello_retry && client == Backend::Openssl {
+        return Some("--hello-retry on is a rustls client feature (its key-share hint)".into());
+    }
+    if session.hello_retry && server == Some(Backend::Openssl) {
+        return Some(
+            "the OpenSSL lab server takes any key share it supports; a HelloRetryRequest needs the rustls lab server"
+                .into(),
+        );
+    }
     if ech != Ech::Off {
         if version == TlsVersion::Tls12 {
             return Some("Encrypted ClientHello exists only in TLS 1.3".into());
@@ -155,7 +165,11 @@ pub(super) fn invalid_session_reason(version: TlsVersion, session: Session) -> O
         resume,
         early_data,
         cert_cache,
+        hello_retry,
     } = session;
+    if hello_retry && version == TlsVersion::Tls12 {
+        return Some("a HelloRetryRequest exists only in TLS 1.3".into());
+    }
     if transport == Transport::Quic && version == TlsVersion::Tls12 {
         return Some("QUIC carries TLS 1.3 only, not TLS 1.2".into());
     }
@@ -194,6 +208,7 @@ mod tests {
             resume,
             early_data,
             cert_cache: false,
+            hello_retry: false,
         }
     }
 
@@ -230,5 +245,34 @@ mod tests {
             Some(Group::X25519),
         );
         assert!(reason.unwrap().contains("only in TLS 1.3"));
+    }
+
+    #[test]
+    fn a_hello_retry_needs_tls13_and_the_rustls_client_and_lab_server() {
+        let retry = Session {
+            hello_retry: true,
+            ..session(Transport::Tcp, Http::None, Resume::Off, 0)
+        };
+        let reason = invalid_session_reason(TlsVersion::Tls12, retry);
+        assert!(reason.unwrap().contains("only in TLS 1.3"));
+        assert_eq!(invalid_session_reason(TlsVersion::Tls13, retry), None);
+        let backends = |pair| {
+            invalid_backend_reason(
+                TlsVersion::Tls13,
+                &SuiteSpec::of(crate::dimension::Cipher::Aes128Gcm),
+                Group::X25519,
+                pair,
+                Ech::Off,
+                retry,
+            )
+        };
+        assert_eq!(backends((Backend::Rustls, Some(Backend::Rustls))), None);
+        assert_eq!(backends((Backend::Rustls, None)), None);
+        assert!(backends((Backend::Openssl, Some(Backend::Rustls)))
+            .unwrap()
+            .contains("rustls client"));
+        assert!(backends((Backend::Rustls, Some(Backend::Openssl)))
+            .unwrap()
+            .contains("rustls lab server"));
     }
 }
