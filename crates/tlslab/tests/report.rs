@@ -178,6 +178,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
             "client_backend",
             "server_backend",
             "ech",
+            "hello_retry",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE configs DROP COLUMN {column}"))
@@ -197,6 +198,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
             "network_rtt_ns",
             "retransmissions",
             "missing_bytes",
+            "hello_retry",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
@@ -222,7 +224,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
         &results,
         "SELECT count(*) FROM configs WHERE rtt_ns IS NULL",
     );
-    assert_eq!((version, loopback), (5, 4));
+    assert_eq!((version, loopback), (6, 4));
     let active = count(
         &results,
         "SELECT count(*) FROM runs WHERE source = 'active'",
