@@ -169,6 +169,7 @@ mod tests {
                 network_rtt_ns: None,
                 retransmissions: 0,
                 missing_bytes: 0,
+                offered: Default::default(),
             })),
         }
     }

@@ -241,6 +241,17 @@ pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigK
             network_rtt_ns,
             retransmissions: connection.retransmissions,
             missing_bytes: connection.missing_bytes,
+            offered: tlslab_core::Offered {
+                versions: hello.versions.iter().map(|&v| names::version(v)).collect(),
+                suites: hello.suites.iter().map(|&s| suite_name(s)).collect(),
+                groups: hello.groups.iter().map(|&g| names::group(g)).collect(),
+                key_shares: hello
+                    .key_shares
+                    .iter()
+                    .map(|&(group, size)| (names::group(group), size))
+                    .collect(),
+                alpn: hello.alpn.clone(),
+            },
         })),
     };
     (key, sample)

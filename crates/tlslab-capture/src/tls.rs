@@ -39,12 +39,6 @@ const SERVER_HELLO_DONE: u8 = 14;
 /// length is not TLS, or not the start of a record.
 const MAX_RECORD: usize = (1 << 14) + 2048;
 
-/// ServerHello.random of a HelloRetryRequest (RFC 8446, 4.1.3).
-const HELLO_RETRY_RANDOM: [u8; 32] = [
-    0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
-    0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
-];
-
 /// The start of every RFC 7919 finite-field prime, to name a TLS 1.2 DHE group.
 const FFDHE_PRIME_START: [u8; 16] = [
     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xad, 0xf8, 0x54, 0x58, 0xa2, 0xbb, 0x4a, 0x9a,
@@ -71,6 +65,33 @@ pub struct ClientHello {
     pub offers_early_data: bool,
     pub offers_ech: bool,
     pub alpn: Vec<String>,
+    /// Code points as listed, GREASE left out: versions (supported_versions, or the legacy
+    /// field), suites and groups.
+    pub versions: Vec<u16>,
+    pub suites: Vec<u16>,
+    pub groups: Vec<u16>,
+    /// The key shares sent: group and key size in bytes.
+    pub key_shares: Vec<(u16, u16)>,
+}
+
+/// GREASE code points (RFC 8701): 0x?A?A with both bytes equal.
+fn grease(code_point: u16) -> bool {
+    code_point & 0x0f0f == 0x0a0a && code_point >> 8 == code_point & 0xff
+}
+
+/// The entries of a ClientHello's key_share extension: group and key size.
+fn key_shares(body: &[u8]) -> Vec<(u16, u16)> {
+    let mut shares = Vec::new();
+    let mut rest = body.get(2..).unwrap_or_default();
+    while let [g0, g1, l0, l1, after @ ..] = rest {
+        let group = u16::from_be_bytes([*g0, *g1]);
+        let length = u16::from_be_bytes([*l0, *l1]);
+        if !grease(group) {
+            shares.push((group, length));
+        }
+        rest = after.get(usize::from(length)..).unwrap_or_default();
+    }
+    shares
 }
 
 /// What the server chose.
@@ -624,6 +645,13 @@ fn client_hello(body: &[u8]) -> Option<ClientHello> {
     let (_, hello) = parse_tls_handshake_client_hello(body).ok()?;
     let mut facts = ClientHello {
         random: hello.random.to_vec(),
+        versions: vec![hello.version.0],
+        suites: hello
+            .ciphers
+            .iter()
+            .map(|suite| suite.0)
+            .filter(|&suite| !grease(suite))
+            .collect(),
         ..ClientHello::default()
     };
     let extensions = hello
@@ -643,6 +671,21 @@ fn client_hello(body: &[u8]) -> Option<ClientHello> {
                 facts.offers_session = true
             }
             TlsExtension::EarlyData(_) => facts.offers_early_data = true,
+            TlsExtension::SupportedVersions(versions) => {
+                facts.versions = versions
+                    .iter()
+                    .map(|version| version.0)
+                    .filter(|&version| !grease(version))
+                    .collect();
+            }
+            TlsExtension::EllipticCurves(groups) => {
+                facts.groups = groups
+                    .iter()
+                    .map(|group| group.0)
+                    .filter(|&group| !grease(group))
+                    .collect();
+            }
+            TlsExtension::KeyShare(body) => facts.key_shares = key_shares(body),
             TlsExtension::ALPN(protocols) => {
                 facts.alpn = protocols
                     .iter()
@@ -661,7 +704,7 @@ fn client_hello(body: &[u8]) -> Option<ClientHello> {
 /// The ServerHello's facts, and whether it is a HelloRetryRequest.
 fn server_hello(body: &[u8]) -> Option<(ServerHello, bool)> {
     let (_, hello) = parse_tls_handshake_server_hello(body).ok()?;
-    let retry = hello.random == HELLO_RETRY_RANDOM;
+    let retry = hello.random == tlslab_core::names::HELLO_RETRY_RANDOM;
     let mut facts = ServerHello {
         version: hello.version.0,
         suite: hello.cipher.0,

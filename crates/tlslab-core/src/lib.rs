@@ -45,6 +45,6 @@ pub use record::{
     Source, TrialRecord, Usage,
 };
 pub use sample::{
-    EchStatus, ErrorClass, Event, Negotiated, Observed, Outcome, Phase, QuicPath, Response, Sample,
-    Timeline, Vantage,
+    EchStatus, ErrorClass, Event, Negotiated, Observed, Offered, Outcome, Phase, QuicPath,
+    Response, Sample, Timeline, Vantage,
 };

@@ -5,6 +5,13 @@
 //! the IANA name for TLS 1.2 suites), groups as tlslab's lower-case names (`x25519mlkem768`),
 //! signature schemes as rustls' `Debug` names (`ECDSA_NISTP256_SHA256`).
 
+/// ServerHello.random of a HelloRetryRequest (RFC 8446, 4.1.3): how every reader of the wire
+/// (a capture, a client's message callback) tells the two apart.
+pub const HELLO_RETRY_RANDOM: [u8; 32] = [
+    0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+    0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
+];
+
 /// The stored name of a suite from its IANA name. The IANA names of the TLS 1.3 suites
 /// (`TLS_AES_128_GCM_SHA256`) lack the version; rustls names them `TLS13_…`. TLS 1.2 names
 /// are the same in both.

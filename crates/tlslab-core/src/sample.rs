@@ -434,6 +434,20 @@ pub struct Observed {
     /// Stream bytes the capture never saw (lost before the capture point or dropped by it):
     /// counted, never invented.
     pub missing_bytes: u64,
+    /// What the ClientHello offered.
+    pub offered: Offered,
+}
+
+/// What a captured ClientHello offered, in the client's order (GREASE values left out).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Offered {
+    /// TLS versions (`1.3`, `1.2`): supported_versions, or the legacy version field.
+    pub versions: Vec<String>,
+    pub suites: Vec<String>,
+    pub groups: Vec<String>,
+    /// The key shares sent: group and key size in bytes (an ML-KEM hybrid's is over 1,000).
+    pub key_shares: Vec<(String, u16)>,
+    pub alpn: Vec<String>,
 }
 
 /// The record of one handshake attempt, success or failure.

@@ -266,6 +266,7 @@ impl tlslab_backend::Client for Client {
         }
         attempt.handshake_done();
         record_negotiated(attempt, tls.ssl(), self.resume);
+        attempt.negotiated.hello_retry = Some(progress.hello_retry);
         if let (Some(slot), Some(SslVersion::TLS1_2)) = (&session.slot, tls.ssl().version2()) {
             // A TLS 1.2 server may renew the ticket of a resumed session: OpenSSL then marks
             // the old session spent and announces no new one, so keep the connection's own.
@@ -484,10 +485,13 @@ fn is_dhe(ssl: &SslRef) -> bool {
 #[derive(Debug, Default)]
 struct Progress {
     messages: Vec<Message>,
+    /// The server asked again for a key share.
+    hello_retry: bool,
 }
 
 impl Progress {
     fn apply(&mut self, attempt: &mut Attempt, observed: Observed) {
+        self.hello_retry |= observed.hello_retry;
         let origin = attempt.origin;
         let since_origin = |at: Instant| at.saturating_duration_since(origin).as_nanos() as u64;
         let sent = |kind: fn(u8) -> bool| {

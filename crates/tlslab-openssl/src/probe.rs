@@ -86,6 +86,8 @@ pub(crate) struct Observed {
     /// ServerKeyExchange) arrived after chain verification and is being checked; the next
     /// received message, or the end of the call, marks its end.
     signature_pending: bool,
+    /// The server answered with a HelloRetryRequest.
+    pub hello_retry: bool,
 }
 
 thread_local! {
@@ -140,7 +142,15 @@ pub(crate) unsafe extern "C" fn message_callback(
     } else {
         Direction::Received
     };
+    // A ServerHello's random follows its 4-byte header and 2-byte legacy version.
+    let hello_retry = direction == Direction::Received
+        && kind == 2
+        && len >= 38
+        // SAFETY: `len` bytes are readable, and 38 of them are asked for.
+        && std::slice::from_raw_parts(buf as *const u8, 38)[6..]
+            == tlslab_core::names::HELLO_RETRY_RANDOM;
     update(|observed| {
+        observed.hello_retry |= hello_retry;
         if direction == Direction::Received {
             if observed.signature_pending {
                 observed.verify_end = Some(now);

@@ -204,6 +204,32 @@ const FIELDS: &[Field] = &[
         flag(s.negotiated.hello_retry)
     })),
     config("hello_retry_asked", "hello_retry"),
+    // What a captured ClientHello offered, comma-separated in the client's order.
+    sample("offered_versions", "TEXT", |s| {
+        text(observed(s, |o| o.offered.versions.join(",")).as_deref())
+    }),
+    sample("offered_suites", "TEXT", |s| {
+        text(observed(s, |o| o.offered.suites.join(",")).as_deref())
+    }),
+    sample("offered_groups", "TEXT", |s| {
+        text(observed(s, |o| o.offered.groups.join(",")).as_deref())
+    }),
+    sample("offered_key_shares", "TEXT", |s| {
+        text(
+            observed(s, |o| {
+                o.offered
+                    .key_shares
+                    .iter()
+                    .map(|(group, size)| format!("{group}:{size}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .as_deref(),
+        )
+    }),
+    sample("offered_alpn", "TEXT", |s| {
+        text(observed(s, |o| o.offered.alpn.join(",")).as_deref())
+    }),
     Field {
         name: "started_at",
         source: Source::Sample {

@@ -324,6 +324,16 @@ fn quic_handshakes_are_read_from_their_initial_packets() {
         ),
         12
     );
+    // What each ClientHello offered: the hybrid's key share is 1,216 bytes (ML-KEM-768's
+    // 1,184-byte key and X25519's 32).
+    assert_eq!(
+        count_samples(
+            &passive,
+            "s.offered_key_shares = 'x25519mlkem768:1216' AND s.offered_versions = '1.3' \
+             AND s.offered_alpn = 'h3'"
+        ),
+        12
+    );
     let resumed = |db: &Path| {
         negotiated(db, "\"group\" || ' ' || COALESCE(resumed, '-')")
             .into_iter()
@@ -432,6 +442,15 @@ fn a_hello_retry_request_is_seen_by_the_run_and_in_its_packets() {
     assert_eq!(count_samples(&active, "c.hello_retry = 1"), 8);
     assert_eq!(count_samples(&passive, "s.hello_retry = 1"), 8);
     assert_eq!(count_samples(&passive, "s.hello_retry = 0"), 8);
+    // The wrong guess is in the ClientHello: the Config's group listed first, the share for
+    // the other one.
+    assert_eq!(
+        count_samples(
+            &passive,
+            "s.offered_groups = 'x25519,secp256r1' AND s.offered_key_shares = 'secp256r1:65'"
+        ),
+        8
+    );
     assert_eq!(
         count(
             &passive,
