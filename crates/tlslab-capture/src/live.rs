@@ -238,6 +238,107 @@ impl PcapFile {
     }
 }
 
+/// When a capture file is closed and the next begun (`tlslab capture --rotate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rotation {
+    /// Once the file holds this many bytes of packets.
+    Size(u64),
+    /// Once its first packet is this old, in capture time.
+    Every(Duration),
+}
+
+/// Capture files written one after another: `NAME.pcap` alone, or with a rotation
+/// `NAME-000001.pcap`, `NAME-000002.pcap`, ... (names that sort in order, so `tlslab pcap
+/// NAME-*.pcap` reads them as one capture, its connections continuing across files).
+pub struct PcapFiles {
+    base: std::path::PathBuf,
+    rotation: Option<Rotation>,
+    current: Option<PcapFile>,
+    /// Bytes of packets in the current file, and the capture time of its first packet.
+    bytes: u64,
+    opened_at: Option<u64>,
+    /// Every file begun, in order.
+    pub paths: Vec<std::path::PathBuf>,
+    pub packets: u64,
+}
+
+impl PcapFiles {
+    /// Creates the first file at once, so a path that cannot be written fails before the
+    /// capture starts.
+    pub fn create(path: &Path, rotation: Option<Rotation>) -> Result<PcapFiles, CaptureError> {
+        let mut files = PcapFiles {
+            base: path.to_path_buf(),
+            rotation,
+            current: None,
+            bytes: 0,
+            opened_at: None,
+            paths: Vec::new(),
+            packets: 0,
+        };
+        files.next()?;
+        Ok(files)
+    }
+
+    /// The name of file `number` (from 1).
+    fn name(&self, number: usize) -> std::path::PathBuf {
+        if self.rotation.is_none() {
+            return self.base.clone();
+        }
+        let stem = self
+            .base
+            .file_stem()
+            .map_or_else(|| "capture".into(), |stem| stem.to_string_lossy());
+        let extension = self
+            .base
+            .extension()
+            .map_or_else(|| "pcap".into(), |extension| extension.to_string_lossy());
+        self.base
+            .with_file_name(format!("{stem}-{number:06}.{extension}"))
+    }
+
+    fn next(&mut self) -> Result<(), CaptureError> {
+        if let Some(file) = self.current.take() {
+            file.finish()?;
+        }
+        let path = self.name(self.paths.len() + 1);
+        self.current = Some(PcapFile::create(&path)?);
+        self.paths.push(path);
+        self.bytes = 0;
+        self.opened_at = None;
+        Ok(())
+    }
+
+    pub fn write(&mut self, packet: &Packet<'_>) -> Result<(), CaptureError> {
+        let due = match self.rotation {
+            Some(Rotation::Size(limit)) => self.bytes > 0 && self.bytes >= limit,
+            Some(Rotation::Every(period)) => self.opened_at.is_some_and(|opened| {
+                packet.timestamp_ns.saturating_sub(opened) >= period.as_nanos() as u64
+            }),
+            None => false,
+        };
+        if due {
+            self.next()?;
+        }
+        let Some(file) = self.current.as_mut() else {
+            return Ok(());
+        };
+        file.write(packet)?;
+        self.packets += 1;
+        // The record header (16 bytes) and the packet.
+        self.bytes += 16 + packet.data.len() as u64;
+        self.opened_at.get_or_insert(packet.timestamp_ns);
+        Ok(())
+    }
+
+    /// Writes out the last file; the files written, in order.
+    pub fn finish(mut self) -> Result<Vec<std::path::PathBuf>, CaptureError> {
+        if let Some(file) = self.current.take() {
+            file.finish()?;
+        }
+        Ok(self.paths)
+    }
+}
+
 /// Records a live capture into a pcap file until told to stop: what `tlslab run --capture`
 /// runs beside the clients.
 pub struct Recorder {

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tlslab_capture::live::{Live, PcapFile};
+use tlslab_capture::live::{Live, PcapFiles, Rotation};
 use tlslab_capture::{packets, Analyser};
 use tlslab_core::Source;
 use tlslab_telemetry::{influx, metrics, Metrics, Telemetry};
@@ -37,6 +37,7 @@ pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
                 "for example --duration 30s or --duration 10m",
             )
         })?;
+    let rotation = args.rotate.as_deref().map(rotation).transpose()?;
     let keys = passive::keys(args.keylog.as_deref())?;
     // The capture opens first: without the right to capture, no store is left behind.
     let environment =
@@ -45,7 +46,7 @@ pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
     let mut file = args
         .write
         .as_deref()
-        .map(PcapFile::create)
+        .map(|path| PcapFiles::create(path, rotation))
         .transpose()
         .map_err(environment)?;
     // So is monitoring: a port in use or an InfluxDB that does not answer leaves nothing.
@@ -128,8 +129,22 @@ pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
         }
     }
     if let Some(file) = file {
-        if let Err(error) = file.finish() {
-            failure.get_or_insert(error);
+        match file.finish() {
+            Ok(paths) => {
+                if let (Some(first), Some(last), true) =
+                    (paths.first(), paths.last(), paths.len() > 1)
+                {
+                    output::note(format_args!(
+                        "packets written to {} files, {} to {}",
+                        paths.len(),
+                        first.display(),
+                        last.display()
+                    ));
+                }
+            }
+            Err(error) => {
+                failure.get_or_insert(error);
+            }
         }
     }
     let report = analyser.finish();
@@ -155,4 +170,21 @@ pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
     }
     passive::print_summary(&path, args.json, &report)?;
     Ok(0)
+}
+
+/// `--rotate`: a duration (10m, 1h) or a size with its unit (100MB, 1GiB). A duration is
+/// read first, so `10m` is ten minutes.
+fn rotation(text: &str) -> Result<Rotation, CliError> {
+    if let Ok(period) = tlslab_core::duration::parse(text) {
+        if !period.is_zero() {
+            return Ok(Rotation::Every(period));
+        }
+    }
+    match parse_size::parse_size(text) {
+        Ok(bytes) if bytes > 0 => Ok(Rotation::Size(bytes)),
+        _ => Err(CliError::usage(
+            format!("--rotate {text}: neither a duration nor a size"),
+            "for example --rotate 100MB (a new file every 100 MB) or --rotate 10m (every ten minutes)",
+        )),
+    }
 }

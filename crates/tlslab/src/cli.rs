@@ -368,6 +368,10 @@ pub struct CaptureArgs {
     /// Also write the packets to this pcap file (raw IP, nanosecond timestamps).
     #[arg(long, value_name = "FILE")]
     pub write: Option<PathBuf>,
+    /// With --write: start a new file once this much is written (100MB, 1GB) or this much
+    /// capture time has passed (10m, 1h); files are NAME-000001.pcap, NAME-000002.pcap, ...
+    #[arg(long, value_name = "SIZE|DURATION", requires = "write")]
+    pub rotate: Option<String>,
     /// A key log to decrypt TLS 1.3 handshakes with (as `tlslab pcap --keylog`).
     #[arg(long, value_name = "FILE")]
     pub keylog: Option<PathBuf>,

@@ -592,8 +592,11 @@ fn a_live_capture_stores_exactly_the_handshakes_of_a_run_and_stops_on_ctrl_c() {
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let dir = scratch("pcap-live");
     let live = dir.join("live.db");
+    let packets = dir.join("live.pcap");
     let mut agent = Command::new(env!("CARGO_BIN_EXE_tlslab"))
         .args(["capture", "-i", "lo", "--out", live.to_str().unwrap()])
+        // The packets too, in files of about 20 kB each.
+        .args(["--write", packets.to_str().unwrap(), "--rotate", "20kB"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -617,6 +620,20 @@ fn a_live_capture_stores_exactly_the_handshakes_of_a_run_and_stops_on_ctrl_c() {
     assert_eq!(count_samples(&live, ok), 30);
     let key = "version || ' ' || suite || ' ' || \"group\"";
     assert_eq!(negotiated(&live, key), negotiated(&active, key));
+    // Read back as one capture, the rotated files hold every handshake, some of them
+    // spanning two files.
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path().to_str().unwrap().to_string())
+        .filter(|path| path.contains("live-0") && path.ends_with(".pcap"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 3, "{files:?}");
+    let read = dir.join("read.db");
+    let mut command = vec!["pcap", "--out", read.to_str().unwrap()];
+    command.extend(files.iter().map(String::as_str));
+    tlslab_succeeds(&command);
+    assert_eq!(negotiated(&read, key), negotiated(&active, key));
 }
 
 #[test]
