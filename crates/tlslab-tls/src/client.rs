@@ -109,7 +109,7 @@ fn verifier(
     trust: &Trust,
     provider: &Arc<rustls::crypto::CryptoProvider>,
 ) -> Result<Arc<dyn ServerCertVerifier>, Error> {
-    let certificates = match trust {
+    let (certificates, given) = match trust {
         Trust::Insecure => {
             return Ok(Arc::new(NoVerification {
                 schemes: provider
@@ -117,13 +117,13 @@ fn verifier(
                     .supported_schemes(),
             }))
         }
-        Trust::Roots(certificates) => certificates.clone(),
+        Trust::Roots(certificates) => (certificates.clone(), certificates.clone()),
         Trust::System => {
             let loaded = rustls_native_certs::load_native_certs();
             if loaded.certs.is_empty() {
                 return Err(Error::NoSystemRoots(format!("{:?}", loaded.errors)));
             }
-            loaded.certs
+            (loaded.certs, Vec::new())
         }
     };
     let mut roots = RootCertStore::empty();
@@ -131,10 +131,18 @@ fn verifier(
     if roots.is_empty() {
         return Err(Error::UnusableRoots(ignored));
     }
-    rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-        .build()
-        .map_err(|error| Error::Unsupported(error.to_string()))
-        .map(|verifier| verifier as Arc<dyn ServerCertVerifier>)
+    let roots = rustls::client::WebPkiServerVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .map_err(|error| Error::Unsupported(error.to_string()))?;
+    // Certificates given with --ca also count as the server's own, exactly (trust.rs).
+    Ok(if given.is_empty() {
+        roots
+    } else {
+        Arc::new(crate::trust::RootsOrExact { roots, given })
+    })
 }
 
 impl Client {

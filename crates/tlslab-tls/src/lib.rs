@@ -44,6 +44,7 @@ mod probe;
 pub mod provider;
 pub mod quic;
 pub mod server;
+mod trust;
 
 pub use client::{replay_tcp, AgentSession, Client, Established};
 pub use error::Error;

@@ -233,3 +233,53 @@ fn nginx_behind_an_emulated_network_through_server_cmd() {
         );
     }
 }
+
+#[test]
+fn a_self_signed_certificate_made_with_openssl_req_is_trusted_by_both_clients() {
+    let Some(binary) = nginx_binary() else {
+        eprintln!("skipping: nginx is not installed (apt-get install nginx-light; .ci/run does)");
+        return;
+    };
+    let dir = scratch("nginx-self-signed");
+    // The way most labs make a server certificate: CA flag set (OpenSSL's default for
+    // `req -x509`), a common name and no subjectAltName.
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args(["-subj", "/CN=localhost", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(Stdio::null())
+        .status();
+    if !made.is_ok_and(|status| status.success()) {
+        eprintln!("skipping: the openssl command is not installed (.ci/run installs it)");
+        return;
+    }
+    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let nginx = start_nginx(&binary, &dir, cert, key);
+    let target = format!("127.0.0.1:{}", nginx.port);
+    let run = against(&dir, "self-signed", &target, cert)
+        .args("--tls 1.2,1.3 --client-backend rustls,openssl -n 5 --warmup 0")
+        .succeeds();
+    // Trusted as that exact certificate by both clients, the chain still timed as
+    // validation and the handshake signature checked.
+    assert_eq!(
+        count_samples(
+            &run.db,
+            "s.outcome = 'ok' AND s.cert_verify_end >= s.cert_verify_start"
+        ),
+        20
+    );
+    // It still has to name the server.
+    let summary = Run::new(&dir, "wrong-name")
+        .option("--target", &target)
+        .args("--sni elsewhere.test --tls 1.3 --client-backend rustls,openssl -n 2 --warmup 0")
+        .option("--ca", cert)
+        .fails(1, "certificate")
+        .summary;
+    assert!(summary.contains("NotValidForName"), "{summary}");
+    assert!(summary.contains("hostname mismatch"), "{summary}");
+}
