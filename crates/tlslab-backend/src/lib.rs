@@ -32,6 +32,7 @@
 //! ```
 
 mod attempt;
+pub mod certificate;
 mod counters;
 mod exchange;
 mod failure;

@@ -113,6 +113,8 @@ pub struct ClientSettings {
     pub ech: EchMode,
     /// Where the handshakes' secrets go (`--keylog`, `SSLKEYLOGFILE`), if anywhere.
     pub key_log: Option<std::sync::Arc<crate::KeyLogFile>>,
+    /// Public keys the server's certificate must carry, checked besides `trust`.
+    pub pins: Option<tlslab_core::Pins>,
 }
 
 impl ClientSettings {
@@ -139,6 +141,7 @@ impl ClientSettings {
             path: "/".into(),
             ech: EchMode::Off,
             key_log: None,
+            pins: None,
         }
     }
 
@@ -167,6 +170,7 @@ impl ClientSettings {
             path: config.path.clone(),
             ech,
             key_log: None,
+            pins: config.pins.clone(),
         }
     }
 

@@ -76,6 +76,9 @@ pub struct Experiment {
     pub ca: Option<PathBuf>,
     /// Skip certificate verification (recorded in every sample and printed in the summary).
     pub insecure: bool,
+    /// Public-key pins the server's certificate must match (`sha256//BASE64`, several
+    /// separated by `;`, as curl's `--pinnedpubkey`); with `insecure`, the pin alone.
+    pub pin: Option<String>,
     /// Labels for the Configs, in matrix order (default: automatic labels).
     pub labels: Vec<String>,
     /// TLS libraries: each value is one Config whose client and lab server both use it.
@@ -146,6 +149,7 @@ impl Default for Experiment {
             sni: None,
             ca: None,
             insecure: false,
+            pin: None,
             labels: Vec::new(),
             backend: vec![Backend::Rustls],
             client_backend: Vec::new(),

@@ -26,6 +26,7 @@ pub mod experiment;
 pub mod names;
 pub mod network;
 pub mod overrides;
+pub mod pins;
 pub mod plan;
 pub mod record;
 pub mod sample;
@@ -39,6 +40,7 @@ pub use dimension::{
 pub use experiment::Experiment;
 pub use network::{Loss, Network, NetworkDimensions, Rate};
 pub use overrides::Overrides;
+pub use pins::Pins;
 pub use plan::{Plan, Trial};
 pub use record::{
     ConfigRecord, EarlyStop, Environment, Record, ReplayRecord, RunEnd, RunInfo, Sink, SinkError,

@@ -46,6 +46,7 @@ pub struct Overrides {
     pub sni: Option<String>,
     pub ca: Option<PathBuf>,
     pub insecure: bool,
+    pub pin: Option<String>,
     pub labels: Option<Vec<String>>,
     pub skip_invalid: bool,
     pub until_ci: Option<String>,
@@ -197,6 +198,7 @@ impl Experiment {
         set(&mut self.target, &given.target, some)?;
         set(&mut self.sni, &given.sni, some)?;
         set(&mut self.ca, &given.ca, some)?;
+        set(&mut self.pin, &given.pin, some)?;
         set(&mut self.server_cmd, &given.server_cmd, some)?;
         self.replay |= given.replay;
         self.insecure |= given.insecure;

@@ -352,7 +352,12 @@ fn client_context(
     }
     match &settings.trust {
         Trust::Insecure => {
-            builder.set_verify(SslVerifyMode::NONE);
+            // A pin is still checked, and its refusal must end the handshake.
+            builder.set_verify(if settings.pins.is_some() {
+                SslVerifyMode::PEER
+            } else {
+                SslVerifyMode::NONE
+            });
             // SAFETY: the callback is a plain function that ignores its argument.
             unsafe {
                 ffi::SSL_CTX_set_cert_verify_callback(
@@ -428,7 +433,34 @@ fn client_context(
         // nothing is cached.
         builder.set_session_cache_mode(SslSessionCacheMode::OFF);
     }
-    Ok(builder.build())
+    if let Some(pins) = &settings.pins {
+        builder.set_ex_data(pins_index(), pins.clone());
+    }
+    let context = builder.build();
+    if let Some(pins) = context.ex_data(pins_index()) {
+        let verify: ffi::CertVerifyCallback = match settings.trust {
+            Trust::Insecure => probe::no_verification,
+            _ => probe::timed_verification,
+        };
+        // SAFETY: the pins live in the context's own ex_data, freed with it, so the pointer
+        // outlives every verification the context runs; no connection exists yet.
+        unsafe {
+            ffi::SSL_CTX_set_cert_verify_callback(
+                context.as_ptr(),
+                Some(verify),
+                pins as *const tlslab_core::Pins as *mut libc::c_void,
+            )
+        };
+    }
+    Ok(context)
+}
+
+/// Where a client context keeps its `--pin`s for the verification callback.
+fn pins_index() -> openssl::ex_data::Index<SslContext, tlslab_core::Pins> {
+    static INDEX: OnceLock<openssl::ex_data::Index<SslContext, tlslab_core::Pins>> =
+        OnceLock::new();
+    *INDEX
+        .get_or_init(|| SslContext::new_ex_index().expect("OpenSSL has room for one ex_data index"))
 }
 
 /// What the handshake negotiated. `resumes`: the client resumes sessions, so `resumed` says
@@ -487,11 +519,19 @@ struct Progress {
     messages: Vec<Message>,
     /// The server asked again for a key share.
     hello_retry: bool,
+    /// `--pin` refused the server's key.
+    pin_rejected: bool,
+    /// The server certificate that was refused.
+    rejected: Option<Vec<u8>>,
 }
 
 impl Progress {
     fn apply(&mut self, attempt: &mut Attempt, observed: Observed) {
         self.hello_retry |= observed.hello_retry;
+        self.pin_rejected |= observed.pin_rejected;
+        if observed.rejected.is_some() {
+            self.rejected = observed.rejected.clone();
+        }
         let origin = attempt.origin;
         let since_origin = |at: Instant| at.saturating_duration_since(origin).as_nanos() as u64;
         let sent = |kind: fn(u8) -> bool| {
@@ -564,7 +604,27 @@ impl Progress {
             .any(|message| message.direction == Direction::Received && message.kind == 2);
         let verified = ssl.verify_result();
         if verified != X509VerifyResult::OK {
-            return Failure::new(ErrorClass::Certificate, verified.error_string());
+            let reason = if self.pin_rejected {
+                "the server's public key is not pinned".to_string()
+            } else {
+                verified.error_string().to_string()
+            };
+            // What the server sent, in words.
+            let sent = self
+                .rejected
+                .clone()
+                .or_else(|| {
+                    ssl.peer_certificate()
+                        .and_then(|certificate| certificate.to_der().ok())
+                })
+                .map(|der| {
+                    format!(
+                        ": the server sent {}",
+                        tlslab_backend::certificate::describe(&der)
+                    )
+                })
+                .unwrap_or_default();
+            return Failure::new(ErrorClass::Certificate, format!("{reason}{sent}"));
         }
         if let Some(stack) = error.ssl_error() {
             for entry in stack.errors() {

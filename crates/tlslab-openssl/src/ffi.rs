@@ -102,6 +102,8 @@ extern "C" {
         arg: *mut c_void,
     );
     pub fn SSL_get_early_data_status(ssl: *const SSL) -> c_int;
+    /// The certificate being verified: the server's own (openssl-sys lacks it).
+    pub fn X509_STORE_CTX_get0_cert(ctx: *const X509_STORE_CTX) -> *mut openssl_sys::X509;
     pub fn EVP_PKEY_get_group_name(
         key: *const openssl_sys::EVP_PKEY,
         name: *mut c_char,

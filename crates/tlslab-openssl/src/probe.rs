@@ -88,6 +88,10 @@ pub(crate) struct Observed {
     signature_pending: bool,
     /// The server answered with a HelloRetryRequest.
     pub hello_retry: bool,
+    /// `--pin` refused the server's key.
+    pub pin_rejected: bool,
+    /// The certificate verification or the pin refused, to say in the error what it was.
+    pub rejected: Option<Vec<u8>>,
 }
 
 thread_local! {
@@ -174,23 +178,73 @@ pub(crate) unsafe extern "C" fn message_callback(
 /// Chain verification, timed: OpenSSL's own `X509_verify_cert` between two timestamps.
 pub(crate) unsafe extern "C" fn timed_verification(
     context: *mut X509_STORE_CTX,
-    _arg: *mut c_void,
+    arg: *mut c_void,
 ) -> c_int {
     let start = Instant::now();
     update(|observed| {
         observed.verify_start.get_or_insert(start);
     });
-    let result = openssl_sys::X509_verify_cert(context);
+    let mut result = openssl_sys::X509_verify_cert(context);
+    if result == 1 {
+        result = pin_check(context, arg);
+    } else {
+        let rejected = leaf_der(context);
+        update(|observed| observed.rejected = rejected);
+    }
     let end = Instant::now();
     update(|observed| observed.verify_end = Some(end));
     result
 }
 
+/// `--pin`: with `arg` pointing at the client's pins (or null for none), whether the
+/// certificate being verified carries a pinned key: 1, or 0 with the error set.
+///
+/// # Safety
+/// `context` is OpenSSL's live verification context; `arg` is null or points at the
+/// [`Pins`](tlslab_core::Pins) the client context owns (it lives as long as the context).
+unsafe fn pin_check(context: *mut X509_STORE_CTX, arg: *mut c_void) -> c_int {
+    if arg.is_null() {
+        return 1;
+    }
+    let pins = &*(arg as *const tlslab_core::Pins);
+    let der = leaf_der(context);
+    if der
+        .as_deref()
+        .is_some_and(|der| tlslab_backend::certificate::pinned(pins, der))
+    {
+        return 1;
+    }
+    update(|observed| {
+        observed.pin_rejected = true;
+        observed.rejected = der;
+    });
+    openssl_sys::X509_STORE_CTX_set_error(
+        context,
+        openssl_sys::X509_V_ERR_APPLICATION_VERIFICATION,
+    );
+    0
+}
+
+/// The certificate being verified (the server's own), as DER.
+///
+/// # Safety
+/// `context` is OpenSSL's live verification context.
+unsafe fn leaf_der(context: *mut X509_STORE_CTX) -> Option<Vec<u8>> {
+    let leaf = ffi::X509_STORE_CTX_get0_cert(context);
+    if leaf.is_null() {
+        return None;
+    }
+    <openssl::x509::X509Ref as foreign_types::ForeignTypeRef>::from_ptr(leaf)
+        .to_der()
+        .ok()
+}
+
 /// `--insecure`: accept any chain without looking at it (the handshake signature is still
-/// checked by OpenSSL, which has no switch for that).
+/// checked by OpenSSL, which has no switch for that), unless `--pin` names keys.
 pub(crate) unsafe extern "C" fn no_verification(
-    _context: *mut X509_STORE_CTX,
-    _arg: *mut c_void,
+    context: *mut X509_STORE_CTX,
+    arg: *mut c_void,
 ) -> c_int {
-    1
+    // With --insecure a pin is all that is checked.
+    pin_check(context, arg)
 }

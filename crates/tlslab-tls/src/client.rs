@@ -42,6 +42,10 @@ pub(crate) fn tls_failure(error: rustls::Error, saw_server_hello: bool) -> Failu
         Error::AlertReceived(description) => {
             format!("alert {} ({description:?})", u8::from(*description))
         }
+        // tlslab's own rejections say in words what the server sent.
+        Error::InvalidCertificate(rustls::CertificateError::Other(other)) => {
+            format!("invalid peer certificate: {}", other.0)
+        }
         other => other.to_string(),
     };
     Failure::new(class, detail)
@@ -158,6 +162,13 @@ impl Client {
         };
         let provider = client_provider(settings.version, cipher, &settings.offered_groups())?;
         let inner = verifier(&settings.trust, &provider)?;
+        let inner: Arc<dyn ServerCertVerifier> = match &settings.pins {
+            Some(pins) => Arc::new(crate::trust::Pinned {
+                inner,
+                pins: pins.clone(),
+            }),
+            None => inner,
+        };
         let cache = settings
             .cert_cache
             .then(|| Arc::new(VerifiedChains::default()));

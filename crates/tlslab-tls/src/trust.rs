@@ -12,7 +12,27 @@ use std::sync::Arc;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{CertificateError, DigitallySignedStruct, Error, SignatureScheme};
+use rustls::{CertificateError, DigitallySignedStruct, Error, OtherError, SignatureScheme};
+use tlslab_backend::certificate::{describe, pinned};
+use tlslab_core::Pins;
+
+/// A rejection that says what the server sent, in words.
+#[derive(Debug)]
+struct Rejected(String);
+
+impl std::fmt::Display for Rejected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Rejected {}
+
+fn rejected(message: String) -> Error {
+    Error::InvalidCertificate(CertificateError::Other(OtherError(Arc::new(Rejected(
+        message,
+    )))))
+}
 
 /// CA roots through webpki, or one of the given certificates exactly.
 #[derive(Debug)]
@@ -88,7 +108,23 @@ impl ServerCertVerifier for RootsOrExact {
                     .iter()
                     .any(|certificate| certificate.as_ref() == end_entity.as_ref());
                 if !given {
-                    return Err(error);
+                    let trusted: Vec<String> = self
+                        .given
+                        .iter()
+                        .map(|certificate| describe(certificate))
+                        .collect();
+                    let reason = match &error {
+                        Error::InvalidCertificate(CertificateError::Other(other)) => {
+                            other.0.to_string()
+                        }
+                        Error::InvalidCertificate(reason) => format!("{reason:?}"),
+                        other => other.to_string(),
+                    };
+                    return Err(rejected(format!(
+                        "{reason}: the server sent {}; --ca holds {}",
+                        describe(end_entity),
+                        trusted.join(" and ")
+                    )));
                 }
                 exact_holds(end_entity, server_name, now)?;
                 Ok(ServerCertVerified::assertion())
@@ -118,5 +154,57 @@ impl ServerCertVerifier for RootsOrExact {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.roots.supported_verify_schemes()
+    }
+}
+
+/// `--pin`: the server's public key must be one of the pins, besides what `inner` checks
+/// (nothing more with `--insecure`).
+#[derive(Debug)]
+pub(crate) struct Pinned {
+    pub inner: Arc<dyn ServerCertVerifier>,
+    pub pins: Pins,
+}
+
+impl ServerCertVerifier for Pinned {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, Error> {
+        if !pinned(&self.pins, end_entity) {
+            return Err(rejected(format!(
+                "the server's public key is not pinned: it sent {}",
+                describe(end_entity)
+            )));
+        }
+        self.inner
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        certificate: &CertificateDer<'_>,
+        signature: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.inner
+            .verify_tls12_signature(message, certificate, signature)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        certificate: &CertificateDer<'_>,
+        signature: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.inner
+            .verify_tls13_signature(message, certificate, signature)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
     }
 }

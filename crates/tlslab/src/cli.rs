@@ -28,7 +28,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Export a results store, one row per sample.
     Export(ExportArgs),
-    /// Print the paths of a lab certificate chain (for nginx, openssl or curl).
+    /// Print the paths of a lab certificate chain (for nginx, openssl or curl), or a
+    /// certificate's public-key pin (--pin-of).
     Pki(PkiArgs),
     /// Read packet captures (pcap or pcapng, also .gz or .zst) and store every TLS handshake
     /// in them as a sample, grouped into configs by what was negotiated.
@@ -146,6 +147,10 @@ pub struct RunArgs {
     /// Do not verify certificates (recorded in every sample).
     #[arg(long)]
     pub insecure: bool,
+    /// The server's public key must match: sha256//BASE64 (several separated by ';'), as
+    /// curl's --pinnedpubkey; with --insecure, the pin alone is checked.
+    #[arg(long, value_name = "sha256//BASE64")]
+    pub pin: Option<String>,
     /// Labels for the configs, in matrix order.
     #[arg(long, value_delimiter = ',')]
     pub label: Option<Vec<String>>,
@@ -244,6 +249,7 @@ impl RunArgs {
             sni: self.sni.clone(),
             ca: self.ca.clone(),
             insecure: self.insecure,
+            pin: self.pin.clone(),
             labels: self.label.clone(),
             skip_invalid: self.skip_invalid,
             until_ci: self.until_ci.clone(),
@@ -391,6 +397,10 @@ pub struct CaptureArgs {
 
 #[derive(Debug, Args)]
 pub struct PkiArgs {
+    /// Print the public-key pin of the (first) certificate in this PEM file, as --pin takes
+    /// it (sha256//BASE64), instead of the lab chain's paths.
+    #[arg(long, value_name = "FILE")]
+    pub pin_of: Option<PathBuf>,
     #[arg(long, default_value = "ecdsa-p256")]
     pub cert: String,
     #[arg(long, default_value_t = 1)]

@@ -36,6 +36,25 @@ pub fn export(args: &ExportArgs) -> Result<i32, CliError> {
 }
 
 pub fn pki(args: &PkiArgs) -> Result<i32, CliError> {
+    if let Some(path) = &args.pin_of {
+        let certificates = tlslab_pki::load_certificates(path).map_err(|error| {
+            CliError::usage(
+                error.to_string(),
+                "give a PEM file with the server's certificate",
+            )
+        })?;
+        let pin = certificates
+            .first()
+            .and_then(|certificate| tlslab_backend::certificate::pin_of(certificate))
+            .ok_or_else(|| {
+                CliError::usage(
+                    format!("{}: no certificate with a readable key", path.display()),
+                    "give a PEM file with the server's certificate",
+                )
+            })?;
+        output::print(format_args!("{pin}\n"))?;
+        return Ok(0);
+    }
     let profile = args
         .cert
         .parse()

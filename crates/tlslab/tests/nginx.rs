@@ -241,28 +241,43 @@ fn a_self_signed_certificate_made_with_openssl_req_is_trusted_by_both_clients() 
         return;
     };
     let dir = scratch("nginx-self-signed");
-    // The way most labs make a server certificate: CA flag set (OpenSSL's default for
-    // `req -x509`), a common name and no subjectAltName.
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let made = Command::new("openssl")
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-        ])
-        .args(["-subj", "/CN=localhost", "-keyout"])
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .stderr(Stdio::null())
-        .status();
-    if !made.is_ok_and(|status| status.success()) {
+    // The study's command, the way most labs make a server certificate: CA flag set
+    // (OpenSSL's default for `req -x509`), a subject and no subjectAltName.
+    let self_signed = |name: &str| {
+        let (cert, key) = (
+            dir.join(format!("{name}.pem")),
+            dir.join(format!("{name}.key")),
+        );
+        let made = Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "rsa:4096", "-keyout"])
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .args(["-sha256", "-days", "3650", "-nodes"])
+            .args(["-subj", "/C=DE/O=Lab/CN=localhost"])
+            .stderr(Stdio::null())
+            .status();
+        made.is_ok_and(|status| status.success()).then(|| {
+            (
+                cert.to_str().unwrap().to_string(),
+                key.to_str().unwrap().to_string(),
+            )
+        })
+    };
+    let (Some((cert, key)), Some((other, _))) = (self_signed("cert"), self_signed("other")) else {
         eprintln!("skipping: the openssl command is not installed (.ci/run installs it)");
         return;
-    }
-    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
-    let nginx = start_nginx(&binary, &dir, cert, key);
+    };
+    let nginx = start_nginx(&binary, &dir, &cert, &key);
     let target = format!("127.0.0.1:{}", nginx.port);
-    let run = against(&dir, "self-signed", &target, cert)
-        .args("--tls 1.2,1.3 --client-backend rustls,openssl -n 5 --warmup 0")
+    let against = |name: &str, arguments: &str| {
+        Run::new(&dir, name)
+            .option("--target", &target)
+            .args("--warmup 0 --client-backend rustls,openssl")
+            .args(arguments)
+    };
+    let run = against("self-signed", "--sni localhost --tls 1.2,1.3 -n 5")
+        .option("--ca", &cert)
         .succeeds();
     // Trusted as that exact certificate by both clients, the chain still timed as
     // validation and the handshake signature checked.
@@ -274,12 +289,48 @@ fn a_self_signed_certificate_made_with_openssl_req_is_trusted_by_both_clients() 
         20
     );
     // It still has to name the server.
-    let summary = Run::new(&dir, "wrong-name")
-        .option("--target", &target)
-        .args("--sni elsewhere.test --tls 1.3 --client-backend rustls,openssl -n 2 --warmup 0")
-        .option("--ca", cert)
+    let summary = against("wrong-name", "--sni elsewhere.test --tls 1.3 -n 2")
+        .option("--ca", &cert)
         .fails(1, "certificate")
         .summary;
     assert!(summary.contains("NotValidForName"), "{summary}");
     assert!(summary.contains("hostname mismatch"), "{summary}");
+    // Another self-signed certificate in --ca: refused, saying what the server sent.
+    let summary = against("other-certificate", "--sni localhost --tls 1.3 -n 2")
+        .option("--ca", &other)
+        .fails(1, "certificate")
+        .summary;
+    assert_eq!(
+        summary
+            .matches("the server sent 'C=DE, O=Lab, CN=localhost'")
+            .count(),
+        2,
+        "{summary}"
+    );
+    // --pin: the right key passes (with --insecure, alone); a wrong one is refused by both.
+    let pin = stdout(&tlslab(&["pki", "--pin-of", &cert]));
+    let pin = pin.trim();
+    assert!(pin.starts_with("sha256//"), "{pin}");
+    let run = against("pinned", "--sni localhost --tls 1.2,1.3 -n 3")
+        .option("--ca", &cert)
+        .option("--pin", pin)
+        .succeeds();
+    assert_eq!(count_samples(&run.db, "s.outcome = 'ok'"), 12);
+    against(
+        "pinned-insecure",
+        "--sni localhost --tls 1.3 -n 2 --insecure",
+    )
+    .option("--pin", pin)
+    .succeeds();
+    let wrong = format!("sha256//{}=", "A".repeat(43));
+    let summary = against("wrong-pin", "--sni localhost --tls 1.3 -n 2")
+        .option("--ca", &cert)
+        .option("--pin", &wrong)
+        .fails(1, "certificate")
+        .summary;
+    assert_eq!(
+        summary.matches("public key is not pinned").count(),
+        2,
+        "{summary}"
+    );
 }

@@ -147,6 +147,7 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                                 http: session.http,
                                 path: experiment.path.clone(),
                                 insecure: experiment.insecure,
+                                pins: checked.pins.clone(),
                                 client_backend: backends.0,
                                 server_backend: backends.1,
                                 ech,

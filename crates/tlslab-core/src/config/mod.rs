@@ -55,6 +55,8 @@ pub struct Config {
     pub http: Http,
     pub path: String,
     pub insecure: bool,
+    /// Public keys the server's certificate must carry (`--pin`).
+    pub pins: Option<crate::Pins>,
     /// The TLS library of the client.
     pub client_backend: Backend,
     /// The TLS library of the lab server; `None` for an external target.

@@ -15,6 +15,8 @@ use crate::experiment::Experiment;
 pub(super) struct Checked {
     /// `--ech-config`: the target's ECHConfigList.
     pub ech_config: Option<Vec<u8>>,
+    /// `--pin`.
+    pub pins: Option<crate::Pins>,
 }
 
 pub(super) fn require_nonempty<T>(values: &[T], name: &str) -> Result<(), ConfigError> {
@@ -175,7 +177,19 @@ pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> 
             "for example --server-cmd 'nginx -c /etc/tlslab/nginx.conf' --target 127.0.0.1:8443",
         ));
     }
-    Ok(Checked { ech_config })
+    let pins = experiment
+        .pin
+        .as_deref()
+        .map(|text| {
+            crate::Pins::parse(text).map_err(|problem| {
+                error(
+                    format!("--pin: {problem}"),
+                    "give sha256// and the base64 SHA-256 of the server's public key (as curl's --pinnedpubkey); a rejected certificate's error prints its pin",
+                )
+            })
+        })
+        .transpose()?;
+    Ok(Checked { ech_config, pins })
 }
 
 /// Decodes an ECHConfigList given as base64. HTTPS DNS records use the standard alphabet;
