@@ -15,6 +15,7 @@
 mod charts;
 mod comparison;
 mod data;
+mod diagnosis;
 mod html;
 mod markdown;
 mod samples;

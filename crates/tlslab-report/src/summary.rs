@@ -218,6 +218,9 @@ pub struct ConfigSummary {
     pub errors: BTreeMap<String, i64>,
     /// One description per error class, to say what happened.
     pub error_examples: BTreeMap<String, String>,
+    /// The likely cause and fix per error class, in the server's terms, where the example
+    /// tells.
+    pub diagnoses: BTreeMap<String, String>,
     /// The full handshake (start → handshake_done) of successful attempts, in ms.
     pub handshake_ms: Option<Distribution>,
     /// tcp or quic.
@@ -304,8 +307,12 @@ impl RunSummary {
                 .filter(|(class, _)| class != "ok")
                 .collect();
             let mut error_examples = BTreeMap::new();
+            let mut diagnoses = BTreeMap::new();
             for class in errors.keys() {
                 if let Some(example) = store.error_example(config.id, class)? {
+                    if let Some(diagnosis) = crate::diagnosis::diagnose(class, &example, &config) {
+                        diagnoses.insert(class.clone(), diagnosis);
+                    }
                     error_examples.insert(class.clone(), example);
                 }
             }
@@ -409,6 +416,7 @@ impl RunSummary {
                 ok,
                 errors,
                 error_examples,
+                diagnoses,
                 handshake_ms,
                 transport: config.transport.clone(),
                 ttfb_ms: Distribution::of_nanos(&store.phase_values(config.id, "ttfb")?),

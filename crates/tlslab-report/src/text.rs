@@ -97,6 +97,9 @@ pub fn render_text(summary: &RunSummary) -> String {
         );
         for (class, example) in &config.error_examples {
             let _ = writeln!(out, "             {class}: {example}");
+            if let Some(diagnosis) = config.diagnoses.get(class) {
+                let _ = writeln!(out, "             why: {diagnosis}");
+            }
         }
         let mut rate = Vec::new();
         if let Some(per_second) = config.handshakes_per_second {

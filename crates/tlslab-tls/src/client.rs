@@ -141,12 +141,9 @@ fn verifier(
     )
     .build()
     .map_err(|error| Error::Unsupported(error.to_string()))?;
-    // Certificates given with --ca also count as the server's own, exactly (trust.rs).
-    Ok(if given.is_empty() {
-        roots
-    } else {
-        Arc::new(crate::trust::RootsOrExact { roots, given })
-    })
+    // Certificates given with --ca also count as the server's own, exactly, and a refusal
+    // says what the server sent (trust.rs).
+    Ok(Arc::new(crate::trust::RootsOrExact { roots, given }))
 }
 
 impl Client {

@@ -113,6 +113,11 @@ impl ServerCertVerifier for RootsOrExact {
                         .iter()
                         .map(|certificate| describe(certificate))
                         .collect();
+                    let trusted = if trusted.is_empty() {
+                        "the system's roots".to_string()
+                    } else {
+                        format!("--ca holds {}", trusted.join(" and "))
+                    };
                     let reason = match &error {
                         Error::InvalidCertificate(CertificateError::Other(other)) => {
                             other.0.to_string()
@@ -121,9 +126,8 @@ impl ServerCertVerifier for RootsOrExact {
                         other => other.to_string(),
                     };
                     return Err(rejected(format!(
-                        "{reason}: the server sent {}; --ca holds {}",
+                        "{reason}: the server sent {}; trusted: {trusted}",
                         describe(end_entity),
-                        trusted.join(" and ")
                     )));
                 }
                 exact_holds(end_entity, server_name, now)?;

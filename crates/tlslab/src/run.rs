@@ -255,17 +255,17 @@ pub fn run(args: &RunArgs) -> Result<i32, CliError> {
             experiment.max_error_rate,
             classes.join(", ")
         ));
-        let refused = summary
+        // The first failure said in the server's terms, or where to look.
+        let diagnosis = summary
             .configs
             .iter()
-            .any(|c| c.errors.contains_key("refused"));
+            .find_map(|config| config.diagnoses.values().next());
         output::note(format_args!(
             "hint: {}",
-            if refused {
-                "nothing accepted connections on the target port: check the address and that the server runs"
-            } else {
-                "the error classes and examples above say what failed; raise --max-error-rate to tolerate failures"
-            }
+            diagnosis.map_or(
+                "the error classes and examples above say what failed; raise --max-error-rate to tolerate failures",
+                String::as_str
+            )
         ));
         return Ok(EXIT_FAILURES);
     }

@@ -334,3 +334,170 @@ fn a_self_signed_certificate_made_with_openssl_req_is_trusted_by_both_clients() 
         "{summary}"
     );
 }
+
+/// nginx with one server per way a real server commonly fails a client, on free ports:
+/// (name, port).
+fn misconfigured_nginx(binary: &Path, dir: &Path) -> (Nginx, Vec<(&'static str, u16)>) {
+    let path_of = lab_paths("ecdsa-p256", "2");
+    // The lab chain's leaf alone: the intermediate is missing.
+    let chain = std::fs::read_to_string(path_of("chain")).unwrap();
+    let end = chain.find("-----END CERTIFICATE-----").unwrap() + "-----END CERTIFICATE-----".len();
+    let leaf = dir.join("leaf-only.pem");
+    std::fs::write(&leaf, format!("{}\n", &chain[..end])).unwrap();
+    let (full, key) = (path_of("chain"), path_of("key"));
+    let leaf = leaf.display();
+    let ports: Vec<(&'static str, u16)> = [
+        "tls12-only",
+        "plain-http",
+        "chacha-only",
+        "leaf-only",
+        "self-signed",
+    ]
+    .into_iter()
+    .map(|name| (name, closed_port()))
+    .collect();
+    let port = |name: &str| ports.iter().find(|(n, _)| *n == name).unwrap().1;
+    let self_signed = dir.join("self-signed.pem");
+    let self_signed_key = dir.join("self-signed.key");
+    let made = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args(["-nodes", "-days", "30", "-subj", "/CN=localhost", "-keyout"])
+        .arg(&self_signed_key)
+        .arg("-out")
+        .arg(&self_signed)
+        .stderr(Stdio::null())
+        .status();
+    assert!(made.is_ok_and(|status| status.success()), "openssl req");
+    let dir_text = dir.display();
+    let server = |name: &str, tls: &str| {
+        format!(
+            "server {{ listen 127.0.0.1:{} {tls} location / {{ return 200 \"ok\\n\"; }} }}\n",
+            port(name)
+        )
+    };
+    let config = format!(
+        "daemon off; master_process off; worker_processes 1; pid {dir_text}/nginx.pid;
+error_log {dir_text}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off;
+  client_body_temp_path {dir_text}/body; proxy_temp_path {dir_text}/proxy;
+  fastcgi_temp_path {dir_text}/fastcgi; uwsgi_temp_path {dir_text}/uwsgi; scgi_temp_path {dir_text}/scgi;
+  {}{}{}{}{}}}
+",
+        server(
+            "tls12-only",
+            &format!("ssl; ssl_certificate {full}; ssl_certificate_key {key}; ssl_protocols TLSv1.2;")
+        ),
+        server("plain-http", ";"),
+        server(
+            "chacha-only",
+            &format!(
+                "ssl; ssl_certificate {full}; ssl_certificate_key {key}; ssl_protocols TLSv1.2; \
+                 ssl_ciphers ECDHE-ECDSA-CHACHA20-POLY1305;"
+            )
+        ),
+        server(
+            "leaf-only",
+            &format!(
+                "ssl; ssl_certificate {leaf}; ssl_certificate_key {key}; \
+                 ssl_protocols TLSv1.2 TLSv1.3;"
+            )
+        ),
+        server(
+            "self-signed",
+            &format!(
+                "ssl; ssl_certificate {}; ssl_certificate_key {}; ssl_protocols TLSv1.2 TLSv1.3;",
+                self_signed.display(),
+                self_signed_key.display()
+            )
+        ),
+    );
+    let config_path = dir.join("nginx.conf");
+    std::fs::write(&config_path, config).unwrap();
+    let child = Command::new(binary)
+        .arg("-p")
+        .arg(dir)
+        .arg("-c")
+        .arg(&config_path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nginx starts");
+    let nginx = Nginx {
+        child,
+        port: port("plain-http"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for (_, port) in &ports {
+        while TcpStream::connect(("127.0.0.1", *port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "nginx did not listen: {}",
+                std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    (nginx, ports)
+}
+
+#[test]
+fn failures_are_explained_in_the_servers_terms() {
+    let Some(binary) = nginx_binary() else {
+        eprintln!("skipping: nginx is not installed (apt-get install nginx-light; .ci/run does)");
+        return;
+    };
+    let dir = scratch("nginx-diagnoses");
+    let (_nginx, ports) = misconfigured_nginx(&binary, &dir);
+    let root = lab_paths("ecdsa-p256", "2")("root");
+    // (server, flags, what the hint must say), for both clients.
+    let cases = [
+        ("tls12-only", "--tls 1.3", "does not enable TLS 1.3"),
+        ("plain-http", "--tls 1.3", "does not speak TLS"),
+        (
+            "chacha-only",
+            "--tls 1.2 --suite aes128gcm",
+            "shares no cipher suite",
+        ),
+        ("leaf-only", "--tls 1.3", "incomplete chain"),
+        ("self-signed", "--tls 1.3 --no-ca", "self-signed"),
+        (
+            "tls12-only",
+            "--tls 1.2 --sni elsewhere.test",
+            "does not name",
+        ),
+    ];
+    for (server, flags, cause) in cases {
+        let port = ports.iter().find(|(name, _)| *name == server).unwrap().1;
+        let mut run = Run::new(&dir, &format!("{server}-{}", cause.replace(' ', "-")))
+            .option("--target", format!("127.0.0.1:{port}"))
+            .args("--client-backend rustls,openssl -n 2 --warmup 0")
+            .args(&flags.replace("--no-ca", ""));
+        if !flags.contains("--sni") {
+            run = run.args("--sni localhost");
+        }
+        if !flags.contains("--no-ca") {
+            run = run.option("--ca", &root);
+        }
+        let finished = run.fails(1, cause);
+        assert_eq!(
+            finished.summary.matches(&format!("why: the ")).count(),
+            2,
+            "{server}: both clients' failures explained: {}",
+            finished.summary
+        );
+        assert!(
+            finished.summary.contains(cause),
+            "{server}: {}",
+            finished.summary
+        );
+    }
+}
