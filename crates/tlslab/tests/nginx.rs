@@ -489,7 +489,7 @@ fn failures_are_explained_in_the_servers_terms() {
         }
         let finished = run.fails(1, cause);
         assert_eq!(
-            finished.summary.matches(&format!("why: the ")).count(),
+            finished.summary.matches("why: the ").count(),
             2,
             "{server}: both clients' failures explained: {}",
             finished.summary
