@@ -289,6 +289,7 @@ fn config_record(index: usize, key: &ConfigKey, connection: &flows::Connection) 
         early_data_bytes: 0,
         cert_cache: false,
         hello_retry: key.hello_retry,
+        trust: None,
         insecure: false,
         transport: key.transport.to_string(),
         http: "none".to_string(),

@@ -91,6 +91,9 @@ pub struct ConfigRecord {
     pub cert_cache: bool,
     /// The client's first key share was for another group (a HelloRetryRequest expected).
     pub hello_retry: bool,
+    /// What the client trusted: `lab root`, `CA file`, `system roots` or `insecure`, with
+    /// ` + pin` under `--pin`; `None` for a capture's Configs.
+    pub trust: Option<String>,
     pub insecure: bool,
     /// `tcp` or `quic`.
     pub transport: String,

@@ -253,6 +253,8 @@ pub struct ConfigSummary {
     pub resumed: Option<i64>,
     pub full: Option<i64>,
     pub insecure: bool,
+    /// What the client trusted, for a Config against a target.
+    pub trust: Option<String>,
     /// With `--until-ci`: whether and why the Config stopped before its planned handshakes.
     pub stopping: Option<String>,
     /// The emulated network, when there was one.
@@ -435,6 +437,7 @@ impl RunSummary {
                 resumed,
                 full,
                 insecure: config.insecure,
+                trust: config.target.as_ref().and(config.trust.clone()),
                 stopping: until_ci.map(|target| match config.stopped() {
                     Some((round, samples, width)) => format!(
                         "stopped early after round {round} ({samples} handshakes): the median's 95% CI is ±{:.2}%, within ±{:.2}%",

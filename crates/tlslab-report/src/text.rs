@@ -38,6 +38,9 @@ pub fn render_text(summary: &RunSummary) -> String {
     let mut out = String::new();
     for config in &summary.configs {
         let _ = writeln!(out, "{}", config.label);
+        if let Some(trust) = &config.trust {
+            let _ = writeln!(out, "  trust      {trust}");
+        }
         match &config.handshake_ms {
             Some(h) => {
                 let _ = writeln!(

@@ -204,6 +204,7 @@ const FIELDS: &[Field] = &[
         flag(s.negotiated.hello_retry)
     })),
     config("hello_retry_asked", "hello_retry"),
+    config("trust", "trust"),
     // What a captured ClientHello offered, comma-separated in the client's order.
     sample("offered_versions", "TEXT", |s| {
         text(observed(s, |o| o.offered.versions.join(",")).as_deref())
@@ -420,6 +421,7 @@ pub const CONFIG_COLUMNS: &[ConfigColumn] = &[
         "INTEGER NOT NULL DEFAULT 0",
         Some(|c| flag(Some(c.hello_retry))),
     ),
+    ("trust", "TEXT", Some(|c| text(c.trust.as_deref()))),
 ];
 
 /// `"name"`, quoted: some column names (`group`) are SQL keywords.

@@ -186,6 +186,9 @@ pub struct ConfigRow {
     pub ech: String,
     /// The client's first key share was for another group (`--hello-retry on`).
     pub hello_retry: bool,
+    /// What the client trusted (`lab root`, `CA file`, `system roots`, `insecure`, with
+    /// ` + pin`); `None` for captures and stores before schema 6.
+    pub trust: Option<String>,
 }
 
 impl ConfigRow {

@@ -279,6 +279,8 @@ fn a_self_signed_certificate_made_with_openssl_req_is_trusted_by_both_clients() 
     let run = against("self-signed", "--sni localhost --tls 1.2,1.3 -n 5")
         .option("--ca", &cert)
         .succeeds();
+    // The summary says what each Config trusted.
+    assert_eq!(run.summary.matches("  trust      CA file\n").count(), 4);
     // Trusted as that exact certificate by both clients, the chain still timed as
     // validation and the handshake signature checked.
     assert_eq!(
@@ -316,12 +318,20 @@ fn a_self_signed_certificate_made_with_openssl_req_is_trusted_by_both_clients() 
         .option("--pin", pin)
         .succeeds();
     assert_eq!(count_samples(&run.db, "s.outcome = 'ok'"), 12);
-    against(
+    assert_eq!(
+        run.summary.matches("  trust      CA file + pin\n").count(),
+        4
+    );
+    let run = against(
         "pinned-insecure",
         "--sni localhost --tls 1.3 -n 2 --insecure",
     )
     .option("--pin", pin)
     .succeeds();
+    assert_eq!(
+        run.summary.matches("  trust      insecure + pin\n").count(),
+        2
+    );
     let wrong = format!("sha256//{}=", "A".repeat(43));
     let summary = against("wrong-pin", "--sni localhost --tls 1.3 -n 2")
         .option("--ca", &cert)

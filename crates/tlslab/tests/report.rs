@@ -179,6 +179,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
             "server_backend",
             "ech",
             "hello_retry",
+            "trust",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE configs DROP COLUMN {column}"))

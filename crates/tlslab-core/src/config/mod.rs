@@ -107,6 +107,7 @@ impl Config {
             early_data_bytes: self.early_data,
             cert_cache: self.cert_cache,
             hello_retry: self.hello_retry,
+            trust: Some(self.trust()),
             insecure: self.insecure,
             transport: self.transport.as_str().to_string(),
             http: self.http.as_str().to_string(),
@@ -119,6 +120,22 @@ impl Config {
             network: self.network,
             emulator: self.network.and(emulator),
             description: serde_json::to_string(self).unwrap_or_else(|_| "null".into()),
+        }
+    }
+
+    /// What the client trusts, in words: the lab root, a CA file, the system roots or
+    /// nothing (`--insecure`), with ` + pin` under `--pin`.
+    pub fn trust(&self) -> String {
+        let base = match (&self.endpoint, self.insecure) {
+            (_, true) => "insecure",
+            (Endpoint::Lab { .. }, false) => "lab root",
+            (Endpoint::Target { ca: Some(_), .. }, false) => "CA file",
+            (Endpoint::Target { ca: None, .. }, false) => "system roots",
+        };
+        if self.pins.is_some() {
+            format!("{base} + pin")
+        } else {
+            base.to_string()
         }
     }
 
