@@ -79,6 +79,10 @@ pub struct Experiment {
     /// Public-key pins the server's certificate must match (`sha256//BASE64`, several
     /// separated by `;`, as curl's `--pinnedpubkey`); with `insecure`, the pin alone.
     pub pin: Option<String>,
+    /// Limits the run must keep for exit code 0 (`p99<5ms`, `errors<1%`, `rate>1000/s`,
+    /// optionally for the Configs whose label contains a text: `mlkem: p99<5ms`); a broken
+    /// one exits 4.
+    pub thresholds: Vec<String>,
     /// Labels for the Configs, in matrix order (default: automatic labels).
     pub labels: Vec<String>,
     /// TLS libraries: each value is one Config whose client and lab server both use it.
@@ -150,6 +154,7 @@ impl Default for Experiment {
             ca: None,
             insecure: false,
             pin: None,
+            thresholds: Vec::new(),
             labels: Vec::new(),
             backend: vec![Backend::Rustls],
             client_backend: Vec::new(),

@@ -30,6 +30,7 @@ pub mod pins;
 pub mod plan;
 pub mod record;
 pub mod sample;
+pub mod threshold;
 
 pub use config::{Config, ConfigError, Endpoint, ServerKey, ServerResumption};
 pub use dimension::{

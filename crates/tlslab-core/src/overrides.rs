@@ -47,6 +47,7 @@ pub struct Overrides {
     pub ca: Option<PathBuf>,
     pub insecure: bool,
     pub pin: Option<String>,
+    pub thresholds: Option<Vec<String>>,
     pub labels: Option<Vec<String>>,
     pub skip_invalid: bool,
     pub until_ci: Option<String>,
@@ -199,6 +200,7 @@ impl Experiment {
         set(&mut self.sni, &given.sni, some)?;
         set(&mut self.ca, &given.ca, some)?;
         set(&mut self.pin, &given.pin, some)?;
+        set(&mut self.thresholds, &given.thresholds, copy)?;
         set(&mut self.server_cmd, &given.server_cmd, some)?;
         self.replay |= given.replay;
         self.insecure |= given.insecure;

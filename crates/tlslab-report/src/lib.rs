@@ -22,6 +22,7 @@ mod samples;
 mod summary;
 mod tables;
 mod text;
+pub mod thresholds;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

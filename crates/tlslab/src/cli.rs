@@ -151,6 +151,11 @@ pub struct RunArgs {
     /// curl's --pinnedpubkey; with --insecure, the pin alone is checked.
     #[arg(long, value_name = "sha256//BASE64")]
     pub pin: Option<String>,
+    /// A limit the run must keep, else it exits 4 (repeat for several): [LABEL TEXT:]
+    /// [PHASE.]STATISTIC OP DURATION ('p99<5ms', 'server_response.median<=1ms'), 'errors<1%',
+    /// 'rate>1000/s'; statistics min, median, mean, max, p90, p99, p99.9, ...
+    #[arg(long = "threshold", value_name = "EXPRESSION")]
+    pub thresholds: Option<Vec<String>>,
     /// Labels for the configs, in matrix order.
     #[arg(long, value_delimiter = ',')]
     pub label: Option<Vec<String>>,
@@ -250,6 +255,7 @@ impl RunArgs {
             ca: self.ca.clone(),
             insecure: self.insecure,
             pin: self.pin.clone(),
+            thresholds: self.thresholds.clone(),
             labels: self.label.clone(),
             skip_invalid: self.skip_invalid,
             until_ci: self.until_ci.clone(),

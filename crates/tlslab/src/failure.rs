@@ -7,6 +7,8 @@ use std::fmt::Display;
 pub const EXIT_FAILURES: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_ENVIRONMENT: i32 = 3;
+/// The run completed and stored everything, and a `--threshold` was broken.
+pub const EXIT_THRESHOLD: i32 = 4;
 /// Interrupted by SIGINT or SIGTERM, as shells report a process that a Ctrl-C ended.
 pub const EXIT_INTERRUPTED: i32 = 130;
 

@@ -11,7 +11,7 @@ use tlslab_report::{render_text, RunSummary};
 use tlslab_store::Store;
 
 use crate::cli::RunArgs;
-use crate::failure::{CliError, EXIT_FAILURES, EXIT_INTERRUPTED};
+use crate::failure::{CliError, EXIT_FAILURES, EXIT_INTERRUPTED, EXIT_THRESHOLD};
 use crate::output;
 
 /// The experiment the flags describe: the file's (or the default), with flags on top.
@@ -268,6 +268,31 @@ pub fn run(args: &RunArgs) -> Result<i32, CliError> {
             )
         ));
         return Ok(EXIT_FAILURES);
+    }
+    let thresholds: Vec<tlslab_core::threshold::Threshold> = experiment
+        .thresholds
+        .iter()
+        .filter_map(|text| text.parse().ok())
+        .collect();
+    let breaches = tlslab_report::thresholds::check(&store, &summary, &thresholds)?;
+    if !breaches.is_empty() {
+        for breach in &breaches {
+            output::note(format_args!(
+                "error: threshold '{}' broken by '{}': {}",
+                breach.threshold, breach.config, breach.measured
+            ));
+        }
+        output::note(format_args!(
+            "hint: {} of {} Configs broke a threshold; the samples are stored in {}",
+            breaches
+                .iter()
+                .map(|breach| &breach.config)
+                .collect::<std::collections::BTreeSet<_>>()
+                .len(),
+            summary.configs.len(),
+            path.display()
+        ));
+        return Ok(EXIT_THRESHOLD);
     }
     Ok(0)
 }

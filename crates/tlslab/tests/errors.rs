@@ -151,3 +151,49 @@ fn interrupt_with(signal: &str) {
     assert!(stored > 0 && stored < 1_000_020);
     assert_eq!(stored, attempted);
 }
+
+#[test]
+fn a_broken_threshold_exits_4_and_names_the_config_and_what_it_measured() {
+    let dir = scratch("thresholds");
+    // No handshake takes a microsecond: both Configs break it.
+    let broken = Run::new(&dir, "broken")
+        .args("--tls 1.2,1.3 -n 10 --warmup 0")
+        .option("--threshold", "p99<1us")
+        .option("--threshold", "errors<1%")
+        .output();
+    assert_eq!(broken.status.code(), Some(4), "{}", stderr(&broken));
+    let text = stderr(&broken);
+    for version in ["tls1.2", "tls1.3"] {
+        assert!(
+            text.contains(&format!("error: threshold 'p99<1us' broken by '{version} ")),
+            "{text}"
+        );
+    }
+    assert!(!text.contains("errors<1%"), "no error was made: {text}");
+    assert!(
+        text.contains("hint: 2 of 2 Configs broke a threshold"),
+        "{text}"
+    );
+    // Generous limits hold, also from an experiment file, and a scoped one only where it
+    // applies.
+    let experiment = dir.join("thresholds.toml");
+    std::fs::write(
+        &experiment,
+        "tls = [\"1.2\", \"1.3\"]\nhandshakes = 10\nwarmup = 0\n\
+         thresholds = [\"p99<10s\", \"errors<=0%\", \"rate>1/s\", \"tls1.2: server_response.max<10s\"]\n",
+    )
+    .unwrap();
+    Run::new(&dir, "kept")
+        .arg(experiment.to_str().unwrap())
+        .succeeds();
+    let scoped = Run::new(&dir, "scoped")
+        .args("--tls 1.2,1.3 -n 10 --warmup 0")
+        .option("--threshold", "tls1.3: median<1us")
+        .output();
+    assert_eq!(scoped.status.code(), Some(4));
+    assert!(
+        !stderr(&scoped).contains("by 'tls1.2"),
+        "{}",
+        stderr(&scoped)
+    );
+}

@@ -189,6 +189,16 @@ pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> 
             })
         })
         .transpose()?;
+    for threshold in &experiment.thresholds {
+        threshold
+            .parse::<crate::threshold::Threshold>()
+            .map_err(|problem| {
+                error(
+                    format!("--threshold {problem}"),
+                    "for example --threshold 'p99<5ms' --threshold 'errors<1%' --threshold 'x25519mlkem768: server_response.median<2ms'",
+                )
+            })?;
+    }
     Ok(Checked { ech_config, pins })
 }
 
