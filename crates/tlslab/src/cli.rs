@@ -442,4 +442,16 @@ pub struct CompareArgs {
     /// Print the comparisons as JSON.
     #[arg(long)]
     pub json: bool,
+    /// A regression gate: exit 4 when a comparison finds the other slower (its median
+    /// higher), faster, or either (different) than the baseline, by the verdict rule.
+    #[arg(long, value_enum)]
+    pub fail_on: Option<Gate>,
+}
+
+/// What `tlslab compare --fail-on` refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Gate {
+    Slower,
+    Faster,
+    Different,
 }

@@ -6,8 +6,8 @@ use std::path::Path;
 use tlslab_report::{compare_store, render_comparisons};
 use tlslab_stats::{compare_all, CompareOptions, ComparisonSet};
 
-use crate::cli::CompareArgs;
-use crate::failure::CliError;
+use crate::cli::{CompareArgs, Gate};
+use crate::failure::{CliError, EXIT_THRESHOLD};
 use crate::output;
 
 pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
@@ -58,7 +58,43 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
         _ => unreachable!("clap allows one or two inputs"),
     };
     print_set(&set, &metric, unit, args.json)?;
-    Ok(0)
+    let Some(gate) = args.fail_on else {
+        return Ok(0);
+    };
+    // The verdict rule of the printed lines: the median's interval excludes 0 and the
+    // Holm-adjusted Mann-Whitney p is below alpha.
+    let caught: Vec<_> = set
+        .comparisons
+        .iter()
+        .filter(|comparison| {
+            comparison.detects_difference(args.alpha)
+                && match gate {
+                    Gate::Slower => comparison.diff_median > 0.0,
+                    Gate::Faster => comparison.diff_median < 0.0,
+                    Gate::Different => true,
+                }
+        })
+        .collect();
+    for comparison in &caught {
+        output::note(format_args!(
+            "error: '{}' against '{}': {}",
+            comparison.other, comparison.baseline, comparison.verdict
+        ));
+    }
+    if caught.is_empty() {
+        return Ok(0);
+    }
+    output::note(format_args!(
+        "hint: --fail-on {} caught {} of {} comparisons",
+        match gate {
+            Gate::Slower => "slower",
+            Gate::Faster => "faster",
+            Gate::Different => "different",
+        },
+        caught.len(),
+        set.comparisons.len()
+    ));
+    Ok(EXIT_THRESHOLD)
 }
 
 fn print_set(set: &ComparisonSet, metric: &str, unit: &str, json: bool) -> Result<(), CliError> {

@@ -201,3 +201,43 @@ fn until_ci_stops_configs_early_and_says_why() {
     assert_user_error(&tlslab(&["run", "--until-ci", "often"]), 2, "until-ci");
     assert_user_error(&tlslab(&["run", "--until-ci", "150%"]), 2, "until-ci");
 }
+
+#[test]
+fn fail_on_gates_a_regression_with_exit_4() {
+    let dir = scratch("compare-gate");
+    let write = |name: &str, values: &[f64]| {
+        let path = dir.join(name);
+        let body: String = values.iter().map(|v| format!("{v}\n")).collect();
+        std::fs::write(&path, body).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let before = write(
+        "before.txt",
+        &[1.00, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.00],
+    );
+    let after = write(
+        "after.txt",
+        &[1.50, 1.52, 1.48, 1.51, 1.49, 1.53, 1.47, 1.50],
+    );
+    // The new build is slower: the slower and different gates catch it, the faster one not.
+    for (gate, code) in [("slower", 4), ("different", 4), ("faster", 0)] {
+        let output = tlslab(&["compare", &before, &after, "--fail-on", gate]);
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "{gate}: {}",
+            stderr(&output)
+        );
+        if code == 4 {
+            assert!(stderr(&output).contains("error: 'after.txt' against 'before.txt'"));
+            assert!(stderr(&output).contains(&format!("hint: --fail-on {gate} caught 1 of 1")));
+        }
+    }
+    // The same numbers are no regression.
+    let same = write(
+        "same.txt",
+        &[1.00, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.00],
+    );
+    let output = tlslab(&["compare", &before, &same, "--fail-on", "different"]);
+    assert_eq!(output.status.code(), Some(0));
+}
