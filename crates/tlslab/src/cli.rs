@@ -37,6 +37,23 @@ pub enum Command {
     /// Capture live: every TLS handshake passing an interface, stored as it completes
     /// (needs root or CAP_NET_RAW). Stops at --duration, or on Ctrl-C with nothing lost.
     Capture(CaptureArgs),
+    /// Print a shell completion script: `source <(tlslab completions bash)`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), or write one page per command into a directory.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell: bash, zsh, fish, powershell or elvish.
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write tlslab.1 and tlslab-<command>.1 here instead of printing tlslab.1.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,7 @@ mod crosscheck;
 mod export;
 mod failure;
 mod files;
+mod manual;
 mod output;
 mod passive;
 mod pcap;
@@ -15,12 +16,36 @@ mod report;
 mod run;
 mod serve;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::cli::{Cli, Command};
 
+/// `--version` in long form: the commit and the TLS libraries this binary links.
+fn long_version() -> String {
+    let environment =
+        tlslab_engine::environment::capture(env!("CARGO_PKG_VERSION"), env!("TLSLAB_COMMIT"));
+    format!(
+        "{} (commit {})\nrustls {} ({})\n{}",
+        env!("CARGO_PKG_VERSION"),
+        env!("TLSLAB_COMMIT"),
+        environment.rustls_version,
+        environment.crypto_provider,
+        environment
+            .openssl_version
+            .unwrap_or_else(|| "OpenSSL: not linked".into())
+    )
+}
+
 fn main() {
-    let cli = match Cli::try_parse() {
+    let mut command = Cli::command();
+    // Only --version needs the libraries' versions.
+    if std::env::args().any(|argument| argument == "--version") {
+        command = command.long_version(long_version());
+    }
+    let parsed = command
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         // --help and --version are answers, not errors.
         Err(error) if !error.use_stderr() => {
@@ -45,6 +70,8 @@ fn main() {
         Command::Pki(args) => export::pki(args),
         Command::Pcap(args) => pcap::pcap(args),
         Command::Capture(args) => capture::capture(args),
+        Command::Completions(args) => manual::completions(args),
+        Command::Man(args) => manual::man(args),
     };
     match result {
         Ok(code) => std::process::exit(code),
