@@ -85,6 +85,11 @@ pub struct Experiment {
     pub thresholds: Vec<String>,
     /// Labels for the Configs, in matrix order (default: automatic labels).
     pub labels: Vec<String>,
+    /// Exact Configs (`[[config]]` tables), each a partial Config over the values above: when
+    /// given, the run has these Configs and not the crossed matrix. A table names dimensions
+    /// (one value, or a list that it crosses) and optionally its `label`.
+    #[serde(rename = "config", skip_serializing_if = "Vec::is_empty")]
+    pub explicit: Vec<toml::Table>,
     /// TLS libraries: each value is one Config whose client and lab server both use it.
     pub backend: Vec<Backend>,
     /// Client libraries, crossed with `server_backend`; either list replaces `backend` on
@@ -156,6 +161,7 @@ impl Default for Experiment {
             pin: None,
             thresholds: Vec::new(),
             labels: Vec::new(),
+            explicit: Vec::new(),
             backend: vec![Backend::Rustls],
             client_backend: Vec::new(),
             server_backend: Vec::new(),
@@ -207,7 +213,11 @@ impl Experiment {
 
     /// Expands the matrix into labelled Configs, validating every combination.
     pub fn configs(&self) -> Result<Vec<Config>, ConfigError> {
-        expand(self)
+        if self.explicit.is_empty() {
+            expand(self)
+        } else {
+            crate::config::expand_explicit(self)
+        }
     }
 
     /// The block size for a Config at concurrency `concurrency`.

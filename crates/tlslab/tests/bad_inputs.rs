@@ -67,6 +67,17 @@ fn fixtures(dir: &Path) -> HashMap<&'static str, String> {
             write("bare.toml", b"timeout = \"30\"\n"),
         ),
         ("empty_list", write("empty-list.toml", b"tls = []\n")),
+        (
+            "run_level_in_config_table",
+            write("config-table.toml", b"[[config]]\nhandshakes = 5\n"),
+        ),
+        (
+            "label_for_a_crossed_table",
+            write(
+                "config-label.toml",
+                b"[[config]]\ntls = [\"1.2\", \"1.3\"]\nlabel = \"both\"\n",
+            ),
+        ),
         ("store", store.to_str().unwrap().to_string()),
         ("other_store", other.to_str().unwrap().to_string()),
         ("store_link", path("link.db")),

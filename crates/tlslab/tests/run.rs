@@ -293,3 +293,31 @@ fn an_experiment_file_and_its_dump_are_equivalent_to_flags() {
     );
     assert_eq!(summary["seed"], 7);
 }
+
+#[test]
+fn an_experiment_with_three_config_tables_runs_exactly_three_configs() {
+    let dir = scratch("explicit-configs");
+    let finished = Run::new(&dir, "explicit")
+        .arg(example("explicit-configs.toml"))
+        .args("-n 5 --warmup 0")
+        .succeeds();
+    let labels: Vec<String> = column(&finished.db, "SELECT label FROM configs ORDER BY id", []);
+    assert_eq!(
+        labels,
+        [
+            "ecdhe-rsa aes128gcm",
+            "ecdhe-ecdsa aes256gcm",
+            "tls1.3 chacha20 ed25519"
+        ]
+    );
+    // Each measured what its table said.
+    assert_eq!(
+        count_samples(
+            &finished.db,
+            "s.outcome = 'ok' AND ((c.label LIKE 'ecdhe-rsa%' AND s.version = '1.2' AND c.cert = 'rsa2048') \
+             OR (c.label LIKE 'ecdhe-ecdsa%' AND s.suite LIKE '%AES_256_GCM%') \
+             OR (c.label LIKE 'tls1.3%' AND s.suite = 'TLS13_CHACHA20_POLY1305_SHA256' AND s.signature_scheme = 'ED25519'))"
+        ),
+        15
+    );
+}

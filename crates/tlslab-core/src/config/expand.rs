@@ -221,6 +221,131 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
     Ok(configs)
 }
 
+/// The keys a `[[config]]` table may name: the matrix dimensions (run-level values such as
+/// the handshake count belong at the top of the file).
+const CONFIG_TABLE_KEYS: &[&str] = &[
+    "tls",
+    "suite",
+    "group",
+    "cert",
+    "chain",
+    "concurrency",
+    "resume",
+    "early_data",
+    "cert_cache",
+    "hello_retry",
+    "transport",
+    "http",
+    "backend",
+    "client_backend",
+    "server_backend",
+    "ech",
+    "rtt",
+    "jitter",
+    "loss",
+    "rate",
+    "label",
+];
+
+/// The Configs of an experiment's `[[config]]` tables, in their order, and nothing else: each
+/// table over the default dimensions and the experiment's run-level values (handshakes,
+/// target, ...), expanded (a table with lists crosses them, so a matrix can sit next to
+/// exact Configs).
+pub fn expand_explicit(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
+    let serialize = |experiment: &Experiment| {
+        toml::Value::try_from(experiment).map_err(|problem| {
+            error(
+                format!("the experiment does not serialize: {problem}"),
+                "report this as a bug",
+            )
+        })
+    };
+    let mut base = experiment.clone();
+    base.explicit.clear();
+    base.labels.clear();
+    let mut base = serialize(&base)?;
+    let defaults = serialize(&Experiment::default())?;
+    if let (Some(root), Some(defaults)) = (base.as_table_mut(), defaults.as_table()) {
+        for key in CONFIG_TABLE_KEYS {
+            match defaults.get(*key) {
+                Some(value) => root.insert(key.to_string(), value.clone()),
+                None => root.remove(*key),
+            };
+        }
+    }
+    let mut configs: Vec<Config> = Vec::new();
+    for (number, table) in experiment.explicit.iter().enumerate() {
+        let which = format!("[[config]] {}", number + 1);
+        if let Some(key) = table
+            .keys()
+            .find(|key| !CONFIG_TABLE_KEYS.contains(&key.as_str()))
+        {
+            return Err(error(
+                format!("{which}: '{key}' cannot be set per Config"),
+                format!(
+                    "a [[config]] table names dimensions ({}) and its label; set '{key}' at the top of the file",
+                    CONFIG_TABLE_KEYS[..CONFIG_TABLE_KEYS.len() - 1].join(", ")
+                ),
+            ));
+        }
+        let mut value = base.clone();
+        if let Some(root) = value.as_table_mut() {
+            for (key, item) in table {
+                if key == "label" {
+                    continue;
+                }
+                // One value or a list: every dimension is a list.
+                let list = match item {
+                    toml::Value::Array(_) => item.clone(),
+                    single => toml::Value::Array(vec![single.clone()]),
+                };
+                root.insert(key.clone(), list);
+            }
+        }
+        let partial: Experiment = value.try_into().map_err(|problem| {
+            error(
+                format!("{which}: {problem}"),
+                "give each dimension a value it takes at the top of a file",
+            )
+        })?;
+        let mut expanded = expand(&partial).map_err(|problem| ConfigError {
+            message: format!("{which}: {}", problem.message),
+            hint: problem.hint,
+        })?;
+        if let Some(label) = table.get("label") {
+            let Some(label) = label.as_str().filter(|label| !label.trim().is_empty()) else {
+                return Err(error(
+                    format!("{which}: its label is not text"),
+                    "write label = \"...\"",
+                ));
+            };
+            if expanded.len() != 1 {
+                return Err(error(
+                    format!(
+                        "{which} is {} Configs, and one label names one",
+                        expanded.len()
+                    ),
+                    "drop the label (each Config gets an automatic one) or give single values",
+                ));
+            }
+            expanded[0].label = label.trim().to_string();
+        }
+        configs.extend(expanded);
+    }
+    let mut seen = HashSet::new();
+    for (index, config) in configs.iter_mut().enumerate() {
+        config.index = index;
+        if !seen.insert(config.label.clone()) {
+            return Err(error(
+                format!("two [[config]] tables make the Config '{}'", config.label),
+                "give each table different values or its own label",
+            ));
+        }
+    }
+    check_plan_size(experiment, &configs)?;
+    Ok(configs)
+}
+
 /// The plan holds one trial per block: refuse one too large to lay out, before it is.
 fn check_plan_size(experiment: &Experiment, configs: &[Config]) -> Result<(), ConfigError> {
     let trials: u64 = configs
@@ -774,5 +899,52 @@ mod tests {
         })
         .unwrap_err();
         assert!(error.message.contains("external targets only"), "{error}");
+    }
+
+    #[test]
+    fn config_tables_are_the_configs_and_nothing_else() {
+        let experiment = Experiment::from_toml(
+            "tls = [\"1.2\", \"1.3\"]\ngroup = [\"x25519\", \"secp256r1\"]\n\
+             [[config]]\ntls = \"1.3\"\nsuite = \"chacha20\"\ncert = \"ed25519\"\n\
+             [[config]]\ntls = \"1.2\"\nsuite = \"aes256gcm\"\ncert = \"rsa2048\"\nlabel = \"legacy\"\n\
+             [[config]]\ntls = \"1.3\"\ngroup = \"x25519mlkem768\"\ncert = \"mldsa65\"\n",
+        )
+        .unwrap();
+        let configs = experiment.configs().unwrap();
+        let labels: Vec<&str> = configs.iter().map(|config| config.label.as_str()).collect();
+        assert_eq!(labels.len(), 3, "{labels:?}");
+        assert_eq!(labels[1], "legacy");
+        assert_eq!(configs[0].suite.cipher, crate::dimension::Cipher::Chacha20);
+        // What a table does not name is the default (x25519), not the file's crossed lists.
+        assert_eq!(configs[0].group, Group::X25519);
+        assert_eq!(configs[2].group, Group::X25519Mlkem768);
+        assert_eq!(
+            configs
+                .iter()
+                .map(|config| config.index)
+                .collect::<Vec<_>>(),
+            [0, 1, 2]
+        );
+        let round_trip = Experiment::from_toml(&experiment.to_toml()).unwrap();
+        assert_eq!(round_trip.configs().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn a_config_table_names_dimensions_only() {
+        let run_level = Experiment::from_toml("[[config]]\nhandshakes = 5\n").unwrap();
+        let problem = run_level.configs().unwrap_err();
+        assert!(
+            problem.message.contains("[[config]] 1: 'handshakes'"),
+            "{problem:?}"
+        );
+        let crossed =
+            Experiment::from_toml("[[config]]\ntls = [\"1.2\", \"1.3\"]\nlabel = \"x\"\n").unwrap();
+        assert!(crossed.configs().unwrap_err().message.contains("2 Configs"));
+        let invalid = Experiment::from_toml("[[config]]\ntls = \"1.4\"\n").unwrap();
+        assert!(invalid
+            .configs()
+            .unwrap_err()
+            .message
+            .starts_with("[[config]] 1:"));
     }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use expand::expand;
+pub use expand::{expand, expand_explicit};
 
 use crate::dimension::{
     Backend, CertProfile, CloseMode, Ech, Group, Http, Resume, SuiteSpec, TlsVersion, Transport,
