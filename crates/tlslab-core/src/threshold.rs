@@ -166,7 +166,7 @@ impl FromStr for Threshold {
                 Measure::Rate { limit }
             }
             _ => {
-                let (phase, statistic) = match left.rsplit_once('.') {
+                let (phase, statistic) = match left.split_once('.') {
                     // `p99.9` has a dot of its own: a phase name has none.
                     Some((phase, statistic)) if Phase::from_name(phase).is_some() => {
                         (Phase::from_name(phase), statistic)
