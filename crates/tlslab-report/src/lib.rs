@@ -12,6 +12,7 @@
 //! tlslab_report::write_pngs(&data, "charts".as_ref()).unwrap();
 //! ```
 
+pub mod bottleneck;
 mod charts;
 mod comparison;
 mod data;

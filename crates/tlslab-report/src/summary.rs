@@ -247,6 +247,9 @@ pub struct ConfigSummary {
     pub client_cpu_per_handshake_ms: Option<f64>,
     /// Client CPU over trial time and cores: near 1 means the client was the bottleneck.
     pub client_cpu_utilization: Option<f64>,
+    /// Which side limited the rate, and how much of the median was queueing (lab server
+    /// Configs, whose server CPU is measured).
+    pub bottleneck: Option<crate::bottleneck::Bottleneck>,
     pub server_peak_rss_bytes: Option<i64>,
     pub client_peak_rss_bytes: i64,
     /// Successful handshakes that resumed, and those that offered nothing or were refused.
@@ -340,6 +343,28 @@ impl RunSummary {
                     client_cpu_utilization.unwrap_or(0.0) * 100.0
                 ));
             }
+            let bottleneck = match (totals.server_cpu_ns, client_cpu_utilization) {
+                (Some(server_ns), Some(client)) if seconds > 0.0 => {
+                    let bottleneck = crate::bottleneck::diagnose(
+                        server_ns as f64 / 1e9 / seconds / cores,
+                        client,
+                        handshake_ms.map(|h| h.median),
+                        phase_medians_ms.get("server_response").copied(),
+                        config.rtt_ns.map_or(0.0, |rtt| rtt as f64 / 1e6),
+                        per_attempt(server_ns).unwrap_or(0.0),
+                    );
+                    if bottleneck.mostly_queue() {
+                        warnings.push(format!(
+                            "'{}': {:.0}% of the median handshake was queueing at the lab server ({}): the latency measures the queue more than the handshake; lower the concurrency to measure the handshake",
+                            config.label,
+                            bottleneck.queueing_share.unwrap_or(0.0) * 100.0,
+                            if bottleneck.limit == "server" { "its CPU was the limit" } else { "a saturated side" }
+                        ));
+                    }
+                    Some(bottleneck)
+                }
+                _ => None,
+            };
             let (resumed, full) = if config.resume {
                 let (resumed, full) = store.resumption_counts(config.id)?;
                 (Some(resumed), Some(full))
@@ -432,6 +457,7 @@ impl RunSummary {
                 server_cpu_per_handshake_ms: totals.server_cpu_ns.and_then(per_attempt),
                 client_cpu_per_handshake_ms: per_attempt(totals.client_cpu_ns),
                 client_cpu_utilization,
+                bottleneck,
                 server_peak_rss_bytes: totals.server_peak_rss_bytes,
                 client_peak_rss_bytes: totals.client_peak_rss_bytes,
                 resumed,

@@ -47,6 +47,7 @@ pub fn summary(data: &ReportData) -> Table {
         "handshakes/s",
         "server CPU ms/handshake",
         "client CPU ms/handshake",
+        "limit (queueing)",
     ]);
     let resuming = data.summary.configs.iter().any(|c| c.resumed.is_some());
     if resuming {
@@ -73,6 +74,12 @@ pub fn summary(data: &ReportData) -> Table {
             optional(config.handshakes_per_second, thousands),
             optional(config.server_cpu_per_handshake_ms, millis),
             optional(config.client_cpu_per_handshake_ms, millis),
+            config.bottleneck.as_ref().map_or("–".into(), |bottleneck| {
+                match bottleneck.queueing_share {
+                    Some(share) => format!("{} ({:.0}%)", bottleneck.limit, share * 100.0),
+                    None => bottleneck.limit.clone(),
+                }
+            }),
         ];
         if resuming {
             row.push(match (config.resumed, config.full) {

@@ -108,6 +108,9 @@ pub fn render_text(summary: &RunSummary) -> String {
         if let Some(per_second) = config.handshakes_per_second {
             rate.push(format!("{} handshakes/s", thousands(per_second)));
         }
+        if let Some(bottleneck) = &config.bottleneck {
+            let _ = writeln!(out, "  limit      {}", bottleneck.describe());
+        }
         if let Some(server) = config.server_cpu_per_handshake_ms {
             rate.push(format!("server CPU {} ms/handshake", millis(server)));
         }

@@ -321,3 +321,39 @@ fn an_experiment_with_three_config_tables_runs_exactly_three_configs() {
         15
     );
 }
+
+#[test]
+fn a_saturated_lab_server_is_diagnosed_as_the_limit_and_an_idle_one_is_not() {
+    let dir = scratch("bottleneck");
+    // RSA-4096 signatures at 16 agents keep every core of the lab server busy.
+    let busy = Run::new(&dir, "busy")
+        .args("--cert rsa4096 -c 16 -n 1500 --warmup 50")
+        .succeeds();
+    assert!(
+        busy.summary.contains("  limit      the lab server"),
+        "{}",
+        busy.summary
+    );
+    assert!(
+        busy.stderr.contains("was queueing at the lab server") || busy.summary.contains("queueing")
+    );
+    // One agent and ECDSA: neither side is the limit.
+    let idle = Run::new(&dir, "idle")
+        .args("--cert ecdsa-p256 -c 1 -n 200 --warmup 10 --json")
+        .succeeds();
+    let summary = idle.json();
+    assert_eq!(
+        summary["configs"][0]["bottleneck"]["limit"], "none",
+        "{summary}"
+    );
+    // The report carries the diagnosis too.
+    let report = dir.join("busy.md");
+    tlslab_succeeds(&[
+        "report",
+        busy.db.to_str().unwrap(),
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    let markdown = std::fs::read_to_string(&report).unwrap();
+    assert!(markdown.contains("| server ("), "{markdown}");
+}
