@@ -17,6 +17,7 @@ mod charts;
 mod comparison;
 mod data;
 mod diagnosis;
+pub mod factorial;
 mod html;
 mod markdown;
 mod samples;

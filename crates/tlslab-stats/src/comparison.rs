@@ -133,6 +133,13 @@ pub const COMPARISON_FIELDS: &[&str] = &[
 ];
 
 impl Comparison {
+    /// Sets the Holm-adjusted p from a larger family of comparisons (a factorial contrast's
+    /// strata) and words the verdict again with it.
+    pub fn adjust_in_family(&mut self, holm_p: f64, alpha: f64) {
+        self.mann_whitney_p_holm = holm_p;
+        self.verdict = verdict(self, alpha);
+    }
+
     /// Whether the verdict rule (see the module documentation) finds a difference at `alpha`.
     pub fn detects_difference(&self, alpha: f64) -> bool {
         let [low, high] = self.diff_median_ci;

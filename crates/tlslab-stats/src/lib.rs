@@ -48,6 +48,7 @@ pub mod normality;
 pub mod quantile;
 pub mod random;
 pub mod rank;
+pub mod stratified;
 pub mod t_test;
 
 pub use bootstrap::{
@@ -66,4 +67,5 @@ pub use mann_whitney::{
 };
 pub use normality::{shapiro_wilk, ShapiroWilk};
 pub use quantile::quantile;
+pub use stratified::{van_elteren, VanElteren};
 pub use t_test::{student_t_test, welch_t_test, TTest};

@@ -438,9 +438,16 @@ pub struct CompareArgs {
     /// column chosen with --column).
     #[arg(required = true, num_args = 1..=2)]
     pub inputs: Vec<PathBuf>,
-    /// The config the others are compared with (default: the first).
+    /// The config the others are compared with (default: the first); with --by, the
+    /// dimension's baseline value (default: its first).
     #[arg(long)]
     pub baseline: Option<String>,
+    /// Compare by one dimension with every other held fixed (tls, suite, group, cert,
+    /// chain, concurrency, transport, http, resume, early-data, cert-cache, hello-retry,
+    /// client-backend, server-backend, ech, rtt, loss, target): one contrast per stratum,
+    /// then a pooled ratio, van Elteren's test and the dimensions it depends on.
+    #[arg(long, value_name = "DIMENSION")]
+    pub by: Option<String>,
     /// The phase or event compared (handshake, server_response, cert_validation, ...).
     #[arg(long, default_value = "handshake")]
     pub metric: String,

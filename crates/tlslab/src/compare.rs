@@ -32,6 +32,28 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
         seed: args.seed,
         ..CompareOptions::default()
     };
+    if let Some(by) = &args.by {
+        let [store] = args.inputs.as_slice() else {
+            return Err(CliError::usage(
+                "--by compares the Configs of one results store",
+                "give one .db file: tlslab compare RESULTS.db --by tls",
+            ));
+        };
+        let store = output::open_store(store)?;
+        let factorial = tlslab_report::factorial::factorial(
+            &store,
+            by,
+            args.baseline.as_deref(),
+            &args.metric,
+            &options,
+        )?;
+        if args.json {
+            output::print(format_args!("{}\n", output::json(&factorial)))?;
+        } else {
+            output::print(tlslab_report::factorial::render_factorial(&factorial))?;
+        }
+        return Ok(0);
+    }
     let (set, metric, unit) = match args.inputs.as_slice() {
         [store] => {
             let store = output::open_store(store)?;

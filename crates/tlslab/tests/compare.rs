@@ -241,3 +241,57 @@ fn fail_on_gates_a_regression_with_exit_4() {
     let output = tlslab(&["compare", &before, &same, "--fail-on", "different"]);
     assert_eq!(output.status.code(), Some(0));
 }
+
+#[test]
+fn compare_by_tls_holds_every_other_dimension_fixed() {
+    let dir = scratch("compare-by");
+    let run = Run::new(&dir, "versions")
+        .arg(example("tls12-vs-tls13.toml"))
+        .args("-n 60 --warmup 0")
+        .succeeds();
+    let db = run.db.to_str().unwrap();
+    let json: Value =
+        serde_json::from_str(&stdout(&tlslab(&["compare", db, "--by", "tls", "--json"]))).unwrap();
+    let contrasts = json["contrasts"].as_array().unwrap();
+    // Three suites × three concurrencies: nine strata, one contrast each.
+    assert_eq!(contrasts.len(), 9, "{json}");
+    for contrast in contrasts {
+        let baseline = contrast["comparison"]["baseline"].as_str().unwrap();
+        let other = contrast["comparison"]["other"].as_str().unwrap();
+        // Never a contrast that changes two dimensions: the labels differ in the version alone.
+        assert_eq!(baseline.replace("tls1.2", "tls1.3"), other, "{contrast}");
+        let stratum = contrast["stratum"].as_str().unwrap();
+        assert!(
+            stratum.contains("suite=") && stratum.contains("concurrency="),
+            "{stratum}"
+        );
+    }
+    let pooled = &json["pooled"][0];
+    assert_eq!(pooled["level"], "1.3");
+    assert_eq!(pooled["strata"], 9);
+    assert!(
+        pooled["van_elteren"]["p_value"].as_f64().is_some(),
+        "{pooled}"
+    );
+    let dimensions: Vec<&str> = pooled["interactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|interaction| interaction["dimension"].as_str().unwrap())
+        .collect();
+    assert_eq!(dimensions, ["suite", "concurrency"]);
+    let text = stdout(&tlslab(&["compare", db, "--by", "tls"]));
+    assert!(text.contains("1.3 vs 1.2: ratio "), "{text}");
+    assert!(text.contains("across 9 strata"), "{text}");
+    // A dimension the run did not vary, or none at all, is a usage error.
+    assert_user_error(
+        &tlslab(&["compare", db, "--by", "cert"]),
+        2,
+        "one value of cert",
+    );
+    assert_user_error(
+        &tlslab(&["compare", db, "--by", "colour"]),
+        2,
+        "not a dimension",
+    );
+}

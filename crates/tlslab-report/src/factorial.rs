@@ -1,0 +1,373 @@
+//! Factorial comparisons (`tlslab compare RESULTS.db --by tls`): the effect of one dimension
+//! with every other dimension held fixed. Within each stratum (one combination of the other
+//! dimensions' values) each value is compared with the baseline value, so no contrast ever
+//! changes two dimensions; the contrasts are Holm-adjusted as one family. Then one pooled
+//! answer per value: the median of the per-stratum ratios of medians with a bootstrap
+//! interval over strata, van Elteren's stratified test, and whether the effect depends on
+//! another dimension (the ratio at each of its levels, Kruskal-Wallis across them).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use tlslab_stats::{
+    compare, holm_adjust, kruskal_wallis, median, median_ci, van_elteren, CompareOptions,
+    Comparison, VanElteren,
+};
+use tlslab_store::{ConfigRow, Store, StoreError};
+
+use crate::comparison::p_value;
+
+/// A dimension of a stored Config, as `--by` names it.
+type Dimension = (&'static str, fn(&ConfigRow) -> String);
+
+fn text(value: &Option<String>) -> String {
+    value.clone().unwrap_or_else(|| "–".into())
+}
+
+fn number<T: ToString>(value: Option<T>) -> String {
+    value.map_or_else(|| "–".into(), |value| value.to_string())
+}
+
+/// Every dimension a Config can differ in, by the name of its flag.
+const DIMENSIONS: &[Dimension] = &[
+    ("tls", |c| c.version.clone()),
+    ("suite", |c| c.suite.clone()),
+    ("group", |c| c.group.clone()),
+    ("cert", |c| text(&c.cert)),
+    ("chain", |c| number(c.chain)),
+    ("concurrency", |c| number(c.concurrency)),
+    ("transport", |c| c.transport.clone()),
+    ("http", |c| c.http.clone()),
+    ("resume", |c| c.resumption.clone()),
+    ("early-data", |c| c.early_data_bytes.to_string()),
+    ("cert-cache", |c| c.cert_cache.to_string()),
+    ("hello-retry", |c| c.hello_retry.to_string()),
+    ("client-backend", |c| text(&c.client_backend)),
+    ("server-backend", |c| text(&c.server_backend)),
+    ("ech", |c| c.ech.clone()),
+    ("rtt", |c| {
+        number(c.rtt_ns.map(|rtt| format!("{}ms", rtt as f64 / 1e6)))
+    }),
+    ("loss", |c| number(c.loss)),
+    ("target", |c| text(&c.target)),
+];
+
+/// One contrast within a stratum.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Contrast {
+    /// The other dimensions' values, as `suite=aes128gcm concurrency=10`.
+    pub stratum: String,
+    pub level: String,
+    pub comparison: Comparison,
+}
+
+/// How the effect of a value varies with another dimension.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Interaction {
+    pub dimension: String,
+    /// The median per-stratum ratio at each of its levels.
+    pub ratios: Vec<(String, f64)>,
+    /// Kruskal-Wallis across the levels' log ratios (each level needs two strata).
+    pub p_value: Option<f64>,
+    /// The effect depends on the dimension (p below alpha).
+    pub depends: bool,
+}
+
+/// The pooled answer for one value against the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Pooled {
+    pub level: String,
+    pub strata: usize,
+    /// Median of the per-stratum ratios of medians, with its bootstrap interval over strata.
+    pub ratio: f64,
+    pub ratio_ci: [f64; 2],
+    pub van_elteren: Option<VanElteren>,
+    pub interactions: Vec<Interaction>,
+}
+
+/// The whole factorial comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Factorial {
+    pub by: String,
+    pub baseline: String,
+    pub metric: String,
+    pub contrasts: Vec<Contrast>,
+    pub pooled: Vec<Pooled>,
+}
+
+fn input(message: String, hint: String) -> StoreError {
+    StoreError::input(message, hint)
+}
+
+/// The factorial comparison of `store`'s Configs by dimension `by` on `metric` (ms).
+pub fn factorial(
+    store: &Store,
+    by: &str,
+    baseline: Option<&str>,
+    metric: &str,
+    options: &CompareOptions,
+) -> Result<Factorial, StoreError> {
+    let names: Vec<&str> = DIMENSIONS.iter().map(|(name, _)| *name).collect();
+    let Some(&(_, value_of)) = DIMENSIONS.iter().find(|(name, _)| *name == by) else {
+        return Err(input(
+            format!("--by {by}: not a dimension"),
+            format!("give one of: {}", names.join(", ")),
+        ));
+    };
+    let configs = store.configs()?;
+    // The dimensions other than `by` that vary: they make the strata.
+    let varying: Vec<&Dimension> = DIMENSIONS
+        .iter()
+        .filter(|(name, value)| {
+            *name != by && {
+                let first = configs.first().map(value);
+                configs.iter().any(|config| Some(value(config)) != first)
+            }
+        })
+        .collect();
+    let mut levels: Vec<String> = Vec::new();
+    for config in &configs {
+        let level = value_of(config);
+        if !levels.contains(&level) {
+            levels.push(level);
+        }
+    }
+    if levels.len() < 2 {
+        return Err(input(
+            format!("the run has one value of {by} ({})", levels.join("")),
+            "compare by a dimension the run varied (its labels show which)".into(),
+        ));
+    }
+    let baseline = match baseline {
+        None => levels[0].clone(),
+        Some(wanted) if levels.iter().any(|level| level == wanted) => wanted.to_string(),
+        Some(wanted) => {
+            return Err(input(
+                format!("--baseline {wanted}: the run has no such {by}"),
+                format!("give one of: {}", levels.join(", ")),
+            ))
+        }
+    };
+    // Configs by stratum, then by level.
+    let mut strata: BTreeMap<Vec<String>, BTreeMap<String, &ConfigRow>> = BTreeMap::new();
+    for config in &configs {
+        let key: Vec<String> = varying
+            .iter()
+            .map(|(name, value)| format!("{name}={}", value(config)))
+            .collect();
+        strata
+            .entry(key)
+            .or_default()
+            .insert(value_of(config), config);
+    }
+    let values = |config: &ConfigRow| -> Result<Vec<f64>, StoreError> {
+        Ok(store
+            .phase_values(config.id, metric)?
+            .into_iter()
+            .map(|nanos| nanos / 1e6)
+            .collect())
+    };
+    let mut contrasts = Vec::new();
+    // Per level: (stratum key, baseline values, other values, ratio).
+    let mut by_level: BTreeMap<String, Vec<(Vec<String>, Vec<f64>, Vec<f64>, f64)>> =
+        BTreeMap::new();
+    for (key, members) in &strata {
+        let Some(base) = members.get(&baseline) else {
+            continue;
+        };
+        let base_values = values(base)?;
+        for level in levels.iter().filter(|level| **level != baseline) {
+            let Some(other) = members.get(level) else {
+                continue;
+            };
+            let other_values = values(other)?;
+            let Ok(comparison) = compare(
+                &base.label,
+                &base_values,
+                &other.label,
+                &other_values,
+                options,
+            ) else {
+                // Fewer than two samples on a side: nothing to say for this stratum.
+                continue;
+            };
+            by_level.entry(level.clone()).or_default().push((
+                key.clone(),
+                base_values.clone(),
+                other_values,
+                comparison.ratio_median,
+            ));
+            contrasts.push(Contrast {
+                stratum: if key.is_empty() {
+                    "(one stratum)".into()
+                } else {
+                    key.join(" ")
+                },
+                level: level.clone(),
+                comparison,
+            });
+        }
+    }
+    if contrasts.is_empty() {
+        return Err(input(
+            format!("no stratum has both {baseline} and another {by} with samples of {metric}"),
+            "every Config needs at least 2 successful measured samples of the metric".into(),
+        ));
+    }
+    let adjusted = holm_adjust(
+        &contrasts
+            .iter()
+            .map(|contrast| contrast.comparison.mann_whitney_p)
+            .collect::<Vec<_>>(),
+    );
+    for (contrast, holm) in contrasts.iter_mut().zip(adjusted) {
+        contrast.comparison.adjust_in_family(holm, options.alpha);
+    }
+    let mut pooled = Vec::new();
+    for level in levels.iter().filter(|level| **level != baseline) {
+        let Some(rows) = by_level.get(level) else {
+            continue;
+        };
+        let ratios: Vec<f64> = rows.iter().map(|row| row.3).collect();
+        let (low, high) = if ratios.len() > 1 {
+            median_ci(&ratios, options.confidence, options.resamples, options.seed)
+        } else {
+            (ratios[0], ratios[0])
+        };
+        let pairs: Vec<(&[f64], &[f64])> = rows
+            .iter()
+            .map(|row| (row.1.as_slice(), row.2.as_slice()))
+            .collect();
+        let mut interactions = Vec::new();
+        for (position, (name, _)) in varying.iter().enumerate() {
+            // The stratum key's entry for this dimension is its level.
+            let mut groups: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+            for row in rows {
+                groups
+                    .entry(row.0[position].as_str())
+                    .or_default()
+                    .push(row.3);
+            }
+            if groups.len() < 2 {
+                continue;
+            }
+            let logs: Vec<Vec<f64>> = groups
+                .values()
+                .map(|ratios| ratios.iter().map(|ratio| ratio.ln()).collect())
+                .collect();
+            let p_value = (groups.values().all(|ratios| ratios.len() >= 2))
+                .then(|| {
+                    let slices: Vec<&[f64]> = logs.iter().map(Vec::as_slice).collect();
+                    kruskal_wallis(&slices).ok().map(|test| test.p_value)
+                })
+                .flatten();
+            interactions.push(Interaction {
+                dimension: name.to_string(),
+                ratios: groups
+                    .iter()
+                    .map(|(level, ratios)| {
+                        (
+                            level.split_once('=').map_or(*level, |(_, v)| v).to_string(),
+                            median(ratios),
+                        )
+                    })
+                    .collect(),
+                depends: p_value.is_some_and(|p| p < options.alpha),
+                p_value,
+            });
+        }
+        pooled.push(Pooled {
+            level: level.clone(),
+            strata: ratios.len(),
+            ratio: median(&ratios),
+            ratio_ci: [low, high],
+            van_elteren: van_elteren(&pairs).ok(),
+            interactions,
+        });
+    }
+    Ok(Factorial {
+        by: by.to_string(),
+        baseline,
+        metric: metric.to_string(),
+        contrasts,
+        pooled,
+    })
+}
+
+/// The factorial comparison as text: one answer line per value, the interactions, then one
+/// line per stratum.
+pub fn render_factorial(factorial: &Factorial) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} by {}: each value against {} with every other dimension held fixed",
+        factorial.metric, factorial.by, factorial.baseline
+    );
+    for pooled in &factorial.pooled {
+        let depends: Vec<&str> = pooled
+            .interactions
+            .iter()
+            .filter(|interaction| interaction.depends)
+            .map(|interaction| interaction.dimension.as_str())
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {} vs {}: ratio {:.3} [{:.3}, {:.3}] across {} strata{}{}",
+            pooled.level,
+            factorial.baseline,
+            pooled.ratio,
+            pooled.ratio_ci[0],
+            pooled.ratio_ci[1],
+            pooled.strata,
+            pooled.van_elteren.map_or(String::new(), |test| format!(
+                "; van Elteren z = {:.2}, p {}",
+                test.z,
+                p_value(test.p_value)
+            )),
+            if depends.is_empty() {
+                String::new()
+            } else {
+                format!("; depends on {}", depends.join(" and "))
+            }
+        );
+        for interaction in &pooled.interactions {
+            let levels: Vec<String> = interaction
+                .ratios
+                .iter()
+                .map(|(level, ratio)| format!("{ratio:.3} at {level}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "      by {}: {}{}",
+                interaction.dimension,
+                levels.join(", "),
+                interaction.p_value.map_or(String::new(), |p| format!(
+                    " (Kruskal-Wallis p {})",
+                    p_value(p)
+                ))
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  per stratum (Holm across all {}):",
+        factorial.contrasts.len()
+    );
+    for contrast in &factorial.contrasts {
+        let comparison = &contrast.comparison;
+        let _ = writeln!(
+            out,
+            "    {} · {}: median {:.4} vs {:.4} ms, ratio {:.3} [{:.3}, {:.3}], {}",
+            contrast.stratum,
+            contrast.level,
+            comparison.median_other,
+            comparison.median_baseline,
+            comparison.ratio_median,
+            comparison.ratio_median_ci[0],
+            comparison.ratio_median_ci[1],
+            comparison.verdict
+        );
+    }
+    out
+}
