@@ -96,6 +96,14 @@ pub struct Factorial {
     pub pooled: Vec<Pooled>,
 }
 
+/// One stratum's samples of a value and of the baseline, and their ratio of medians.
+struct StratumSamples {
+    key: Vec<String>,
+    baseline: Vec<f64>,
+    other: Vec<f64>,
+    ratio: f64,
+}
+
 fn input(message: String, hint: String) -> StoreError {
     StoreError::input(message, hint)
 }
@@ -169,9 +177,7 @@ pub fn factorial(
             .collect())
     };
     let mut contrasts = Vec::new();
-    // Per level: (stratum key, baseline values, other values, ratio).
-    let mut by_level: BTreeMap<String, Vec<(Vec<String>, Vec<f64>, Vec<f64>, f64)>> =
-        BTreeMap::new();
+    let mut by_level: BTreeMap<String, Vec<StratumSamples>> = BTreeMap::new();
     for (key, members) in &strata {
         let Some(base) = members.get(&baseline) else {
             continue;
@@ -192,12 +198,15 @@ pub fn factorial(
                 // Fewer than two samples on a side: nothing to say for this stratum.
                 continue;
             };
-            by_level.entry(level.clone()).or_default().push((
-                key.clone(),
-                base_values.clone(),
-                other_values,
-                comparison.ratio_median,
-            ));
+            by_level
+                .entry(level.clone())
+                .or_default()
+                .push(StratumSamples {
+                    key: key.clone(),
+                    baseline: base_values.clone(),
+                    other: other_values,
+                    ratio: comparison.ratio_median,
+                });
             contrasts.push(Contrast {
                 stratum: if key.is_empty() {
                     "(one stratum)".into()
@@ -229,7 +238,7 @@ pub fn factorial(
         let Some(rows) = by_level.get(level) else {
             continue;
         };
-        let ratios: Vec<f64> = rows.iter().map(|row| row.3).collect();
+        let ratios: Vec<f64> = rows.iter().map(|row| row.ratio).collect();
         let (low, high) = if ratios.len() > 1 {
             median_ci(&ratios, options.confidence, options.resamples, options.seed)
         } else {
@@ -237,7 +246,7 @@ pub fn factorial(
         };
         let pairs: Vec<(&[f64], &[f64])> = rows
             .iter()
-            .map(|row| (row.1.as_slice(), row.2.as_slice()))
+            .map(|row| (row.baseline.as_slice(), row.other.as_slice()))
             .collect();
         let mut interactions = Vec::new();
         for (position, (name, _)) in varying.iter().enumerate() {
@@ -245,9 +254,9 @@ pub fn factorial(
             let mut groups: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
             for row in rows {
                 groups
-                    .entry(row.0[position].as_str())
+                    .entry(row.key[position].as_str())
                     .or_default()
-                    .push(row.3);
+                    .push(row.ratio);
             }
             if groups.len() < 2 {
                 continue;
