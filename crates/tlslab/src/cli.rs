@@ -16,9 +16,21 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Worked examples at the end of `tlslab run --help`.
+const RUN_EXAMPLES: &str = "Examples:
+  tlslab run --tls 1.2,1.3                          TLS 1.2 against 1.3 on the lab server
+  tlslab run --group x25519,x25519mlkem768 -c 1,16  post-quantum key exchange, two loads
+  tlslab run --rtt 50ms --loss 0,1% --transport tcp,quic   an emulated network (root)
+  tlslab run --resume off,tickets --early-data 0,1024       session techniques and 0-RTT
+  tlslab run --target example.com:443 --tls 1.3     an external server (system roots)
+  tlslab run examples/tls12-vs-tls13.toml --report  a study from a file, with its report
+  tlslab run --tls 1.3 --threshold 'p99<5ms'        a CI gate: exit 4 when broken
+Then: tlslab compare RESULTS.db --by tls, tlslab report RESULTS.db";
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run handshakes against the embedded lab server or a target, and store every sample.
+    #[command(after_help = RUN_EXAMPLES)]
     Run(Box<RunArgs>),
     /// Run the lab server on its own.
     Serve(ServeArgs),
@@ -62,176 +74,249 @@ pub struct RunArgs {
     pub experiment: Option<PathBuf>,
     /// TLS versions: 1.2, 1.3.
     #[arg(long, value_delimiter = ',')]
+    #[arg(
+        help_heading = "Matrix (each comma-separated list is a dimension; every combination is a Config)"
+    )]
     pub tls: Option<Vec<String>>,
     /// Cipher suites: aes128gcm, aes256gcm, chacha20, or full IANA/OpenSSL names; the legacy
     /// TLS 1.2 suites ECDHE-RSA-AES128-SHA, DHE-RSA-AES128-GCM-SHA256, AES256-GCM-SHA384 need
     /// OpenSSL.
     #[arg(long, value_delimiter = ',')]
+    #[arg(
+        help_heading = "Matrix (each comma-separated list is a dimension; every combination is a Config)"
+    )]
     pub suite: Option<Vec<String>>,
     /// Key-exchange groups: x25519, secp256r1, secp384r1, x25519mlkem768, secp256r1mlkem768,
     /// mlkem768, mlkem1024; ffdhe2048, ffdhe3072 (OpenSSL only).
     #[arg(long, value_delimiter = ',')]
+    #[arg(
+        help_heading = "Matrix (each comma-separated list is a dimension; every combination is a Config)"
+    )]
     pub group: Option<Vec<String>>,
     /// Lab server certificate profiles: rsa2048, rsa3072, rsa4096, ecdsa-p256, ecdsa-p384,
     /// ed25519, mldsa44, mldsa65, mldsa87.
     #[arg(long, value_delimiter = ',')]
+    #[arg(
+        help_heading = "Matrix (each comma-separated list is a dimension; every combination is a Config)"
+    )]
     pub cert: Option<Vec<String>>,
     /// Certificates the lab server sends (leaf plus intermediates), 1 to 5.
     #[arg(long, value_delimiter = ',')]
+    #[arg(
+        help_heading = "Matrix (each comma-separated list is a dimension; every combination is a Config)"
+    )]
     pub chain: Option<Vec<u8>>,
     /// Concurrent agents.
     #[arg(short = 'c', long, value_delimiter = ',')]
+    #[arg(
+        help_heading = "Matrix (each comma-separated list is a dimension; every combination is a Config)"
+    )]
     pub concurrency: Option<Vec<u32>>,
     /// Measured handshakes per config.
     #[arg(short = 'n', long)]
+    #[arg(help_heading = "Plan and stopping")]
     pub handshakes: Option<u64>,
     /// Warm-up handshakes per config (stored, flagged, left out of statistics).
     #[arg(long)]
+    #[arg(help_heading = "Plan and stopping")]
     pub warmup: Option<u64>,
     /// Handshakes per config per round.
     #[arg(long)]
+    #[arg(help_heading = "Plan and stopping")]
     pub block: Option<u64>,
     /// Seed for the shuffled order of blocks.
     #[arg(long)]
+    #[arg(help_heading = "Plan and stopping")]
     pub seed: Option<u64>,
     /// Per-attempt time limit (500ms, 10s, 1m).
     #[arg(long)]
+    #[arg(help_heading = "Plan and stopping")]
     pub timeout: Option<String>,
     /// Session resumption: off, tickets, session-id (a server-side cache; in TLS 1.3,
     /// single-use tickets). Each agent's first handshake is full, the rest resume. A bare
     /// --resume means tickets.
     #[arg(long, value_delimiter = ',', num_args = 0..=1, default_missing_value = "tickets")]
+    #[arg(help_heading = "Sessions")]
     pub resume: Option<Vec<String>>,
     /// TLS 1.3 0-RTT: bytes of early data on resumed handshakes (the request, padded to this
     /// size); 0 sends none. Needs --resume.
     #[arg(long, value_delimiter = ',', value_name = "BYTES")]
+    #[arg(help_heading = "Sessions")]
     pub early_data: Option<Vec<u64>>,
     /// Skip re-verifying certificate chains the client already verified: off, on.
     #[arg(long, value_delimiter = ',')]
+    #[arg(help_heading = "Sessions")]
     pub cert_cache: Option<Vec<String>>,
     /// TLS 1.3 HelloRetryRequest: off, on (the client's first key share is for another group,
     /// so the lab server asks again and the handshake takes one more round trip).
     #[arg(long, value_delimiter = ',')]
+    #[arg(help_heading = "Sessions")]
     pub hello_retry: Option<Vec<String>>,
     /// Transports: tcp (TLS over TCP), quic.
     #[arg(long, value_delimiter = ',')]
+    #[arg(help_heading = "Transport and HTTP")]
     pub transport: Option<Vec<String>>,
     /// A request after the handshake: none, 1.1, 2 (over TCP), 3 (over QUIC); records the
     /// time to first byte and the total time.
     #[arg(long, value_delimiter = ',')]
+    #[arg(help_heading = "Transport and HTTP")]
     pub http: Option<Vec<String>>,
     /// The request's path.
     #[arg(long)]
+    #[arg(help_heading = "Transport and HTTP")]
     pub path: Option<String>,
     /// TLS libraries, client and lab server alike: rustls, openssl.
     #[arg(long, value_delimiter = ',')]
+    #[arg(
+        help_heading = "Matrix (each comma-separated list is a dimension; every combination is a Config)"
+    )]
     pub backend: Option<Vec<String>>,
     /// Client libraries, crossed with --server-backend (each overrides --backend on its side).
     #[arg(long, value_delimiter = ',')]
+    #[arg(
+        help_heading = "Matrix (each comma-separated list is a dimension; every combination is a Config)"
+    )]
     pub client_backend: Option<Vec<String>>,
     /// Lab server libraries, crossed with --client-backend.
     #[arg(long, value_delimiter = ',')]
+    #[arg(
+        help_heading = "Matrix (each comma-separated list is a dimension; every combination is a Config)"
+    )]
     pub server_backend: Option<Vec<String>>,
     /// Encrypted ClientHello: off, on, grease (TLS 1.3; `on` needs the OpenSSL lab server or
     /// --ech-config). Each sample records accepted, rejected, grease or not_offered.
     #[arg(long, value_delimiter = ',')]
+    #[arg(help_heading = "Encrypted ClientHello")]
     pub ech: Option<Vec<String>>,
     /// The ECHConfigList of a --target, base64 (the ech= value of its HTTPS DNS record).
     #[arg(long, value_name = "BASE64")]
+    #[arg(help_heading = "Encrypted ClientHello")]
     pub ech_config: Option<String>,
     /// The public name in the lab server's ECH configuration (default public.tlslab.test).
     #[arg(long, value_name = "NAME")]
+    #[arg(help_heading = "Encrypted ClientHello")]
     pub ech_public_name: Option<String>,
     /// Body size in bytes of the lab server's responses.
     #[arg(long, value_name = "BYTES")]
+    #[arg(help_heading = "Transport and HTTP")]
     pub body: Option<u64>,
     /// After the run, re-send captured 0-RTT flights to the lab server and show that it
     /// rejects every replay.
     #[arg(long)]
+    #[arg(help_heading = "Sessions")]
     pub replay: bool,
     /// How to close after the handshake: reset (RST, default) or graceful.
     #[arg(long)]
+    #[arg(help_heading = "Transport and HTTP")]
     pub close: Option<String>,
     /// An external server instead of the lab server.
     #[arg(long, value_name = "HOST:PORT")]
+    #[arg(help_heading = "Target (an external server instead of the lab server)")]
     pub target: Option<String>,
     /// Server name to send and verify.
     #[arg(long)]
+    #[arg(help_heading = "Target (an external server instead of the lab server)")]
     pub sni: Option<String>,
     /// PEM file of trusted roots for --target (default: the system roots).
     #[arg(long)]
+    #[arg(help_heading = "Target (an external server instead of the lab server)")]
     pub ca: Option<PathBuf>,
     /// Do not verify certificates (recorded in every sample).
     #[arg(long)]
+    #[arg(help_heading = "Target (an external server instead of the lab server)")]
     pub insecure: bool,
     /// The server's public key must match: sha256//BASE64 (several separated by ';'), as
     /// curl's --pinnedpubkey; with --insecure, the pin alone is checked.
     #[arg(long, value_name = "sha256//BASE64")]
+    #[arg(help_heading = "Target (an external server instead of the lab server)")]
     pub pin: Option<String>,
     /// A limit the run must keep, else it exits 4 (repeat for several): [LABEL TEXT:]
     /// [PHASE.]STATISTIC OP DURATION ('p99<5ms', 'server_response.median<=1ms'), 'errors<1%',
     /// 'rate>1000/s'; statistics min, median, mean, max, p90, p99, p99.9, ...
     #[arg(long = "threshold", value_name = "EXPRESSION")]
+    #[arg(help_heading = "Plan and stopping")]
     pub thresholds: Option<Vec<String>>,
     /// Labels for the configs, in matrix order.
     #[arg(long, value_delimiter = ',')]
+    #[arg(
+        help_heading = "Matrix (each comma-separated list is a dimension; every combination is a Config)"
+    )]
     pub label: Option<Vec<String>>,
     /// Drop invalid combinations instead of rejecting the experiment.
     #[arg(long)]
+    #[arg(
+        help_heading = "Matrix (each comma-separated list is a dimension; every combination is a Config)"
+    )]
     pub skip_invalid: bool,
     /// Stop a config early once its median's 95% CI half-width is within this share of the
     /// median (2% or 0.02); -n stays the maximum.
     #[arg(long, value_name = "PERCENT")]
+    #[arg(help_heading = "Plan and stopping")]
     pub until_ci: Option<String>,
     /// Emulated round-trip delays, half each way (30ms, 150ms). Any network flag puts client
     /// and server in network namespaces joined by an emulated link.
     #[arg(long, value_delimiter = ',')]
+    #[arg(help_heading = "Network emulation")]
     pub rtt: Option<Vec<String>>,
     /// Emulated delay variation per packet and direction (2ms); packet order is kept.
     #[arg(long, value_delimiter = ',')]
+    #[arg(help_heading = "Network emulation")]
     pub jitter: Option<Vec<String>>,
     /// Emulated random loss per packet and direction (0, 0.5%, 0.01).
     #[arg(long, value_delimiter = ',')]
+    #[arg(help_heading = "Network emulation")]
     pub loss: Option<Vec<String>>,
     /// Emulated rate limit per direction (100mbit, 1gbit).
     #[arg(long, value_delimiter = ',')]
+    #[arg(help_heading = "Network emulation")]
     pub rate: Option<Vec<String>>,
     /// Network emulator: auto (netem, else tun, else relay), netem, tun or relay.
     #[arg(long)]
+    #[arg(help_heading = "Network emulation")]
     pub emulator: Option<String>,
     /// Start this server (nginx, haproxy) in the server's network namespace instead of the lab
     /// server; --target names its port. Run with `sh -c`, stopped when the run ends.
     #[arg(long, value_name = "COMMAND")]
+    #[arg(help_heading = "Network emulation")]
     pub server_cmd: Option<String>,
     /// Exit 1 when the fraction of failed attempts exceeds this.
     #[arg(long)]
+    #[arg(help_heading = "Plan and stopping")]
     pub max_error_rate: Option<f64>,
     /// Results file (default: ./tlslab-results/<UTC time>.db).
     #[arg(long)]
+    #[arg(help_heading = "Output")]
     pub out: Option<PathBuf>,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
+    #[arg(help_heading = "Output")]
     pub json: bool,
     /// Print the experiment as TOML and exit without running.
     #[arg(long)]
+    #[arg(help_heading = "Output")]
     pub dump_experiment: bool,
     /// Where lab certificates are cached (default: $TLSLAB_PKI_DIR or ~/.cache/tlslab/pki).
     #[arg(long)]
+    #[arg(help_heading = "Output")]
     pub pki_dir: Option<PathBuf>,
     /// Hide the progress bar.
     #[arg(long)]
+    #[arg(help_heading = "Output")]
     pub quiet: bool,
     /// Write every handshake's secrets here (SSLKEYLOGFILE format, mode 0600), so a capture
     /// of the run can be decrypted; default: $SSLKEYLOGFILE when set.
     #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Output")]
     pub keylog: Option<PathBuf>,
     /// Record the run's own packets into this pcap file (where the client sends them; needs
     /// root or CAP_NET_RAW) and, at the end, check each handshake's timestamps against its
     /// packets: the median and p99 difference per event.
     #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Output")]
     pub capture: Option<PathBuf>,
     /// Also write the HTML report beside the results file when the run ends.
     #[arg(long)]
+    #[arg(help_heading = "Output")]
     pub report: bool,
 }
 

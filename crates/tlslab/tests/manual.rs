@@ -73,3 +73,21 @@ fn the_long_version_names_the_commit_and_the_tls_libraries() {
     assert!(text.contains("\nrustls 0.23."), "{text}");
     assert!(text.contains("\nOpenSSL 4."), "{text}");
 }
+
+#[test]
+fn run_help_groups_its_flags_and_ends_with_examples() {
+    let help = stdout(&tlslab(&["run", "--help"]));
+    for heading in [
+        "Matrix (",
+        "Sessions:",
+        "Transport and HTTP:",
+        "Target (",
+        "Network emulation:",
+        "Plan and stopping:",
+        "Output:",
+        "Examples:",
+    ] {
+        assert!(help.contains(heading), "{heading} missing: {help}");
+    }
+    assert!(help.find("Matrix (").unwrap() < help.find("Examples:").unwrap());
+}
