@@ -45,6 +45,7 @@ pub mod holm;
 pub mod kruskal;
 pub mod mann_whitney;
 pub mod normality;
+pub mod power;
 pub mod quantile;
 pub mod random;
 pub mod rank;

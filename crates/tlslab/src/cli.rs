@@ -49,10 +49,34 @@ pub enum Command {
     /// Capture live: every TLS handshake passing an interface, stored as it completes
     /// (needs root or CAP_NET_RAW). Stops at --duration, or on Ctrl-C with nothing lost.
     Capture(CaptureArgs),
+    /// From a pilot run, the handshakes each Config needs to detect a difference, and how
+    /// long they take at the measured rate.
+    Plan(PlanArgs),
     /// Print a shell completion script: `source <(tlslab completions bash)`.
     Completions(CompletionsArgs),
     /// Print the man page (roff), or write one page per command into a directory.
     Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// A results store (a short pilot run is enough: tlslab run ... -n 100).
+    pub store: PathBuf,
+    /// The relative difference of medians to detect: 2% or 0.02.
+    #[arg(long, default_value = "5%")]
+    pub detect: String,
+    /// The chance of detecting it when it is there.
+    #[arg(long, default_value = "80%")]
+    pub power: String,
+    /// The significance level of the test.
+    #[arg(long, default_value = "0.05")]
+    pub alpha: String,
+    /// The phase planned for (handshake, server_response, ttfb, ...).
+    #[arg(long, default_value = "handshake")]
+    pub metric: String,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

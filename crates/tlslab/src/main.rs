@@ -12,6 +12,7 @@ mod manual;
 mod output;
 mod passive;
 mod pcap;
+mod plan;
 mod report;
 mod run;
 mod serve;
@@ -70,6 +71,7 @@ fn main() {
         Command::Pki(args) => export::pki(args),
         Command::Pcap(args) => pcap::pcap(args),
         Command::Capture(args) => capture::capture(args),
+        Command::Plan(args) => plan::plan(args),
         Command::Completions(args) => manual::completions(args),
         Command::Man(args) => manual::man(args),
     };

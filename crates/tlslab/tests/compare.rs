@@ -295,3 +295,27 @@ fn compare_by_tls_holds_every_other_dimension_fixed() {
         "not a dimension",
     );
 }
+
+#[test]
+fn plan_says_how_many_handshakes_a_difference_needs() {
+    let dir = scratch("plan");
+    let pilot = Run::new(&dir, "pilot")
+        .args("--tls 1.2,1.3 -n 100 --warmup 0")
+        .succeeds();
+    let db = pilot.db.to_str().unwrap();
+    let plan: Value =
+        serde_json::from_str(&stdout(&tlslab(&["plan", db, "--detect", "2%", "--json"]))).unwrap();
+    let configs = plan["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 2);
+    for config in configs {
+        assert_eq!(config["pilot_samples"], 100);
+        assert!(config["handshakes"].as_u64().unwrap() >= 2, "{config}");
+    }
+    // A smaller difference needs more handshakes: about four times for half of it.
+    let half: Value =
+        serde_json::from_str(&stdout(&tlslab(&["plan", db, "--detect", "1%", "--json"]))).unwrap();
+    let needed = |plan: &Value| plan["handshakes"].as_u64().unwrap() as f64;
+    let ratio = needed(&half) / needed(&plan);
+    assert!((3.5..4.5).contains(&ratio), "{ratio}");
+    assert_user_error(&tlslab(&["plan", db, "--detect", "2"]), 2, "not a share");
+}

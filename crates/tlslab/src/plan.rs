@@ -1,0 +1,122 @@
+//! `tlslab plan`: from a pilot run (or any stored run), the handshakes each Config needs for
+//! a comparison to detect a given relative difference with a given power, and how long that
+//! takes at the rate the pilot measured (the formula is tlslab-stats' `power`).
+
+use serde::Serialize;
+use tlslab_report::RunSummary;
+use tlslab_stats::power::{handshakes_needed, log_spread};
+
+use crate::cli::PlanArgs;
+use crate::failure::CliError;
+use crate::output;
+
+#[derive(Debug, Serialize)]
+struct ConfigPlan {
+    label: String,
+    pilot_samples: usize,
+    sigma_log: Option<f64>,
+    handshakes: Option<u64>,
+    rate_per_second: Option<f64>,
+    seconds: Option<f64>,
+}
+
+fn fraction(text: &str, name: &str) -> Result<f64, CliError> {
+    let value = match text.trim().strip_suffix('%') {
+        Some(percent) => percent.trim().parse::<f64>().map(|percent| percent / 100.0),
+        None => text.trim().parse::<f64>(),
+    };
+    value
+        .ok()
+        .filter(|value| *value > 0.0 && *value < 1.0)
+        .ok_or_else(|| {
+            CliError::usage(
+                format!("{name} {text}: not a share between 0 and 1"),
+                format!("for example {name} 2% or {name} 0.02"),
+            )
+        })
+}
+
+pub fn plan(args: &PlanArgs) -> Result<i32, CliError> {
+    let relative = fraction(&args.detect, "--detect")?;
+    let power = fraction(&args.power, "--power")?;
+    let alpha = fraction(&args.alpha, "--alpha")?;
+    let store = output::open_store(&args.store)?;
+    let summary = RunSummary::from_store(&store)?;
+    let rows = store.configs()?;
+    let mut plans = Vec::new();
+    for (row, config) in rows.iter().zip(&summary.configs) {
+        let values = store.phase_values(row.id, &args.metric)?;
+        let sigma_log = log_spread(&values);
+        let handshakes =
+            sigma_log.and_then(|sigma| handshakes_needed(sigma, relative, alpha, power));
+        let rate = config.handshakes_per_second;
+        plans.push(ConfigPlan {
+            label: config.label.clone(),
+            pilot_samples: values.len(),
+            sigma_log,
+            handshakes,
+            rate_per_second: rate,
+            seconds: handshakes
+                .zip(rate)
+                .filter(|(_, rate)| *rate > 0.0)
+                .map(|(n, rate)| n as f64 / rate),
+        });
+    }
+    let most = plans.iter().filter_map(|plan| plan.handshakes).max();
+    // One -n for every Config: the most any needs, at each Config's own rate.
+    let total: f64 = plans
+        .iter()
+        .filter_map(|plan| plan.rate_per_second.filter(|rate| *rate > 0.0))
+        .map(|rate| most.unwrap_or(0) as f64 / rate)
+        .sum();
+    if args.json {
+        output::print(format_args!(
+            "{}\n",
+            output::json(&serde_json::json!({
+                "metric": args.metric,
+                "detect": relative,
+                "power": power,
+                "alpha": alpha,
+                "configs": plans,
+                "handshakes": most,
+                "seconds": total,
+            }))
+        ))?;
+        return Ok(0);
+    }
+    let mut out = format!(
+        "{}: handshakes per Config to detect a {:.1}% difference of medians with power {:.0}% (two-sided, alpha {}), from the spread of this run's logs\n",
+        args.metric,
+        relative * 100.0,
+        power * 100.0,
+        alpha
+    );
+    for plan in &plans {
+        out.push_str(&match (plan.sigma_log, plan.handshakes) {
+            (Some(sigma), Some(n)) => format!(
+                "  {}: spread {:.3} (log sd, {} samples) → {} handshakes{}\n",
+                plan.label,
+                sigma,
+                plan.pilot_samples,
+                n,
+                plan.seconds
+                    .map(|seconds| format!(
+                        ", {seconds:.1} s at {:.0}/s",
+                        plan.rate_per_second.unwrap_or(0.0)
+                    ))
+                    .unwrap_or_default()
+            ),
+            _ => format!(
+                "  {}: fewer than 2 successful samples of {}: no estimate\n",
+                plan.label, args.metric
+            ),
+        });
+    }
+    if let Some(most) = most {
+        out.push_str(&format!(
+            "run with -n {most} (the most any Config needs): about {total:.0} s of handshakes at the rates measured\n"
+        ));
+    }
+    output::print(out)?;
+    Ok(0)
+}
