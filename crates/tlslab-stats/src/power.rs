@@ -14,11 +14,15 @@ use crate::distribution::normal_quantile;
 /// Handshakes per group to detect a relative difference `relative` (0.02 for 2%) between two
 /// groups whose log values spread as `sigma_log`, two-sided at `alpha`, with `power`.
 pub fn handshakes_needed(sigma_log: f64, relative: f64, alpha: f64, power: f64) -> Option<u64> {
-    if !(sigma_log.is_finite() && sigma_log >= 0.0)
-        || !(relative > 0.0 && relative.is_finite())
-        || !(alpha > 0.0 && alpha < 1.0)
-        || !(power > 0.0 && power < 1.0)
-    {
+    let usable = sigma_log.is_finite()
+        && sigma_log >= 0.0
+        && relative > 0.0
+        && relative.is_finite()
+        && alpha > 0.0
+        && alpha < 1.0
+        && power > 0.0
+        && power < 1.0;
+    if !usable {
         return None;
     }
     let shift = (1.0 + relative).ln();
