@@ -50,7 +50,7 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
         if args.json {
             output::print(format_args!("{}\n", output::json(&factorial)))?;
         } else {
-            output::print(tlslab_report::factorial::render_factorial(&factorial))?;
+            output::print_fitted(&tlslab_report::factorial::render_factorial(&factorial))?;
         }
         return Ok(0);
     }
@@ -123,7 +123,7 @@ fn print_set(set: &ComparisonSet, metric: &str, unit: &str, json: bool) -> Resul
     if json {
         output::print(format_args!("{}\n", output::json(set)))
     } else {
-        output::print(render_comparisons(set, metric, unit))
+        output::print_fitted(&render_comparisons(set, metric, unit))
     }
 }
 

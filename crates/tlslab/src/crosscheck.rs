@@ -58,5 +58,5 @@ pub fn print(store: &Store, capture: &Path) -> Result<(), CliError> {
             agreement.median_signed_ns / 1e3
         ));
     }
-    output::print(out)
+    output::print_fitted(&out)
 }

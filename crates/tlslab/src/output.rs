@@ -51,6 +51,77 @@ pub fn print(text: impl Display) -> Result<(), CliError> {
         .map_err(write_failed)
 }
 
+/// Writes a summary to stdout fitted to the terminal ([`width`]).
+pub fn print_fitted(text: &str) -> Result<(), CliError> {
+    match width() {
+        Some(width) => print(fit(text, width)),
+        None => print(text),
+    }
+}
+
+/// The width summaries are fitted to: `COLUMNS` when set, else the terminal's; `None` for a
+/// pipe or a file, which get whole lines (for tools that read them).
+pub fn width() -> Option<usize> {
+    let columns = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|columns| columns.trim().parse::<usize>().ok());
+    if let Some(columns) = columns {
+        return Some(columns.max(40));
+    }
+    let stdout = io::stdout();
+    if !io::IsTerminal::is_terminal(&stdout) {
+        return None;
+    }
+    rustix::termios::tcgetwinsize(&stdout)
+        .ok()
+        .map(|size| usize::from(size.ws_col))
+        .filter(|columns| *columns >= 40)
+}
+
+/// `text` with each line longer than `width` broken at its last space that fits (a word
+/// longer than the width is cut); continuations are indented four more than their line.
+pub fn fit(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (line, ending) = match line.strip_suffix('\n') {
+            Some(line) => (line, "\n"),
+            None => (line, ""),
+        };
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        let continuation = " ".repeat((indent + 4).min(width / 2));
+        let mut rest: &str = line;
+        let mut first = true;
+        loop {
+            let prefix = if first { "" } else { continuation.as_str() };
+            let room = width.saturating_sub(prefix.chars().count()).max(1);
+            if rest.chars().count() <= room {
+                out.push_str(prefix);
+                out.push_str(rest);
+                break;
+            }
+            // The byte offset of the character just past the room.
+            let limit = rest
+                .char_indices()
+                .nth(room)
+                .map_or(rest.len(), |(offset, _)| offset);
+            let cut = rest[..limit]
+                .rfind(' ')
+                .filter(|&space| space > prefix.len().max(indent))
+                .unwrap_or(limit);
+            out.push_str(prefix);
+            out.push_str(rest[..cut].trim_end());
+            out.push('\n');
+            rest = rest[cut..].trim_start();
+            first = false;
+            if rest.is_empty() {
+                break;
+            }
+        }
+        out.push_str(ending);
+    }
+    out
+}
+
 /// Opens a results store for reading, and says so on stderr when its run did not finish (it
 /// was interrupted, its lab server died, the disk filled, or it was cut off), so numbers
 /// from it are not taken for a complete run's.
@@ -78,4 +149,35 @@ pub fn note(text: impl Display) {
 /// stands in if one ever does not.
 pub fn json(value: &impl serde::Serialize) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| "{}".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_break_at_spaces_and_keep_their_indentation() {
+        let text = "short\n  a line that is much too long for the width given here, really\n";
+        let fitted = fit(text, 30);
+        assert!(
+            fitted.lines().all(|line| line.chars().count() <= 30),
+            "{fitted}"
+        );
+        assert!(
+            fitted.starts_with("short\n  a line that is much too\n      long"),
+            "{fitted}"
+        );
+        assert_eq!(
+            fitted.split_whitespace().collect::<Vec<_>>(),
+            text.split_whitespace().collect::<Vec<_>>()
+        );
+        // A word longer than the width is cut, never lost.
+        let path = format!("results: {}", "x".repeat(70));
+        let fitted = fit(&path, 40);
+        assert!(
+            fitted.lines().all(|line| line.chars().count() <= 40),
+            "{fitted}"
+        );
+        assert_eq!(fitted.chars().filter(|c| *c == 'x').count(), 70);
+    }
 }

@@ -91,8 +91,8 @@ pub fn print_summary(path: &Path, json: bool, report: &Report) -> Result<(), Cli
             output::json(&serde_json::json!({ "summary": summary, "capture": describe(report) }))
         ))
     } else {
-        output::print(render_text(&summary))?;
-        output::print(notes(report))
+        output::print_fitted(&render_text(&summary))?;
+        output::print_fitted(&notes(report))
     }
 }
 

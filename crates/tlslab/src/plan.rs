@@ -117,6 +117,6 @@ pub fn plan(args: &PlanArgs) -> Result<i32, CliError> {
             "run with -n {most} (the most any Config needs): about {total:.0} s of handshakes at the rates measured\n"
         ));
     }
-    output::print(out)?;
+    output::print_fitted(&out)?;
     Ok(0)
 }

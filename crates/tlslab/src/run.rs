@@ -205,7 +205,7 @@ pub fn run(args: &RunArgs) -> Result<i32, CliError> {
     if args.json {
         output::print(format_args!("{}\n", output::json(&summary)))?;
     } else {
-        output::print(render_text(&summary))?;
+        output::print_fitted(&render_text(&summary))?;
     }
     if let Some(capture) = &args.capture {
         crate::crosscheck::print(&store, capture)?;

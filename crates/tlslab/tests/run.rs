@@ -357,3 +357,32 @@ fn a_saturated_lab_server_is_diagnosed_as_the_limit_and_an_idle_one_is_not() {
     let markdown = std::fs::read_to_string(&report).unwrap();
     assert!(markdown.contains("| server ("), "{markdown}");
 }
+
+#[test]
+fn with_columns_80_the_summary_fits_80_columns() {
+    let dir = scratch("columns");
+    let output = Run::new(&dir, "four")
+        .args("--tls 1.2,1.3 --group x25519,secp256r1 -n 20 --warmup 0")
+        .command()
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let summary = stdout(&output);
+    let longest = summary
+        .lines()
+        .map(|line| line.chars().count())
+        .max()
+        .unwrap();
+    assert!(longest <= 80, "a line of {longest} characters:\n{summary}");
+    // Nothing is lost in the fitting: the four Configs and their statistics are there.
+    assert_eq!(
+        summary.matches("  outcomes   20 ok of 20 attempts").count(),
+        4
+    );
+    // Piped without COLUMNS, lines stay whole for tools that read them.
+    let whole = Run::new(&dir, "piped")
+        .args("--tls 1.2,1.3 --group x25519,secp256r1 -n 20 --warmup 0")
+        .succeeds();
+    assert!(whole.summary.lines().any(|line| line.chars().count() > 80));
+}

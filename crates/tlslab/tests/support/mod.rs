@@ -39,7 +39,10 @@ fn command<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> Command {
     command
         .args(args)
         .env("TLSLAB_PKI_DIR", pki_dir())
-        .env("NO_COLOR", "1");
+        .env("NO_COLOR", "1")
+        // Whole lines whatever the shell that started the tests exported (a test that
+        // wants a width sets it).
+        .env_remove("COLUMNS");
     command
 }
 
