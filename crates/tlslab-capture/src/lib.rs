@@ -221,7 +221,7 @@ impl<'a> Analyser<'a> {
     pub fn finish(mut self) -> Result<Report, SinkError> {
         let mut done = Vec::new();
         self.flows.finish(&mut |connection| done.push(connection));
-        self.quic.finish();
+        self.quic.finish(&mut |connection| done.push(connection));
         for connection in done {
             self.connection(&connection);
         }

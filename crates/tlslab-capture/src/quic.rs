@@ -94,6 +94,8 @@ struct LongHeader<'a> {
     version: u32,
     kind: PacketType,
     destination: &'a [u8],
+    /// The sender's connection ID: what the other side writes to in short headers.
+    source: &'a [u8],
     /// Where the (protected) packet number starts.
     number_offset: usize,
     /// The Length field: packet number and protected payload.
@@ -112,6 +114,7 @@ fn long_header(datagram: &[u8]) -> Option<LongHeader<'_>> {
     let destination = datagram.get(6..6 + destination_length)?;
     let at = 6 + destination_length;
     let source_length = usize::from(*datagram.get(at)?);
+    let source = datagram.get(at + 1..at + 1 + source_length)?;
     let rest = datagram.get(at + 1 + source_length..)?;
     let kind = packet_type(version, (first >> 4) & 0x03);
     if version == 0 || kind == PacketType::Retry {
@@ -119,6 +122,7 @@ fn long_header(datagram: &[u8]) -> Option<LongHeader<'_>> {
             version,
             kind,
             destination,
+            source,
             number_offset: datagram.len(),
             length: 0,
             packet: datagram,
@@ -137,6 +141,7 @@ fn long_header(datagram: &[u8]) -> Option<LongHeader<'_>> {
         version,
         kind,
         destination,
+        source,
         number_offset,
         length,
         packet: datagram.get(..end)?,
@@ -257,7 +262,9 @@ impl Keys {
         let offset = header.number_offset;
         // RFC 9001, 5.4.2: the sample starts 4 bytes after the packet number's start.
         let mask = self.header.mask(packet.get(offset + 4..offset + 20)?)?;
-        let first = packet[0] ^ (mask[0] & 0x0f);
+        // Long headers protect four bits of the first byte, short headers five.
+        let protected_bits = if packet[0] & 0x80 != 0 { 0x0f } else { 0x1f };
+        let first = packet[0] ^ (mask[0] & protected_bits);
         let number_length = usize::from(first & 0x03) + 1;
         let mut unprotected = packet.get(..offset + number_length)?.to_vec();
         unprotected[0] = first;
@@ -380,6 +387,82 @@ fn skip_ack(payload: &[u8], ecn: bool) -> Option<&[u8]> {
     Some(rest)
 }
 
+/// What a 1-RTT packet's frames say about the exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Application {
+    /// A STREAM frame on a client-initiated bidirectional stream: a request or response.
+    Response,
+    /// CONNECTION_CLOSE.
+    Close,
+    Nothing,
+}
+
+/// Walks a 1-RTT payload's frames (RFC 9000, 19, and the ACK frequency extension's) to the
+/// first STREAM frame on a request stream, or a CONNECTION_CLOSE; any other frame type ends
+/// the walk.
+fn application_frames(mut payload: &[u8]) -> Application {
+    fn skip(payload: &[u8], varints: usize) -> Option<&[u8]> {
+        let mut rest = payload;
+        for _ in 0..varints {
+            rest = varint(rest)?.1;
+        }
+        Some(rest)
+    }
+    fn with_bytes(payload: &[u8], varints_before: usize) -> Option<&[u8]> {
+        let rest = skip(payload, varints_before)?;
+        let (length, rest) = varint(rest)?;
+        rest.get(usize::try_from(length).ok()?..)
+    }
+    while let Some((kind, rest)) = varint(payload) {
+        let next = match kind {
+            // PADDING, PING, HANDSHAKE_DONE, and IMMEDIATE_ACK (the ACK frequency extension,
+            // which quinn speaks).
+            0x00 | 0x01 | 0x1e | 0x1f => Some(rest),
+            // ACK_FREQUENCY: sequence, threshold, maximum delay, reordering threshold.
+            0xaf => skip(rest, 4),
+            0x02 | 0x03 => skip_ack(rest, kind == 0x03),
+            0x04 => skip(rest, 3),
+            0x05 | 0x11 | 0x15 => skip(rest, 2),
+            0x06 => with_bytes(rest, 1),
+            0x07 => with_bytes(rest, 0),
+            0x10 | 0x12 | 0x13 | 0x14 | 0x16 | 0x17 | 0x19 => skip(rest, 1),
+            0x18 => (|| {
+                let rest = skip(rest, 2)?;
+                let length = usize::from(*rest.first()?);
+                rest.get(1 + length + 16..)
+            })(),
+            0x1a | 0x1b => rest.get(8..),
+            0x1c | 0x1d => return Application::Close,
+            0x08..=0x0f => {
+                let Some((stream, _)) = varint(rest) else {
+                    return Application::Nothing;
+                };
+                if stream % 4 == 0 {
+                    return Application::Response;
+                }
+                (|| {
+                    let mut rest = skip(rest, 1)?;
+                    if kind & 0x04 != 0 {
+                        rest = skip(rest, 1)?;
+                    }
+                    if kind & 0x02 != 0 {
+                        let (length, after) = varint(rest)?;
+                        after.get(usize::try_from(length).ok()?..)
+                    } else {
+                        Some(&rest[rest.len()..])
+                    }
+                })()
+            }
+            _ => None,
+        };
+        match next {
+            Some(rest) => payload = rest,
+            None => break,
+        }
+    }
+    Application::Nothing
+}
+
 /// One direction's CRYPTO stream in the Initial space, put back in order.
 #[derive(Debug, Default)]
 struct CryptoStream {
@@ -429,9 +512,16 @@ struct Open {
     keys: (Keys, Keys),
     /// The Handshake space's keys, from a key log: client's, server's.
     handshake_keys: Option<(Keys, Keys)>,
+    /// The 1-RTT keys of the same secrets, to find the response's first byte.
+    traffic_keys: Option<(Keys, Keys)>,
+    /// The connection IDs each side chose for itself (short headers carry the receiver's).
+    client_id_length: Option<usize>,
+    server_id_length: Option<usize>,
+    /// Either side closed the connection in a 1-RTT packet.
+    closed: bool,
     key_log: Option<Arc<KeyLog>>,
-    /// By space and direction: Initial to the server, to the client, then Handshake.
-    largest: [Option<u64>; 4],
+    /// By space and direction: Initial to the server, to the client, Handshake, 1-RTT.
+    largest: [Option<u64>; 6],
     crypto: [CryptoStream; 4],
     handshake: Handshake,
     /// The server's Finished was read: its flight's bytes are counted.
@@ -519,7 +609,7 @@ impl QuicFlows {
             return;
         };
         open.datagram(at, from, payload);
-        if open.handshake.done() || open.failure.is_some() {
+        if open.ready() || open.failure.is_some() {
             let State::Open(open) = std::mem::replace(&mut flow.state, State::Finished) else {
                 return;
             };
@@ -547,16 +637,27 @@ impl QuicFlows {
                 ..
             }) = self.table.remove(&key)
             {
-                emit(open.connection(Ending::Timeout, source));
+                // A handshake that was over waited for a response that never came.
+                let ending = if open.handshake.done() {
+                    Ending::Done
+                } else {
+                    Ending::Timeout
+                };
+                emit(open.connection(ending, source));
             }
         }
     }
 
-    /// The capture ended: handshakes in progress are counted, not stored.
-    pub fn finish(&mut self) {
+    /// The capture ended: completed handshakes still waiting for a response are handed
+    /// on; handshakes in progress are counted, not stored.
+    pub fn finish(&mut self, emit: &mut impl FnMut(Connection)) {
         for (_, flow) in std::mem::take(&mut self.table) {
-            if let State::Open(_) = flow.state {
-                self.unfinished += 1;
+            if let State::Open(open) = flow.state {
+                if open.handshake.done() {
+                    emit(open.connection(Ending::Done, flow.source));
+                } else {
+                    self.unfinished += 1;
+                }
             }
         }
     }
@@ -587,8 +688,12 @@ fn opening(
         first_packet: at,
         keys,
         handshake_keys: None,
+        traffic_keys: None,
+        client_id_length: Some(header.source.len()),
+        server_id_length: None,
+        closed: false,
         key_log,
-        largest: [None; 4],
+        largest: [None; 6],
         crypto: Default::default(),
         handshake: Handshake::default(),
         flight_counted: false,
@@ -622,7 +727,62 @@ impl Open {
         // Coalesced packets (RFC 9000, 12.2) follow each other; a short header takes the rest.
         while let Some(header) = long_header(rest) {
             rest = &rest[header.packet.len()..];
+            if to_server {
+                self.client_id_length.get_or_insert(header.source.len());
+            } else {
+                self.server_id_length.get_or_insert(header.source.len());
+            }
             self.packet(at, to_server, &header);
+        }
+        if !rest.is_empty() && self.traffic_keys.is_some() {
+            self.one_rtt(at, to_server, rest);
+        }
+    }
+
+    /// Whether the connection can be handed on: its handshake is over and, when 1-RTT
+    /// packets can be read, the response's first byte came or the connection closed.
+    fn ready(&self) -> bool {
+        self.handshake.done()
+            && (self.traffic_keys.is_none()
+                || self.handshake.times.first_response_byte.is_some()
+                || self.closed)
+    }
+
+    /// A short-header (1-RTT) packet, opened with the traffic keys: the server's first
+    /// STREAM frame on a request stream is the response's first byte; a CONNECTION_CLOSE
+    /// ends the wait for one.
+    fn one_rtt(&mut self, at: u64, to_server: bool, packet: &[u8]) {
+        let (Some((client, server)), Some(client_id), Some(server_id)) = (
+            &self.traffic_keys,
+            self.client_id_length,
+            self.server_id_length,
+        ) else {
+            return;
+        };
+        // The receiver's connection ID follows the first byte.
+        let destination_length = if to_server { server_id } else { client_id };
+        let header = LongHeader {
+            version: self.version,
+            kind: PacketType::Handshake,
+            destination: &[],
+            source: &[],
+            number_offset: 1 + destination_length,
+            length: packet.len().saturating_sub(1 + destination_length) as u64,
+            packet,
+        };
+        let index = 4 + usize::from(!to_server);
+        let keys = if to_server { client } else { server };
+        let Some((number, payload)) = keys.open(&header, self.largest[index]) else {
+            return;
+        };
+        self.largest[index] =
+            Some(self.largest[index].map_or(number, |largest| largest.max(number)));
+        match application_frames(&payload) {
+            Application::Response if !to_server => {
+                self.handshake.times.first_response_byte.get_or_insert(at);
+            }
+            Application::Close => self.closed = true,
+            _ => {}
         }
     }
 
@@ -644,7 +804,7 @@ impl Open {
                     // and both sides' Initial keys come from it.
                     if let Some(keys) = initial_keys(header.version, header.destination) {
                         self.keys = keys;
-                        self.largest = [None; 4];
+                        self.largest = [None; 6];
                         self.crypto = Default::default();
                     }
                 }
@@ -710,6 +870,11 @@ impl Open {
         ) {
             self.handshake_keys = Some((client, server));
             self.handshake.decrypting = true;
+        }
+        if let (Some(client), Some(server)) =
+            (keys(&secrets.client_traffic), keys(&secrets.server_traffic))
+        {
+            self.traffic_keys = Some((client, server));
         }
         // Tried once: the secrets do not change.
         self.key_log = None;
@@ -878,6 +1043,7 @@ mod tests {
             version: VERSION_1,
             kind: PacketType::Handshake,
             destination: &[],
+            source: &[],
             number_offset: 1,
             length: 20,
             packet: &packet,

@@ -424,6 +424,20 @@ fn a_key_log_opens_quic_handshake_packets_in_every_suite() {
         3
     );
     assert_eq!(count_samples(&passive, "s.outcome = 'ok'"), 12);
+    // The 1-RTT packets, opened with the traffic secrets: the first byte of the HTTP/3
+    // response (the server's first STREAM frame on a request stream) for every full
+    // handshake, after the ClientHello.
+    assert_eq!(
+        count_samples(
+            &passive,
+            "s.early_data_accepted IS NULL AND s.first_byte >= s.client_hello_sent"
+        ),
+        3
+    );
+    assert_eq!(
+        count_samples(&passive, "s.first_byte < s.client_hello_sent"),
+        0
+    );
 }
 
 #[test]
