@@ -322,13 +322,18 @@ pub fn render_factorial(factorial: &Factorial) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "  {} vs {}: ratio {:.3} [{:.3}, {:.3}] across {} strata{}{}",
+            "  {} vs {}: ratio {:.3} [{:.3}, {:.3}] across {} {}{}{}",
             pooled.level,
             factorial.baseline,
             pooled.ratio,
             pooled.ratio_ci[0],
             pooled.ratio_ci[1],
             pooled.strata,
+            if pooled.strata == 1 {
+                "stratum"
+            } else {
+                "strata"
+            },
             pooled.van_elteren.map_or(String::new(), |test| format!(
                 "; van Elteren z = {:.2}, p {}",
                 test.z,
