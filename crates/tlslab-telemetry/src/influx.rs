@@ -30,6 +30,8 @@ const BATCH: usize = 5_000;
 /// The longest a point waits before it is written.
 const EVERY: Duration = Duration::from_secs(1);
 const TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a server that answers with errors is given to become ready.
+const STARTUP: Duration = Duration::from_secs(3);
 
 /// What InfluxDB took.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -211,16 +213,29 @@ impl Writer {
                 .filter(|token| !token.is_empty()),
         };
         let agent = agent();
-        if let Some(database) = database_of(&uri) {
-            create_database(&agent, &uri, &database)?;
+        // An InfluxDB that has just started answers before it can create or write: a server
+        // that answers with an error is asked again for up to STARTUP; one that does not
+        // answer at all fails at once.
+        let started = Instant::now();
+        loop {
+            if let Some(database) = database_of(&uri) {
+                create_database(&agent, &uri, &database)?;
+            }
+            // An empty write checks the address, the endpoint and the credentials at once.
+            match endpoint.post(&agent, "") {
+                Ok(()) => break,
+                Err(error) if started.elapsed() < STARTUP => {
+                    let _ = error;
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(error) => {
+                    return Err(TelemetryError::new(
+                        format!("--influx {url}: {error}"),
+                        "check that InfluxDB runs there, the database or bucket exists and INFLUX_TOKEN (2.x) or u=/p= (1.x) grant writing",
+                    ))
+                }
+            }
         }
-        // An empty write checks the address, the endpoint and the credentials at once.
-        endpoint.post(&agent, "").map_err(|error| {
-            TelemetryError::new(
-                format!("--influx {url}: {error}"),
-                "check that InfluxDB runs there, the database or bucket exists and INFLUX_TOKEN (2.x) or u=/p= (1.x) grant writing",
-            )
-        })?;
         let (queue, points) = mpsc::sync_channel(QUEUE);
         let thread = std::thread::Builder::new()
             .name("influx".into())

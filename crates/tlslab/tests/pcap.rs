@@ -741,13 +741,29 @@ impl Influxd {
             }
         };
         let influxd = Influxd { child, address };
+        // Ready when /ping answers 204 (the port opens before the databases can be used).
+        let ready = || {
+            use std::io::{Read, Write};
+            let mut stream = std::net::TcpStream::connect(&influxd.address).ok()?;
+            write!(stream, "GET /ping HTTP/1.0\r\n\r\n").ok()?;
+            let mut answer = String::new();
+            stream.read_to_string(&mut answer).ok()?;
+            answer
+                .split_whitespace()
+                .nth(1)
+                .filter(|status| *status == "204")
+                .map(drop)
+        };
         for _ in 0..100 {
-            if std::net::TcpStream::connect(&influxd.address).is_ok() {
+            if ready().is_some() {
                 return Some(influxd);
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
-        panic!("influxd did not open {} within 10 s", influxd.address);
+        panic!(
+            "influxd did not answer /ping on {} within 10 s",
+            influxd.address
+        );
     }
 
     /// An InfluxQL query's JSON answer.
