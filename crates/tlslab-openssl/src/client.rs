@@ -459,6 +459,7 @@ fn client_context(
 fn pins_index() -> openssl::ex_data::Index<SslContext, tlslab_core::Pins> {
     static INDEX: OnceLock<openssl::ex_data::Index<SslContext, tlslab_core::Pins>> =
         OnceLock::new();
+    // Unreachable from input: OpenSSL refuses a new index only when it cannot allocate.
     *INDEX
         .get_or_init(|| SslContext::new_ex_index().expect("OpenSSL has room for one ex_data index"))
 }
