@@ -31,21 +31,28 @@ pub fn check(bytes: &[u8]) {
         rtt: many.clone(),
         jitter: many.clone(),
         loss: many.clone(),
-        rate: many.clone(),
+        bandwidth: many.clone(),
+        arrival_rate: many.clone(),
+        duration: one.clone(),
         emulator: one.clone(),
         ..Overrides::default()
     };
     // Each value on its own, then all of them together, then expanded.
-    for field in 0..8 {
+    for field in 0..10 {
         let mut single = Overrides::default();
         match field {
             0 => single.timeout = one.clone(),
             1 => single.until_ci = one.clone(),
             2 => single.rtt = many.clone(),
             3 => single.loss = many.clone(),
-            4 => single.rate = many.clone(),
+            4 => single.bandwidth = many.clone(),
             5 => single.suite = many.clone(),
             6 => single.group = many.clone(),
+            7 => single.arrival_rate = many.clone(),
+            8 => {
+                single.arrival_rate = Some(vec!["100/s".to_string()]);
+                single.duration = one.clone();
+            }
             _ => single.emulator = one.clone(),
         }
         let mut experiment = Experiment::default();

@@ -285,6 +285,7 @@ fn config_record(index: usize, key: &ConfigKey, connection: &flows::Connection) 
         sni: key.server_name.clone(),
         address: connection.server.to_string(),
         concurrency: None,
+        arrival_rate: None,
         resumption: key.resumption.to_string(),
         early_data_bytes: 0,
         cert_cache: false,

@@ -73,6 +73,31 @@ pub mod serde_text {
     }
 }
 
+/// Serde glue for an optional duration (`duration = "30s"`, or absent).
+pub mod serde_option {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(
+        value: &Option<Duration>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(value) => serializer.serialize_str(&super::format(*value)),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        super::parse(&text)
+            .map(Some)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
 /// Serde glue for lists of durations (`rtt = ["30ms", "150ms"]`).
 pub mod serde_list {
     use serde::{Deserialize, Deserializer, Serializer};

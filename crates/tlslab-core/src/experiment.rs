@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::arrival::ArrivalRate;
 use crate::config::{expand, Config, ConfigError};
 use crate::dimension::{
     Backend, CertCache, CertProfile, Cipher, CloseMode, Ech, Emulator, Group, HelloRetry, Http,
@@ -29,8 +30,20 @@ pub struct Experiment {
     pub cert: Vec<CertProfile>,
     /// Certificates the lab server sends: the leaf plus intermediates.
     pub chain: Vec<u8>,
-    /// Concurrent agents per Config.
+    /// Concurrent agents per Config. In an open loop they share the schedule: when all are
+    /// busy, the next start waits for one, and the wait counts in that attempt's latency.
     pub concurrency: Vec<u32>,
+    /// How attempts start: `closed` (each agent starts its next attempt when its last one
+    /// ends), a schedule of `500/s` (open loop: latency counts from each intended start), or
+    /// a ramp `100/s..2000/s` swept in steps, each step a Config.
+    pub arrival_rate: Vec<ArrivalRate>,
+    /// Measured time per Config instead of a handshake count (open loop: the count is the
+    /// rate times this; a ramp's steps share it).
+    #[serde(
+        with = "duration::serde_option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub duration: Option<Duration>,
     /// Measured handshakes per Config.
     pub handshakes: u64,
     /// Warm-up handshakes per Config, stored and flagged, excluded from statistics.
@@ -121,8 +134,9 @@ pub struct Experiment {
     pub jitter: Vec<Duration>,
     /// Emulated random packet loss per direction.
     pub loss: Vec<Loss>,
-    /// Emulated rate limit per direction.
-    pub rate: Vec<Rate>,
+    /// Emulated bandwidth per direction (`rate` in files written before it was renamed).
+    #[serde(alias = "rate")]
+    pub bandwidth: Vec<Rate>,
     /// Which emulator carries the packets.
     pub emulator: Emulator,
     /// A command that starts the server to measure (nginx, haproxy) in the server's network
@@ -139,6 +153,8 @@ impl Default for Experiment {
             cert: vec![CertProfile::EcdsaP256],
             chain: vec![1],
             concurrency: vec![1],
+            arrival_rate: vec![ArrivalRate::Closed],
+            duration: None,
             handshakes: 1000,
             warmup: 20,
             block: None,
@@ -174,7 +190,7 @@ impl Default for Experiment {
             rtt: Vec::new(),
             jitter: Vec::new(),
             loss: Vec::new(),
-            rate: Vec::new(),
+            bandwidth: Vec::new(),
             emulator: Emulator::Auto,
             server_cmd: None,
         }
@@ -220,12 +236,23 @@ impl Experiment {
         }
     }
 
-    /// The block size for a Config at concurrency `concurrency`.
-    pub fn block_size(&self, concurrency: u32) -> u64 {
+    /// Measured handshakes for `config`: `handshakes`, or, with `duration` in an open loop,
+    /// as many as the Config's schedule starts in its share of that time.
+    pub fn handshakes_for(&self, config: &Config) -> u64 {
+        match (config.arrival_rate, config.arrival_time) {
+            (Some(rate), Some(time)) => ((rate * time.as_secs_f64()).ceil() as u64).max(1),
+            _ => self.handshakes,
+        }
+    }
+
+    /// The block size for `config`: `block`, or a tenth of its handshakes, at least its
+    /// concurrency.
+    pub fn block_size(&self, config: &Config) -> u64 {
+        let handshakes = self.handshakes_for(config);
         let size = self
             .block
-            .unwrap_or_else(|| self.handshakes.div_ceil(10).max(u64::from(concurrency)));
-        size.clamp(1, self.handshakes.max(1))
+            .unwrap_or_else(|| handshakes.div_ceil(10).max(u64::from(config.concurrency)));
+        size.clamp(1, handshakes.max(1))
     }
 }
 
@@ -265,10 +292,68 @@ mod tests {
     fn block_defaults_to_a_tenth_but_at_least_the_concurrency() {
         let experiment = Experiment {
             handshakes: 300,
+            concurrency: vec![4, 50, 1000],
             ..Experiment::default()
         };
-        assert_eq!(experiment.block_size(4), 30);
-        assert_eq!(experiment.block_size(50), 50);
-        assert_eq!(experiment.block_size(1000), 300);
+        let configs = experiment.configs().unwrap();
+        assert_eq!(experiment.block_size(&configs[0]), 30);
+        assert_eq!(experiment.block_size(&configs[1]), 50);
+        assert_eq!(experiment.block_size(&configs[2]), 300);
+    }
+
+    #[test]
+    fn an_open_loop_for_a_duration_makes_its_rate_times_its_time() {
+        let experiment = Experiment {
+            arrival_rate: vec![
+                "closed".parse().unwrap(),
+                "150/s".parse().unwrap(),
+                "100/s..1000/s".parse().unwrap(),
+            ],
+            duration: Some(Duration::from_secs(5)),
+            handshakes: 77,
+            ..Experiment::default()
+        };
+        // A closed loop beside open ones keeps its count.
+        let mixed = experiment.configs().unwrap();
+        assert_eq!(experiment.handshakes_for(&mixed[0]), 77);
+        let experiment = Experiment {
+            arrival_rate: experiment.arrival_rate[1..].to_vec(),
+            ..experiment
+        };
+        let configs = experiment.configs().unwrap();
+        assert_eq!(configs.len(), 11);
+        assert!(configs[0].label.ends_with(" 150/s"), "{}", configs[0].label);
+        assert_eq!(experiment.handshakes_for(&configs[0]), 750);
+        // The ramp's ten steps share the 5 s: half a second each.
+        assert_eq!(configs[1].arrival_rate, Some(100.0));
+        assert_eq!(experiment.handshakes_for(&configs[1]), 50);
+        assert_eq!(experiment.handshakes_for(&configs[10]), 500);
+        let plan = crate::Plan::new(&experiment, &configs, 1);
+        assert_eq!(plan.measured_handshakes(10), 500);
+        // Without a duration, a schedule paces -n handshakes.
+        let paced = Experiment {
+            duration: None,
+            ..experiment
+        };
+        let configs = paced.configs().unwrap();
+        assert_eq!(paced.handshakes_for(&configs[0]), 77);
+    }
+
+    #[test]
+    fn a_duration_without_a_schedule_is_refused_with_a_hint() {
+        let experiment = Experiment {
+            duration: Some(Duration::from_secs(5)),
+            ..Experiment::default()
+        };
+        let error = experiment.configs().unwrap_err();
+        assert!(error.to_string().contains("needs --arrival-rate"), "{error}");
+    }
+
+    #[test]
+    fn files_still_read_the_old_name_of_bandwidth() {
+        let old = Experiment::from_toml("rtt = [\"10ms\"]\nrate = [\"100mbit\"]").unwrap();
+        assert_eq!(old.bandwidth, vec![Rate(100_000_000)]);
+        let new = Experiment::from_toml("bandwidth = [\"100mbit\"]").unwrap();
+        assert_eq!(new.bandwidth, old.bandwidth);
     }
 }

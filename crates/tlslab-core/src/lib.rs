@@ -19,6 +19,7 @@
 //! assert_eq!(plan.measured_handshakes(0), 100);
 //! ```
 
+pub mod arrival;
 pub mod config;
 pub mod dimension;
 pub mod duration;
@@ -32,6 +33,7 @@ pub mod record;
 pub mod sample;
 pub mod threshold;
 
+pub use arrival::ArrivalRate;
 pub use config::{Config, ConfigError, Endpoint, ServerKey, ServerResumption};
 pub use dimension::{
     Authentication, Backend, CertCache, CertProfile, Cipher, CloseMode, Ech, Emulator, Group,

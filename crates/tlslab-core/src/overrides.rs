@@ -21,6 +21,8 @@ pub struct Overrides {
     pub cert: Option<Vec<String>>,
     pub chain: Option<Vec<u8>>,
     pub concurrency: Option<Vec<u32>>,
+    pub arrival_rate: Option<Vec<String>>,
+    pub duration: Option<String>,
     pub handshakes: Option<u64>,
     pub warmup: Option<u64>,
     pub block: Option<u64>,
@@ -55,7 +57,7 @@ pub struct Overrides {
     pub rtt: Option<Vec<String>>,
     pub jitter: Option<Vec<String>>,
     pub loss: Option<Vec<String>>,
-    pub rate: Option<Vec<String>>,
+    pub bandwidth: Option<Vec<String>>,
     pub emulator: Option<String>,
     pub server_cmd: Option<String>,
 }
@@ -149,7 +151,9 @@ impl Experiment {
         })?;
         set(&mut self.ech, &given.ech, |values| list(values, "--ech"))?;
         set(&mut self.loss, &given.loss, |values| list(values, "--loss"))?;
-        set(&mut self.rate, &given.rate, |values| list(values, "--rate"))?;
+        set(&mut self.bandwidth, &given.bandwidth, |values| {
+            list(values, "--bandwidth")
+        })?;
         set(&mut self.rtt, &given.rtt, |values| {
             durations(values, "--rtt 30ms,150ms")
         })?;
@@ -185,6 +189,14 @@ impl Experiment {
         })?;
         set(&mut self.chain, &given.chain, copy)?;
         set(&mut self.concurrency, &given.concurrency, copy)?;
+        set(&mut self.arrival_rate, &given.arrival_rate, |values| {
+            list(values, "--arrival-rate")
+        })?;
+        set(&mut self.duration, &given.duration, |text| {
+            duration::parse(text)
+                .map(Some)
+                .map_err(|problem| error(problem.to_string(), "for example --duration 30s"))
+        })?;
         set(&mut self.early_data, &given.early_data, copy)?;
         set(&mut self.labels, &given.labels, copy)?;
         set(&mut self.handshakes, &given.handshakes, copy)?;

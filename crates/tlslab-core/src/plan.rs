@@ -52,14 +52,17 @@ impl Plan {
             push_round(0, &mut blocks, true);
         }
 
-        let mut remaining: Vec<u64> = vec![experiment.handshakes; configs.len()];
+        let mut remaining: Vec<u64> = configs
+            .iter()
+            .map(|config| experiment.handshakes_for(config))
+            .collect();
         let mut round = 1;
         while remaining.iter().any(|&left| left > 0) {
             let mut blocks = Vec::new();
             for config in configs {
                 let left = &mut remaining[config.index];
                 if *left > 0 {
-                    let size = experiment.block_size(config.concurrency).min(*left);
+                    let size = experiment.block_size(config).min(*left);
                     *left -= size;
                     blocks.push((config.index, size));
                 }

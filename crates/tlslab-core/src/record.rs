@@ -85,6 +85,8 @@ pub struct ConfigRecord {
     pub address: String,
     /// Connections at once; `None` when a capture cannot know.
     pub concurrency: Option<u32>,
+    /// Attempts per second on a schedule (open loop); `None` in a closed loop or a capture.
+    pub arrival_rate: Option<f64>,
     /// `off`, `tickets` or `session-id`.
     pub resumption: String,
     pub early_data_bytes: u64,

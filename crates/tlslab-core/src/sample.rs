@@ -102,10 +102,17 @@ pub enum Phase {
     Ttfb,
     /// start → response_done: the whole connection-to-response time.
     Total,
+    /// Open loop: the attempt's intended start → start, the time it waited for a free agent
+    /// (or for the load generator); `None` in a closed loop.
+    ScheduleDelay,
+    /// Open loop: the intended start → response_done, or → handshake_done without a
+    /// request: the latency a user arriving on schedule saw, queueing included (no
+    /// coordinated omission); `None` in a closed loop.
+    Latency,
 }
 
 impl Phase {
-    pub const ALL: [Phase; 11] = [
+    pub const ALL: [Phase; 13] = [
         Phase::TcpConnect,
         Phase::ClientHelloBuild,
         Phase::ServerResponse,
@@ -117,6 +124,8 @@ impl Phase {
         Phase::TlsHandshake,
         Phase::Ttfb,
         Phase::Total,
+        Phase::ScheduleDelay,
+        Phase::Latency,
     ];
 
     /// The phases that partition `handshake`, in time order.
@@ -143,6 +152,8 @@ impl Phase {
             Phase::TlsHandshake => "tls_handshake",
             Phase::Ttfb => "ttfb",
             Phase::Total => "total",
+            Phase::ScheduleDelay => "schedule_delay",
+            Phase::Latency => "latency",
         }
     }
 
@@ -156,6 +167,8 @@ impl Phase {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Timeline {
     events: [Option<u64>; Event::ALL.len()],
+    /// Open loop: nanoseconds from the attempt's intended start to its start.
+    schedule_delay: Option<u64>,
 }
 
 impl Timeline {
@@ -165,6 +178,11 @@ impl Timeline {
 
     pub fn set(&mut self, event: Event, nanos: u64) {
         self.events[event as usize] = Some(nanos);
+    }
+
+    /// Open loop: how long after its intended start the attempt started.
+    pub fn set_schedule_delay(&mut self, nanos: u64) {
+        self.schedule_delay = Some(nanos);
     }
 
     /// Records `event` at `at` unless it was already recorded.
@@ -201,6 +219,14 @@ impl Timeline {
             },
             Phase::Ttfb => span(Event::Start, Event::FirstByte),
             Phase::Total => span(Event::Start, Event::ResponseDone),
+            Phase::ScheduleDelay => self.schedule_delay,
+            Phase::Latency => {
+                let end = self
+                    .get(Event::ResponseDone)
+                    .or(self.get(Event::HandshakeDone))?;
+                let whole = end.saturating_sub(self.get(Event::Start)?);
+                Some(self.schedule_delay?.saturating_add(whole))
+            }
         }
     }
 

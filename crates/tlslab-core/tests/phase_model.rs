@@ -54,6 +54,16 @@ proptest! {
     }
 
     #[test]
+    fn open_loop_latency_is_the_wait_plus_the_whole(mut timeline in timelines(), wait in 0u64..10_000_000_000) {
+        prop_assert_eq!(timeline.phase(Phase::Latency), None);
+        prop_assert_eq!(timeline.phase(Phase::ScheduleDelay), None);
+        timeline.set_schedule_delay(wait);
+        let whole = timeline.phase(Phase::Total).or(timeline.phase(Phase::Handshake));
+        prop_assert_eq!(timeline.phase(Phase::Latency), whole.map(|whole| whole + wait));
+        prop_assert_eq!(timeline.phase(Phase::ScheduleDelay), Some(wait));
+    }
+
+    #[test]
     fn every_phase_lies_within_the_whole(timeline in timelines()) {
         let total = timeline
             .phase(Phase::Total)

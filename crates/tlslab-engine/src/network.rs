@@ -52,10 +52,10 @@ impl EmulatedNetwork {
         };
         let kind = choose(choice)?;
         let lossy = experiment.loss.iter().any(|loss| loss.0 > 0.0);
-        if kind == EmulatorKind::Relay && (lossy || !experiment.rate.is_empty()) {
+        if kind == EmulatorKind::Relay && (lossy || !experiment.bandwidth.is_empty()) {
             return Err(RunError::configuration(
                 "the relay emulator cannot drop packets or limit the rate",
-                "use --emulator tun or netem (they need root or CAP_NET_ADMIN), or leave out --loss and --rate",
+                "use --emulator tun or netem (they need root or CAP_NET_ADMIN), or leave out --loss and --bandwidth",
             ));
         }
         if kind == EmulatorKind::Relay && experiment.transport.contains(&Transport::Quic) {

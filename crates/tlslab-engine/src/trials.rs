@@ -8,7 +8,7 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tlslab_backend::{Attempt, Failure};
 use tlslab_core::{
@@ -197,6 +197,58 @@ struct Block<C: Connector> {
     flights: Option<Flights>,
 }
 
+/// Open loop: the intended start times of one block's attempts, released by a thread of
+/// their own at those times (`block start + i / rate`) into a queue the agents take from.
+///
+/// A thread, not a tokio timer: tokio's timers tick in whole milliseconds, which would start
+/// attempts up to a millisecond late at any rate and count that in their latency; a sleeping
+/// thread wakes within the kernel's timer slack (about 50 µs). An agent that takes a start
+/// late (all agents were busy) still measures from the intended time, so the wait is counted,
+/// never omitted.
+struct Schedule {
+    starts: tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<Instant>>,
+}
+
+impl Schedule {
+    fn start<C: Connector>(rate: f64, attempts: u64, block: Arc<Block<C>>) -> Arc<Schedule> {
+        let (sender, starts) = tokio::sync::mpsc::unbounded_channel();
+        let spacing = 1.0 / rate;
+        std::thread::spawn(move || {
+            let origin = Instant::now();
+            for index in 0..attempts {
+                let intended = origin + Duration::from_secs_f64(index as f64 * spacing);
+                loop {
+                    if block.stopping() {
+                        return;
+                    }
+                    let now = Instant::now();
+                    if now >= intended {
+                        break;
+                    }
+                    // Wake at least every STOP_CHECK to see a stop request.
+                    std::thread::sleep((intended - now).min(STOP_CHECK));
+                }
+                // Every agent gone (the block was cancelled): nobody takes the rest.
+                if sender.send(intended).is_err() {
+                    return;
+                }
+            }
+        });
+        Arc::new(Schedule {
+            starts: tokio::sync::Mutex::new(starts),
+        })
+    }
+
+    /// The next intended start, once it is due; `None` when the block's schedule is done or
+    /// the block was cancelled.
+    async fn next(&self, cancelled: &mut tokio::sync::watch::Receiver<bool>) -> Option<Instant> {
+        tokio::select! {
+            next = async { self.starts.lock().await.recv().await } => next,
+            _ = cancelled.wait_for(|cancelled| *cancelled) => None,
+        }
+    }
+}
+
 /// How often a block looks for a stop or halt request: attempts in flight are cancelled within
 /// this time (and the loop's own overhead per block is one such timer).
 const STOP_CHECK: std::time::Duration = std::time::Duration::from_millis(50);
@@ -219,21 +271,44 @@ impl<C: Connector> Block<C> {
                 let _ = cancel.send(true);
             })
         };
+        // Open loop: the schedule hands out intended start times; closed loop: each agent
+        // takes the next of the block's attempts as soon as its last one ends.
+        let schedule = block
+            .config
+            .arrival_rate
+            .map(|rate| Schedule::start(rate, block.trial.handshakes, block.clone()));
         let mut tasks = tokio::task::JoinSet::new();
         for (index, agent) in agents.into_iter().enumerate() {
             let (block, remaining, attempted) =
                 (block.clone(), remaining.clone(), attempted.clone());
+            let schedule = schedule.clone();
             let mut cancelled = cancelled.clone();
             tasks.spawn(async move {
                 let mut handshakes = Durations::default();
-                while !block.stopping()
-                    && remaining
-                        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
-                            left.checked_sub(1)
-                        })
-                        .is_ok()
-                {
-                    let sample = block.attempt(&agent, index as u32, &mut cancelled).await;
+                loop {
+                    if block.stopping() {
+                        break;
+                    }
+                    let intended = match &schedule {
+                        Some(schedule) => match schedule.next(&mut cancelled).await {
+                            Some(intended) => Some(intended),
+                            None => break,
+                        },
+                        None => {
+                            let taken = remaining
+                                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                                    left.checked_sub(1)
+                                })
+                                .is_ok();
+                            if !taken {
+                                break;
+                            }
+                            None
+                        }
+                    };
+                    let sample = block
+                        .attempt(&agent, index as u32, &mut cancelled, intended)
+                        .await;
                     attempted.fetch_add(1, Ordering::Relaxed);
                     if !sample.is_ok() {
                         block.counts.errors.fetch_add(1, Ordering::Relaxed);
@@ -260,7 +335,7 @@ impl<C: Connector> Block<C> {
     }
 
     /// A stop was requested, or the surroundings failed.
-    fn stopping(&self) -> bool {
+    pub(crate) fn stopping(&self) -> bool {
         self.stop.is_requested() || self.halt.is_requested()
     }
 
@@ -271,10 +346,15 @@ impl<C: Connector> Block<C> {
         agent: &C::Agent,
         index: u32,
         cancelled: &mut tokio::sync::watch::Receiver<bool>,
+        intended: Option<Instant>,
     ) -> Sample {
         let config = &self.config;
         let mut attempt = Attempt::start();
         let started_at = attempt.origin.duration_since(self.origin).as_nanos() as u64;
+        if let Some(intended) = intended {
+            let delay = attempt.origin.saturating_duration_since(intended);
+            attempt.timeline.set_schedule_delay(delay.as_nanos() as u64);
+        }
         if self.flights.is_some() && config.early_data > 0 {
             attempt.captured = Some(Vec::new());
         }
@@ -450,9 +530,9 @@ mod tests {
         counts: Arc<Counts>,
     }
 
-    fn run(
+    fn run<C: Connector>(
         experiment: &Experiment,
-        connectors: Vec<Scripted>,
+        connectors: Vec<C>,
         lab: &mut Lab,
         stop: Stop,
         flights: Option<&[Flights]>,
@@ -461,7 +541,7 @@ mod tests {
         let plan = Plan::new(experiment, &configs, 7);
         let memory = Memory::default();
         let writer = Writer::start(Box::new(memory.clone()), &info(), Stop::new()).unwrap();
-        let connectors: Vec<Arc<Scripted>> = connectors.into_iter().map(Arc::new).collect();
+        let connectors: Vec<Arc<C>> = connectors.into_iter().map(Arc::new).collect();
         let counts = Arc::new(Counts::default());
         let trials = TrialLoop {
             configs: &configs,
@@ -676,6 +756,81 @@ mod tests {
             assert_eq!(sample.timeline.phase(Phase::Handshake), Some(1_000));
         }
     }
+
+    /// A client whose handshakes each take `millis` of real time.
+    struct Slow {
+        millis: u64,
+    }
+
+    impl Connector for Slow {
+        type Agent = ();
+
+        fn agent(&self) {}
+
+        async fn attempt(&self, _: &(), attempt: &mut Attempt) -> Result<(), Failure> {
+            tokio::time::sleep(Duration::from_millis(self.millis)).await;
+            attempt.handshake_done();
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn an_open_loop_counts_the_wait_for_a_busy_agent_in_the_latency() {
+        // Two agents at 20 ms each manage 100 attempts/s; the schedule asks for 200/s, so
+        // attempts start ever later, and each one's latency includes its wait.
+        let experiment = Experiment {
+            arrival_rate: vec!["200/s".parse().unwrap()],
+            concurrency: vec![2],
+            handshakes: 40,
+            block: Some(40),
+            warmup: 0,
+            ..Experiment::default()
+        };
+        let outcome = run(
+            &experiment,
+            vec![Slow { millis: 20 }],
+            &mut Lab::default(),
+            Stop::new(),
+            None,
+        );
+        let taken = samples(&outcome.records);
+        assert_eq!(taken.len(), 40);
+        let mut delays: Vec<u64> = Vec::new();
+        for sample in &taken {
+            let delay = sample.timeline.phase(Phase::ScheduleDelay).unwrap();
+            let handshake = sample.timeline.phase(Phase::Handshake).unwrap();
+            assert!(handshake >= 20_000_000, "{handshake}");
+            assert_eq!(
+                sample.timeline.phase(Phase::Latency),
+                Some(delay + handshake)
+            );
+            delays.push(delay);
+        }
+        // 40 attempts take two agents at least 400 ms; the schedule meant them to start
+        // within 195 ms, so the last start is at least 400 - 20 - 195 ms late.
+        let latest = delays.iter().max().copied().unwrap();
+        assert!(latest >= 150_000_000, "{latest}");
+
+        // The same client in a closed loop has no schedule to be late for.
+        let closed = Experiment {
+            arrival_rate: vec![tlslab_core::ArrivalRate::Closed],
+            handshakes: 4,
+            block: None,
+            ..experiment
+        };
+        let outcome = run(
+            &closed,
+            vec![Slow { millis: 1 }],
+            &mut Lab::default(),
+            Stop::new(),
+            None,
+        );
+        for sample in samples(&outcome.records) {
+            assert_eq!(sample.timeline.phase(Phase::ScheduleDelay), None);
+            assert_eq!(sample.timeline.phase(Phase::Latency), None);
+        }
+    }
+
 
     /// A client whose server never answers.
     struct Silent;

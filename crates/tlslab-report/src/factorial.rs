@@ -37,6 +37,10 @@ const DIMENSIONS: &[Dimension] = &[
     ("cert", |c| text(&c.cert)),
     ("chain", |c| number(c.chain)),
     ("concurrency", |c| number(c.concurrency)),
+    ("arrival-rate", |c| {
+        c.arrival_rate
+            .map_or_else(|| "closed".into(), tlslab_core::arrival::format_rate)
+    }),
     ("transport", |c| c.transport.clone()),
     ("http", |c| c.http.clone()),
     ("resume", |c| c.resumption.clone()),

@@ -21,6 +21,7 @@ pub mod factorial;
 mod html;
 mod markdown;
 mod samples;
+pub mod schedule;
 mod summary;
 mod tables;
 mod text;

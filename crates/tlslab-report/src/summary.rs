@@ -262,6 +262,8 @@ pub struct ConfigSummary {
     pub stopping: Option<String>,
     /// The emulated network, when there was one.
     pub network: Option<NetworkSummary>,
+    /// An open loop's schedule and the latency from each intended start.
+    pub open_loop: Option<crate::schedule::OpenLoop>,
 }
 
 /// A run's summary.
@@ -284,6 +286,8 @@ pub struct RunSummary {
     pub comparisons: Option<ComparisonSet>,
     /// Session techniques against their full-handshake baselines.
     pub gains: Vec<Gain>,
+    /// Where latency breaks across each sweep of arrival rates.
+    pub knees: Vec<crate::schedule::Knee>,
 }
 
 impl RunSummary {
@@ -430,6 +434,13 @@ impl RunSummary {
                     config.label
                 ));
             }
+            let open_loop = crate::schedule::OpenLoop::of(store, &config)?;
+            if let Some(warning) = open_loop
+                .as_ref()
+                .and_then(|open| open.warning(&config.label, config.concurrency))
+            {
+                warnings.push(warning);
+            }
             let replay = store.replay(config.id)?;
             if let Some(replay) = replay.filter(|r| r.accepted > 0) {
                 warnings.push(format!(
@@ -476,6 +487,7 @@ impl RunSummary {
                     ),
                 }),
                 network,
+                open_loop,
             });
         }
         let insecure = configs.iter().any(|c| c.insecure);
@@ -491,6 +503,12 @@ impl RunSummary {
                 run.reason.clone().unwrap_or_else(|| "stopped".into())
             ));
         }
+        let open_loops: Vec<(&ConfigRow, &crate::schedule::OpenLoop)> = rows
+            .iter()
+            .zip(&configs)
+            .filter_map(|(row, summary)| Some((row, summary.open_loop.as_ref()?)))
+            .collect();
+        let knees = crate::schedule::knees(&open_loops);
         let comparisons = if configs.len() > 1 {
             match compare_store(store, None, "handshake", &CompareOptions::default()) {
                 Ok(set) => Some(set),
@@ -517,6 +535,7 @@ impl RunSummary {
             warnings,
             comparisons,
             gains: gains(store, &rows)?,
+            knees,
         })
     }
 }

@@ -59,6 +59,30 @@ pub fn render_text(summary: &RunSummary) -> String {
                 let _ = writeln!(out, "  handshake  no successful handshake");
             }
         }
+        if let Some(open) = &config.open_loop {
+            let achieved = open.achieved_per_second.map_or_else(
+                || "–".to_string(),
+                tlslab_core::arrival::format_rate,
+            );
+            let _ = writeln!(
+                out,
+                "  schedule   {} asked, {achieved} achieved, {:.1}% started over 1 ms late{}",
+                tlslab_core::arrival::format_rate(open.asked_per_second),
+                open.late_share * 100.0,
+                if open.schedule_kept { "" } else { " (not kept)" }
+            );
+            if let Some(latency) = &open.latency_ms {
+                let _ = writeln!(
+                    out,
+                    "  latency    from intended start: p50 {} ms   p90 {}   p99 {}   p99.9 {}   max {}",
+                    millis(latency.p50),
+                    millis(latency.p90),
+                    millis(latency.p99),
+                    millis(latency.p999),
+                    millis(latency.max)
+                );
+            }
+        }
         if let Some(ttfb) = &config.ttfb_ms {
             let _ = writeln!(
                 out,
@@ -185,6 +209,13 @@ pub fn render_text(summary: &RunSummary) -> String {
     }
     if !summary.gains.is_empty() {
         out.push_str(&render_gains(&summary.gains));
+        out.push('\n');
+    }
+    if !summary.knees.is_empty() {
+        out.push_str("knee (p99 latency from intended start against arrival rate):\n");
+        for knee in &summary.knees {
+            let _ = writeln!(out, "  {}", knee.describe());
+        }
         out.push('\n');
     }
     for warning in &summary.warnings {

@@ -205,6 +205,8 @@ const FIELDS: &[Field] = &[
     })),
     config("hello_retry_asked", "hello_retry"),
     config("trust", "trust"),
+    // Schema 7: the open loop's schedule (its latency and delay are timing columns).
+    config("arrival_rate", "arrival_rate"),
     // What a captured ClientHello offered, comma-separated in the client's order.
     sample("offered_versions", "TEXT", |s| {
         text(observed(s, |o| o.offered.versions.join(",")).as_deref())
@@ -422,6 +424,12 @@ pub const CONFIG_COLUMNS: &[ConfigColumn] = &[
         Some(|c| flag(Some(c.hello_retry))),
     ),
     ("trust", "TEXT", Some(|c| text(c.trust.as_deref()))),
+    // Schema 7: the open loop's schedule, attempts per second (NULL: closed loop).
+    (
+        "arrival_rate",
+        "REAL",
+        Some(|c| c.arrival_rate.map_or(Value::Null, Value::Real)),
+    ),
 ];
 
 /// `"name"`, quoted: some column names (`group`) are SQL keywords.
@@ -467,7 +475,7 @@ mod tests {
             }
         }
         assert_eq!(names[0], "config");
-        assert_eq!(names.last(), Some(&"total"));
+        assert_eq!(names.last(), Some(&"latency"));
     }
 
     #[test]

@@ -189,6 +189,9 @@ pub struct ConfigRow {
     /// What the client trusted (`lab root`, `CA file`, `system roots`, `insecure`, with
     /// ` + pin`); `None` for captures and stores before schema 6.
     pub trust: Option<String>,
+    /// Open loop: attempts per second on a schedule; `None` in a closed loop, a capture, or
+    /// a store before schema 7.
+    pub arrival_rate: Option<f64>,
 }
 
 impl ConfigRow {
@@ -588,6 +591,17 @@ impl Store {
                 })
             },
         )?)
+    }
+
+    /// Per measured trial of a Config: how many attempts it started and the time from its
+    /// first start to its last, in nanoseconds (an open loop's achieved rate).
+    pub fn trial_start_spans(&self, config_id: i64) -> Result<Vec<(i64, i64)>, StoreError> {
+        let mut statement = self.connection.prepare(
+            "SELECT COUNT(*), MAX(started_at_ns) - MIN(started_at_ns) FROM samples
+             WHERE config_id = ?1 AND warmup = 0 GROUP BY trial_id ORDER BY trial_id",
+        )?;
+        let rows = statement.query_map([config_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// Every sample, warm-up included.

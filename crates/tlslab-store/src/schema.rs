@@ -5,7 +5,7 @@ use rusqlite::Connection;
 use crate::columns::{definitions, quoted, sample_columns, CONFIG_COLUMNS};
 
 /// The schema version this build writes, kept in `PRAGMA user_version`.
-pub const VERSION: i64 = 6;
+pub const VERSION: i64 = 7;
 
 pub fn create(connection: &Connection) -> rusqlite::Result<()> {
     let configs = definitions(CONFIG_COLUMNS.iter().map(|(name, sql, _)| (*name, *sql)));
@@ -103,7 +103,7 @@ pub fn migrate(connection: &Connection) -> Result<(), String> {
         VERSION => Ok(()),
         // Older versions lack columns, never have different ones: add what is missing, with
         // the values every old Config had (loopback, TCP, no request, no 0-RTT).
-        older @ (1..=4) => {
+        older if (1..VERSION).contains(&older) => {
             let upgrade = || -> rusqlite::Result<()> {
                 let mut statements = String::new();
                 let runs = existing_columns(connection, "runs")?;

@@ -136,6 +136,18 @@ pub struct RunArgs {
         help_heading = "Matrix (each comma-separated list is a dimension; every combination is a Config)"
     )]
     pub concurrency: Option<Vec<u32>>,
+    /// How attempts start: closed (each agent starts its next attempt when its last ends),
+    /// RATE/s on a schedule (open loop: latency counts from each intended start, so a stalled
+    /// server cannot hide its queue; -c agents share the schedule), or a ramp FROM/s..TO/s
+    /// swept in 10 steps (FROM/s..TO/s:STEPS), each step a Config.
+    #[arg(long, value_delimiter = ',', value_name = "RATE")]
+    #[arg(help_heading = "Load shape")]
+    pub arrival_rate: Option<Vec<String>>,
+    /// Measured time per Config instead of -n, with --arrival-rate (30s, 2m): the count is
+    /// the rate times this; a ramp's steps share it.
+    #[arg(long)]
+    #[arg(help_heading = "Load shape")]
+    pub duration: Option<String>,
     /// Measured handshakes per config.
     #[arg(short = 'n', long)]
     #[arg(help_heading = "Plan and stopping")]
@@ -290,9 +302,12 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',')]
     #[arg(help_heading = "Network emulation")]
     pub loss: Option<Vec<String>>,
-    /// Emulated rate limit per direction (100mbit, 1gbit).
+    /// Emulated bandwidth per direction (100mbit, 1gbit).
     #[arg(long, value_delimiter = ',')]
     #[arg(help_heading = "Network emulation")]
+    pub bandwidth: Option<Vec<String>>,
+    /// The old name of --bandwidth, kept for one release (with a warning).
+    #[arg(long, value_delimiter = ',', hide = true, conflicts_with = "bandwidth")]
     pub rate: Option<Vec<String>>,
     /// Network emulator: auto (netem, else tun, else relay), netem, tun or relay.
     #[arg(long)]
@@ -355,6 +370,8 @@ impl RunArgs {
             cert: self.cert.clone(),
             chain: self.chain.clone(),
             concurrency: self.concurrency.clone(),
+            arrival_rate: self.arrival_rate.clone(),
+            duration: self.duration.clone(),
             handshakes: self.handshakes,
             warmup: self.warmup,
             block: self.block,
@@ -389,7 +406,7 @@ impl RunArgs {
             rtt: self.rtt.clone(),
             jitter: self.jitter.clone(),
             loss: self.loss.clone(),
-            rate: self.rate.clone(),
+            bandwidth: self.bandwidth.clone().or_else(|| self.rate.clone()),
             emulator: self.emulator.clone(),
             server_cmd: self.server_cmd.clone(),
         }

@@ -33,6 +33,9 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment, CliError> {
         }
         None => Experiment::default(),
     };
+    if args.rate.is_some() {
+        eprintln!("warning: --rate is now --bandwidth; --rate will be removed in the next release");
+    }
     experiment.apply(&args.overrides())?;
     Ok(experiment)
 }

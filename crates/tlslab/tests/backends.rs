@@ -289,7 +289,7 @@ fn both_clients_measure_the_same_server_flight_when_it_spans_many_packets() {
     // chain as soon as the Certificate message is in, rustls after CertificateVerify.
     let Finished { db, summary, .. } = Run::new(&dir, "flight")
         .args("--client-backend rustls,openssl --server-backend openssl")
-        .args("--cert mldsa65 --chain 3 --rtt 10ms --rate 20mbit -n 5 --warmup 1")
+        .args("--cert mldsa65 --chain 3 --rtt 10ms --bandwidth 20mbit -n 5 --warmup 1")
         .succeeds();
     let server_flight = |label_like| {
         median(values_of(

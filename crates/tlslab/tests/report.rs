@@ -180,6 +180,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
             "ech",
             "hello_retry",
             "trust",
+            "arrival_rate",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE configs DROP COLUMN {column}"))
@@ -200,6 +201,8 @@ fn a_version_1_store_is_upgraded_when_opened() {
             "retransmissions",
             "missing_bytes",
             "hello_retry",
+            "schedule_delay",
+            "latency",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
@@ -225,7 +228,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
         &results,
         "SELECT count(*) FROM configs WHERE rtt_ns IS NULL",
     );
-    assert_eq!((version, loopback), (6, 4));
+    assert_eq!((version, loopback), (7, 4));
     let active = count(
         &results,
         "SELECT count(*) FROM runs WHERE source = 'active'",
@@ -244,6 +247,33 @@ fn a_version_1_store_is_upgraded_when_opened() {
         rustls, 4,
         "old lab Configs read as rustls on both sides, without ECH"
     );
+}
+
+#[test]
+fn a_schema_6_store_is_upgraded_when_opened() {
+    let (results, _) = report_of_a_run("report-upgrade-6");
+    {
+        // What tlslab wrote before open loops: no schedule columns, version 6.
+        let connection = rusqlite::Connection::open(&results).unwrap();
+        connection
+            .execute_batch("ALTER TABLE configs DROP COLUMN arrival_rate")
+            .unwrap();
+        for column in ["schedule_delay", "latency"] {
+            connection
+                .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
+                .unwrap();
+        }
+        connection.execute_batch("PRAGMA user_version = 6").unwrap();
+    }
+    let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
+    assert!(export.contains("latency"), "{export}");
+    let version: i64 = value(&results, "PRAGMA user_version");
+    assert_eq!(version, 7);
+    let closed = count(
+        &results,
+        "SELECT count(*) FROM configs WHERE arrival_rate IS NULL",
+    );
+    assert_eq!(closed, 4, "old Configs read as closed loops");
 }
 
 fn decode_png(path: &Path) -> (u32, u32, Vec<u8>) {

@@ -9,6 +9,7 @@ use super::rules::{
 };
 use super::validate::{require_nonempty, validate};
 use super::{error, target_host, Config, ConfigError, Endpoint, MAX_TRIALS};
+use crate::arrival::{format_rate, ArrivalRate};
 use crate::dimension::{
     Backend, CertCache, Ech, Group, HelloRetry, Http, Resume, SuiteSpec, TlsVersion, Transport,
 };
@@ -63,10 +64,11 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
         rtt: !experiment.rtt.is_empty(),
         jitter: !experiment.jitter.is_empty(),
         loss: !experiment.loss.is_empty(),
-        rate: !experiment.rate.is_empty(),
+        rate: !experiment.bandwidth.is_empty(),
     };
     let networks = networks(experiment, &named);
     let sessions = sessions(experiment);
+    let arrivals = arrivals(experiment)?;
     let sizes_differ = experiment
         .early_data
         .iter()
@@ -112,10 +114,11 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                             rejected.push(reason);
                             continue;
                         }
-                        for (&concurrency, network) in experiment
+                        for ((&concurrency, arrival), network) in experiment
                             .concurrency
                             .iter()
-                            .flat_map(|c| networks.iter().map(move |n| (c, n)))
+                            .flat_map(|c| arrivals.iter().map(move |a| (c, a)))
+                            .flat_map(|ca| networks.iter().map(move |n| (ca, n)))
                         {
                             let index = configs.len();
                             let mut label = automatic_label(
@@ -128,6 +131,9 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                                 sizes_differ,
                             );
                             label.push_str(&backend_words(backends, ech));
+                            if let Some(rate) = arrival.rate {
+                                label = format!("{label} {}", format_rate(rate));
+                            }
                             if let Some(network) = network {
                                 label = format!("{label} {}", network.label(&named));
                             }
@@ -139,6 +145,8 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                                 group,
                                 endpoint: endpoint.clone(),
                                 concurrency,
+                                arrival_rate: arrival.rate,
+                                arrival_time: arrival.time,
                                 resume: session.resume,
                                 early_data: session.early_data,
                                 cert_cache: session.cert_cache,
@@ -230,6 +238,7 @@ const CONFIG_TABLE_KEYS: &[&str] = &[
     "cert",
     "chain",
     "concurrency",
+    "arrival_rate",
     "resume",
     "early_data",
     "cert_cache",
@@ -244,6 +253,7 @@ const CONFIG_TABLE_KEYS: &[&str] = &[
     "jitter",
     "loss",
     "rate",
+    "bandwidth",
     "label",
 ];
 
@@ -351,8 +361,8 @@ fn check_plan_size(experiment: &Experiment, configs: &[Config]) -> Result<(), Co
     let trials: u64 = configs
         .iter()
         .map(|config| {
-            let block = experiment.block_size(config.concurrency);
-            experiment.handshakes.div_ceil(block) + u64::from(experiment.warmup > 0)
+            let block = experiment.block_size(config);
+            experiment.handshakes_for(config).div_ceil(block) + u64::from(experiment.warmup > 0)
         })
         .sum();
     if trials > MAX_TRIALS as u64 {
@@ -432,6 +442,50 @@ fn sessions(experiment: &Experiment) -> Vec<Session> {
     sessions
 }
 
+/// One Config's schedule: its rate (`None` in a closed loop) and measured time.
+#[derive(Debug, Clone, Copy)]
+struct Arrival {
+    rate: Option<f64>,
+    time: Option<Duration>,
+}
+
+/// Every arrival rate of the experiment, a ramp's steps each on their own, with the measured
+/// time each gets from `duration` (a ramp's steps share it).
+fn arrivals(experiment: &Experiment) -> Result<Vec<Arrival>, ConfigError> {
+    require_nonempty(&experiment.arrival_rate, "arrival-rate")?;
+    let open = experiment
+        .arrival_rate
+        .iter()
+        .any(|rate| *rate != ArrivalRate::Closed);
+    if let Some(duration) = experiment.duration {
+        if !open {
+            return Err(error(
+                "--duration sets an open loop's length and needs --arrival-rate",
+                "add --arrival-rate RATE (for example 500/s: the run then makes 500 attempts per \
+                 second for that long), or give a closed loop its count with -n",
+            ));
+        }
+        if duration.is_zero() {
+            return Err(error(
+                "--duration 0 measures nothing",
+                "give a length with a unit, for example --duration 30s",
+            ));
+        }
+    }
+    let mut arrivals = Vec::new();
+    for &arrival in &experiment.arrival_rate {
+        let steps = arrival.steps();
+        for rate in arrival.rates() {
+            let time = match (rate, experiment.duration) {
+                (Some(_), Some(duration)) => Some(duration / steps),
+                _ => None,
+            };
+            arrivals.push(Arrival { rate, time });
+        }
+    }
+    Ok(arrivals)
+}
+
 /// Every combination of the network dimensions (unnamed ones at their neutral value), or one
 /// `None` (loopback) when the experiment names none.
 fn networks(experiment: &Experiment, named: &NetworkDimensions) -> Vec<Option<Network>> {
@@ -450,10 +504,10 @@ fn networks(experiment: &Experiment, named: &NetworkDimensions) -> Vec<Option<Ne
     } else {
         experiment.loss.clone()
     };
-    let rates: Vec<_> = if experiment.rate.is_empty() {
+    let rates: Vec<_> = if experiment.bandwidth.is_empty() {
         vec![None]
     } else {
-        experiment.rate.iter().copied().map(Some).collect()
+        experiment.bandwidth.iter().copied().map(Some).collect()
     };
     let mut networks = Vec::new();
     for rtt in or_zero(&experiment.rtt) {

@@ -43,6 +43,12 @@ pub struct Config {
     pub group: Group,
     pub endpoint: Endpoint,
     pub concurrency: u32,
+    /// Attempts per second on a schedule (open loop); `None` in a closed loop.
+    pub arrival_rate: Option<f64>,
+    /// The measured time this Config's schedule runs for (`--duration`, a ramp's steps
+    /// share it); `None` when `handshakes` counts instead.
+    #[serde(skip)]
+    pub arrival_time: Option<Duration>,
     pub resume: Resume,
     /// Bytes of TLS 1.3 early data (0-RTT) on resumed handshakes; 0 sends none.
     pub early_data: u64,
@@ -103,6 +109,7 @@ impl Config {
             sni,
             address,
             concurrency: Some(self.concurrency),
+            arrival_rate: self.arrival_rate,
             resumption: self.resume.as_str().to_string(),
             early_data_bytes: self.early_data,
             cert_cache: self.cert_cache,

@@ -1,0 +1,290 @@
+//! Open loops: whether a Config's schedule was kept, its latency from each intended start,
+//! and, across the steps of a rate sweep, the rate at which latency breaks (the knee).
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use tlslab_core::arrival::format_rate;
+use tlslab_store::{ConfigRow, Store, StoreError};
+
+/// An attempt that started this much after its intended time waited for an agent (or for
+/// the load generator).
+const LATE_NS: f64 = 1e6;
+
+/// A schedule is kept when at least this share of its rate was achieved and at most
+/// [`LATE_SHARE_KEPT`] of its attempts started late.
+const ACHIEVED_KEPT: f64 = 0.99;
+const LATE_SHARE_KEPT: f64 = 0.01;
+
+/// The knee: the first rate whose p99 latency is more than this many times the lowest rate's
+/// (and at least [`KNEE_MIN_GROWTH_MS`] more), or whose schedule was not kept.
+const KNEE_FACTOR: f64 = 2.0;
+const KNEE_MIN_GROWTH_MS: f64 = 1.0;
+
+/// Percentiles of an open loop's latency in milliseconds, from an HdrHistogram (three
+/// significant digits), as load testers report them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Percentiles {
+    pub n: u64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+impl Percentiles {
+    /// Percentiles of nanosecond values; `None` without any.
+    pub fn of_nanos(values: &[f64]) -> Option<Percentiles> {
+        // Up to an hour at three significant digits: any latency an attempt can have (its
+        // time limit is at most a day, and values above the range are clamped, not lost).
+        let mut histogram = Histogram::<u64>::new_with_bounds(1_000, 3_600_000_000_000, 3).ok()?;
+        for &value in values {
+            histogram.saturating_record(value.max(0.0) as u64);
+        }
+        if histogram.is_empty() {
+            return None;
+        }
+        let millis = |quantile: f64| histogram.value_at_quantile(quantile) as f64 / 1e6;
+        Some(Percentiles {
+            n: histogram.len(),
+            p50: millis(0.5),
+            p90: millis(0.9),
+            p99: millis(0.99),
+            p999: millis(0.999),
+            max: histogram.max() as f64 / 1e6,
+        })
+    }
+}
+
+/// One open-loop Config: its schedule and the latency its users saw.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OpenLoop {
+    /// Attempts per second the schedule asked for.
+    pub asked_per_second: f64,
+    /// Attempts per second that started, over the measured trials' start spans.
+    pub achieved_per_second: Option<f64>,
+    /// From each attempt's intended start to its end (successful attempts).
+    pub latency_ms: Option<Percentiles>,
+    /// Share of attempts that started more than 1 ms after their intended time.
+    pub late_share: f64,
+    /// The 99th percentile of how late attempts started, in ms.
+    pub delay_p99_ms: Option<f64>,
+    /// The rate was achieved and almost every attempt started on time.
+    pub schedule_kept: bool,
+}
+
+impl OpenLoop {
+    /// `config`'s open loop, or `None` for a closed loop.
+    pub fn of(store: &Store, config: &ConfigRow) -> Result<Option<OpenLoop>, StoreError> {
+        let Some(asked) = config.arrival_rate else {
+            return Ok(None);
+        };
+        let spans = store.trial_start_spans(config.id)?;
+        let (intervals, nanos) = spans
+            .iter()
+            .filter(|(count, _)| *count > 1)
+            .fold((0i64, 0i64), |(intervals, nanos), (count, span)| {
+                (intervals + count - 1, nanos + span)
+            });
+        let achieved = (nanos > 0).then(|| intervals as f64 / (nanos as f64 / 1e9));
+        let delays = store.phase_values(config.id, "schedule_delay")?;
+        let late = delays.iter().filter(|&&delay| delay > LATE_NS).count();
+        let late_share = if delays.is_empty() {
+            0.0
+        } else {
+            late as f64 / delays.len() as f64
+        };
+        let delay_p99_ms = Percentiles::of_nanos(&delays).map(|delay| delay.p99);
+        let schedule_kept = achieved.is_none_or(|achieved| achieved >= ACHIEVED_KEPT * asked)
+            && late_share <= LATE_SHARE_KEPT;
+        Ok(Some(OpenLoop {
+            asked_per_second: asked,
+            achieved_per_second: achieved,
+            latency_ms: Percentiles::of_nanos(&store.phase_values(config.id, "latency")?),
+            late_share,
+            delay_p99_ms,
+            schedule_kept,
+        }))
+    }
+
+    /// What a reader must know when the schedule was not kept.
+    pub fn warning(&self, label: &str, concurrency: Option<i64>) -> Option<String> {
+        if self.schedule_kept {
+            return None;
+        }
+        let agents = concurrency.map_or_else(|| "the".to_string(), |c| format!("all {c}"));
+        Some(format!(
+            "'{label}': the schedule of {} was not kept ({}; {:.0}% of attempts started more \
+             than 1 ms late, p99 {} ms): {agents} agents were busy, so those attempts waited; \
+             their latency counts the wait, but the load was lower than asked: raise -c",
+            format_rate(self.asked_per_second),
+            self.achieved_per_second
+                .map_or_else(|| "rate unknown".into(), |a| format!("{} achieved", format_rate(a))),
+            self.late_share * 100.0,
+            self.delay_p99_ms.map_or_else(|| "–".into(), crate::text::millis),
+        ))
+    }
+}
+
+/// Where latency breaks across the steps of a rate sweep (Configs equal but for their rate).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Knee {
+    /// The Configs' shared label, the rate word left out.
+    pub family: String,
+    /// Every step: rate asked, p99 latency in ms, schedule kept.
+    pub steps: Vec<(f64, Option<f64>, bool)>,
+    /// The last rate before the break and the first after it; `None` when none broke.
+    pub between: Option<(f64, f64)>,
+}
+
+impl Knee {
+    pub fn describe(&self) -> String {
+        let p99 = |rate: f64| {
+            self.steps
+                .iter()
+                .find(|step| step.0 == rate)
+                .and_then(|step| step.1)
+                .map_or_else(|| "–".into(), crate::text::millis)
+        };
+        match self.between {
+            Some((before, after)) => format!(
+                "'{}': latency breaks between {} and {} (p99 {} → {} ms)",
+                self.family,
+                format_rate(before),
+                format_rate(after),
+                p99(before),
+                p99(after)
+            ),
+            None => format!(
+                "'{}': no knee up to {} (p99 stayed within {KNEE_FACTOR}× of the lowest rate's \
+                 and every schedule was kept)",
+                self.family,
+                format_rate(self.steps.last().map_or(0.0, |step| step.0)),
+            ),
+        }
+    }
+}
+
+/// The knees of every family of three or more open-loop Configs that differ only in rate.
+pub fn knees(configs: &[(&ConfigRow, &OpenLoop)]) -> Vec<Knee> {
+    let mut families: BTreeMap<String, Vec<(f64, Option<f64>, bool)>> = BTreeMap::new();
+    for (config, open) in configs {
+        let rate_word = format_rate(open.asked_per_second);
+        let family: Vec<&str> = config
+            .label
+            .split(' ')
+            .filter(|word| *word != rate_word)
+            .collect();
+        families.entry(family.join(" ")).or_default().push((
+            open.asked_per_second,
+            open.latency_ms.map(|latency| latency.p99),
+            open.schedule_kept,
+        ));
+    }
+    families
+        .into_iter()
+        .filter(|(_, steps)| steps.len() >= 3)
+        .map(|(family, mut steps)| {
+            steps.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let baseline = steps[0].1;
+            let broke = |step: &(f64, Option<f64>, bool)| {
+                !step.2
+                    || matches!((baseline, step.1), (Some(base), Some(p99))
+                        if p99 > KNEE_FACTOR * base && p99 - base >= KNEE_MIN_GROWTH_MS)
+            };
+            let between = steps
+                .windows(2)
+                .find(|pair| !broke(&pair[0]) && broke(&pair[1]))
+                .map(|pair| (pair[0].0, pair[1].0));
+            Knee {
+                family,
+                steps,
+                between,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_come_from_the_histogram_to_three_digits() {
+        let values: Vec<f64> = (1..=1000).map(|ms| ms as f64 * 1e6).collect();
+        let percentiles = Percentiles::of_nanos(&values).unwrap();
+        assert_eq!(percentiles.n, 1000);
+        assert!((percentiles.p50 - 500.0).abs() < 1.0, "{percentiles:?}");
+        assert!((percentiles.p99 - 990.0).abs() < 1.0, "{percentiles:?}");
+        assert!((percentiles.max - 1000.0).abs() < 1.0, "{percentiles:?}");
+        assert_eq!(Percentiles::of_nanos(&[]), None);
+    }
+
+    fn row(label: &str) -> ConfigRow {
+        serde_json::from_value(serde_json::json!({
+            "id": 1, "label": label, "version": "1.3", "suite": "aes128gcm", "group": "x25519",
+            "cert": null, "chain": null, "target": null, "sni": null, "address": "",
+            "concurrency": 4, "resume": false, "insecure": false, "description": "",
+            "stopped_round": null, "stopped_samples": null, "stopped_half_width": null,
+            "rtt_ns": null, "jitter_ns": null, "loss": null, "rate_bps": null,
+            "emulator": null, "transport": "tcp", "http": "none", "resumption": "off",
+            "early_data_bytes": 0, "cert_cache": false, "path": null,
+            "client_backend": "rustls", "server_backend": "rustls", "ech": "off",
+            "hello_retry": false, "trust": null, "arrival_rate": null
+        }))
+        .unwrap()
+    }
+
+    fn open(rate: f64, p99: f64, kept: bool) -> OpenLoop {
+        OpenLoop {
+            asked_per_second: rate,
+            achieved_per_second: Some(rate),
+            latency_ms: Some(Percentiles {
+                n: 100,
+                p50: p99 / 2.0,
+                p90: p99,
+                p99,
+                p999: p99,
+                max: p99,
+            }),
+            late_share: 0.0,
+            delay_p99_ms: Some(0.0),
+            schedule_kept: kept,
+        }
+    }
+
+    #[test]
+    fn the_knee_is_where_p99_more_than_doubles_or_the_schedule_slips() {
+        let rows: Vec<ConfigRow> = ["a c4 100/s", "a c4 200/s", "a c4 300/s", "a c4 400/s"]
+            .iter()
+            .map(|label| row(label))
+            .collect();
+        let loops = [
+            open(100.0, 2.0, true),
+            open(200.0, 2.5, true),
+            open(300.0, 9.0, true),
+            open(400.0, 80.0, false),
+        ];
+        let pairs: Vec<(&ConfigRow, &OpenLoop)> = rows.iter().zip(loops.iter()).collect();
+        let found = knees(&pairs);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].family, "a c4");
+        assert_eq!(found[0].between, Some((200.0, 300.0)));
+        assert!(found[0].describe().contains("between 200/s and 300/s"));
+        // A flat sweep has no knee, and two rates are not a sweep.
+        let flat = [
+            open(100.0, 2.0, true),
+            open(200.0, 2.1, true),
+            open(300.0, 2.2, true),
+        ];
+        let pairs: Vec<(&ConfigRow, &OpenLoop)> = rows.iter().zip(flat.iter()).collect();
+        assert_eq!(knees_between(&pairs), vec![None]);
+        assert!(knees(&pairs[..2]).is_empty());
+    }
+
+    fn knees_between(pairs: &[(&ConfigRow, &OpenLoop)]) -> Vec<Option<(f64, f64)>> {
+        knees(pairs).into_iter().map(|knee| knee.between).collect()
+    }
+}
