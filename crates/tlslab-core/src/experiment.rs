@@ -346,7 +346,10 @@ mod tests {
             ..Experiment::default()
         };
         let error = experiment.configs().unwrap_err();
-        assert!(error.to_string().contains("needs --arrival-rate"), "{error}");
+        assert!(
+            error.to_string().contains("needs --arrival-rate"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -831,7 +831,6 @@ mod tests {
         }
     }
 
-
     /// A client whose server never answers.
     struct Silent;
 

@@ -17,10 +17,13 @@ const LATE_NS: f64 = 1e6;
 const ACHIEVED_KEPT: f64 = 0.99;
 const LATE_SHARE_KEPT: f64 = 0.01;
 
-/// The knee: the first rate whose p99 latency is more than this many times the lowest rate's
-/// (and at least [`KNEE_MIN_GROWTH_MS`] more), or whose schedule was not kept.
+/// The knee: the first rate whose median latency is more than this many times the lowest
+/// rate's (and at least [`KNEE_MIN_GROWTH_MS`] more), or that started less than
+/// [`KNEE_ACHIEVED`] of its rate. The median, not the p99: a queue that builds moves the
+/// middle of the distribution, while a p99 of a few hundred samples moves with any hiccup.
 const KNEE_FACTOR: f64 = 2.0;
 const KNEE_MIN_GROWTH_MS: f64 = 1.0;
+const KNEE_ACHIEVED: f64 = 0.95;
 
 /// Percentiles of an open loop's latency in milliseconds, from an HdrHistogram (three
 /// significant digits), as load testers report them.
@@ -109,23 +112,48 @@ impl OpenLoop {
         }))
     }
 
+    /// Whether fewer attempts started than the schedule asked for.
+    fn fell_behind(&self, share: f64) -> bool {
+        self.achieved_per_second
+            .is_some_and(|achieved| achieved < share * self.asked_per_second)
+    }
+
     /// What a reader must know when the schedule was not kept.
     pub fn warning(&self, label: &str, concurrency: Option<i64>) -> Option<String> {
         if self.schedule_kept {
             return None;
         }
         let agents = concurrency.map_or_else(|| "the".to_string(), |c| format!("all {c}"));
+        let consequence = if self.fell_behind(ACHIEVED_KEPT) {
+            "their latency counts the wait, but the load was lower than asked"
+        } else {
+            "their latency counts the wait"
+        };
         Some(format!(
             "'{label}': the schedule of {} was not kept ({}; {:.0}% of attempts started more \
-             than 1 ms late, p99 {} ms): {agents} agents were busy, so those attempts waited; \
-             their latency counts the wait, but the load was lower than asked: raise -c",
+             than 1 ms late, p99 {} ms): at times {agents} agents were busy (or the load \
+             generator was), so those attempts waited; {consequence}; raise -c for a fully \
+             open loop",
             format_rate(self.asked_per_second),
-            self.achieved_per_second
-                .map_or_else(|| "rate unknown".into(), |a| format!("{} achieved", format_rate(a))),
+            self.achieved_per_second.map_or_else(
+                || "rate unknown".into(),
+                |a| format!("{} achieved", format_rate(a))
+            ),
             self.late_share * 100.0,
-            self.delay_p99_ms.map_or_else(|| "–".into(), crate::text::millis),
+            self.delay_p99_ms
+                .map_or_else(|| "–".into(), crate::text::millis),
         ))
     }
+}
+
+/// One step of a rate sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Step {
+    pub asked_per_second: f64,
+    pub achieved_per_second: Option<f64>,
+    /// Latency from the intended start, in ms.
+    pub median_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
 }
 
 /// Where latency breaks across the steps of a rate sweep (Configs equal but for their rate).
@@ -133,35 +161,38 @@ impl OpenLoop {
 pub struct Knee {
     /// The Configs' shared label, the rate word left out.
     pub family: String,
-    /// Every step: rate asked, p99 latency in ms, schedule kept.
-    pub steps: Vec<(f64, Option<f64>, bool)>,
+    /// Every step, by rate.
+    pub steps: Vec<Step>,
     /// The last rate before the break and the first after it; `None` when none broke.
     pub between: Option<(f64, f64)>,
 }
 
 impl Knee {
     pub fn describe(&self) -> String {
-        let p99 = |rate: f64| {
-            self.steps
-                .iter()
-                .find(|step| step.0 == rate)
-                .and_then(|step| step.1)
-                .map_or_else(|| "–".into(), crate::text::millis)
+        let latency = |rate: f64| {
+            let step = self.steps.iter().find(|step| step.asked_per_second == rate);
+            let ms = |value: Option<f64>| value.map_or_else(|| "–".into(), crate::text::millis);
+            format!(
+                "median {} ms, p99 {} ms",
+                ms(step.and_then(|step| step.median_ms)),
+                ms(step.and_then(|step| step.p99_ms))
+            )
         };
         match self.between {
             Some((before, after)) => format!(
-                "'{}': latency breaks between {} and {} (p99 {} → {} ms)",
+                "'{}': latency breaks between {} ({}) and {} ({})",
                 self.family,
                 format_rate(before),
+                latency(before),
                 format_rate(after),
-                p99(before),
-                p99(after)
+                latency(after)
             ),
             None => format!(
-                "'{}': no knee up to {} (p99 stayed within {KNEE_FACTOR}× of the lowest rate's \
-                 and every schedule was kept)",
+                "'{}': no knee up to {} (the median latency stayed within {KNEE_FACTOR}× of the \
+                 lowest rate's, and every step started at least {:.0}% of its rate)",
                 self.family,
-                format_rate(self.steps.last().map_or(0.0, |step| step.0)),
+                format_rate(self.steps.last().map_or(0.0, |step| step.asked_per_second)),
+                KNEE_ACHIEVED * 100.0
             ),
         }
     }
@@ -169,7 +200,7 @@ impl Knee {
 
 /// The knees of every family of three or more open-loop Configs that differ only in rate.
 pub fn knees(configs: &[(&ConfigRow, &OpenLoop)]) -> Vec<Knee> {
-    let mut families: BTreeMap<String, Vec<(f64, Option<f64>, bool)>> = BTreeMap::new();
+    let mut families: BTreeMap<String, Vec<Step>> = BTreeMap::new();
     for (config, open) in configs {
         let rate_word = format_rate(open.asked_per_second);
         let family: Vec<&str> = config
@@ -177,27 +208,29 @@ pub fn knees(configs: &[(&ConfigRow, &OpenLoop)]) -> Vec<Knee> {
             .split(' ')
             .filter(|word| *word != rate_word)
             .collect();
-        families.entry(family.join(" ")).or_default().push((
-            open.asked_per_second,
-            open.latency_ms.map(|latency| latency.p99),
-            open.schedule_kept,
-        ));
+        families.entry(family.join(" ")).or_default().push(Step {
+            asked_per_second: open.asked_per_second,
+            achieved_per_second: open.achieved_per_second,
+            median_ms: open.latency_ms.map(|latency| latency.p50),
+            p99_ms: open.latency_ms.map(|latency| latency.p99),
+        });
     }
     families
         .into_iter()
         .filter(|(_, steps)| steps.len() >= 3)
         .map(|(family, mut steps)| {
-            steps.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let baseline = steps[0].1;
-            let broke = |step: &(f64, Option<f64>, bool)| {
-                !step.2
-                    || matches!((baseline, step.1), (Some(base), Some(p99))
-                        if p99 > KNEE_FACTOR * base && p99 - base >= KNEE_MIN_GROWTH_MS)
+            steps.sort_by(|a, b| a.asked_per_second.total_cmp(&b.asked_per_second));
+            let baseline = steps[0].median_ms;
+            let broke = |step: &Step| {
+                step.achieved_per_second
+                    .is_some_and(|achieved| achieved < KNEE_ACHIEVED * step.asked_per_second)
+                    || matches!((baseline, step.median_ms), (Some(base), Some(median))
+                        if median > KNEE_FACTOR * base && median - base >= KNEE_MIN_GROWTH_MS)
             };
             let between = steps
                 .windows(2)
                 .find(|pair| !broke(&pair[0]) && broke(&pair[1]))
-                .map(|pair| (pair[0].0, pair[1].0));
+                .map(|pair| (pair[0].asked_per_second, pair[1].asked_per_second));
             Knee {
                 family,
                 steps,
@@ -237,51 +270,66 @@ mod tests {
         .unwrap()
     }
 
-    fn open(rate: f64, p99: f64, kept: bool) -> OpenLoop {
+    /// A step with this median latency, achieving its rate or only `achieved` of it.
+    fn open(rate: f64, median: f64, achieved: f64) -> OpenLoop {
         OpenLoop {
             asked_per_second: rate,
-            achieved_per_second: Some(rate),
+            achieved_per_second: Some(rate * achieved),
             latency_ms: Some(Percentiles {
                 n: 100,
-                p50: p99 / 2.0,
-                p90: p99,
-                p99,
-                p999: p99,
-                max: p99,
+                p50: median,
+                p90: median * 2.0,
+                p99: median * 3.0,
+                p999: median * 3.0,
+                max: median * 3.0,
             }),
             late_share: 0.0,
             delay_p99_ms: Some(0.0),
-            schedule_kept: kept,
+            schedule_kept: achieved >= ACHIEVED_KEPT,
         }
     }
 
     #[test]
-    fn the_knee_is_where_p99_more_than_doubles_or_the_schedule_slips() {
+    fn the_knee_is_where_the_median_more_than_doubles_or_the_rate_slips() {
         let rows: Vec<ConfigRow> = ["a c4 100/s", "a c4 200/s", "a c4 300/s", "a c4 400/s"]
             .iter()
             .map(|label| row(label))
             .collect();
         let loops = [
-            open(100.0, 2.0, true),
-            open(200.0, 2.5, true),
-            open(300.0, 9.0, true),
-            open(400.0, 80.0, false),
+            open(100.0, 2.0, 1.0),
+            open(200.0, 2.5, 1.0),
+            open(300.0, 9.0, 1.0),
+            open(400.0, 80.0, 0.5),
         ];
         let pairs: Vec<(&ConfigRow, &OpenLoop)> = rows.iter().zip(loops.iter()).collect();
         let found = knees(&pairs);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].family, "a c4");
         assert_eq!(found[0].between, Some((200.0, 300.0)));
-        assert!(found[0].describe().contains("between 200/s and 300/s"));
+        assert!(
+            found[0]
+                .describe()
+                .contains("between 200/s (median 2.500 ms, p99 7.500 ms) and 300/s"),
+            "{}",
+            found[0].describe()
+        );
         // A flat sweep has no knee, and two rates are not a sweep.
         let flat = [
-            open(100.0, 2.0, true),
-            open(200.0, 2.1, true),
-            open(300.0, 2.2, true),
+            open(100.0, 2.0, 1.0),
+            open(200.0, 2.1, 1.0),
+            open(300.0, 2.2, 1.0),
         ];
         let pairs: Vec<(&ConfigRow, &OpenLoop)> = rows.iter().zip(flat.iter()).collect();
         assert_eq!(knees_between(&pairs), vec![None]);
         assert!(knees(&pairs[..2]).is_empty());
+        // A step that cannot start its rate is past the knee whatever its latency.
+        let behind = [
+            open(100.0, 2.0, 1.0),
+            open(200.0, 2.0, 1.0),
+            open(300.0, 2.0, 0.8),
+        ];
+        let pairs: Vec<(&ConfigRow, &OpenLoop)> = rows.iter().zip(behind.iter()).collect();
+        assert_eq!(knees_between(&pairs), vec![Some((200.0, 300.0))]);
     }
 
     fn knees_between(pairs: &[(&ConfigRow, &OpenLoop)]) -> Vec<Option<(f64, f64)>> {

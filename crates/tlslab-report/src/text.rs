@@ -60,16 +60,19 @@ pub fn render_text(summary: &RunSummary) -> String {
             }
         }
         if let Some(open) = &config.open_loop {
-            let achieved = open.achieved_per_second.map_or_else(
-                || "–".to_string(),
-                tlslab_core::arrival::format_rate,
-            );
+            let achieved = open
+                .achieved_per_second
+                .map_or_else(|| "–".to_string(), tlslab_core::arrival::format_rate);
             let _ = writeln!(
                 out,
                 "  schedule   {} asked, {achieved} achieved, {:.1}% started over 1 ms late{}",
                 tlslab_core::arrival::format_rate(open.asked_per_second),
                 open.late_share * 100.0,
-                if open.schedule_kept { "" } else { " (not kept)" }
+                if open.schedule_kept {
+                    ""
+                } else {
+                    " (not kept)"
+                }
             );
             if let Some(latency) = &open.latency_ms {
                 let _ = writeln!(

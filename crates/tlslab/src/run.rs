@@ -33,10 +33,12 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment, CliError> {
         }
         None => Experiment::default(),
     };
-    if args.rate.is_some() {
-        eprintln!("warning: --rate is now --bandwidth; --rate will be removed in the next release");
-    }
     experiment.apply(&args.overrides())?;
+    if args.rate.is_some() {
+        crate::output::note(format_args!(
+            "warning: --rate is now --bandwidth; --rate will be removed in the next release"
+        ));
+    }
     Ok(experiment)
 }
 
