@@ -34,6 +34,8 @@ pub struct Attempt {
     pub quic: Option<QuicPath>,
     /// The local end of the attempt's socket, once connected.
     pub local_address: Option<std::net::SocketAddr>,
+    /// The connection that carried the request, and the request's place on it.
+    pub connection: Option<tlslab_core::ConnectionUse>,
     /// The bytes of the client's first flight (ClientHello and early data; over QUIC the
     /// datagrams sent before the server answered), kept when the replay probe wants them.
     pub captured: Option<Vec<Vec<u8>>>,
@@ -43,6 +45,8 @@ pub struct Attempt {
     last_read: Option<(Instant, u64)>,
     /// The client's Finished goes out with the next write.
     finished_pending: bool,
+    /// A request on a kept connection: bytes are counted, but mark no handshake events.
+    established: bool,
     observer: Option<Arc<dyn Observer>>,
 }
 
@@ -63,12 +67,22 @@ impl Attempt {
             response: None,
             quic: None,
             local_address: None,
+            connection: None,
             captured: None,
             handshake_bytes: None,
             last_read: None,
             finished_pending: false,
+            established: false,
             observer: None,
         }
+    }
+
+    /// The attempt is a request on a connection an earlier attempt opened (HTTP keep-alive)
+    /// or one without TLS (plain HTTP): no handshake to time, so writes and reads mark no
+    /// handshake events, and the sample reports no handshake bytes.
+    pub fn without_handshake(&mut self) {
+        self.established = true;
+        self.handshake_bytes = Some((0, 0));
     }
 
     /// Records `event` now, unless it was already recorded.
@@ -113,6 +127,9 @@ impl Attempt {
     /// the first after [`Attempt::finished_due`] carries the client's Finished.
     pub fn sent(&mut self, bytes: usize, at: Instant) {
         self.bytes_sent += bytes as u64;
+        if self.established {
+            return;
+        }
         if self.timeline.get(Event::ClientHelloSent).is_none() {
             self.timeline
                 .mark_once(Event::ClientHelloSent, self.origin, at);
@@ -127,6 +144,9 @@ impl Attempt {
     /// A read returned `bytes` at `at`; the first one starts the server's answer.
     pub fn received(&mut self, bytes: usize, at: Instant) {
         self.bytes_received += bytes as u64;
+        if self.established {
+            return;
+        }
         self.timeline
             .mark_once(Event::ServerHelloReceived, self.origin, at);
         self.last_read = Some((at, self.bytes_received));

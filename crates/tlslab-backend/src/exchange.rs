@@ -8,6 +8,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use tlslab_core::{CloseMode, ErrorClass};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::attempt::Attempt;
@@ -96,6 +97,20 @@ pub async fn attempt_over_tcp<C: Client>(
     close: CloseMode,
     ticket_limit: Duration,
 ) -> Result<(), Failure> {
+    let channel = open_over_tcp(client, agent, attempt, stream, ticket_limit).await?;
+    channel.close(close).await;
+    Ok(())
+}
+
+/// [`attempt_over_tcp`] without the close: the connection stays open for the agent's next
+/// request (HTTP keep-alive).
+pub async fn open_over_tcp<C: Client>(
+    client: &C,
+    agent: &C::Agent,
+    attempt: &mut Attempt,
+    stream: TcpStream,
+    ticket_limit: Duration,
+) -> Result<C::Channel, Failure> {
     let tickets_before = client.tickets_received(agent);
     attempt.local_address = stream.local_addr().ok();
     let Handshake {
@@ -110,8 +125,82 @@ pub async fn attempt_over_tcp<C: Client>(
         let arrived = || client.tickets_received(agent) != Some(before);
         await_ticket(&mut channel, attempt, patience, arrived).await;
     }
-    channel.close(close).await;
-    Ok(())
+    Ok(channel)
+}
+
+/// Plain HTTP: the request and response as they are, over the TCP stream. What a request
+/// costs without TLS, measured by the same reader as over TLS.
+#[derive(Debug)]
+pub struct PlainChannel {
+    stream: TcpStream,
+    outgoing: Vec<u8>,
+    buffer: Vec<u8>,
+    plaintext: Plaintext,
+}
+
+impl PlainChannel {
+    /// A plain channel on a connected stream; `attempt` records it has no handshake.
+    pub fn new(stream: TcpStream, attempt: &mut Attempt) -> PlainChannel {
+        attempt.local_address = stream.local_addr().ok();
+        attempt.without_handshake();
+        PlainChannel {
+            stream,
+            outgoing: Vec::new(),
+            buffer: vec![0; 16 * 1024],
+            plaintext: Plaintext::default(),
+        }
+    }
+}
+
+impl Channel for PlainChannel {
+    fn write(&mut self, data: &[u8]) -> Result<(), Failure> {
+        self.outgoing.extend_from_slice(data);
+        Ok(())
+    }
+
+    async fn send(&mut self, attempt: &mut Attempt) -> Result<(), Failure> {
+        if self.outgoing.is_empty() {
+            return Ok(());
+        }
+        self.stream
+            .write_all(&self.outgoing)
+            .await
+            .map_err(|error| Failure::io(&error))?;
+        attempt.sent(self.outgoing.len(), std::time::Instant::now());
+        self.outgoing.clear();
+        Ok(())
+    }
+
+    async fn receive(&mut self, attempt: &mut Attempt) -> Result<bool, Failure> {
+        let read = self
+            .stream
+            .read(&mut self.buffer)
+            .await
+            .map_err(|error| Failure::io(&error))?;
+        if read == 0 {
+            self.plaintext.closed = true;
+            return Ok(false);
+        }
+        attempt.received(read, std::time::Instant::now());
+        self.plaintext
+            .data
+            .extend_from_slice(&self.buffer[..read]);
+        Ok(true)
+    }
+
+    fn plaintext(&mut self) -> Result<&mut Plaintext, Failure> {
+        Ok(&mut self.plaintext)
+    }
+
+    fn is_tls13(&self) -> bool {
+        false
+    }
+
+    async fn close(mut self, mode: CloseMode) {
+        if mode == CloseMode::Graceful {
+            let _ = self.stream.shutdown().await;
+        }
+    }
 }
 
 /// Sends `request` (unless early data carried it) and reads the response to its end,

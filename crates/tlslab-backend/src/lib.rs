@@ -42,7 +42,8 @@ mod settings;
 pub use attempt::{Attempt, Observer};
 pub use counters::{CounterSnapshot, Counters};
 pub use exchange::{
-    attempt_over_tcp, await_ticket, exchange, Channel, Client, Handshake, Plaintext,
+    attempt_over_tcp, await_ticket, exchange, open_over_tcp, Channel, Client, Handshake,
+    Plaintext, PlainChannel,
 };
 pub use failure::Failure;
 pub use key_log::KeyLogFile;

@@ -161,6 +161,8 @@ mod tests {
             quic: None,
             insecure: false,
             client_address: Some(client),
+            connection: None,
+            response_wire_bytes: None,
             observed: Some(Box::new(Observed {
                 source: "test".into(),
                 vantage: Vantage::Local,

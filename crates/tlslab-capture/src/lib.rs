@@ -289,6 +289,8 @@ fn config_record(index: usize, key: &ConfigKey, connection: &flows::Connection) 
         resumption: key.resumption.to_string(),
         early_data_bytes: 0,
         cert_cache: false,
+        keep_alive: false,
+        scheme: "https".to_string(),
         hello_retry: key.hello_retry,
         trust: None,
         insecure: false,

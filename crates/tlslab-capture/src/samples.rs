@@ -233,6 +233,8 @@ pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigK
         quic: None,
         insecure: false,
         client_address: Some(connection.client),
+        connection: None,
+        response_wire_bytes: None,
         observed: Some(Box::new(Observed {
             source: source.to_string(),
             vantage,

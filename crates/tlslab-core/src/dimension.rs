@@ -356,6 +356,25 @@ spelled_enum!(
 );
 
 spelled_enum!(
+    /// Whether an agent keeps its connection open for its next request (HTTP keep-alive):
+    /// `off`, every attempt opens a connection and shakes hands; `on`, an agent's first
+    /// request opens one and the rest reuse it, as browsers and `ab -k` do.
+    KeepAlive, "keep-alive", {
+        Off => "off" | "no" | "false",
+        On => "on" | "yes" | "true",
+    }
+);
+
+spelled_enum!(
+    /// HTTP over TLS, or plain HTTP on the same host (the lab server's plain port): what TLS
+    /// costs a request, side by side.
+    Scheme, "scheme", {
+        Https => "https",
+        Http => "http",
+    }
+);
+
+spelled_enum!(
     /// Whether the client's first key share is for another group than the Config's, so that a
     /// TLS 1.3 server answers with a HelloRetryRequest and the handshake takes one more round
     /// trip (what a client that guessed wrong pays).

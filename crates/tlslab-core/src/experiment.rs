@@ -9,7 +9,7 @@ use crate::arrival::ArrivalRate;
 use crate::config::{expand, Config, ConfigError};
 use crate::dimension::{
     Backend, CertCache, CertProfile, Cipher, CloseMode, Ech, Emulator, Group, HelloRetry, Http,
-    InvalidValue, Resume, SuiteSpec, TlsVersion, Transport,
+    InvalidValue, KeepAlive, Resume, Scheme, SuiteSpec, TlsVersion, Transport,
 };
 use crate::duration;
 use crate::network::{Loss, Rate};
@@ -68,6 +68,12 @@ pub struct Experiment {
     /// TLS 1.3: whether the client's first key share is for another group, so the server
     /// asks again (a HelloRetryRequest).
     pub hello_retry: Vec<HelloRetry>,
+    /// HTTP keep-alive: `off` (every attempt a new connection and handshake) or `on` (an
+    /// agent's first request opens a connection, the rest reuse it; HTTP/1.1 over TCP).
+    pub keep_alive: Vec<KeepAlive>,
+    /// `https`, or `http`: plain HTTP to the same host (the lab server's plain port), what
+    /// TLS costs a request side by side.
+    pub scheme: Vec<Scheme>,
     /// TLS over TCP, or QUIC.
     pub transport: Vec<Transport>,
     /// The request sent after the handshake (`none`, `1.1`, `2` over TCP, `3` over QUIC).
@@ -85,6 +91,8 @@ pub struct Experiment {
     pub target: Option<String>,
     /// Server name to send and verify (default: the target's host, or `localhost`).
     pub sni: Option<String>,
+    /// The port of the target's plain HTTP, for `scheme = ["http"]` (default 80).
+    pub plain_port: Option<u16>,
     /// PEM file of trusted roots for an external target (default: the system roots).
     pub ca: Option<PathBuf>,
     /// Skip certificate verification (recorded in every sample and printed in the summary).
@@ -164,6 +172,8 @@ impl Default for Experiment {
             early_data: vec![0],
             cert_cache: vec![CertCache::Off],
             hello_retry: vec![HelloRetry::Off],
+            keep_alive: vec![KeepAlive::Off],
+            scheme: vec![Scheme::Https],
             transport: vec![Transport::Tcp],
             http: vec![Http::None],
             path: "/".to_string(),
@@ -172,6 +182,7 @@ impl Default for Experiment {
             close: CloseMode::Reset,
             target: None,
             sni: None,
+            plain_port: None,
             ca: None,
             insecure: false,
             pin: None,

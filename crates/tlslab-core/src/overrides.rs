@@ -32,6 +32,8 @@ pub struct Overrides {
     pub early_data: Option<Vec<u64>>,
     pub cert_cache: Option<Vec<String>>,
     pub hello_retry: Option<Vec<String>>,
+    pub keep_alive: Option<Vec<String>>,
+    pub scheme: Option<Vec<String>>,
     pub transport: Option<Vec<String>>,
     pub http: Option<Vec<String>>,
     pub path: Option<String>,
@@ -46,6 +48,7 @@ pub struct Overrides {
     pub close: Option<String>,
     pub target: Option<String>,
     pub sni: Option<String>,
+    pub plain_port: Option<u16>,
     pub ca: Option<PathBuf>,
     pub insecure: bool,
     pub pin: Option<String>,
@@ -136,6 +139,10 @@ impl Experiment {
         set(&mut self.hello_retry, &given.hello_retry, |values| {
             list(values, "--hello-retry")
         })?;
+        set(&mut self.keep_alive, &given.keep_alive, |values| {
+            list(values, "--keep-alive")
+        })?;
+        set(&mut self.scheme, &given.scheme, |values| list(values, "--scheme"))?;
         set(&mut self.transport, &given.transport, |values| {
             list(values, "--transport")
         })?;
@@ -210,6 +217,7 @@ impl Experiment {
         set(&mut self.ech_config, &given.ech_config, some)?;
         set(&mut self.target, &given.target, some)?;
         set(&mut self.sni, &given.sni, some)?;
+        set(&mut self.plain_port, &given.plain_port, some)?;
         set(&mut self.ca, &given.ca, some)?;
         set(&mut self.pin, &given.pin, some)?;
         set(&mut self.thresholds, &given.thresholds, copy)?;

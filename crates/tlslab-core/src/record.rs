@@ -93,6 +93,10 @@ pub struct ConfigRecord {
     pub cert_cache: bool,
     /// The client's first key share was for another group (a HelloRetryRequest expected).
     pub hello_retry: bool,
+    /// An agent kept its connection for its next request.
+    pub keep_alive: bool,
+    /// `https`, or `http` (plain); captures say `https`.
+    pub scheme: String,
     /// What the client trusted: `lab root`, `CA file`, `system roots` or `insecure`, with
     /// ` + pin` under `--pin`; `None` for a capture's Configs.
     pub trust: Option<String>,

@@ -511,6 +511,21 @@ pub struct Sample {
     pub client_address: Option<std::net::SocketAddr>,
     /// A capture's view of the connection; `None` for the handshakes tlslab made itself.
     pub observed: Option<Box<Observed>>,
+    /// The connection that carried the attempt's request, and the request's place on it;
+    /// `None` without a request.
+    pub connection: Option<ConnectionUse>,
+    /// Bytes read from the socket for the response (headers, body and, over TLS, record
+    /// overhead): what a load tester calls transferred; `None` without a request.
+    pub response_wire_bytes: Option<u64>,
+}
+
+/// Which connection carried a request, and how many requests it had carried with this one:
+/// 1 for the request that opened it (and shook hands), 2 and up for those that reused it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ConnectionUse {
+    /// Numbered from 1 per run, in the order connections were opened.
+    pub id: u64,
+    pub request: u32,
 }
 
 impl Sample {

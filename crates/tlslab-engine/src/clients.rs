@@ -4,8 +4,13 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tlslab_backend::{attempt_over_tcp, Attempt, ClientSettings, Failure};
-use tlslab_core::{Backend, Config, ErrorClass, Event, Transport};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tlslab_backend::{
+    attempt_over_tcp, exchange, open_over_tcp, Attempt, Channel, ClientSettings, Failure,
+    PlainChannel, Request,
+};
+use tlslab_core::{Backend, Config, ConnectionUse, ErrorClass, Event, Scheme, Transport};
 use tlslab_tls::QuicAttemptOptions;
 
 use crate::error::RunError;
@@ -18,18 +23,51 @@ pub struct ConfigClient {
     config: Arc<Config>,
     address: SocketAddr,
     library: Library,
+    /// The request after the handshake (or, for plain HTTP, alone), if the Config sends one.
+    request: Option<Request>,
 }
 
 enum Library {
     Rustls(tlslab_tls::Client),
     Openssl(tlslab_openssl::Client),
+    /// Plain HTTP (`--scheme http`): no TLS library at all.
+    Plain,
 }
 
-/// One agent's sessions with a [`ConfigClient`].
+/// One agent's sessions with a [`ConfigClient`], and its kept connection (HTTP keep-alive).
 #[derive(Clone)]
-pub enum Agent {
+pub struct Agent {
+    sessions: Sessions,
+    /// Shared by the agent's clones, which all belong to one task: never contended.
+    kept: Arc<tokio::sync::Mutex<Option<Kept>>>,
+}
+
+#[derive(Clone)]
+enum Sessions {
     Rustls(tlslab_tls::AgentSession),
     Openssl(tlslab_openssl::AgentSession),
+    Plain,
+}
+
+/// A connection an agent keeps for its next request, with its number and the requests it
+/// has carried.
+struct Kept {
+    channel: KeptChannel,
+    id: u64,
+    requests: u32,
+}
+
+enum KeptChannel {
+    Rustls(tlslab_tls::Established),
+    Openssl(tlslab_openssl::Established),
+    Plain(PlainChannel),
+}
+
+/// Connections are numbered from 1 in the order they are opened, across the process (one run).
+static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+
+fn next_connection() -> u64 {
+    CONNECTIONS.fetch_add(1, Ordering::Relaxed) + 1
 }
 
 impl ConfigClient {
@@ -48,11 +86,12 @@ impl ConfigClient {
                 hint,
             )
         };
-        let library = match config.client_backend {
-            Backend::Rustls => tlslab_tls::Client::new(&settings)
+        let library = match (config.scheme, config.client_backend) {
+            (Scheme::Http, _) => Library::Plain,
+            (Scheme::Https, Backend::Rustls) => tlslab_tls::Client::new(&settings)
                 .map(Library::Rustls)
                 .map_err(|error| cannot(&error, error.hint()))?,
-            Backend::Openssl => tlslab_openssl::Client::new(&settings)
+            (Scheme::Https, Backend::Openssl) => tlslab_openssl::Client::new(&settings)
                 .map(Library::Openssl)
                 .map_err(|error| cannot(&error, error.hint()))?,
         };
@@ -60,7 +99,31 @@ impl ConfigClient {
             config: Arc::new(config.clone()),
             address: route.address,
             library,
+            request: settings.request(),
         })
+    }
+
+    /// The agent's next request on the connection it kept, if it kept one; `None` when it
+    /// must open a connection. A connection that failed is not kept, nor one whose request
+    /// was cut short (a timeout or a stop drops this future, and the connection with it).
+    async fn on_kept(&self, agent: &Agent, attempt: &mut Attempt) -> Option<Result<(), Failure>> {
+        let request = self.request.as_ref()?;
+        let mut kept = agent.kept.lock().await.take()?;
+        kept.requests = kept.requests.saturating_add(1);
+        attempt.without_handshake();
+        attempt.connection = Some(ConnectionUse {
+            id: kept.id,
+            request: kept.requests,
+        });
+        let result = match &mut kept.channel {
+            KeptChannel::Rustls(channel) => exchange(channel, attempt, request, false).await,
+            KeptChannel::Openssl(channel) => exchange(channel, attempt, request, false).await,
+            KeptChannel::Plain(channel) => exchange(channel, attempt, request, false).await,
+        };
+        if result.is_ok() {
+            *agent.kept.lock().await = Some(kept);
+        }
+        Some(result)
     }
 }
 
@@ -68,21 +131,29 @@ impl Connector for ConfigClient {
     type Agent = Agent;
 
     fn agent(&self) -> Agent {
-        match &self.library {
-            Library::Rustls(client) => Agent::Rustls(client.agent_session()),
-            Library::Openssl(client) => Agent::Openssl(client.agent_session()),
+        let sessions = match &self.library {
+            Library::Rustls(client) => Sessions::Rustls(client.agent_session()),
+            Library::Openssl(client) => Sessions::Openssl(client.agent_session()),
+            Library::Plain => Sessions::Plain,
+        };
+        Agent {
+            sessions,
+            kept: Arc::default(),
         }
     }
 
     /// Connect (TCP) or open a QUIC connection, handshake, the optional request, the ticket
     /// of a resuming Config, close. Waiting for the ticket happens after the handshake and is
     /// not part of it; it never takes more than half the attempt's time limit, so it cannot
-    /// turn into a timeout.
+    /// turn into a timeout. With keep-alive, an agent's request goes on the connection it
+    /// kept, when it has one, and a connection it opens stays open for the next.
     async fn attempt(&self, agent: &Agent, attempt: &mut Attempt) -> Result<(), Failure> {
         let config = &self.config;
         let ticket_limit = config.timeout / 2;
         if config.transport == Transport::Quic {
-            let (Library::Rustls(client), Agent::Rustls(session)) = (&self.library, agent) else {
+            let (Library::Rustls(client), Sessions::Rustls(session)) =
+                (&self.library, &agent.sessions)
+            else {
                 return Err(another_library());
             };
             let options = QuicAttemptOptions {
@@ -93,16 +164,53 @@ impl Connector for ConfigClient {
                 .quic_attempt(session, attempt, self.address, options)
                 .await;
         }
+        if config.keep_alive {
+            if let Some(result) = self.on_kept(agent, attempt).await {
+                return result;
+            }
+        }
         let stream = connect(self.address, config.close)
             .await
             .map_err(|error| Failure::io(&error))?;
         attempt.mark(Event::TcpConnected);
-        match (&self.library, agent) {
-            (Library::Rustls(client), Agent::Rustls(session)) => {
+        let id = next_connection();
+        if self.request.is_some() {
+            attempt.connection = Some(ConnectionUse { id, request: 1 });
+        }
+        let keep = |channel: KeptChannel| async move {
+            *agent.kept.lock().await = Some(Kept {
+                channel,
+                id,
+                requests: 1,
+            });
+            Ok(())
+        };
+        match (&self.library, &agent.sessions) {
+            (Library::Rustls(client), Sessions::Rustls(session)) if config.keep_alive => {
+                let channel = open_over_tcp(client, session, attempt, stream, ticket_limit).await?;
+                keep(KeptChannel::Rustls(channel)).await
+            }
+            (Library::Openssl(client), Sessions::Openssl(session)) if config.keep_alive => {
+                let channel = open_over_tcp(client, session, attempt, stream, ticket_limit).await?;
+                keep(KeptChannel::Openssl(channel)).await
+            }
+            (Library::Rustls(client), Sessions::Rustls(session)) => {
                 attempt_over_tcp(client, session, attempt, stream, config.close, ticket_limit).await
             }
-            (Library::Openssl(client), Agent::Openssl(session)) => {
+            (Library::Openssl(client), Sessions::Openssl(session)) => {
                 attempt_over_tcp(client, session, attempt, stream, config.close, ticket_limit).await
+            }
+            (Library::Plain, Sessions::Plain) => {
+                let mut channel = PlainChannel::new(stream, attempt);
+                if let Some(request) = &self.request {
+                    exchange(&mut channel, attempt, request, false).await?;
+                }
+                if config.keep_alive {
+                    keep(KeptChannel::Plain(channel)).await
+                } else {
+                    channel.close(config.close).await;
+                    Ok(())
+                }
             }
             _ => Err(another_library()),
         }

@@ -395,6 +395,11 @@ impl<C: Connector> Block<C> {
             flights.keep(captured);
         }
         let (bytes_sent, bytes_received) = attempt.handshake_bytes();
+        // Everything read after the handshake belongs to the response (QUIC counts its
+        // datagrams elsewhere, so it reports none).
+        let response_wire_bytes = (attempt.response.is_some()
+            && config.transport == tlslab_core::Transport::Tcp)
+            .then(|| attempt.bytes_received.saturating_sub(bytes_received));
         Sample {
             config: config.index,
             trial: self.trial.index,
@@ -419,6 +424,8 @@ impl<C: Connector> Block<C> {
             quic: attempt.quic,
             insecure: config.insecure,
             client_address: attempt.local_address,
+            connection: attempt.connection,
+            response_wire_bytes,
             observed: None,
         }
     }

@@ -265,7 +265,8 @@ mod tests {
             "emulator": null, "transport": "tcp", "http": "none", "resumption": "off",
             "early_data_bytes": 0, "cert_cache": false, "path": null,
             "client_backend": "rustls", "server_backend": "rustls", "ech": "off",
-            "hello_retry": false, "trust": null, "arrival_rate": null
+            "hello_retry": false, "trust": null, "arrival_rate": null,
+            "keep_alive": false, "scheme": "https"
         }))
         .unwrap()
     }

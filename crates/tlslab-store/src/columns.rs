@@ -205,8 +205,16 @@ const FIELDS: &[Field] = &[
     })),
     config("hello_retry_asked", "hello_retry"),
     config("trust", "trust"),
-    // Schema 7: the open loop's schedule (its latency and delay are timing columns).
+    // Schema 7: the open loop's schedule (its latency and delay are timing columns), HTTP
+    // keep-alive and the scheme, and which connection carried each request.
     config("arrival_rate", "arrival_rate"),
+    config("keep_alive", "keep_alive"),
+    config("scheme", "scheme"),
+    sample("connection", "INTEGER", |s| integer(s.connection.map(|c| c.id))),
+    sample("connection_request", "INTEGER", |s| {
+        integer(s.connection.map(|c| u64::from(c.request)))
+    }),
+    sample("response_wire_bytes", "INTEGER", |s| integer(s.response_wire_bytes)),
     // What a captured ClientHello offered, comma-separated in the client's order.
     sample("offered_versions", "TEXT", |s| {
         text(observed(s, |o| o.offered.versions.join(",")).as_deref())
@@ -424,11 +432,22 @@ pub const CONFIG_COLUMNS: &[ConfigColumn] = &[
         Some(|c| flag(Some(c.hello_retry))),
     ),
     ("trust", "TEXT", Some(|c| text(c.trust.as_deref()))),
-    // Schema 7: the open loop's schedule, attempts per second (NULL: closed loop).
+    // Schema 7: the open loop's schedule, attempts per second (NULL: closed loop), HTTP
+    // keep-alive, and plain HTTP beside HTTPS.
     (
         "arrival_rate",
         "REAL",
         Some(|c| c.arrival_rate.map_or(Value::Null, Value::Real)),
+    ),
+    (
+        "keep_alive",
+        "INTEGER NOT NULL DEFAULT 0",
+        Some(|c| flag(Some(c.keep_alive))),
+    ),
+    (
+        "scheme",
+        "TEXT NOT NULL DEFAULT 'https'",
+        Some(|c| text(Some(&c.scheme))),
     ),
 ];
 

@@ -39,6 +39,7 @@
 //!     outcome: Outcome::Ok, error: None, error_detail: None, negotiated: Negotiated::default(),
 //!     bytes_sent: 0, bytes_received: 0, client_hello_bytes: None, server_flight_bytes: None,
 //!     response: None, quic: None, insecure: false, client_address: None, observed: None,
+//!     connection: None, response_wire_bytes: None,
 //! }))).unwrap();
 //! sink.finish(&RunEnd { complete: true, reason: None, duration_ns: 1, attempted: 1, errors: 0 })
 //!     .unwrap();
@@ -192,6 +193,10 @@ pub struct ConfigRow {
     /// Open loop: attempts per second on a schedule; `None` in a closed loop, a capture, or
     /// a store before schema 7.
     pub arrival_rate: Option<f64>,
+    /// An agent kept its connection for its next request (schema 7).
+    pub keep_alive: bool,
+    /// `https`, or `http` (plain).
+    pub scheme: String,
 }
 
 impl ConfigRow {

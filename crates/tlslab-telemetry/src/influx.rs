@@ -426,6 +426,8 @@ mod tests {
             quic: None,
             insecure: false,
             client_address: None,
+            connection: None,
+            response_wire_bytes: None,
             observed: None,
         };
         sample.negotiated.version = Some("TLS 1.3, draft=x".into());

@@ -263,6 +263,8 @@ mod tests {
             quic: None,
             insecure: false,
             client_address: None,
+            connection: None,
+            response_wire_bytes: None,
             observed: None,
         };
         sample.negotiated.version = Some(version.into());

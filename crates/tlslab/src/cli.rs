@@ -201,6 +201,20 @@ pub struct RunArgs {
     #[arg(long)]
     #[arg(help_heading = "Transport and HTTP")]
     pub path: Option<String>,
+    /// HTTP keep-alive: off (every attempt opens a connection and shakes hands), on (an
+    /// agent's first request opens one, the rest reuse it; HTTP/1.1 over TCP).
+    #[arg(long, value_delimiter = ',')]
+    #[arg(help_heading = "Transport and HTTP")]
+    pub keep_alive: Option<Vec<String>>,
+    /// https, http (plain HTTP to the same host: the lab server's plain port, or the
+    /// target's), side by side to see what TLS costs a request.
+    #[arg(long, value_delimiter = ',')]
+    #[arg(help_heading = "Transport and HTTP")]
+    pub scheme: Option<Vec<String>>,
+    /// The port of a target's plain HTTP, for --scheme http (default 80).
+    #[arg(long)]
+    #[arg(help_heading = "Transport and HTTP")]
+    pub plain_port: Option<u16>,
     /// TLS libraries, client and lab server alike: rustls, openssl.
     #[arg(long, value_delimiter = ',')]
     #[arg(
@@ -381,6 +395,9 @@ impl RunArgs {
             early_data: self.early_data.clone(),
             cert_cache: self.cert_cache.clone(),
             hello_retry: self.hello_retry.clone(),
+            keep_alive: self.keep_alive.clone(),
+            scheme: self.scheme.clone(),
+            plain_port: self.plain_port,
             transport: self.transport.clone(),
             http: self.http.clone(),
             path: self.path.clone(),

@@ -11,7 +11,8 @@ use super::validate::{require_nonempty, validate};
 use super::{error, target_host, Config, ConfigError, Endpoint, MAX_TRIALS};
 use crate::arrival::{format_rate, ArrivalRate};
 use crate::dimension::{
-    Backend, CertCache, Ech, Group, HelloRetry, Http, Resume, SuiteSpec, TlsVersion, Transport,
+    Backend, CertCache, Ech, Group, HelloRetry, Http, KeepAlive, Resume, Scheme, SuiteSpec,
+    TlsVersion, Transport,
 };
 use crate::experiment::Experiment;
 use crate::network::{Loss, Network, NetworkDimensions};
@@ -120,7 +121,6 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                             .flat_map(|c| arrivals.iter().map(move |a| (c, a)))
                             .flat_map(|ca| networks.iter().map(move |n| (ca, n)))
                         {
-                            let index = configs.len();
                             let mut label = automatic_label(
                                 version,
                                 suite,
@@ -130,20 +130,33 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                                 session,
                                 sizes_differ,
                             );
-                            label.push_str(&backend_words(backends, ech));
+                            if session.scheme == Scheme::Https {
+                                label.push_str(&backend_words(backends, ech));
+                            }
                             if let Some(rate) = arrival.rate {
                                 label = format!("{label} {}", format_rate(rate));
                             }
                             if let Some(network) = network {
                                 label = format!("{label} {}", network.label(&named));
                             }
+                            // Plain HTTP is one Config whatever the TLS dimensions say: the
+                            // first of their combinations stands for all.
+                            if session.scheme == Scheme::Http
+                                && configs.iter().any(|config: &Config| config.label == label)
+                            {
+                                continue;
+                            }
+                            let index = configs.len();
                             configs.push(Config {
                                 index,
                                 label,
                                 version,
                                 suite: suite.clone(),
                                 group,
-                                endpoint: endpoint.clone(),
+                                endpoint: match session.scheme {
+                                    Scheme::Https => endpoint.clone(),
+                                    Scheme::Http => plain_endpoint(endpoint, experiment),
+                                },
                                 concurrency,
                                 arrival_rate: arrival.rate,
                                 arrival_time: arrival.time,
@@ -151,6 +164,8 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                                 early_data: session.early_data,
                                 cert_cache: session.cert_cache,
                                 hello_retry: session.hello_retry,
+                                keep_alive: session.keep_alive,
+                                scheme: session.scheme,
                                 transport: session.transport,
                                 http: session.http,
                                 path: experiment.path.clone(),
@@ -243,6 +258,8 @@ const CONFIG_TABLE_KEYS: &[&str] = &[
     "early_data",
     "cert_cache",
     "hello_retry",
+    "keep_alive",
+    "scheme",
     "transport",
     "http",
     "backend",
@@ -418,21 +435,27 @@ fn sessions(experiment: &Experiment) -> Vec<Session> {
                 for &early_data in &experiment.early_data {
                     for &cert_cache in &experiment.cert_cache {
                         for &hello_retry in &experiment.hello_retry {
-                            // A 0-RTT request needs a request: HTTP/1.1 over TCP, HTTP/3 over
-                            // QUIC unless the experiment names one.
-                            let http = if http == Http::None && early_data > 0 {
-                                Http::default_for(transport)
-                            } else {
-                                http
-                            };
-                            sessions.push(Session {
-                                transport,
-                                http,
-                                resume,
-                                early_data,
-                                cert_cache: cert_cache == CertCache::On,
-                                hello_retry: hello_retry == HelloRetry::On,
-                            });
+                            for &keep_alive in &experiment.keep_alive {
+                                for &scheme in &experiment.scheme {
+                                    // A 0-RTT request needs a request: HTTP/1.1 over TCP,
+                                    // HTTP/3 over QUIC unless the experiment names one.
+                                    let http = if http == Http::None && early_data > 0 {
+                                        Http::default_for(transport)
+                                    } else {
+                                        http
+                                    };
+                                    sessions.push(Session {
+                                        transport,
+                                        http,
+                                        resume,
+                                        early_data,
+                                        cert_cache: cert_cache == CertCache::On,
+                                        hello_retry: hello_retry == HelloRetry::On,
+                                        keep_alive: keep_alive == KeepAlive::On,
+                                        scheme,
+                                    });
+                                }
+                            }
                         }
                     }
                 }
@@ -440,6 +463,28 @@ fn sessions(experiment: &Experiment) -> Vec<Session> {
         }
     }
     sessions
+}
+
+/// Where a Config's plain HTTP goes: the lab server (its plain port, found when it starts),
+/// or the target's host on `plain_port` (default 80).
+fn plain_endpoint(endpoint: &Endpoint, experiment: &Experiment) -> Endpoint {
+    match endpoint {
+        Endpoint::Lab { .. } => endpoint.clone(),
+        Endpoint::Target { address, sni, ca } => {
+            let host = target_host(address).unwrap_or(address);
+            let port = experiment.plain_port.unwrap_or(80);
+            let address = if host.contains(':') {
+                format!("[{host}]:{port}")
+            } else {
+                format!("{host}:{port}")
+            };
+            Endpoint::Target {
+                address,
+                sni: sni.clone(),
+                ca: ca.clone(),
+            }
+        }
+    }
 }
 
 /// One Config's schedule: its rate (`None` in a closed loop) and measured time.
@@ -563,13 +608,19 @@ fn automatic_label(
     session: Session,
     sizes_differ: bool,
 ) -> String {
-    let mut label = format!("{} {} {}", version.label(), suite.name, group);
-    if suite.legacy.is_some() {
-        label.push_str(" legacy");
-    }
-    if let Endpoint::Lab { cert, chain } = endpoint {
-        label.push_str(&format!(" {cert} chain{chain}"));
-    }
+    // Plain HTTP has no TLS version, suite, group or certificate to name.
+    let mut label = if session.scheme == Scheme::Http {
+        "http".to_string()
+    } else {
+        let mut label = format!("{} {} {}", version.label(), suite.name, group);
+        if suite.legacy.is_some() {
+            label.push_str(" legacy");
+        }
+        if let Endpoint::Lab { cert, chain } = endpoint {
+            label.push_str(&format!(" {cert} chain{chain}"));
+        }
+        label
+    };
     label.push_str(&format!(" c{concurrency}"));
     if session.transport == Transport::Quic {
         label.push_str(" quic");
@@ -593,6 +644,9 @@ fn automatic_label(
     }
     if session.hello_retry {
         label.push_str(" hrr");
+    }
+    if session.keep_alive {
+        label.push_str(" keepalive");
     }
     label
 }

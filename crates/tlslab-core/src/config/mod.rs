@@ -14,7 +14,8 @@ use serde::Serialize;
 pub use expand::{expand, expand_explicit};
 
 use crate::dimension::{
-    Backend, CertProfile, CloseMode, Ech, Group, Http, Resume, SuiteSpec, TlsVersion, Transport,
+    Backend, CertProfile, CloseMode, Ech, Group, Http, Resume, Scheme, SuiteSpec, TlsVersion,
+    Transport,
 };
 use crate::network::Network;
 
@@ -56,6 +57,10 @@ pub struct Config {
     pub cert_cache: bool,
     /// The client's first key share is for another group: the server asks again.
     pub hello_retry: bool,
+    /// An agent keeps its connection for its next request (HTTP/1.1 keep-alive).
+    pub keep_alive: bool,
+    /// HTTP over TLS, or plain HTTP.
+    pub scheme: Scheme,
     pub transport: Transport,
     /// The request after the handshake, if any.
     pub http: Http,
@@ -114,6 +119,8 @@ impl Config {
             early_data_bytes: self.early_data,
             cert_cache: self.cert_cache,
             hello_retry: self.hello_retry,
+            keep_alive: self.keep_alive,
+            scheme: self.scheme.as_str().to_string(),
             trust: Some(self.trust()),
             insecure: self.insecure,
             transport: self.transport.as_str().to_string(),
@@ -133,6 +140,9 @@ impl Config {
     /// What the client trusts, in words: the lab root, a CA file, the system roots or
     /// nothing (`--insecure`), with ` + pin` under `--pin`.
     pub fn trust(&self) -> String {
+        if self.scheme == Scheme::Http {
+            return "plain HTTP (no TLS)".to_string();
+        }
         let base = match (&self.endpoint, self.insecure) {
             (_, true) => "insecure",
             (Endpoint::Lab { .. }, false) => "lab root",

@@ -3,7 +3,7 @@
 
 use crate::dimension::{
     Authentication, Backend, CertProfile, Ech, Group, Http, KeyKind, LegacyKeyExchange, Resume,
-    SuiteSpec, TlsVersion, Transport,
+    Scheme, SuiteSpec, TlsVersion, Transport,
 };
 
 /// Why one combination of dimension values cannot run, or `None` when it can.
@@ -88,6 +88,8 @@ pub(super) struct Session {
     pub early_data: u64,
     pub cert_cache: bool,
     pub hello_retry: bool,
+    pub keep_alive: bool,
+    pub scheme: Scheme,
 }
 
 /// The library pair of one Config: the client's, and the lab server's (`None` for a target).
@@ -148,6 +150,9 @@ pub(super) fn invalid_backend_reason(
             return Some("tlslab offers Encrypted ClientHello over TCP only".into());
         }
     }
+    if ech != Ech::Off && session.scheme == Scheme::Http {
+        return Some("plain HTTP (--scheme http) has no ClientHello to encrypt".into());
+    }
     if ech == Ech::On && server == Some(Backend::Rustls) {
         return Some(
             "rustls cannot serve Encrypted ClientHello; the lab server needs --server-backend openssl"
@@ -166,7 +171,45 @@ pub(super) fn invalid_session_reason(version: TlsVersion, session: Session) -> O
         early_data,
         cert_cache,
         hello_retry,
+        keep_alive,
+        scheme,
     } = session;
+    if scheme == Scheme::Http {
+        if transport == Transport::Quic {
+            return Some("plain HTTP (--scheme http) runs over TCP; QUIC always carries TLS".into());
+        }
+        if http == Http::None {
+            return Some(
+                "plain HTTP (--scheme http) measures a request: give --http 1.1 or 2".into(),
+            );
+        }
+        if resume != Resume::Off || early_data > 0 || cert_cache || hello_retry {
+            return Some(
+                "plain HTTP (--scheme http) has no TLS session to resume, no 0-RTT, certificate \
+                 or key share"
+                    .into(),
+            );
+        }
+    }
+    if keep_alive {
+        if http == Http::None {
+            return Some("keep-alive reuses a connection for requests: give --http 1.1".into());
+        }
+        if transport == Transport::Quic || http != Http::Http11 {
+            return Some(
+                "keep-alive runs HTTP/1.1 over TCP for now (--http 1.1; HTTP/2 and HTTP/3 \
+                 keep one connection per agent in a later release)"
+                    .into(),
+            );
+        }
+        if resume != Resume::Off || early_data > 0 {
+            return Some(
+                "keep-alive keeps one connection per agent, so there is no next handshake to \
+                 resume: drop --resume or --keep-alive on"
+                    .into(),
+            );
+        }
+    }
     if hello_retry && version == TlsVersion::Tls12 {
         return Some("a HelloRetryRequest exists only in TLS 1.3".into());
     }
@@ -209,6 +252,8 @@ mod tests {
             early_data,
             cert_cache: false,
             hello_retry: false,
+            keep_alive: false,
+            scheme: Scheme::Https,
         }
     }
 

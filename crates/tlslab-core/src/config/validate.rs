@@ -41,6 +41,8 @@ pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> 
     require_nonempty(&experiment.early_data, "early-data")?;
     require_nonempty(&experiment.cert_cache, "cert-cache")?;
     require_nonempty(&experiment.hello_retry, "hello-retry")?;
+    require_nonempty(&experiment.keep_alive, "keep-alive")?;
+    require_nonempty(&experiment.scheme, "scheme")?;
     require_nonempty(&experiment.backend, "backend")?;
     require_nonempty(&experiment.ech, "ech")?;
     if experiment.ech.contains(&Ech::On)
