@@ -1,14 +1,16 @@
-//! The lab server: rustls with every suite and group enabled, over TCP (a small sans-IO loop)
-//! and QUIC (quinn), answering HTTP/1.1, HTTP/2 and HTTP/3 requests with a body of a chosen
-//! size.
+//! The lab server: rustls with every suite and group enabled, over TCP (a small sans-IO loop
+//! under hyper, [`stream`]) and QUIC (quinn), serving the lab's site ([`tlslab_site`]) over
+//! HTTP/1.1, HTTP/2 and HTTP/3.
 //!
 //! Resumption follows [`ServerResumption`]: none, stateless tickets, or a session cache whose
 //! TLS 1.3 tickets are removed when used. The cache is what makes 0-RTT safe to accept: a
 //! ticket, and the early data sent with it, is accepted once, and the [`Counters`] say how many
 //! replays were turned away.
 
+mod stream;
+
 use std::collections::HashSet;
-use std::io::{self, Read, Write};
+use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,8 +19,8 @@ use rustls::server::{ServerSessionMemoryCache, StoresServerSessions};
 use rustls::{ServerConfig, ServerConnection};
 use tlslab_backend::{CounterSnapshot, Counters, ServerSettings};
 use tlslab_core::ServerResumption;
-use tlslab_http::{RequestReader, ServerSession, Version};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tlslab_http::{RequestReader, Version};
+use tlslab_site::Site;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::error::Error;
@@ -55,10 +57,12 @@ pub fn server_config(
 
 /// Accepts TLS-over-TCP connections forever, one task each, for a bare `ServerConfig`.
 pub async fn serve(listener: TcpListener, config: Arc<ServerConfig>) -> io::Result<()> {
+    let counters = Arc::<Counters>::default();
     let lab = Arc::new(Lab {
         quic: config.clone(),
         tcp: config,
-        counters: Arc::default(),
+        site: Site::new(0, counters.clone()),
+        counters,
         body: 0,
     });
     serve_tcp(listener, lab).await
@@ -113,6 +117,8 @@ pub struct Lab {
     tcp: Arc<ServerConfig>,
     quic: Arc<ServerConfig>,
     counters: Arc<Counters>,
+    /// What every connection serves, counting its requests in `counters`.
+    site: Site,
     body: u64,
 }
 
@@ -165,6 +171,7 @@ impl Lab {
         Ok(Lab {
             tcp: Arc::new(tcp),
             quic: Arc::new(quic),
+            site: Site::new(settings.body, counters.clone()),
             counters,
             body: settings.body,
         })
@@ -172,6 +179,11 @@ impl Lab {
 
     pub fn counters(&self) -> CounterSnapshot {
         self.counters.snapshot()
+    }
+
+    /// The site this server serves, for its plain-text port.
+    pub fn site(&self) -> &Site {
+        &self.site
     }
 
     /// quinn's server configuration for this lab server.
@@ -202,78 +214,17 @@ pub async fn serve_tcp(listener: TcpListener, lab: Arc<Lab>) -> io::Result<()> {
     }
 }
 
-async fn serve_connection(mut stream: TcpStream, lab: Arc<Lab>) -> io::Result<()> {
+/// Runs one connection: hyper over the TLS stream, which drives the handshake as hyper reads.
+async fn serve_connection(stream: TcpStream, lab: Arc<Lab>) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let mut connection = ServerConnection::new(lab.tcp.clone()).map_err(io::Error::other)?;
     // Responses larger than rustls' default 64 KiB plaintext buffer go out whole.
     connection.set_buffer_limit(None);
-    let mut buffer = vec![0u8; 16 * 1024];
-    let mut outgoing = Vec::with_capacity(8 * 1024);
-    let mut plaintext = vec![0u8; 16 * 1024];
-    let mut http: Option<ServerSession> = None;
-    let mut answer = Vec::new();
-    let mut counted_early = false;
-    loop {
-        if connection.wants_write() {
-            outgoing.clear();
-            while connection.wants_write() {
-                connection.write_tls(&mut outgoing)?;
-            }
-            stream.write_all(&outgoing).await?;
-        }
-        let read = stream.read(&mut buffer).await?;
-        if read == 0 {
-            return Ok(());
-        }
-        let mut data = &buffer[..read];
-        while !data.is_empty() {
-            connection.read_tls(&mut data)?;
-            if let Err(error) = connection.process_new_packets() {
-                // Send the alert rustls queued, then give up on this connection.
-                let mut alert = Vec::new();
-                while connection.wants_write() {
-                    connection.write_tls(&mut alert)?;
-                }
-                let _ = stream.write_all(&alert).await;
-                return Err(io::Error::other(error));
-            }
-            answer.clear();
-            // 0-RTT: early data is readable while the handshake is still running.
-            if let Some(mut early) = connection.early_data() {
-                let count = early.read(&mut plaintext)?;
-                if count > 0 {
-                    if !counted_early {
-                        counted_early = true;
-                        lab.counters.early_data_accepted();
-                    }
-                    let alpn = connection.alpn_protocol().map(<[u8]>::to_vec);
-                    let answered = http
-                        .get_or_insert_with(|| ServerSession::for_alpn(alpn.as_deref()))
-                        .feed(&plaintext[..count], lab.body, &mut answer)
-                        .map_err(io::Error::other)?;
-                    lab.counters.answered(answered);
-                }
-            }
-            loop {
-                match connection.reader().read(&mut plaintext) {
-                    Ok(0) => break,
-                    Ok(count) => {
-                        let alpn = connection.alpn_protocol().map(<[u8]>::to_vec);
-                        let answered = http
-                            .get_or_insert_with(|| ServerSession::for_alpn(alpn.as_deref()))
-                            .feed(&plaintext[..count], lab.body, &mut answer)
-                            .map_err(io::Error::other)?;
-                        lab.counters.answered(answered);
-                    }
-                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(error) => return Err(error),
-                }
-            }
-            if !answer.is_empty() {
-                connection.writer().write_all(&answer)?;
-            }
-        }
-    }
+    let stream = stream::TlsStream::new(stream, connection, lab.counters.clone());
+    // A failed handshake, a client that is not speaking HTTP or one that left: all end the
+    // connection alike.
+    let _ = lab.site.serve(stream).await;
+    Ok(())
 }
 
 /// Accepts QUIC connections forever, one task each; every connection answers HTTP/3 requests.
