@@ -1,5 +1,5 @@
 //! The lab server: rustls with every suite and group enabled, over TCP (a small sans-IO loop
-//! under hyper, [`stream`]) and QUIC (quinn), serving the lab's site ([`tlslab_site`]) over
+//! under hyper, [`stream`]) and QUIC (quinn, with h3), serving the lab's site ([`tlslab_site`]) over
 //! HTTP/1.1, HTTP/2 and HTTP/3.
 //!
 //! Resumption follows [`ServerResumption`]: none, stateless tickets, or a session cache whose
@@ -11,15 +11,17 @@ mod stream;
 
 use std::collections::HashSet;
 use std::io;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::Bytes;
+use hyper::body::Body;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ServerSessionMemoryCache, StoresServerSessions};
 use rustls::{ServerConfig, ServerConnection};
 use tlslab_backend::{CounterSnapshot, Counters, ServerSettings};
 use tlslab_core::ServerResumption;
-use tlslab_http::{RequestReader, Version};
 use tlslab_site::Site;
 use tokio::net::{TcpListener, TcpStream};
 
@@ -63,7 +65,6 @@ pub async fn serve(listener: TcpListener, config: Arc<ServerConfig>) -> io::Resu
         tcp: config,
         site: Site::new(0, counters.clone()),
         counters,
-        body: 0,
     });
     serve_tcp(listener, lab).await
 }
@@ -119,7 +120,6 @@ pub struct Lab {
     counters: Arc<Counters>,
     /// What every connection serves, counting its requests in `counters`.
     site: Site,
-    body: u64,
 }
 
 impl Lab {
@@ -173,7 +173,6 @@ impl Lab {
             quic: Arc::new(quic),
             site: Site::new(settings.body, counters.clone()),
             counters,
-            body: settings.body,
         })
     }
 
@@ -244,58 +243,44 @@ async fn serve_quic_connection(incoming: quinn::Incoming, lab: Arc<Lab>) -> Resu
         Ok((connection, _)) => connection,
         Err(connecting) => connecting.await.map_err(|error| error.to_string())?,
     };
-    let mut control = connection
-        .open_uni()
+    let mut http3: h3::server::Connection<h3_quinn::Connection, Bytes> = h3::server::builder()
+        // No reserved "grease" settings, frames or streams: every connection sends the same
+        // bytes, and the measured response is only the response.
+        .send_grease(false)
+        .build(h3_quinn::Connection::new(connection))
         .await
         .map_err(|error| error.to_string())?;
-    let _ = control
-        .write_all(&tlslab_http::http3_control_stream())
-        .await;
-    loop {
-        tokio::select! {
-            stream = connection.accept_bi() => {
-                let Ok((send, receive)) = stream else { break };
-                let lab = lab.clone();
-                tokio::spawn(async move {
-                    let _ = answer_http3(send, receive, lab).await;
-                });
+    // Each request on a task of its own; the connection lives until the client closes it.
+    while let Ok(Some(resolver)) = http3.accept().await {
+        let site = lab.site.clone();
+        tokio::spawn(async move {
+            if let Ok((request, stream)) = resolver.resolve_request().await {
+                let _ = answer_http3(&site, &request, stream).await;
             }
-            stream = connection.accept_uni() => {
-                // The client's control and QPACK streams: read and dropped.
-                let Ok(mut receive) = stream else { break };
-                tokio::spawn(async move {
-                    while let Ok(Some(_)) = receive.read_chunk(usize::MAX, true).await {}
-                });
-            }
-        }
+        });
     }
-    drop(control);
     Ok(())
 }
 
+/// Sends the site's answer to `request` on its stream (the request body, if any, is not
+/// read: tlslab's client sends none).
 async fn answer_http3(
-    mut send: quinn::SendStream,
-    mut receive: quinn::RecvStream,
-    lab: Arc<Lab>,
-) -> Result<(), String> {
-    let mut reader = RequestReader::new(Version::Http3);
-    loop {
-        let chunk = receive
-            .read_chunk(usize::MAX, true)
-            .await
-            .map_err(|error| error.to_string())?
-            .ok_or("the request stream ended before a request")?;
-        if let Some(request) = reader.feed(&chunk.bytes).map_err(|e| e.to_string())? {
-            lab.counters.answered(1);
-            let response =
-                tlslab_http::encode_response(Version::Http3, request.stream, lab.body as usize);
-            send.write_all(&response)
-                .await
-                .map_err(|error| error.to_string())?;
-            send.finish().map_err(|error| error.to_string())?;
-            // Wait until the peer has the response (or the connection ends) before dropping.
-            let _ = send.stopped().await;
-            return Ok(());
+    site: &Site,
+    request: &hyper::Request<()>,
+    mut stream: h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>,
+) -> Result<(), h3::error::StreamError> {
+    let (head, mut body) = site.answer(request).into_parts();
+    stream
+        .send_response(hyper::Response::from_parts(head, ()))
+        .await?;
+    while let Some(frame) =
+        std::future::poll_fn(|context| Pin::new(&mut body).poll_frame(context)).await
+    {
+        // The site's bodies cannot fail, and have no trailers.
+        let Ok(frame) = frame;
+        if let Ok(data) = frame.into_data() {
+            stream.send_data(data).await?;
         }
     }
+    stream.finish().await
 }
