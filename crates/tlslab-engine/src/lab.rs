@@ -1,7 +1,8 @@
 //! The lab server as a child process, and the control channel between it and the run.
 //!
 //! The child is the tlslab binary itself (`tlslab serve --control`, which runs
-//! [`crate::serve`]). It prints one JSON line with its address when it listens, then answers
+//! [`crate::serve`]). It prints one JSON line with its addresses (TLS, and the same site over
+//! plain-text HTTP) when it listens, then answers
 //! each `usage` line on stdin with a JSON line of its CPU time and peak memory, and each
 //! `counters` line with its [`CounterSnapshot`]. It exits when stdin closes, so a run that
 //! dies takes its servers with it.
@@ -31,6 +32,9 @@ const KEPT_LINES: usize = 10;
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Ready {
     pub listening: SocketAddr,
+    /// The same site over plain-text HTTP (HTTP/1.1 and h2c), for load generators.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plain: Option<SocketAddr>,
     /// The ECHConfigList of a server that accepts ECH, base64.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ech_config: Option<String>,
@@ -42,6 +46,8 @@ pub struct LabServer {
     input: ChildStdin,
     output: BufReader<ChildStdout>,
     pub address: SocketAddr,
+    /// Where it serves the same site without TLS.
+    pub plain_address: Option<SocketAddr>,
     pub key: ServerKey,
     /// The ECHConfigList clients need to reach this server with ECH (OpenSSL servers only).
     pub ech_config: Option<Vec<u8>>,
@@ -201,6 +207,7 @@ impl LabServer {
             input,
             output,
             address: ready.listening,
+            plain_address: ready.plain,
             key,
             ech_config,
             errors,
@@ -363,6 +370,7 @@ mod tests {
     fn the_control_channel_announces_then_answers_each_request() {
         let ready = Ready {
             listening: "127.0.0.1:8443".parse().unwrap(),
+            plain: Some("127.0.0.1:8080".parse().unwrap()),
             ech_config: None,
         };
         let counters = || CounterSnapshot {
@@ -381,6 +389,7 @@ mod tests {
         assert_eq!(lines.len(), 3, "{text}");
         let announced: Ready = serde_json::from_str(lines[0]).unwrap();
         assert_eq!(announced.listening.port(), 8443);
+        assert_eq!(announced.plain.map(|plain| plain.port()), Some(8080));
         let usage: Usage = serde_json::from_str(lines[1]).unwrap();
         assert!(usage.peak_rss_bytes > 0);
         let read: CounterSnapshot = serde_json::from_str(lines[2]).unwrap();

@@ -1,5 +1,6 @@
 //! A lab server running in this process (`tlslab serve`): the rustls one on TCP and QUIC, or
-//! the OpenSSL one on TCP with an ECH key of its own.
+//! the OpenSSL one on TCP with an ECH key of its own; either also serves its site over
+//! plain-text HTTP on a second port.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,6 +22,8 @@ pub struct LabOptions {
     pub settings: ServerSettings,
     /// Port 0 picks a free port (the same number for TCP and UDP).
     pub listen: SocketAddr,
+    /// Where to serve plain-text HTTP; `None`: a free port on `listen`'s address.
+    pub plain_listen: Option<SocketAddr>,
     /// The public name in the OpenSSL server's ECH configuration.
     pub ech_public_name: String,
 }
@@ -30,6 +33,8 @@ pub struct RunningLab {
     runtime: tokio::runtime::Runtime,
     /// Where it listens (TCP, and UDP for QUIC on rustls).
     pub local: SocketAddr,
+    /// Where it serves the same site over plain-text HTTP/1.1 and h2c (no TLS handshakes).
+    pub plain: SocketAddr,
     /// The ECHConfigList clients need (OpenSSL only), base64.
     pub ech_config: Option<String>,
     counters: Box<dyn Fn() -> CounterSnapshot + Send + Sync>,
@@ -46,6 +51,7 @@ impl RunningLab {
     pub fn answer_control_requests(self) {
         let ready = Ready {
             listening: self.local,
+            plain: Some(self.plain),
             ech_config: self.ech_config.clone(),
         };
         crate::lab::answer_control_requests(&ready, || self.counters());
@@ -131,11 +137,13 @@ fn start_rustls(
     let local = listener
         .local_addr()
         .map_err(|error| RunError::environment(error.to_string(), "check the address"))?;
+    let plain = serve_plain(options, &runtime, lab.site())?;
     runtime.spawn(tlslab_tls::server::serve_tcp(listener, lab.clone()));
     runtime.spawn(tlslab_tls::server::serve_quic(endpoint, lab.clone()));
     Ok(RunningLab {
         runtime,
         local,
+        plain,
         ech_config: None,
         counters: Box::new(move || lab.counters()),
     })
@@ -177,11 +185,37 @@ fn start_openssl(
     let local = listener
         .local_addr()
         .map_err(|error| RunError::environment(error.to_string(), "check the address"))?;
+    let plain = serve_plain(options, &runtime, config.site())?;
     runtime.spawn(tlslab_openssl::serve(listener, config.clone()));
     Ok(RunningLab {
         runtime,
         local,
+        plain,
         ech_config: Some(ech_config),
         counters: Box::new(move || config.counters()),
     })
+}
+
+/// Serves `site` over plain-text HTTP where `options` say (by default a free port on the TLS
+/// address); returns where.
+fn serve_plain(
+    options: &LabOptions,
+    runtime: &tokio::runtime::Runtime,
+    site: &tlslab_site::Site,
+) -> Result<SocketAddr, RunError> {
+    let address = options
+        .plain_listen
+        .unwrap_or_else(|| SocketAddr::new(options.listen.ip(), 0));
+    let cannot = |error: std::io::Error| {
+        RunError::environment(
+            format!("cannot listen for plain-text HTTP on {address}: {error}"),
+            "choose a free port, for example --plain-listen 127.0.0.1:0",
+        )
+    };
+    let listener = runtime
+        .block_on(async { bind_listener(address) })
+        .map_err(cannot)?;
+    let local = listener.local_addr().map_err(cannot)?;
+    runtime.spawn(tlslab_site::serve_plain(listener, site.clone()));
+    Ok(local)
 }

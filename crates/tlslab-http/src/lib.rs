@@ -10,8 +10,10 @@
 //!
 //! - Client: [`encode_request`] (optionally padded to a chosen size with [`Request::min_size`],
 //!   for requests sent as TLS 0-RTT early data), then a [`ResponseReader`].
-//! - Lab server: a [`RequestReader`], then [`encode_response`] with a body of N bytes; or
-//!   [`ServerSession`], which does both for every request of a connection over TLS.
+//! - Server side: a [`RequestReader`], then [`encode_response`] with a body of N bytes; or
+//!   [`ServerSession`], which does both for every request of a connection. The lab server
+//!   itself serves its site with hyper and h3 (tlslab-site); these stay as the reference peer
+//!   of the client codecs in tests and fuzzing.
 //! - HTTP/2 connection setup: [`http2_server_preface`]; the client preface is part of the
 //!   encoded request. HTTP/3 control streams: [`http3_control_stream`] for both sides.
 //!

@@ -1,5 +1,6 @@
-//! [`ServerSession`]: the HTTP side of one lab-server connection over TLS, shared by every
-//! TLS library's lab server.
+//! [`ServerSession`]: the HTTP side of one server connection over TLS, the minimal peer of
+//! the client codecs (the `http_request` fuzz target drives it). The lab server no longer uses
+//! it: hyper serves its site (tlslab-site).
 
 use crate::{encode_response, http2_server_preface, HttpError, RequestReader, Version};
 

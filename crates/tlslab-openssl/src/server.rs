@@ -1,6 +1,6 @@
 //! The OpenSSL lab server: every TLS 1.2 and 1.3 suite and group OpenSSL offers, driven by
-//! the same in-memory pipe as the client, answering HTTP/1.1 and HTTP/2 requests with a body
-//! of a chosen size, as the rustls lab server does over TCP.
+//! the same in-memory pipe as the client, under hyper, serving the lab's site
+//! ([`tlslab_site`]) over HTTP/1.1 and HTTP/2, as the rustls lab server does over TCP.
 //!
 //! Resumption follows [`ServerResumption`]: none, stateless tickets, or a session cache whose
 //! TLS 1.3 tickets are removed when used. The cache is what makes 0-RTT safe to accept: a
@@ -9,20 +9,22 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use openssl::pkey::PKey;
 use openssl::ssl::{
     select_next_proto, AlpnError, ErrorCode, ShutdownState, Ssl, SslContext, SslContextBuilder,
-    SslMethod, SslOptions, SslRef, SslSession, SslSessionCacheMode, SslStream, SslVersion,
+    SslMethod, SslOptions, SslSession, SslSessionCacheMode, SslStream, SslVersion,
 };
 use openssl::x509::X509;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tlslab_backend::{CounterSnapshot, Counters, ServerSettings};
 use tlslab_core::{Group, ServerResumption};
-use tlslab_http::ServerSession;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tlslab_site::Site;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::ech::EchKey;
@@ -56,6 +58,8 @@ const REMEMBERED_TICKETS: usize = 262_144;
 pub struct ServerConfig {
     context: SslContext,
     counters: Arc<Counters>,
+    /// What every connection serves, counting its requests in `counters`.
+    site: Site,
     body: u64,
     /// Connections read early data before completing the handshake.
     early_data: bool,
@@ -167,6 +171,7 @@ pub fn server_config(
     }
     Ok(Arc::new(ServerConfig {
         context: builder.build(),
+        site: Site::new(settings.body, counters.clone()),
         counters,
         cache: settings.resumption == ServerResumption::Cache,
         body: settings.body,
@@ -255,53 +260,38 @@ pub async fn serve(listener: TcpListener, config: Arc<ServerConfig>) -> io::Resu
     }
 }
 
-/// Runs one connection: the handshake (reading early data first when the server accepts it),
-/// then HTTP requests until the client leaves. Application data that is not HTTP is read and
-/// dropped.
-pub async fn serve_connection(mut socket: TcpStream, config: &ServerConfig) -> io::Result<()> {
+/// Runs one connection: hyper over the TLS stream, which drives the handshake (reading early
+/// data first when the server accepts it) as hyper reads. Application data that is not HTTP
+/// gets a 400 or a closed connection.
+pub async fn serve_connection(socket: TcpStream, config: &ServerConfig) -> io::Result<()> {
     socket.set_nodelay(true)?;
     let mut ssl = Ssl::new(&config.context).map_err(io::Error::other)?;
     ssl.set_accept_state();
-    let mut tls = SslStream::new(ssl, Pipe::default()).map_err(io::Error::other)?;
-    let mut connection = Connection {
-        config,
+    let tls = SslStream::new(ssl, Pipe::default()).map_err(io::Error::other)?;
+    let stream = TlsStream {
+        socket,
+        tls,
+        counters: config.counters.clone(),
+        cache: config.cache,
         stage: if config.early_data {
             Stage::EarlyData
         } else {
             Stage::Handshake
         },
-        http: HttpState::Waiting,
         counted_early: false,
-        plaintext: vec![0u8; 16 * 1024],
+        held: Vec::new(),
+        incoming: vec![0; READ_SIZE].into_boxed_slice(),
+        sent: 0,
+        failure: None,
     };
-    let outcome = drive(&mut socket, &mut tls, &mut connection).await;
-    // Clients end finished connections with a reset or without close_notify; freed without a
-    // shutdown, OpenSSL would remove the session from the cache as if the connection had
-    // failed, and no client could resume it.
-    tls.set_shutdown(ShutdownState::SENT | ShutdownState::RECEIVED);
-    outcome
+    // A failed handshake, a client that is not speaking HTTP or one that left: all end the
+    // connection alike.
+    let _ = config.site.serve(stream).await;
+    Ok(())
 }
 
-async fn drive(
-    socket: &mut TcpStream,
-    tls: &mut SslStream<Pipe>,
-    connection: &mut Connection<'_>,
-) -> io::Result<()> {
-    let mut buffer = vec![0u8; 16 * 1024];
-    loop {
-        let advanced = connection.advance(tls);
-        // The flight, answers and tickets, or the alert OpenSSL queued before failing.
-        flush(tls, socket).await?;
-        if advanced? {
-            return Ok(());
-        }
-        let read = socket.read(&mut buffer).await?;
-        if read == 0 {
-            return Ok(());
-        }
-        tls.get_mut().push(&buffer[..read]);
-    }
-}
+/// How many bytes one read from the socket takes: a full TLS record and its header.
+const READ_SIZE: usize = 18 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
@@ -313,102 +303,217 @@ enum Stage {
     Open,
 }
 
-/// What becomes of a connection's application data.
-enum HttpState {
-    /// Nothing arrived yet.
-    Waiting,
-    Serving(Box<ServerSession>),
-    /// The client sent something that is not HTTP: read and dropped from then on.
-    Ignoring,
-}
-
-struct Connection<'a> {
-    config: &'a ServerConfig,
+/// One OpenSSL connection of the lab server, seen as plaintext: each read runs OpenSSL as far
+/// as the bytes already received allow, then sends what it wrote to the pipe before waiting
+/// for more.
+struct TlsStream {
+    socket: TcpStream,
+    tls: SslStream<Pipe>,
+    counters: Arc<Counters>,
+    /// TLS 1.3 tickets name cache entries, counted as redeemed when taken.
+    cache: bool,
     stage: Stage,
-    http: HttpState,
     counted_early: bool,
-    plaintext: Vec<u8>,
+    /// Plaintext written while OpenSSL could not take it (neither early-data writing nor the
+    /// handshake finished), sent once the handshake completes.
+    held: Vec<u8>,
+    incoming: Box<[u8]>,
+    /// How much of the pipe's outgoing bytes the socket has taken.
+    sent: usize,
+    /// A failed handshake's error, returned once the alert OpenSSL queued has been sent.
+    failure: Option<io::Error>,
 }
 
-impl Connection<'_> {
-    /// Runs OpenSSL as far as the bytes already read allow; `Ok(true)` once the client closed
-    /// the TLS session.
-    fn advance(&mut self, tls: &mut SslStream<Pipe>) -> io::Result<bool> {
-        let failed = |error: openssl::ssl::Error| io::Error::other(error.to_string());
-        let mut plaintext = std::mem::take(&mut self.plaintext);
-        let result = (|| {
-            if self.stage == Stage::EarlyData {
-                loop {
-                    match tls.read_early_data(&mut plaintext) {
-                        // The end of early data, or none was sent or accepted.
-                        Ok(0) => {
-                            self.stage = Stage::Handshake;
-                            break;
-                        }
-                        Ok(count) => {
-                            if !self.counted_early {
-                                self.counted_early = true;
-                                self.config.counters.early_data_accepted();
-                            }
-                            let answer = self.receive(tls.ssl(), &plaintext[..count]);
-                            // 0.5-RTT: the answer follows the server's flight at once.
-                            write_all(&answer, |data| tls.write_early_data(data))
-                                .map_err(failed)?;
-                        }
-                        Err(error) if error.code() == ErrorCode::WANT_READ => return Ok(false),
-                        Err(error) => return Err(failed(error)),
-                    }
+impl Drop for TlsStream {
+    fn drop(&mut self) {
+        // hyper drops a connection it gave up on (a request that is not HTTP, an error)
+        // without shutting it down: the client still gets close_notify, not a bare TCP close
+        // it could take for a truncation, as far as the socket takes it without waiting.
+        if self.stage == Stage::Open {
+            let _ = self.tls.shutdown();
+            let outgoing = &self.tls.get_ref().outgoing;
+            while self.sent < outgoing.len() {
+                match self.socket.try_write(&outgoing[self.sent..]) {
+                    Ok(written) if written > 0 => self.sent += written,
+                    _ => break,
                 }
             }
-            if self.stage == Stage::Handshake {
-                match tls.accept() {
+        }
+        // Clients end finished connections with a reset or without close_notify; freed
+        // without a shutdown, OpenSSL would remove the session from the cache as if the
+        // connection had failed, and no client could resume it.
+        self.tls
+            .set_shutdown(ShutdownState::SENT | ShutdownState::RECEIVED);
+    }
+}
+
+fn failed(error: openssl::ssl::Error) -> io::Error {
+    io::Error::other(error.to_string())
+}
+
+/// What one step of OpenSSL gave.
+enum Step {
+    /// Plaintext for the reader, or the end of the stream.
+    Read,
+    /// OpenSSL needs more bytes from the client.
+    WantRead,
+}
+
+impl TlsStream {
+    /// Writes what OpenSSL put in the pipe (flights, tickets, alerts, records) to the socket.
+    fn poll_send(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        loop {
+            let outgoing = &mut self.tls.get_mut().outgoing;
+            if self.sent == outgoing.len() {
+                outgoing.clear();
+                self.sent = 0;
+                return Poll::Ready(Ok(()));
+            }
+            let written =
+                ready!(Pin::new(&mut self.socket).poll_write(cx, &outgoing[self.sent..]))?;
+            if written == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.sent += written;
+        }
+    }
+
+    /// Runs OpenSSL one step further with the bytes already received.
+    fn step(&mut self, buffer: &mut ReadBuf<'_>) -> io::Result<Step> {
+        loop {
+            match self.stage {
+                Stage::EarlyData => match self.tls.read_early_data(buffer.initialize_unfilled()) {
+                    // The end of early data, or none was sent or accepted.
+                    Ok(0) => self.stage = Stage::Handshake,
+                    Ok(count) => {
+                        if !self.counted_early {
+                            self.counted_early = true;
+                            self.counters.early_data_accepted();
+                        }
+                        buffer.advance(count);
+                        return Ok(Step::Read);
+                    }
+                    Err(error) if error.code() == ErrorCode::WANT_READ => {
+                        return Ok(Step::WantRead)
+                    }
+                    Err(error) => return Err(failed(error)),
+                },
+                Stage::Handshake => match self.tls.accept() {
                     Ok(()) => {
                         self.stage = Stage::Open;
                         // Cache tickets were counted when taken (a replay never gets here).
-                        let ssl = tls.ssl();
-                        let taken = self.config.cache && ssl.version2() == Some(SslVersion::TLS1_3);
+                        let ssl = self.tls.ssl();
+                        let taken = self.cache && ssl.version2() == Some(SslVersion::TLS1_3);
                         if ssl.session_reused() && !taken {
-                            self.config.counters.ticket_redeemed();
+                            self.counters.ticket_redeemed();
                         }
+                        let held = std::mem::take(&mut self.held);
+                        write_all(&held, |data| self.tls.ssl_write(data)).map_err(failed)?;
                     }
-                    Err(error) if error.code() == ErrorCode::WANT_READ => return Ok(false),
+                    Err(error) if error.code() == ErrorCode::WANT_READ => {
+                        return Ok(Step::WantRead)
+                    }
                     Err(error) => return Err(failed(error)),
-                }
-            }
-            loop {
-                match tls.ssl_read(&mut plaintext) {
+                },
+                Stage::Open => match self.tls.ssl_read(buffer.initialize_unfilled()) {
                     Ok(count) => {
-                        let answer = self.receive(tls.ssl(), &plaintext[..count]);
-                        write_all(&answer, |data| tls.ssl_write(data)).map_err(failed)?;
+                        buffer.advance(count);
+                        return Ok(Step::Read);
                     }
-                    Err(error) if error.code() == ErrorCode::WANT_READ => return Ok(false),
-                    Err(error) if error.code() == ErrorCode::ZERO_RETURN => {
-                        let _ = tls.shutdown();
-                        return Ok(true);
+                    Err(error) if error.code() == ErrorCode::WANT_READ => {
+                        return Ok(Step::WantRead)
                     }
+                    // The client's close_notify: the end of the stream; ours goes back when
+                    // hyper shuts the stream down.
+                    Err(error) if error.code() == ErrorCode::ZERO_RETURN => return Ok(Step::Read),
                     Err(error) => return Err(failed(error)),
+                },
+            }
+        }
+    }
+}
+
+impl AsyncRead for TlsStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buffer: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        loop {
+            if this.failure.is_some() {
+                // The alert reaches the client if it can; the error is the connection's end.
+                let _ = ready!(this.poll_send(cx));
+                return Poll::Ready(Err(this.failure.take().expect("checked")));
+            }
+            match this.step(buffer) {
+                Ok(Step::Read) => return Poll::Ready(Ok(())),
+                Ok(Step::WantRead) => {}
+                Err(error) => {
+                    this.failure = Some(error);
+                    continue;
                 }
             }
-        })();
-        self.plaintext = plaintext;
-        result
+            // Send the flight, tickets or answers before waiting for the client, which may be
+            // waiting for them.
+            ready!(this.poll_send(cx))?;
+            let mut read = ReadBuf::new(&mut this.incoming);
+            ready!(Pin::new(&mut this.socket).poll_read(cx, &mut read))?;
+            if read.filled().is_empty() {
+                // The client left (most do without close_notify): the end of the stream.
+                return Poll::Ready(Ok(()));
+            }
+            this.tls.get_mut().push(read.filled());
+        }
+    }
+}
+
+impl AsyncWrite for TlsStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        // Backpressure: no new plaintext while the previous records are still on their way.
+        ready!(this.poll_send(cx))?;
+        let written = if this.stage == Stage::Open {
+            this.tls.ssl_write(data)
+        } else {
+            // 0.5-RTT: an answer to early data follows the server's flight at once.
+            this.tls.write_early_data(data)
+        };
+        let taken = match written {
+            Ok(count) => count,
+            // Not yet: OpenSSL writes early only once early data was read (and not at all
+            // without 0-RTT); the rest waits for the handshake to complete.
+            Err(_) if this.stage != Stage::Open => {
+                this.held.extend_from_slice(data);
+                data.len()
+            }
+            Err(error) => return Poll::Ready(Err(failed(error))),
+        };
+        // Out now, not at the next flush: that is what answers 0-RTT a round trip early.
+        if let Poll::Ready(Err(error)) = this.poll_send(cx) {
+            return Poll::Ready(Err(error));
+        }
+        Poll::Ready(Ok(taken))
     }
 
-    /// Feeds application data to the connection's HTTP session; returns what goes back.
-    fn receive(&mut self, ssl: &SslRef, data: &[u8]) -> Vec<u8> {
-        let mut answer = Vec::new();
-        if let HttpState::Waiting = self.http {
-            self.http = HttpState::Serving(Box::new(ServerSession::for_alpn(
-                ssl.selected_alpn_protocol(),
-            )));
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_send(cx))?;
+        Pin::new(&mut this.socket).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.stage == Stage::Open {
+            // close_notify, once; a second call finds it sent and does nothing.
+            let _ = this.tls.shutdown();
         }
-        if let HttpState::Serving(session) = &mut self.http {
-            match session.feed(data, self.config.body, &mut answer) {
-                Ok(answered) => self.config.counters.answered(answered),
-                Err(_) => self.http = HttpState::Ignoring,
-            }
-        }
-        answer
+        ready!(this.poll_send(cx))?;
+        Pin::new(&mut this.socket).poll_shutdown(cx)
     }
 }
 
@@ -423,17 +528,12 @@ fn write_all(
     Ok(())
 }
 
-async fn flush(tls: &mut SslStream<Pipe>, socket: &mut TcpStream) -> io::Result<()> {
-    let pipe = tls.get_mut();
-    if pipe.outgoing.is_empty() {
-        return Ok(());
-    }
-    socket.write_all(&pipe.outgoing).await?;
-    pipe.outgoing.clear();
-    Ok(())
-}
-
 impl ServerConfig {
+    /// The site this server serves, for its plain-text port.
+    pub fn site(&self) -> &Site {
+        &self.site
+    }
+
     /// The raw context, for settings this crate does not wrap.
     pub fn context(&self) -> &SslContext {
         &self.context

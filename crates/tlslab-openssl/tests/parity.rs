@@ -633,7 +633,7 @@ fn plain_rustls_exchange(chain: &ServedChain, address: SocketAddr, data: &[u8]) 
 }
 
 #[tokio::test]
-async fn without_alpn_the_openssl_server_speaks_http1_and_drops_what_is_not_http() {
+async fn without_alpn_the_openssl_server_speaks_http1_and_refuses_what_is_not_http() {
     let chain = chain();
     let server = openssl_server(
         &chain,
@@ -662,13 +662,23 @@ async fn without_alpn_the_openssl_server_speaks_http1_and_drops_what_is_not_http
     assert!(progress.complete);
     assert_eq!(progress.status, Some(200));
     assert_eq!(progress.body_bytes, 1_234);
-    // Not HTTP: read and dropped, and the connection still ends with close_notify.
+    // Not HTTP: hyper refuses it (a 400, or nothing when it saw the client's close_notify
+    // first), and the connection still ends with close_notify (read_to_end succeeded).
     let answer = tokio::task::spawn_blocking(move || {
         plain_rustls_exchange(&chain, address, b"\x00\x01 not http\r\n\r\n")
     })
     .await
     .unwrap();
-    assert!(answer.is_empty());
+    if !answer.is_empty() {
+        let mut reader = tlslab_http::ResponseReader::new(tlslab_http::Version::Http11);
+        let status = reader.feed(&answer).map(|progress| progress.status);
+        assert!(
+            matches!(status, Ok(Some(400))),
+            "{:?}",
+            String::from_utf8_lossy(&answer)
+        );
+    }
+    // Only the site's answers count as requests.
     assert_eq!(server.counters().requests, 1);
 }
 

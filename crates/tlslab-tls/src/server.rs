@@ -1,24 +1,28 @@
-//! The lab server: rustls with every suite and group enabled, over TCP (a small sans-IO loop)
-//! and QUIC (quinn), answering HTTP/1.1, HTTP/2 and HTTP/3 requests with a body of a chosen
-//! size.
+//! The lab server: rustls with every suite and group enabled, over TCP (a small sans-IO loop
+//! under hyper, [`stream`]) and QUIC (quinn, with h3), serving the lab's site ([`tlslab_site`]) over
+//! HTTP/1.1, HTTP/2 and HTTP/3.
 //!
 //! Resumption follows [`ServerResumption`]: none, stateless tickets, or a session cache whose
 //! TLS 1.3 tickets are removed when used. The cache is what makes 0-RTT safe to accept: a
 //! ticket, and the early data sent with it, is accepted once, and the [`Counters`] say how many
 //! replays were turned away.
 
+mod stream;
+
 use std::collections::HashSet;
-use std::io::{self, Read, Write};
+use std::io;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::Bytes;
+use hyper::body::Body;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ServerSessionMemoryCache, StoresServerSessions};
 use rustls::{ServerConfig, ServerConnection};
 use tlslab_backend::{CounterSnapshot, Counters, ServerSettings};
 use tlslab_core::ServerResumption;
-use tlslab_http::{RequestReader, ServerSession, Version};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tlslab_site::Site;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::error::Error;
@@ -55,11 +59,12 @@ pub fn server_config(
 
 /// Accepts TLS-over-TCP connections forever, one task each, for a bare `ServerConfig`.
 pub async fn serve(listener: TcpListener, config: Arc<ServerConfig>) -> io::Result<()> {
+    let counters = Arc::<Counters>::default();
     let lab = Arc::new(Lab {
         quic: config.clone(),
         tcp: config,
-        counters: Arc::default(),
-        body: 0,
+        site: Site::new(0, counters.clone()),
+        counters,
     });
     serve_tcp(listener, lab).await
 }
@@ -113,7 +118,8 @@ pub struct Lab {
     tcp: Arc<ServerConfig>,
     quic: Arc<ServerConfig>,
     counters: Arc<Counters>,
-    body: u64,
+    /// What every connection serves, counting its requests in `counters`.
+    site: Site,
 }
 
 impl Lab {
@@ -165,13 +171,18 @@ impl Lab {
         Ok(Lab {
             tcp: Arc::new(tcp),
             quic: Arc::new(quic),
+            site: Site::new(settings.body, counters.clone()),
             counters,
-            body: settings.body,
         })
     }
 
     pub fn counters(&self) -> CounterSnapshot {
         self.counters.snapshot()
+    }
+
+    /// The site this server serves, for its plain-text port.
+    pub fn site(&self) -> &Site {
+        &self.site
     }
 
     /// quinn's server configuration for this lab server.
@@ -202,78 +213,17 @@ pub async fn serve_tcp(listener: TcpListener, lab: Arc<Lab>) -> io::Result<()> {
     }
 }
 
-async fn serve_connection(mut stream: TcpStream, lab: Arc<Lab>) -> io::Result<()> {
+/// Runs one connection: hyper over the TLS stream, which drives the handshake as hyper reads.
+async fn serve_connection(stream: TcpStream, lab: Arc<Lab>) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let mut connection = ServerConnection::new(lab.tcp.clone()).map_err(io::Error::other)?;
     // Responses larger than rustls' default 64 KiB plaintext buffer go out whole.
     connection.set_buffer_limit(None);
-    let mut buffer = vec![0u8; 16 * 1024];
-    let mut outgoing = Vec::with_capacity(8 * 1024);
-    let mut plaintext = vec![0u8; 16 * 1024];
-    let mut http: Option<ServerSession> = None;
-    let mut answer = Vec::new();
-    let mut counted_early = false;
-    loop {
-        if connection.wants_write() {
-            outgoing.clear();
-            while connection.wants_write() {
-                connection.write_tls(&mut outgoing)?;
-            }
-            stream.write_all(&outgoing).await?;
-        }
-        let read = stream.read(&mut buffer).await?;
-        if read == 0 {
-            return Ok(());
-        }
-        let mut data = &buffer[..read];
-        while !data.is_empty() {
-            connection.read_tls(&mut data)?;
-            if let Err(error) = connection.process_new_packets() {
-                // Send the alert rustls queued, then give up on this connection.
-                let mut alert = Vec::new();
-                while connection.wants_write() {
-                    connection.write_tls(&mut alert)?;
-                }
-                let _ = stream.write_all(&alert).await;
-                return Err(io::Error::other(error));
-            }
-            answer.clear();
-            // 0-RTT: early data is readable while the handshake is still running.
-            if let Some(mut early) = connection.early_data() {
-                let count = early.read(&mut plaintext)?;
-                if count > 0 {
-                    if !counted_early {
-                        counted_early = true;
-                        lab.counters.early_data_accepted();
-                    }
-                    let alpn = connection.alpn_protocol().map(<[u8]>::to_vec);
-                    let answered = http
-                        .get_or_insert_with(|| ServerSession::for_alpn(alpn.as_deref()))
-                        .feed(&plaintext[..count], lab.body, &mut answer)
-                        .map_err(io::Error::other)?;
-                    lab.counters.answered(answered);
-                }
-            }
-            loop {
-                match connection.reader().read(&mut plaintext) {
-                    Ok(0) => break,
-                    Ok(count) => {
-                        let alpn = connection.alpn_protocol().map(<[u8]>::to_vec);
-                        let answered = http
-                            .get_or_insert_with(|| ServerSession::for_alpn(alpn.as_deref()))
-                            .feed(&plaintext[..count], lab.body, &mut answer)
-                            .map_err(io::Error::other)?;
-                        lab.counters.answered(answered);
-                    }
-                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(error) => return Err(error),
-                }
-            }
-            if !answer.is_empty() {
-                connection.writer().write_all(&answer)?;
-            }
-        }
-    }
+    let stream = stream::TlsStream::new(stream, connection, lab.counters.clone());
+    // A failed handshake, a client that is not speaking HTTP or one that left: all end the
+    // connection alike.
+    let _ = lab.site.serve(stream).await;
+    Ok(())
 }
 
 /// Accepts QUIC connections forever, one task each; every connection answers HTTP/3 requests.
@@ -293,58 +243,44 @@ async fn serve_quic_connection(incoming: quinn::Incoming, lab: Arc<Lab>) -> Resu
         Ok((connection, _)) => connection,
         Err(connecting) => connecting.await.map_err(|error| error.to_string())?,
     };
-    let mut control = connection
-        .open_uni()
+    let mut http3: h3::server::Connection<h3_quinn::Connection, Bytes> = h3::server::builder()
+        // No reserved "grease" settings, frames or streams: every connection sends the same
+        // bytes, and the measured response is only the response.
+        .send_grease(false)
+        .build(h3_quinn::Connection::new(connection))
         .await
         .map_err(|error| error.to_string())?;
-    let _ = control
-        .write_all(&tlslab_http::http3_control_stream())
-        .await;
-    loop {
-        tokio::select! {
-            stream = connection.accept_bi() => {
-                let Ok((send, receive)) = stream else { break };
-                let lab = lab.clone();
-                tokio::spawn(async move {
-                    let _ = answer_http3(send, receive, lab).await;
-                });
+    // Each request on a task of its own; the connection lives until the client closes it.
+    while let Ok(Some(resolver)) = http3.accept().await {
+        let site = lab.site.clone();
+        tokio::spawn(async move {
+            if let Ok((request, stream)) = resolver.resolve_request().await {
+                let _ = answer_http3(&site, &request, stream).await;
             }
-            stream = connection.accept_uni() => {
-                // The client's control and QPACK streams: read and dropped.
-                let Ok(mut receive) = stream else { break };
-                tokio::spawn(async move {
-                    while let Ok(Some(_)) = receive.read_chunk(usize::MAX, true).await {}
-                });
-            }
-        }
+        });
     }
-    drop(control);
     Ok(())
 }
 
+/// Sends the site's answer to `request` on its stream (the request body, if any, is not
+/// read: tlslab's client sends none).
 async fn answer_http3(
-    mut send: quinn::SendStream,
-    mut receive: quinn::RecvStream,
-    lab: Arc<Lab>,
-) -> Result<(), String> {
-    let mut reader = RequestReader::new(Version::Http3);
-    loop {
-        let chunk = receive
-            .read_chunk(usize::MAX, true)
-            .await
-            .map_err(|error| error.to_string())?
-            .ok_or("the request stream ended before a request")?;
-        if let Some(request) = reader.feed(&chunk.bytes).map_err(|e| e.to_string())? {
-            lab.counters.answered(1);
-            let response =
-                tlslab_http::encode_response(Version::Http3, request.stream, lab.body as usize);
-            send.write_all(&response)
-                .await
-                .map_err(|error| error.to_string())?;
-            send.finish().map_err(|error| error.to_string())?;
-            // Wait until the peer has the response (or the connection ends) before dropping.
-            let _ = send.stopped().await;
-            return Ok(());
+    site: &Site,
+    request: &hyper::Request<()>,
+    mut stream: h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>,
+) -> Result<(), h3::error::StreamError> {
+    let (head, mut body) = site.answer(request).into_parts();
+    stream
+        .send_response(hyper::Response::from_parts(head, ()))
+        .await?;
+    while let Some(frame) =
+        std::future::poll_fn(|context| Pin::new(&mut body).poll_frame(context)).await
+    {
+        // The site's bodies cannot fail, and have no trailers.
+        let Ok(frame) = frame;
+        if let Ok(data) = frame.into_data() {
+            stream.send_data(data).await?;
         }
     }
+    stream.finish().await
 }

@@ -441,6 +441,10 @@ pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, default_value = "127.0.0.1:8443")]
     pub listen: String,
+    /// Address to serve the same site on over plain-text HTTP/1.1 and h2c (default: a free
+    /// port on --listen's address).
+    #[arg(long, value_name = "ADDR")]
+    pub plain_listen: Option<String>,
     /// Resumption: off, tickets (stateless), cache (session IDs and single-use TLS 1.3
     /// tickets).
     #[arg(long, default_value = "off", default_missing_value = "tickets", num_args = 0..=1)]
@@ -448,7 +452,7 @@ pub struct ServeArgs {
     /// Accept TLS 1.3 early data (0-RTT) and answer it before the handshake completes.
     #[arg(long)]
     pub early_data: bool,
-    /// Body size in bytes of every HTTP response.
+    /// Body size in bytes of the response to / (/r/<bytes> answers any size up to 64 MiB).
     #[arg(long, default_value_t = 1024)]
     pub body: u64,
     /// The TLS library: rustls (TLS and QUIC) or openssl (TLS over TCP, with ECH).

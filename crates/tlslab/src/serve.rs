@@ -25,6 +25,15 @@ pub fn serve(args: &ServeArgs) -> Result<i32, CliError> {
             "give ip:port, for example --listen 127.0.0.1:8443",
         )
     })?;
+    let plain_listen: Option<SocketAddr> = match &args.plain_listen {
+        Some(text) => Some(text.parse().map_err(|_| {
+            CliError::usage(
+                format!("'{text}' is not an address to listen on"),
+                "give ip:port, for example --plain-listen 127.0.0.1:8080",
+            )
+        })?),
+        None => None,
+    };
     let pki = crate::run::open_pki(&args.pki_dir)?;
     let chain = pki.chain(cert, args.chain).map_err(|error| {
         CliError::usage(error.to_string(), "the chain depth is 1 to 5 certificates")
@@ -54,6 +63,7 @@ pub fn serve(args: &ServeArgs) -> Result<i32, CliError> {
             body: args.body,
         },
         listen,
+        plain_listen,
         ech_public_name: args.ech_public_name.clone(),
     })?;
     if args.control {
@@ -61,6 +71,7 @@ pub fn serve(args: &ServeArgs) -> Result<i32, CliError> {
         return Ok(0);
     }
     let local = lab.local;
+    let plain = lab.plain;
     if !local.ip().is_loopback() {
         output::note(format_args!(
             "warning: the lab server listens on {local}, which other machines can reach, and \
@@ -70,14 +81,14 @@ pub fn serve(args: &ServeArgs) -> Result<i32, CliError> {
     match (backend, &lab.ech_config) {
         (Backend::Openssl, Some(ech_config)) => output::note(format_args!(
             "tlslab OpenSSL lab server on {local} TCP ({}; {cert}, {} certificate(s) sent); trust {} ; \\
-             ECH public name {}, --ech-config {ech_config} ; Ctrl-C stops",
+             ECH public name {}, --ech-config {ech_config} ; plain HTTP on {plain} ; Ctrl-C stops",
             tlslab_openssl::openssl_version(),
             args.chain,
             root.display(),
             args.ech_public_name,
         )),
         _ => output::note(format_args!(
-            "tlslab lab server on {local} TCP and UDP (TLS and QUIC; {cert}, {} certificate(s) sent); trust {} ; Ctrl-C stops",
+            "tlslab lab server on {local} TCP and UDP (TLS and QUIC; {cert}, {} certificate(s) sent); trust {} ; plain HTTP on {plain} ; Ctrl-C stops",
             args.chain,
             root.display()
         )),
