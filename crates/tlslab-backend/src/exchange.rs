@@ -182,9 +182,7 @@ impl Channel for PlainChannel {
             return Ok(false);
         }
         attempt.received(read, std::time::Instant::now());
-        self.plaintext
-            .data
-            .extend_from_slice(&self.buffer[..read]);
+        self.plaintext.data.extend_from_slice(&self.buffer[..read]);
         Ok(true)
     }
 

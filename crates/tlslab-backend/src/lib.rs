@@ -43,7 +43,7 @@ pub use attempt::{Attempt, Observer};
 pub use counters::{CounterSnapshot, Counters};
 pub use exchange::{
     attempt_over_tcp, await_ticket, exchange, open_over_tcp, Channel, Client, Handshake,
-    Plaintext, PlainChannel,
+    PlainChannel, Plaintext,
 };
 pub use failure::Failure;
 pub use key_log::KeyLogFile;

@@ -37,8 +37,8 @@ pub use arrival::ArrivalRate;
 pub use config::{Config, ConfigError, Endpoint, ServerKey, ServerResumption};
 pub use dimension::{
     Authentication, Backend, CertCache, CertProfile, Cipher, CloseMode, Ech, Emulator, Group,
-    HelloRetry, Http, InvalidValue, KeepAlive, KeyKind, LegacyKeyExchange, LegacySuite, ParseError, Resume,
-    Scheme, SuiteSpec, TlsVersion, Transport,
+    HelloRetry, Http, InvalidValue, KeepAlive, KeyKind, LegacyKeyExchange, LegacySuite, ParseError,
+    Resume, Scheme, SuiteSpec, TlsVersion, Transport,
 };
 pub use experiment::Experiment;
 pub use network::{Loss, Network, NetworkDimensions, Rate};
@@ -50,6 +50,6 @@ pub use record::{
     Source, TrialRecord, Usage,
 };
 pub use sample::{
-    ConnectionUse, EchStatus, ErrorClass, Event, Negotiated, Observed, Offered, Outcome, Phase, QuicPath,
-    Response, Sample, Timeline, Vantage,
+    ConnectionUse, EchStatus, ErrorClass, Event, Negotiated, Observed, Offered, Outcome, Phase,
+    QuicPath, Response, Sample, Timeline, Vantage,
 };

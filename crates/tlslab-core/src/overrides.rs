@@ -142,7 +142,9 @@ impl Experiment {
         set(&mut self.keep_alive, &given.keep_alive, |values| {
             list(values, "--keep-alive")
         })?;
-        set(&mut self.scheme, &given.scheme, |values| list(values, "--scheme"))?;
+        set(&mut self.scheme, &given.scheme, |values| {
+            list(values, "--scheme")
+        })?;
         set(&mut self.transport, &given.transport, |values| {
             list(values, "--transport")
         })?;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use tlslab_backend::{EchMode, Trust};
-use tlslab_core::{Config, Ech, Endpoint, Experiment};
+use tlslab_core::{Config, Ech, Endpoint, Experiment, Scheme};
 
 use crate::error::RunError;
 use crate::network::{EmulatedNetwork, ExternalServer};
@@ -119,8 +119,19 @@ fn route(
                     "report this as a bug",
                 ));
             };
+            // Plain HTTP goes to the same lab server's plain port.
+            let address = match (config.scheme, server.plain_address) {
+                (Scheme::Https, _) => server.address,
+                (Scheme::Http, Some(plain)) => plain,
+                (Scheme::Http, None) => {
+                    return Err(RunError::environment(
+                        format!("the lab server of '{}' serves no plain HTTP", config.label),
+                        "report this as a bug",
+                    ))
+                }
+            };
             (
-                resolver.reach(server.address)?,
+                resolver.reach(address)?,
                 "localhost".to_string(),
                 Trust::Roots(vec![root.clone()]),
             )

@@ -19,6 +19,7 @@ mod data;
 mod diagnosis;
 pub mod factorial;
 mod html;
+pub mod load;
 mod markdown;
 mod samples;
 pub mod schedule;

@@ -284,6 +284,9 @@ pub struct RunSummary {
     pub warnings: Vec<String>,
     /// Each Config's handshake against the first one's, when there are several.
     pub comparisons: Option<ComparisonSet>,
+    /// What the comparisons compare: `handshake`, or `total` (the request's whole time) when
+    /// every Config sends a request (a load run, where kept connections shake no hands).
+    pub comparison_metric: String,
     /// Session techniques against their full-handshake baselines.
     pub gains: Vec<Gain>,
     /// Where latency breaks across each sweep of arrival rates.
@@ -509,8 +512,13 @@ impl RunSummary {
             .filter_map(|(row, summary)| Some((row, summary.open_loop.as_ref()?)))
             .collect();
         let knees = crate::schedule::knees(&open_loops);
+        let comparison_metric = if rows.iter().all(|row| row.http != "none") {
+            "total"
+        } else {
+            "handshake"
+        };
         let comparisons = if configs.len() > 1 {
-            match compare_store(store, None, "handshake", &CompareOptions::default()) {
+            match compare_store(store, None, comparison_metric, &CompareOptions::default()) {
                 Ok(set) => Some(set),
                 Err(error) => {
                     warnings.push(format!("no comparison between configs: {}", error.message));
@@ -534,6 +542,7 @@ impl RunSummary {
             configs,
             warnings,
             comparisons,
+            comparison_metric: comparison_metric.to_string(),
             gains: gains(store, &rows)?,
             knees,
         })

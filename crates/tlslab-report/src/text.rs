@@ -205,7 +205,7 @@ pub fn render_text(summary: &RunSummary) -> String {
     if let Some(comparisons) = &summary.comparisons {
         out.push_str(&crate::comparison::render_comparisons(
             comparisons,
-            "handshake",
+            &summary.comparison_metric,
             "ms",
         ));
         out.push('\n');

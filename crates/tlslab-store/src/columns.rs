@@ -210,11 +210,15 @@ const FIELDS: &[Field] = &[
     config("arrival_rate", "arrival_rate"),
     config("keep_alive", "keep_alive"),
     config("scheme", "scheme"),
-    sample("connection", "INTEGER", |s| integer(s.connection.map(|c| c.id))),
+    sample("connection", "INTEGER", |s| {
+        integer(s.connection.map(|c| c.id))
+    }),
     sample("connection_request", "INTEGER", |s| {
         integer(s.connection.map(|c| u64::from(c.request)))
     }),
-    sample("response_wire_bytes", "INTEGER", |s| integer(s.response_wire_bytes)),
+    sample("response_wire_bytes", "INTEGER", |s| {
+        integer(s.response_wire_bytes)
+    }),
     // What a captured ClientHello offered, comma-separated in the client's order.
     sample("offered_versions", "TEXT", |s| {
         text(observed(s, |o| o.offered.versions.join(",")).as_deref())

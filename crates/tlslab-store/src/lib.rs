@@ -197,6 +197,29 @@ pub struct ConfigRow {
     pub keep_alive: bool,
     /// `https`, or `http` (plain).
     pub scheme: String,
+    /// Where the handshakes went (host:port).
+    pub address: String,
+    /// The request's path, when the Config sent one.
+    pub path: Option<String>,
+    /// The emulated bandwidth, bits per second.
+    pub rate_bps: Option<i64>,
+}
+
+/// One measured request (a sample of a Config that sends one), as a load summary reads it;
+/// times in nanoseconds since the attempt started.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestRow {
+    pub ok: bool,
+    pub error: Option<String>,
+    pub status: Option<i64>,
+    pub body_bytes: Option<i64>,
+    pub wire_bytes: Option<i64>,
+    /// 1 for the request that opened its connection, 2 and up on a kept one.
+    pub connection_request: Option<i64>,
+    pub tcp_connected: Option<i64>,
+    pub handshake_done: Option<i64>,
+    pub first_byte: Option<i64>,
+    pub response_done: Option<i64>,
 }
 
 impl ConfigRow {
@@ -596,6 +619,30 @@ impl Store {
                 })
             },
         )?)
+    }
+
+    /// Every measured request of a Config, in sample order: what a load summary needs.
+    pub fn requests(&self, config_id: i64) -> Result<Vec<RequestRow>, StoreError> {
+        let mut statement = self.connection.prepare(
+            "SELECT outcome = 'ok', error, http_status, response_bytes, response_wire_bytes,
+                    connection_request, tcp_connected, handshake_done, first_byte, response_done
+             FROM samples WHERE config_id = ?1 AND warmup = 0 ORDER BY id",
+        )?;
+        let rows = statement.query_map([config_id], |row| {
+            Ok(RequestRow {
+                ok: row.get(0)?,
+                error: row.get(1)?,
+                status: row.get(2)?,
+                body_bytes: row.get(3)?,
+                wire_bytes: row.get(4)?,
+                connection_request: row.get(5)?,
+                tcp_connected: row.get(6)?,
+                handshake_done: row.get(7)?,
+                first_byte: row.get(8)?,
+                response_done: row.get(9)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// Per measured trial of a Config: how many attempts it started and the time from its

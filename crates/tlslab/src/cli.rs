@@ -27,11 +27,23 @@ const RUN_EXAMPLES: &str = "Examples:
   tlslab run --tls 1.3 --threshold 'p99<5ms'        a CI gate: exit 4 when broken
 Then: tlslab compare RESULTS.db --by tls, tlslab report RESULTS.db";
 
+/// Worked examples at the end of `tlslab load --help`.
+const LOAD_EXAMPLES: &str = "Examples:
+  tlslab load -n 2000 -c 20                          keep-alive HTTP/1.1 on the lab server
+  tlslab load --scheme http,https -c 1,20,40,60,80,100 -n 1000   what TLS costs, per load
+  tlslab load --keep-alive off,on --format ab        ab's layout (grep 'Requests per second')
+  tlslab load --arrival-rate 500/s --duration 10s -c 64          open loop, no coordinated omission
+  tlslab load https://127.0.0.1:8443/r/30000 --insecure -n 500   a URL (a target)";
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run handshakes against the embedded lab server or a target, and store every sample.
     #[command(after_help = RUN_EXAMPLES)]
     Run(Box<RunArgs>),
+    /// HTTP requests under load, as ApacheBench or h2load make them, against the lab server
+    /// or a URL: every request a sample, ab's figures and better ones, HTTPS against HTTP.
+    #[command(after_help = LOAD_EXAMPLES)]
+    Load(Box<LoadArgs>),
     /// Run the lab server on its own.
     Serve(ServeArgs),
     /// Compare the configs of a results store, or two sample files, with statistics.
@@ -90,6 +102,20 @@ pub struct ManArgs {
     /// Write tlslab.1 and tlslab-<command>.1 here instead of printing tlslab.1.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// The URL to load: https://HOST[:PORT]/PATH or http://... (default: the lab server).
+    #[arg(value_name = "URL")]
+    pub url: Option<String>,
+    /// How to print the figures: text (tlslab's), ab (ApacheBench's layout, one block per
+    /// Config).
+    #[arg(long, default_value = "text", value_parser = ["text", "ab"])]
+    #[arg(help_heading = "Output")]
+    pub format: String,
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,7 @@ mod crosscheck;
 mod export;
 mod failure;
 mod files;
+mod load;
 mod manual;
 mod output;
 mod passive;
@@ -64,6 +65,7 @@ fn main() {
     };
     let result = match &cli.command {
         Command::Run(args) => run::run(args),
+        Command::Load(args) => load::load(args),
         Command::Serve(args) => serve::serve(args),
         Command::Compare(args) => compare::compare(args),
         Command::Report(args) => report::report(args),

@@ -14,8 +14,8 @@ use crate::cli::RunArgs;
 use crate::failure::{CliError, EXIT_FAILURES, EXIT_INTERRUPTED, EXIT_THRESHOLD};
 use crate::output;
 
-/// The experiment the flags describe: the file's (or the default), with flags on top.
-pub fn experiment(args: &RunArgs) -> Result<Experiment, CliError> {
+/// The experiment the flags describe: the file's (or `base`), with flags on top.
+pub fn experiment(args: &RunArgs, base: Experiment) -> Result<Experiment, CliError> {
     let mut experiment = match &args.experiment {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|error| {
@@ -31,7 +31,7 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment, CliError> {
                 )
             })?
         }
-        None => Experiment::default(),
+        None => base,
     };
     experiment.apply(&args.overrides())?;
     if args.rate.is_some() {
@@ -141,8 +141,25 @@ fn key_log(args: &RunArgs) -> Result<Option<Arc<tlslab_backend::KeyLogFile>>, Cl
     Ok(Some(Arc::new(file)))
 }
 
+/// What a finished run prints: the run summary, or (`tlslab load`) the load figures.
+pub type Printer<'a> = &'a dyn Fn(&Store, &RunSummary) -> Result<(), CliError>;
+
 pub fn run(args: &RunArgs) -> Result<i32, CliError> {
-    let experiment = experiment(args)?;
+    let experiment = experiment(args, Experiment::default())?;
+    let print = |_: &Store, summary: &RunSummary| -> Result<(), CliError> {
+        if args.json {
+            output::print(format_args!("{}\n", output::json(summary)))?;
+        } else {
+            output::print_fitted(&render_text(summary))?;
+        }
+        Ok(())
+    };
+    execute(args, experiment, &print)
+}
+
+/// Runs `experiment` as `args` ask (store, progress, report), prints what `print` makes of
+/// the result, and returns the exit code.
+pub fn execute(args: &RunArgs, experiment: Experiment, print: Printer) -> Result<i32, CliError> {
     if args.dump_experiment {
         output::print(experiment.to_toml())?;
         return Ok(0);
@@ -207,11 +224,7 @@ pub fn run(args: &RunArgs) -> Result<i32, CliError> {
 
     let store = Store::open(&path)?;
     let summary = RunSummary::from_store(&store)?;
-    if args.json {
-        output::print(format_args!("{}\n", output::json(&summary)))?;
-    } else {
-        output::print_fitted(&render_text(&summary))?;
-    }
+    print(&store, &summary)?;
     if let Some(capture) = &args.capture {
         crate::crosscheck::print(&store, capture)?;
     }

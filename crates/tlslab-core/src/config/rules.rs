@@ -176,7 +176,9 @@ pub(super) fn invalid_session_reason(version: TlsVersion, session: Session) -> O
     } = session;
     if scheme == Scheme::Http {
         if transport == Transport::Quic {
-            return Some("plain HTTP (--scheme http) runs over TCP; QUIC always carries TLS".into());
+            return Some(
+                "plain HTTP (--scheme http) runs over TCP; QUIC always carries TLS".into(),
+            );
         }
         if http == Http::None {
             return Some(

@@ -1,0 +1,563 @@
+//! `tlslab load`'s figures: per Config what ApacheBench reports (time taken, requests per
+//! second, time per request, transfer rate, the connection-times table, the percentiles),
+//! and what it does not (failures by class and status, the TLS handshake's share of the
+//! time, CPU per request on each side, percentiles to p99.9), and HTTPS against plain HTTP as
+//! the percentage increase with an interval and a test.
+//!
+//! ab's definitions, followed here so its figures can be compared: Connect is the time to an
+//! open connection (for HTTPS, after the TLS handshake; 0 for a request on a kept
+//! connection); Waiting is from then (ab: from the request's last byte, which follows at
+//! once) to the response's first byte; Processing is Total minus Connect; Total is the
+//! request's whole time. Time per request is concurrency × time taken / requests.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use tlslab_stats::{compare, CompareOptions, Summary};
+use tlslab_store::{ConfigRow, RequestRow, Store, StoreError};
+
+use crate::schedule::{OpenLoop, Percentiles};
+use crate::text::millis;
+
+/// min, mean, sd, median and max of one column of ab's connection-times table, in ms.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Times {
+    pub min: f64,
+    pub mean: f64,
+    pub sd: f64,
+    pub median: f64,
+    pub max: f64,
+}
+
+impl Times {
+    fn of_nanos(values: &[f64]) -> Option<Times> {
+        let millis: Vec<f64> = values.iter().map(|value| value / 1e6).collect();
+        let summary = Summary::of(&millis)?;
+        Some(Times {
+            min: summary.min,
+            mean: summary.mean,
+            sd: summary.sd,
+            median: summary.median,
+            max: summary.max,
+        })
+    }
+}
+
+/// One Config under load.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadConfig {
+    pub label: String,
+    pub scheme: String,
+    pub http: String,
+    pub keep_alive: bool,
+    pub concurrency: Option<i64>,
+    /// Host and port the requests went to.
+    pub address: String,
+    pub path: Option<String>,
+    /// Measured trial time, in seconds.
+    pub time_taken_s: f64,
+    pub complete: i64,
+    pub failed: i64,
+    /// Failed requests per error class.
+    pub failures: BTreeMap<String, i64>,
+    /// Complete requests per HTTP status.
+    pub statuses: BTreeMap<i64, i64>,
+    /// Requests that did not open their connection (they reused a kept one).
+    pub reused_connection: i64,
+    /// Connections opened.
+    pub connections: i64,
+    /// Response bytes read from the socket (headers, body, TLS record overhead).
+    pub total_transferred: i64,
+    /// Response body bytes.
+    pub body_transferred: i64,
+    /// The most common body size.
+    pub document_length: Option<i64>,
+    pub requests_per_second: Option<f64>,
+    /// ab's "time per request (mean)": concurrency × time taken / requests, in ms.
+    pub time_per_request_ms: Option<f64>,
+    /// ab's "(mean, across all concurrent requests)": time taken / requests, in ms.
+    pub time_per_request_all_ms: Option<f64>,
+    /// Response bytes read per second, in KiB.
+    pub transfer_rate_kib: Option<f64>,
+    pub connect: Option<Times>,
+    pub processing: Option<Times>,
+    pub waiting: Option<Times>,
+    pub total: Option<Times>,
+    /// Percentiles of the request's whole time, in ms (to p99.9 and the longest).
+    pub percentiles: Option<Percentiles>,
+    /// ab's percentile rows (50, 66, 75, 80, 90, 95, 98, 99%), computed as ab does: the
+    /// sorted times at index n × p / 100, in ms.
+    pub ab_percentiles: Vec<(u32, f64)>,
+    /// The TLS handshakes' share of all requests' time (0 for plain HTTP).
+    pub handshake_share: Option<f64>,
+    pub client_cpu_per_request_ms: Option<f64>,
+    pub server_cpu_per_request_ms: Option<f64>,
+    /// An open loop's schedule and latency from each intended start.
+    pub open_loop: Option<OpenLoop>,
+}
+
+/// HTTPS against plain HTTP for Configs that differ in nothing else.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SchemeIncrease {
+    pub https: String,
+    pub http: String,
+    /// (HTTPS − HTTP) / HTTP of the median request time, in percent, with its 95% bootstrap
+    /// interval.
+    pub median_increase_percent: f64,
+    pub median_increase_ci: [f64; 2],
+    /// Mann-Whitney's two-sided p of the request times.
+    pub p: f64,
+    /// The study's figures: the increase of the time taken and the drop of requests per
+    /// second, in percent.
+    pub time_taken_increase_percent: Option<f64>,
+    pub requests_per_second_change_percent: Option<f64>,
+}
+
+/// A load run's figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadSummary {
+    pub configs: Vec<LoadConfig>,
+    pub increases: Vec<SchemeIncrease>,
+}
+
+fn nanos(value: Option<i64>) -> Option<f64> {
+    value.map(|value| value as f64)
+}
+
+/// The time to an open connection: after the handshake over TLS, after connect() in plain
+/// HTTP, nothing on a kept connection.
+fn connect_time(request: &RequestRow) -> f64 {
+    if request.connection_request.unwrap_or(1) > 1 {
+        return 0.0;
+    }
+    nanos(request.handshake_done.or(request.tcp_connected)).unwrap_or(0.0)
+}
+
+impl LoadConfig {
+    fn of(store: &Store, config: &ConfigRow) -> Result<LoadConfig, StoreError> {
+        let requests = store.requests(config.id)?;
+        let totals = store.trial_totals(config.id)?;
+        let time_taken_s = totals.duration_ns as f64 / 1e9;
+        let done: Vec<&RequestRow> = requests
+            .iter()
+            .filter(|request| request.ok && request.response_done.is_some())
+            .collect();
+        let complete = done.len() as i64;
+        let failed = requests.len() as i64 - complete;
+        let mut failures = BTreeMap::new();
+        for request in requests.iter().filter(|request| !request.ok) {
+            *failures
+                .entry(request.error.clone().unwrap_or_else(|| "unknown".into()))
+                .or_insert(0) += 1;
+        }
+        let mut statuses = BTreeMap::new();
+        let mut lengths: BTreeMap<i64, i64> = BTreeMap::new();
+        for request in &done {
+            if let Some(status) = request.status {
+                *statuses.entry(status).or_insert(0) += 1;
+            }
+            if let Some(length) = request.body_bytes {
+                *lengths.entry(length).or_insert(0) += 1;
+            }
+        }
+        let document_length = lengths
+            .iter()
+            .max_by_key(|(_, count)| **count)
+            .map(|(length, _)| *length);
+        let reused_connection = requests
+            .iter()
+            .filter(|request| request.connection_request.unwrap_or(1) > 1)
+            .count() as i64;
+        let connections = requests.len() as i64 - reused_connection;
+        let total_transferred: i64 = done.iter().filter_map(|r| r.wire_bytes).sum();
+        let body_transferred: i64 = done.iter().filter_map(|r| r.body_bytes).sum();
+        let connect: Vec<f64> = done.iter().map(|r| connect_time(r)).collect();
+        let total: Vec<f64> = done.iter().filter_map(|r| nanos(r.response_done)).collect();
+        let waiting: Vec<f64> = done
+            .iter()
+            .filter_map(|r| Some(nanos(r.first_byte)? - connect_time(r)))
+            .collect();
+        let processing: Vec<f64> = done
+            .iter()
+            .filter_map(|r| Some(nanos(r.response_done)? - connect_time(r)))
+            .collect();
+        let handshake_times: Vec<f64> = done
+            .iter()
+            .filter(|r| r.connection_request.unwrap_or(1) == 1)
+            .filter_map(|r| Some(nanos(r.handshake_done)? - nanos(r.tcp_connected)?))
+            .collect();
+        let handshakes: f64 = handshake_times.iter().sum();
+        let all: f64 = total.iter().sum();
+        let per_second = |value: f64| (time_taken_s > 0.0).then(|| value / time_taken_s);
+        let per_request = |nanos: i64| (complete > 0).then(|| nanos as f64 / complete as f64 / 1e6);
+        let concurrency = config.concurrency.unwrap_or(1) as f64;
+        Ok(LoadConfig {
+            label: config.label.clone(),
+            scheme: config.scheme.clone(),
+            http: config.http.clone(),
+            keep_alive: config.keep_alive,
+            concurrency: config.concurrency,
+            address: config.address.clone(),
+            path: config.path.clone(),
+            time_taken_s,
+            complete,
+            failed,
+            failures,
+            statuses,
+            reused_connection,
+            connections,
+            total_transferred,
+            body_transferred,
+            document_length,
+            requests_per_second: per_second(complete as f64),
+            time_per_request_ms: (complete > 0)
+                .then(|| concurrency * time_taken_s * 1e3 / complete as f64),
+            time_per_request_all_ms: (complete > 0).then(|| time_taken_s * 1e3 / complete as f64),
+            transfer_rate_kib: per_second(total_transferred as f64 / 1024.0),
+            connect: Times::of_nanos(&connect),
+            processing: Times::of_nanos(&processing),
+            waiting: Times::of_nanos(&waiting),
+            total: Times::of_nanos(&total),
+            percentiles: Percentiles::of_nanos(&total),
+            ab_percentiles: ab_percentiles(&total),
+            handshake_share: (all > 0.0 && !handshake_times.is_empty()).then(|| handshakes / all),
+            client_cpu_per_request_ms: per_request(totals.client_cpu_ns),
+            server_cpu_per_request_ms: totals.server_cpu_ns.and_then(per_request),
+            open_loop: OpenLoop::of(store, config)?,
+        })
+    }
+}
+
+/// ab's percentile rows of nanosecond times, in ms.
+fn ab_percentiles(values: &[f64]) -> Vec<(u32, f64)> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    if sorted.is_empty() {
+        return Vec::new();
+    }
+    [50, 66, 75, 80, 90, 95, 98, 99]
+        .into_iter()
+        .map(|percent| {
+            let index = (sorted.len() * percent as usize / 100).min(sorted.len() - 1);
+            (percent, sorted[index] / 1e6)
+        })
+        .collect()
+}
+
+/// The settings two Configs must share for their schemes to be compared.
+fn setting(config: &ConfigRow) -> impl PartialEq + '_ {
+    (
+        (config.concurrency, config.keep_alive, &config.http),
+        (config.arrival_rate.map(f64::to_bits), config.rtt_ns),
+        (config.loss.map(f64::to_bits), config.rate_bps, &config.path),
+    )
+}
+
+impl LoadSummary {
+    pub fn from_store(store: &Store) -> Result<LoadSummary, StoreError> {
+        let rows = store.configs()?;
+        let mut configs = Vec::new();
+        for row in &rows {
+            configs.push(LoadConfig::of(store, row)?);
+        }
+        let mut increases = Vec::new();
+        for (https, https_load) in rows.iter().zip(&configs) {
+            if https.scheme != "https" {
+                continue;
+            }
+            let Some((http, http_load)) = rows
+                .iter()
+                .zip(&configs)
+                .find(|(http, _)| http.scheme == "http" && setting(http) == setting(https))
+            else {
+                continue;
+            };
+            let times = |config: &ConfigRow| store.phase_values(config.id, "total");
+            let options = CompareOptions::default();
+            let Ok(comparison) = compare(
+                &http.label,
+                &times(http)?,
+                &https.label,
+                &times(https)?,
+                &options,
+            ) else {
+                continue;
+            };
+            let percent = |ratio: f64| (ratio - 1.0) * 100.0;
+            let change = |https: Option<f64>, http: Option<f64>| match (https, http) {
+                (Some(https), Some(http)) if http > 0.0 => Some((https - http) / http * 100.0),
+                _ => None,
+            };
+            increases.push(SchemeIncrease {
+                https: https.label.clone(),
+                http: http.label.clone(),
+                median_increase_percent: percent(comparison.ratio_median),
+                median_increase_ci: [
+                    percent(comparison.ratio_median_ci[0]),
+                    percent(comparison.ratio_median_ci[1]),
+                ],
+                p: comparison.mann_whitney_p,
+                time_taken_increase_percent: change(
+                    Some(https_load.time_taken_s),
+                    Some(http_load.time_taken_s),
+                ),
+                requests_per_second_change_percent: change(
+                    https_load.requests_per_second,
+                    http_load.requests_per_second,
+                ),
+            });
+        }
+        Ok(LoadSummary { configs, increases })
+    }
+}
+
+fn times_row(out: &mut String, name: &str, times: Option<Times>) {
+    if let Some(t) = times {
+        let _ = writeln!(
+            out,
+            "  {name:<11}{:>9} {:>9} {:>8} {:>9} {:>9}",
+            millis(t.min),
+            millis(t.mean),
+            millis(t.sd),
+            millis(t.median),
+            millis(t.max)
+        );
+    }
+}
+
+fn p(value: f64) -> String {
+    if value < 0.001 {
+        "p < 0.001".into()
+    } else {
+        format!("p = {value:.3}")
+    }
+}
+
+/// The load summary on a terminal: per Config ab's figures and ours, then HTTPS against HTTP.
+pub fn render_load_text(summary: &LoadSummary) -> String {
+    let mut out = String::new();
+    for config in &summary.configs {
+        let _ = writeln!(out, "{}", config.label);
+        let mut failed = format!("{} failed", config.failed);
+        for (class, count) in &config.failures {
+            let _ = write!(failed, ", {count} {class}");
+        }
+        let statuses: Vec<String> = config
+            .statuses
+            .iter()
+            .map(|(status, count)| format!("{count} × {status}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  requests   {} complete, {failed} · status {} · {} connections, {} requests on kept ones",
+            config.complete,
+            if statuses.is_empty() { "–".into() } else { statuses.join(", ") },
+            config.connections,
+            config.reused_connection
+        );
+        let _ = writeln!(
+            out,
+            "  rate       {} requests/s in {:.3} s · time per request {} ms ({} ms across all concurrent) · {} KiB/s",
+            config.requests_per_second.map_or("–".into(), |r| format!("{r:.1}")),
+            config.time_taken_s,
+            config.time_per_request_ms.map_or("–".into(), millis),
+            config.time_per_request_all_ms.map_or("–".into(), millis),
+            config.transfer_rate_kib.map_or("–".into(), |r| format!("{r:.1}")),
+        );
+        if let Some(percentiles) = &config.percentiles {
+            let _ = writeln!(
+                out,
+                "  total      p50 {} ms   p90 {}   p99 {}   p99.9 {}   max {}",
+                millis(percentiles.p50),
+                millis(percentiles.p90),
+                millis(percentiles.p99),
+                millis(percentiles.p999),
+                millis(percentiles.max)
+            );
+        }
+        if let Some(open) = &config.open_loop {
+            if let Some(latency) = &open.latency_ms {
+                let _ = writeln!(
+                    out,
+                    "  latency    from intended start: p50 {} ms   p99 {}   p99.9 {}   max {} ({} asked)",
+                    millis(latency.p50),
+                    millis(latency.p99),
+                    millis(latency.p999),
+                    millis(latency.max),
+                    tlslab_core::arrival::format_rate(open.asked_per_second)
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "  times (ms)       min      mean       sd    median       max"
+        );
+        times_row(&mut out, "connect", config.connect);
+        times_row(&mut out, "processing", config.processing);
+        times_row(&mut out, "waiting", config.waiting);
+        times_row(&mut out, "total", config.total);
+        let mut costs = Vec::new();
+        if let Some(share) = config.handshake_share {
+            costs.push(format!("TLS handshakes {:.1}% of the time", share * 100.0));
+        }
+        if let Some(client) = config.client_cpu_per_request_ms {
+            costs.push(format!("client CPU {} ms/request", millis(client)));
+        }
+        if let Some(server) = config.server_cpu_per_request_ms {
+            costs.push(format!("server CPU {} ms/request", millis(server)));
+        }
+        if !costs.is_empty() {
+            let _ = writeln!(out, "  cost       {}", costs.join(" · "));
+        }
+        out.push('\n');
+    }
+    if !summary.increases.is_empty() {
+        out.push_str("HTTPS against plain HTTP (median request time; 95% bootstrap CI):\n");
+        for increase in &summary.increases {
+            let _ = writeln!(
+                out,
+                "  '{}' vs '{}': {:+.1}% [{:+.1}%, {:+.1}%], Mann-Whitney {}{}{}",
+                increase.https,
+                increase.http,
+                increase.median_increase_percent,
+                increase.median_increase_ci[0],
+                increase.median_increase_ci[1],
+                p(increase.p),
+                increase
+                    .time_taken_increase_percent
+                    .map_or(String::new(), |t| format!(" · time taken {t:+.1}%")),
+                increase
+                    .requests_per_second_change_percent
+                    .map_or(String::new(), |r| format!(" · requests/s {r:+.1}%")),
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// ApacheBench's own layout, one block per Config, so scripts that read ab's output (`grep
+/// "Requests per second"`) read tlslab's. Each block is what `ab` prints for one run.
+pub fn render_ab(summary: &LoadSummary) -> String {
+    let mut out = String::new();
+    for config in &summary.configs {
+        let (host, port) = config
+            .address
+            .rsplit_once(':')
+            .map_or((config.address.as_str(), ""), |(host, port)| (host, port));
+        let whole = |value: f64| format!("{:.0}", value);
+        let _ = writeln!(
+            out,
+            "This is tlslab load, in ApacheBench's layout ({})",
+            config.label
+        );
+        out.push('\n');
+        let _ = writeln!(out, "Server Hostname:        {host}");
+        let _ = writeln!(out, "Server Port:            {port}");
+        out.push('\n');
+        let _ = writeln!(
+            out,
+            "Document Path:          {}",
+            config.path.as_deref().unwrap_or("/")
+        );
+        let _ = writeln!(
+            out,
+            "Document Length:        {} bytes",
+            config.document_length.unwrap_or(0)
+        );
+        out.push('\n');
+        let _ = writeln!(
+            out,
+            "Concurrency Level:      {}",
+            config.concurrency.unwrap_or(1)
+        );
+        let _ = writeln!(
+            out,
+            "Time taken for tests:   {:.3} seconds",
+            config.time_taken_s
+        );
+        let _ = writeln!(out, "Complete requests:      {}", config.complete);
+        let _ = writeln!(out, "Failed requests:        {}", config.failed);
+        let non_2xx: i64 = config
+            .statuses
+            .iter()
+            .filter(|(status, _)| !(200..300).contains(*status))
+            .map(|(_, count)| count)
+            .sum();
+        if non_2xx > 0 {
+            let _ = writeln!(out, "Non-2xx responses:      {non_2xx}");
+        }
+        if config.keep_alive {
+            let _ = writeln!(out, "Keep-Alive requests:    {}", config.complete);
+        }
+        let _ = writeln!(
+            out,
+            "Total transferred:      {} bytes",
+            config.total_transferred
+        );
+        let _ = writeln!(
+            out,
+            "HTML transferred:       {} bytes",
+            config.body_transferred
+        );
+        let _ = writeln!(
+            out,
+            "Requests per second:    {:.2} [#/sec] (mean)",
+            config.requests_per_second.unwrap_or(0.0)
+        );
+        let _ = writeln!(
+            out,
+            "Time per request:       {:.3} [ms] (mean)",
+            config.time_per_request_ms.unwrap_or(0.0)
+        );
+        let _ = writeln!(
+            out,
+            "Time per request:       {:.3} [ms] (mean, across all concurrent requests)",
+            config.time_per_request_all_ms.unwrap_or(0.0)
+        );
+        let _ = writeln!(
+            out,
+            "Transfer rate:          {:.2} [Kbytes/sec] received",
+            config.transfer_rate_kib.unwrap_or(0.0)
+        );
+        out.push('\n');
+        let _ = writeln!(out, "Connection Times (ms)");
+        let _ = writeln!(out, "              min  mean[+/-sd] median   max");
+        for (name, times) in [
+            ("Connect:", config.connect),
+            ("Processing:", config.processing),
+            ("Waiting:", config.waiting),
+            ("Total:", config.total),
+        ] {
+            if let Some(t) = times {
+                let _ = writeln!(
+                    out,
+                    "{name:<12}{:>5} {:>5} {:>5.1} {:>6} {:>7}",
+                    whole(t.min),
+                    whole(t.mean),
+                    t.sd,
+                    whole(t.median),
+                    whole(t.max)
+                );
+            }
+        }
+        if let Some(percentiles) = &config.percentiles {
+            out.push('\n');
+            let _ = writeln!(
+                out,
+                "Percentage of the requests served within a certain time (ms)"
+            );
+            for (percent, value) in &config.ab_percentiles {
+                let _ = writeln!(out, "  {:>3}% {:>6}", percent, whole(*value));
+            }
+            let _ = writeln!(
+                out,
+                "  100% {:>6} (longest request)",
+                whole(percentiles.max)
+            );
+        }
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,140 @@
+//! `tlslab load`: `tlslab run` with a request as the unit of work. A URL (or the lab server)
+//! becomes the target, path and scheme; the defaults become a load tester's (HTTP/1.1 with
+//! keep-alive); the figures are ab's and more, or ab's own layout.
+
+use tlslab_core::{Experiment, Http, KeepAlive, Scheme};
+use tlslab_report::load::{render_ab, render_load_text, LoadSummary};
+use tlslab_report::RunSummary;
+use tlslab_store::Store;
+
+use crate::cli::LoadArgs;
+use crate::failure::CliError;
+use crate::output;
+
+/// Where a URL points: `host:port`, the server name, the path, and its scheme.
+#[derive(Debug, PartialEq, Eq)]
+struct Url {
+    address: String,
+    host: String,
+    port: u16,
+    path: String,
+    scheme: Scheme,
+}
+
+fn parse_url(text: &str) -> Result<Url, CliError> {
+    let bad = |why: &str| {
+        CliError::usage(
+            format!("'{text}' is not a URL tlslab can load: {why}"),
+            "give https://HOST[:PORT]/PATH or http://HOST[:PORT]/PATH, or no URL for the lab server",
+        )
+    };
+    let uri: http::Uri = text.parse().map_err(|_| bad("it does not parse"))?;
+    let scheme = match uri.scheme_str() {
+        Some("https") => Scheme::Https,
+        Some("http") => Scheme::Http,
+        Some(other) => return Err(bad(&format!("the scheme '{other}' is not http or https"))),
+        None => return Err(bad("it has no scheme")),
+    };
+    let host = uri.host().ok_or_else(|| bad("it has no host"))?;
+    let port = uri.port_u16().unwrap_or(match scheme {
+        Scheme::Https => 443,
+        Scheme::Http => 80,
+    });
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let address = if bare.contains(':') {
+        format!("[{bare}]:{port}")
+    } else {
+        format!("{bare}:{port}")
+    };
+    Ok(Url {
+        address,
+        host: bare.to_string(),
+        port,
+        path: uri
+            .path_and_query()
+            .map_or_else(|| "/".to_string(), |path| path.as_str().to_string()),
+        scheme,
+    })
+}
+
+/// A load tester's defaults: HTTP/1.1, and keep-alive unless another HTTP version is asked
+/// for (keep-alive runs HTTP/1.1 for now).
+fn base(args: &LoadArgs) -> Experiment {
+    let only_http11 = args.run.http.as_ref().is_none_or(|values| {
+        values
+            .iter()
+            .all(|value| value.parse::<Http>() == Ok(Http::Http11))
+    });
+    Experiment {
+        http: vec![Http::Http11],
+        keep_alive: vec![if only_http11 {
+            KeepAlive::On
+        } else {
+            KeepAlive::Off
+        }],
+        ..Experiment::default()
+    }
+}
+
+pub fn load(args: &LoadArgs) -> Result<i32, CliError> {
+    let mut experiment = crate::run::experiment(&args.run, base(args))?;
+    if let Some(text) = &args.url {
+        let url = parse_url(text)?;
+        experiment.target = Some(url.address.clone());
+        if experiment.sni.is_none() {
+            experiment.sni = Some(url.host.clone());
+        }
+        if args.run.path.is_none() {
+            experiment.path = url.path.clone();
+        }
+        if args.run.scheme.is_none() {
+            experiment.scheme = vec![url.scheme];
+        }
+        if url.scheme == Scheme::Http && experiment.plain_port.is_none() {
+            experiment.plain_port = Some(url.port);
+        }
+    }
+    let format = args.format.clone();
+    let json = args.run.json;
+    let print = move |store: &Store, summary: &RunSummary| -> Result<(), CliError> {
+        let load = LoadSummary::from_store(store)?;
+        if json {
+            return output::print(format_args!("{}\n", output::json(&load)));
+        }
+        if format == "ab" {
+            return output::print(render_ab(&load));
+        }
+        let mut text = render_load_text(&load);
+        for warning in &summary.warnings {
+            text.push_str(&format!("warning: {warning}\n"));
+        }
+        text.push_str(&format!(
+            "{} requests, {} errors · results: {}\n",
+            summary.attempted, summary.errors, summary.store
+        ));
+        output::print_fitted(&text)
+    };
+    crate::run::execute(&args.run, experiment, &print)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_give_the_target_the_name_the_path_and_the_scheme() {
+        let url = parse_url("https://example.com/r/100?x=1").unwrap();
+        assert_eq!(url.address, "example.com:443");
+        assert_eq!(url.host, "example.com");
+        assert_eq!(url.path, "/r/100?x=1");
+        assert_eq!(url.scheme, Scheme::Https);
+        let url = parse_url("http://127.0.0.1:8080").unwrap();
+        assert_eq!((url.address.as_str(), url.port), ("127.0.0.1:8080", 8080));
+        assert_eq!((url.path.as_str(), url.scheme), ("/", Scheme::Http));
+        let url = parse_url("https://[::1]:8443/").unwrap();
+        assert_eq!(url.address, "[::1]:8443");
+        for bad in ["example.com", "ftp://example.com/", "https://", "not a url"] {
+            assert!(parse_url(bad).is_err(), "{bad}");
+        }
+    }
+}

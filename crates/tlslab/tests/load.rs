@@ -1,0 +1,189 @@
+//! `tlslab load` end to end, against the real lab web server: HTTPS beside plain HTTP,
+//! keep-alive, ab's layout, and what TLS costs a request at an emulated round trip.
+
+mod support;
+
+use std::path::Path;
+
+use support::*;
+
+/// `tlslab load` with `args`, its store at `<dir>/<name>.db`; returns the store and stdout.
+fn load(dir: &Path, name: &str, args: &[&str]) -> (std::path::PathBuf, String) {
+    let db = dir.join(format!("{name}.db"));
+    let mut line = vec!["load", "--quiet", "--out", db.to_str().unwrap()];
+    line.extend_from_slice(args);
+    let output = tlslab_succeeds(&line);
+    (db, output)
+}
+
+/// The median of a stored column over the successful measured samples of Configs whose
+/// label is `LIKE label`.
+fn median_of(db: &Path, column: &str, label: &str) -> i64 {
+    median(values_of(db, column, label, Samples::Measured))
+}
+
+#[test]
+fn https_and_plain_http_side_by_side_with_the_increase_at_each_concurrency() {
+    let dir = scratch("load-schemes");
+    let (db, output) = load(
+        &dir,
+        "schemes",
+        &["--scheme", "http,https", "-c", "1,4", "-n", "200"],
+    );
+    // Four Configs, 200 measured requests each, all answered 200.
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM configs"), 4);
+    assert_eq!(
+        count_samples(&db, "s.warmup = 0 AND s.outcome = 'ok' AND s.http_status = 200"),
+        800
+    );
+    // One increase line per concurrency, with its interval and test.
+    for concurrency in ["c1", "c4"] {
+        let line = output
+            .lines()
+            .find(|line| line.contains(&format!("'http {concurrency} h1 keepalive'")))
+            .unwrap_or_else(|| panic!("no increase for {concurrency}: {output}"));
+        assert!(line.contains("% ["), "{line}");
+        assert!(line.contains("Mann-Whitney"), "{line}");
+    }
+    // Plain HTTP shakes no hands; HTTPS does, once per connection; keep-alive reuses them.
+    assert_eq!(
+        count_samples(
+            &db,
+            "c.scheme = 'http' AND (s.client_hello_sent IS NOT NULL OR s.handshake_done IS NOT NULL)"
+        ),
+        0
+    );
+    let opened = count_samples(&db, "c.scheme = 'https' AND s.connection_request = 1");
+    let handshakes = count_samples(
+        &db,
+        "c.scheme = 'https' AND s.connection_request = 1 AND s.handshake_done IS NOT NULL",
+    );
+    assert!(opened > 0 && handshakes == opened, "{handshakes} of {opened}");
+    assert_eq!(
+        count_samples(
+            &db,
+            "s.connection_request > 1 AND (s.client_hello_sent IS NOT NULL OR s.tcp_connected IS NOT NULL)"
+        ),
+        0,
+        "a request on a kept connection has no connect or handshake events"
+    );
+    // c4: four agents, four connections, carrying every request (warm-up included).
+    let connections = count(
+        &db,
+        "SELECT COUNT(DISTINCT s.connection) FROM samples s JOIN configs c ON c.id = s.config_id WHERE c.label = 'http c4 h1 keepalive'",
+    );
+    assert_eq!(connections, 4);
+    assert!(
+        count_samples(&db, "s.response_wire_bytes > s.response_bytes") >= 800,
+        "the bytes on the wire include the response's headers"
+    );
+}
+
+#[test]
+fn the_ab_layout_reads_with_the_study_scripts_grep_lines() {
+    let dir = scratch("load-ab");
+    let (_, output) = load(
+        &dir,
+        "ab",
+        &["--keep-alive", "off,on", "-n", "300", "-c", "3", "--format", "ab"],
+    );
+    let field = |name: &str| -> Vec<String> {
+        output
+            .lines()
+            .filter(|line| line.starts_with(name))
+            .map(|line| line[name.len()..].trim().to_string())
+            .collect()
+    };
+    assert_eq!(field("Complete requests:"), vec!["300", "300"]);
+    assert_eq!(field("Failed requests:"), vec!["0", "0"]);
+    assert_eq!(field("Concurrency Level:"), vec!["3", "3"]);
+    assert_eq!(field("Keep-Alive requests:"), vec!["300"]);
+    for rate in field("Requests per second:") {
+        // As the study's script read it: `grep "Requests per second" | awk '{print $4}'`.
+        let number: f64 = rate.split_whitespace().next().unwrap().parse().unwrap();
+        assert!(number > 0.0, "{rate}");
+        assert!(rate.ends_with("[#/sec] (mean)"), "{rate}");
+    }
+    for taken in field("Time taken for tests:") {
+        assert!(taken.ends_with(" seconds"), "{taken}");
+    }
+    assert_eq!(field("Time per request:").len(), 4);
+    assert_eq!(field("Document Length:"), vec!["1024 bytes", "1024 bytes"]);
+    assert_eq!(
+        output.matches("Percentage of the requests served").count(),
+        2
+    );
+    assert_eq!(output.matches("(longest request)").count(), 2);
+}
+
+#[test]
+fn urls_and_bad_urls() {
+    let dir = scratch("load-urls");
+    let output = tlslab(&["load", "ftp://example.com/"]);
+    assert_user_error(&output, 2, "not http or https");
+    let output = tlslab(&["load", "--keep-alive", "on", "--http", "2"]);
+    assert_user_error(&output, 2, "keep-alive runs HTTP/1.1");
+    // A URL is a target: the lab server of another process, by its plain address.
+    let port = closed_port();
+    let output = tlslab(&[
+        "load",
+        &format!("http://127.0.0.1:{port}/r/10"),
+        "-n",
+        "5",
+        "--warmup",
+        "0",
+        "--out",
+        dir.join("refused.db").to_str().unwrap(),
+        "--quiet",
+    ]);
+    // Nothing listens there: every request is refused, stored and counted.
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(
+        count_samples(&dir.join("refused.db"), "s.error = 'refused'"),
+        5
+    );
+}
+
+#[test]
+fn at_a_round_trip_of_20_ms_https_costs_a_round_trip_per_connection_and_keep_alive_hides_it() {
+    require_emulation!();
+    let dir = scratch("load-rtt");
+    let (db, _) = load(
+        &dir,
+        "rtt",
+        &[
+            "--scheme",
+            "http,https",
+            "--keep-alive",
+            "off,on",
+            "--rtt",
+            "20ms",
+            "-n",
+            "30",
+            "-c",
+            "2",
+            "--warmup",
+            "0",
+        ],
+    );
+    let http = median_of(&db, "total", "http c2 h1 rtt20ms");
+    let https = median_of(&db, "total", "tls1.3 % c2 h1 rtt20ms");
+    // TLS 1.3 adds one round trip to every new connection: a lower bound, which any load
+    // on the machine can only raise.
+    assert!(
+        https - http >= 20_000_000,
+        "HTTPS {https} ns against HTTP {http} ns"
+    );
+    let kept_http = median_of(&db, "total", "http c2 h1 keepalive rtt20ms");
+    let kept_https = median_of(&db, "total", "tls1.3 % c2 h1 keepalive rtt20ms");
+    // With keep-alive, 28 of 30 requests reuse a connection: the median request pays no
+    // handshake, so the gap is below the round trip that separates new connections.
+    assert!(
+        kept_https - kept_http < https - http,
+        "kept: {kept_https} against {kept_http}; new: {https} against {http}"
+    );
+    assert_eq!(
+        count_samples(&db, "c.keep_alive = 1 AND s.connection_request > 1"),
+        56
+    );
+}
