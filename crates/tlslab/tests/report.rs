@@ -181,6 +181,8 @@ fn a_version_1_store_is_upgraded_when_opened() {
             "hello_retry",
             "trust",
             "arrival_rate",
+            "keep_alive",
+            "scheme",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE configs DROP COLUMN {column}"))
@@ -203,6 +205,9 @@ fn a_version_1_store_is_upgraded_when_opened() {
             "hello_retry",
             "schedule_delay",
             "latency",
+            "connection",
+            "connection_request",
+            "response_wire_bytes",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
@@ -255,10 +260,18 @@ fn a_schema_6_store_is_upgraded_when_opened() {
     {
         // What tlslab wrote before open loops: no schedule columns, version 6.
         let connection = rusqlite::Connection::open(&results).unwrap();
-        connection
-            .execute_batch("ALTER TABLE configs DROP COLUMN arrival_rate")
-            .unwrap();
-        for column in ["schedule_delay", "latency"] {
+        for column in ["arrival_rate", "keep_alive", "scheme"] {
+            connection
+                .execute_batch(&format!("ALTER TABLE configs DROP COLUMN {column}"))
+                .unwrap();
+        }
+        for column in [
+            "schedule_delay",
+            "latency",
+            "connection",
+            "connection_request",
+            "response_wire_bytes",
+        ] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
                 .unwrap();
@@ -274,6 +287,11 @@ fn a_schema_6_store_is_upgraded_when_opened() {
         "SELECT count(*) FROM configs WHERE arrival_rate IS NULL",
     );
     assert_eq!(closed, 4, "old Configs read as closed loops");
+    let https = count(
+        &results,
+        "SELECT count(*) FROM configs WHERE scheme = 'https' AND keep_alive = 0",
+    );
+    assert_eq!(https, 4, "old Configs read as HTTPS without keep-alive");
 }
 
 fn decode_png(path: &Path) -> (u32, u32, Vec<u8>) {
