@@ -77,6 +77,27 @@ impl Attempt {
         }
     }
 
+    /// Starts the attempt over on a new connection, keeping its start (and the time already
+    /// spent): a kept connection the server had closed (its keep-alive limit or timeout)
+    /// carried nothing back, and a client then opens another, as browsers and ab do.
+    pub fn start_over(&mut self) {
+        for event in Event::ALL {
+            if event != Event::Start {
+                self.timeline.clear(event);
+            }
+        }
+        self.bytes_sent = 0;
+        self.bytes_received = 0;
+        self.client_hello_bytes = None;
+        self.server_flight_bytes = None;
+        self.response = None;
+        self.connection = None;
+        self.handshake_bytes = None;
+        self.last_read = None;
+        self.finished_pending = false;
+        self.established = false;
+    }
+
     /// The attempt is a request on a connection an earlier attempt opened (HTTP keep-alive)
     /// or one without TLS (plain HTTP): no handshake to time, so writes and reads mark no
     /// handshake events, and the sample reports no handshake bytes.

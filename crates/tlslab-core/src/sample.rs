@@ -180,6 +180,11 @@ impl Timeline {
         self.events[event as usize] = Some(nanos);
     }
 
+    /// Forgets `event` (an attempt that starts over keeps only its start).
+    pub fn clear(&mut self, event: Event) {
+        self.events[event as usize] = None;
+    }
+
     /// Open loop: how long after its intended start the attempt started.
     pub fn set_schedule_delay(&mut self, nanos: u64) {
         self.schedule_delay = Some(nanos);

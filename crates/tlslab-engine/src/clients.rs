@@ -123,10 +123,20 @@ impl ConfigClient {
             KeptChannel::Openssl(channel) => exchange(channel, attempt, request, false).await,
             KeptChannel::Plain(channel) => exchange(channel, attempt, request, false).await,
         };
-        if result.is_ok() {
-            *agent.kept.lock().await = Some(kept);
+        match result {
+            Ok(()) => {
+                *agent.kept.lock().await = Some(kept);
+                Some(Ok(()))
+            }
+            // The server had closed the connection (a keep-alive limit or timeout): nothing
+            // came back, so open a new one for this request (once: the new connection is
+            // not a kept one).
+            Err(_) if attempt.timeline.get(Event::FirstByte).is_none() => {
+                attempt.start_over();
+                None
+            }
+            Err(failure) => Some(Err(failure)),
         }
-        Some(result)
     }
 }
 

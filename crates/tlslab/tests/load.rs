@@ -33,7 +33,10 @@ fn https_and_plain_http_side_by_side_with_the_increase_at_each_concurrency() {
     // Four Configs, 200 measured requests each, all answered 200.
     assert_eq!(count(&db, "SELECT COUNT(*) FROM configs"), 4);
     assert_eq!(
-        count_samples(&db, "s.warmup = 0 AND s.outcome = 'ok' AND s.http_status = 200"),
+        count_samples(
+            &db,
+            "s.warmup = 0 AND s.outcome = 'ok' AND s.http_status = 200"
+        ),
         800
     );
     // One increase line per concurrency, with its interval and test.
@@ -58,7 +61,10 @@ fn https_and_plain_http_side_by_side_with_the_increase_at_each_concurrency() {
         &db,
         "c.scheme = 'https' AND s.connection_request = 1 AND s.handshake_done IS NOT NULL",
     );
-    assert!(opened > 0 && handshakes == opened, "{handshakes} of {opened}");
+    assert!(
+        opened > 0 && handshakes == opened,
+        "{handshakes} of {opened}"
+    );
     assert_eq!(
         count_samples(
             &db,
@@ -85,7 +91,16 @@ fn the_ab_layout_reads_with_the_study_scripts_grep_lines() {
     let (_, output) = load(
         &dir,
         "ab",
-        &["--keep-alive", "off,on", "-n", "300", "-c", "3", "--format", "ab"],
+        &[
+            "--keep-alive",
+            "off,on",
+            "-n",
+            "300",
+            "-c",
+            "3",
+            "--format",
+            "ab",
+        ],
     );
     let field = |name: &str| -> Vec<String> {
         output

@@ -38,6 +38,8 @@ error_log {dir_text}/error.log warn;
 events {{ worker_connections 4096; }}
 http {{
   access_log off;
+  # A kept connection closes after 10 requests: keep-alive clients must open another.
+  keepalive_requests 10;
   client_body_temp_path {dir_text}/body; proxy_temp_path {dir_text}/proxy;
   fastcgi_temp_path {dir_text}/fastcgi; uwsgi_temp_path {dir_text}/uwsgi; scgi_temp_path {dir_text}/scgi;
   server {{
@@ -145,6 +147,60 @@ fn nginx_serves_tls12_and_tls13_through_target() {
         summary["configs"][0]["errors"]["certificate"], 5,
         "{summary}"
     );
+}
+
+#[test]
+fn keep_alive_load_opens_a_new_connection_when_nginx_closes_one() {
+    let Some(binary) = nginx_binary() else {
+        eprintln!("skipping: nginx is not installed (apt-get install nginx-light; .ci/run does)");
+        return;
+    };
+    let dir = scratch("nginx-load");
+    let path_of = lab_paths("ecdsa-p256", "1");
+    let nginx = start_nginx(&binary, &dir, &path_of("chain"), &path_of("key"));
+    let db = dir.join("load.db");
+    let url = format!("https://127.0.0.1:{}/", nginx.port);
+    let root = path_of("root");
+    tlslab_succeeds(&[
+        "load",
+        &url,
+        "--sni",
+        "localhost",
+        "--ca",
+        &root,
+        "--client-backend",
+        "rustls,openssl",
+        "-n",
+        "100",
+        "-c",
+        "2",
+        "--warmup",
+        "0",
+        "--quiet",
+        "--out",
+        db.to_str().unwrap(),
+    ]);
+    // nginx ends each connection after 10 requests; every request still got its answer.
+    assert_eq!(
+        count_samples(&db, "s.outcome = 'ok' AND s.http_status = 200"),
+        200
+    );
+    for backend in ["rustls", "openssl"] {
+        let connections = count(
+            &db,
+            &format!(
+                "SELECT COUNT(DISTINCT s.connection) FROM samples s JOIN configs c ON c.id = s.config_id WHERE c.client_backend = '{backend}'"
+            ),
+        );
+        assert!(connections >= 10, "{backend}: {connections} connections");
+        let most = count(
+            &db,
+            &format!(
+                "SELECT MAX(s.connection_request) FROM samples s JOIN configs c ON c.id = s.config_id WHERE c.client_backend = '{backend}'"
+            ),
+        );
+        assert_eq!(most, 10, "{backend}");
+    }
 }
 
 #[test]
