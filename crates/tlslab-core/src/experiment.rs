@@ -351,16 +351,39 @@ mod tests {
     }
 
     #[test]
-    fn a_duration_without_a_schedule_is_refused_with_a_hint() {
+    fn a_closed_loop_for_a_duration_runs_timed_blocks() {
         let experiment = Experiment {
             duration: Some(Duration::from_secs(5)),
+            tls: vec![TlsVersion::Tls12, TlsVersion::Tls13],
+            warmup: 4,
             ..Experiment::default()
         };
-        let error = experiment.configs().unwrap_err();
-        assert!(
-            error.to_string().contains("needs --arrival-rate"),
-            "{error}"
-        );
+        let configs = experiment.configs().unwrap();
+        let plan = crate::Plan::new(&experiment, &configs, 3);
+        for config in [0, 1] {
+            let measured: Vec<_> = plan
+                .trials
+                .iter()
+                .filter(|trial| trial.config == config && !trial.warmup)
+                .collect();
+            assert_eq!(measured.len(), 10);
+            assert!(measured.iter().all(|trial| trial.handshakes == 0
+                && trial.time_limit == Some(Duration::from_millis(500))));
+        }
+        // Warm-up counts its attempts still.
+        assert!(plan
+            .trials
+            .iter()
+            .filter(|trial| trial.warmup)
+            .all(|trial| trial.handshakes == 4 && trial.time_limit.is_none()));
+        // A short duration makes fewer blocks, none under 100 ms.
+        let short = Experiment {
+            duration: Some(Duration::from_millis(250)),
+            ..experiment
+        };
+        let plan = crate::Plan::new(&short, &short.configs().unwrap(), 3);
+        let timed: Vec<_> = plan.trials.iter().filter_map(|t| t.time_limit).collect();
+        assert_eq!(timed, vec![Duration::from_millis(125); 4]);
     }
 
     #[test]

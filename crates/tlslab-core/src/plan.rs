@@ -4,13 +4,16 @@
 //! afresh from the recorded seed, so slow drift of a shared machine (thermal throttling, a
 //! noisy neighbour) is spread over every Config alike instead of biasing whichever ran last.
 
+use std::time::Duration;
+
 use serde::Serialize;
 
 use crate::config::Config;
 use crate::experiment::Experiment;
 
-/// One block: a Config run for `handshakes` attempts at its concurrency, in round `round`.
-/// Round 0 holds the warm-up blocks.
+/// One block: a Config run for `handshakes` attempts at its concurrency, in round `round`, or,
+/// with `time_limit` (a closed loop given `--duration`), for that long, as many attempts as
+/// its agents make (`handshakes` is then 0). Round 0 holds the warm-up blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Trial {
     pub index: usize,
@@ -18,6 +21,20 @@ pub struct Trial {
     pub round: u32,
     pub warmup: bool,
     pub handshakes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_limit: Option<Duration>,
+}
+
+/// A closed loop given `--duration` runs it in up to this many blocks (one per round), each
+/// at least [`SHORTEST_TIMED_BLOCK`] long.
+const TIMED_ROUNDS: u32 = 10;
+const SHORTEST_TIMED_BLOCK: Duration = Duration::from_millis(100);
+
+/// The blocks of a closed loop that runs for `duration`: their count and length.
+fn timed_blocks(duration: Duration) -> (u32, Duration) {
+    let rounds = (duration.as_millis() / SHORTEST_TIMED_BLOCK.as_millis())
+        .clamp(1, TIMED_ROUNDS as u128) as u32;
+    (rounds, duration / rounds)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -31,40 +48,59 @@ impl Plan {
     pub fn new(experiment: &Experiment, configs: &[Config], seed: u64) -> Plan {
         let mut random = fastrand::Rng::with_seed(seed);
         let mut trials = Vec::new();
-        let mut push_round = |round: u32, blocks: &mut Vec<(usize, u64)>, warmup: bool| {
+        type Block = (usize, u64, Option<Duration>);
+        let mut push_round = |round: u32, blocks: &mut Vec<Block>, warmup: bool| {
             random.shuffle(blocks);
-            for &(config, handshakes) in blocks.iter() {
+            for &(config, handshakes, time_limit) in blocks.iter() {
                 trials.push(Trial {
                     index: trials.len(),
                     config,
                     round,
                     warmup,
                     handshakes,
+                    time_limit,
                 });
             }
         };
 
         if experiment.warmup > 0 {
-            let mut blocks: Vec<(usize, u64)> = configs
+            let mut blocks: Vec<Block> = configs
                 .iter()
-                .map(|c| (c.index, experiment.warmup))
+                .map(|c| (c.index, experiment.warmup, None))
                 .collect();
             push_round(0, &mut blocks, true);
         }
 
+        // Closed loops given a duration run timed blocks; the rest count their attempts.
+        let timed = |config: &Config| match (config.arrival_rate, experiment.duration) {
+            (None, Some(duration)) => Some(timed_blocks(duration)),
+            _ => None,
+        };
         let mut remaining: Vec<u64> = configs
             .iter()
-            .map(|config| experiment.handshakes_for(config))
+            .map(|config| match timed(config) {
+                Some((rounds, _)) => u64::from(rounds),
+                None => experiment.handshakes_for(config),
+            })
             .collect();
         let mut round = 1;
         while remaining.iter().any(|&left| left > 0) {
             let mut blocks = Vec::new();
             for config in configs {
                 let left = &mut remaining[config.index];
-                if *left > 0 {
-                    let size = experiment.block_size(config).min(*left);
-                    *left -= size;
-                    blocks.push((config.index, size));
+                if *left == 0 {
+                    continue;
+                }
+                match timed(config) {
+                    Some((_, length)) => {
+                        *left -= 1;
+                        blocks.push((config.index, 0, Some(length)));
+                    }
+                    None => {
+                        let size = experiment.block_size(config).min(*left);
+                        *left -= size;
+                        blocks.push((config.index, size, None));
+                    }
                 }
             }
             push_round(round, &mut blocks, false);

@@ -258,7 +258,12 @@ impl<C: Connector> Block<C> {
     /// `timed`, for sequential stopping) the handshake durations of the successful ones.
     async fn run(self, agents: Vec<C::Agent>, timed: bool) -> (u64, Durations) {
         let block = Arc::new(self);
-        let remaining = Arc::new(AtomicU64::new(block.trial.handshakes));
+        // A timed block (a closed loop given --duration) takes attempts until its time is up.
+        let remaining = Arc::new(AtomicU64::new(match block.trial.time_limit {
+            Some(_) => u64::MAX,
+            None => block.trial.handshakes,
+        }));
+        let deadline = block.trial.time_limit.map(|limit| Instant::now() + limit);
         let attempted = Arc::new(AtomicU64::new(0));
         let (cancel, cancelled) = tokio::sync::watch::channel(false);
         let watcher = {
@@ -295,6 +300,9 @@ impl<C: Connector> Block<C> {
                             None => break,
                         },
                         None => {
+                            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                                break;
+                            }
                             let taken = remaining
                                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
                                     left.checked_sub(1)

@@ -169,8 +169,9 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',', value_name = "RATE")]
     #[arg(help_heading = "Load shape")]
     pub arrival_rate: Option<Vec<String>>,
-    /// Measured time per Config instead of -n, with --arrival-rate (30s, 2m): the count is
-    /// the rate times this; a ramp's steps share it.
+    /// Measured time per Config instead of -n (30s, 2m): a closed loop runs that long (in
+    /// up to 10 timed blocks); an open loop's count is its rate times this (a ramp's steps
+    /// share it).
     #[arg(long)]
     #[arg(help_heading = "Load shape")]
     pub duration: Option<String>,

@@ -175,6 +175,36 @@ fn a_ramp_is_a_sweep_of_steps_for_a_duration_with_a_knee_line() {
 }
 
 #[test]
+fn a_closed_loop_runs_for_its_duration() {
+    let dir = scratch("load-closed-duration");
+    let finished = Run::new(&dir, "closed")
+        .args("--tls 1.2,1.3 --duration 1s -c 2 --warmup 2")
+        .succeeds();
+    for version in ["1.2", "1.3"] {
+        let measured = count_samples(
+            &finished.db,
+            &format!("c.version = '{version}' AND s.warmup = 0 AND s.outcome = 'ok'"),
+        );
+        assert!(measured > 10, "{version}: {measured}");
+        // Ten blocks of 100 ms each: the measured trials took at least the second asked.
+        let trial_ns: i64 = value(
+            &finished.db,
+            &format!(
+                "SELECT SUM(t.duration_ns) FROM trials t JOIN configs c ON c.id = t.config_id WHERE c.version = '{version}' AND t.warmup = 0"
+            ),
+        );
+        assert!(trial_ns >= 1_000_000_000, "{version}: {trial_ns} ns");
+        assert_eq!(
+            count(
+                &finished.db,
+                &format!("SELECT COUNT(*) FROM trials t JOIN configs c ON c.id = t.config_id WHERE c.version = '{version}' AND t.warmup = 0")
+            ),
+            10
+        );
+    }
+}
+
+#[test]
 fn the_old_bandwidth_flag_still_works_with_a_warning() {
     let output = tlslab(&["run", "--rate", "0", "-n", "1"]);
     assert_user_error(&output, 2, "--bandwidth");
@@ -189,8 +219,8 @@ fn the_old_bandwidth_flag_still_works_with_a_warning() {
         "{}",
         stdout(&output)
     );
-    let output = tlslab(&["run", "--duration", "5s", "-n", "1"]);
-    assert_user_error(&output, 2, "--arrival-rate");
+    let output = tlslab(&["run", "--duration", "0s", "-n", "1"]);
+    assert_user_error(&output, 2, "--duration 0");
     let output = tlslab(&["run", "--arrival-rate", "500", "-n", "1"]);
     assert_user_error(&output, 2, "500/s");
 }

@@ -9,7 +9,7 @@ use super::rules::{
 };
 use super::validate::{require_nonempty, validate};
 use super::{error, target_host, Config, ConfigError, Endpoint, MAX_TRIALS};
-use crate::arrival::{format_rate, ArrivalRate};
+use crate::arrival::format_rate;
 use crate::dimension::{
     Backend, CertCache, Ech, Group, HelloRetry, Http, KeepAlive, Resume, Scheme, SuiteSpec,
     TlsVersion, Transport,
@@ -498,18 +498,7 @@ struct Arrival {
 /// time each gets from `duration` (a ramp's steps share it).
 fn arrivals(experiment: &Experiment) -> Result<Vec<Arrival>, ConfigError> {
     require_nonempty(&experiment.arrival_rate, "arrival-rate")?;
-    let open = experiment
-        .arrival_rate
-        .iter()
-        .any(|rate| *rate != ArrivalRate::Closed);
     if let Some(duration) = experiment.duration {
-        if !open {
-            return Err(error(
-                "--duration sets an open loop's length and needs --arrival-rate",
-                "add --arrival-rate RATE (for example 500/s: the run then makes 500 attempts per \
-                 second for that long), or give a closed loop its count with -n",
-            ));
-        }
         if duration.is_zero() {
             return Err(error(
                 "--duration 0 measures nothing",
