@@ -46,6 +46,8 @@ pub struct ReportData {
     pub configs: Vec<ConfigData>,
     /// Label words every Config shares, said once in chart captions instead of on every row.
     pub common_label: String,
+    /// Requests under load, when every Config sent one (`tlslab load`, `run --http`).
+    pub load: Option<crate::load::LoadSummary>,
 }
 
 impl ReportData {
@@ -111,11 +113,17 @@ impl ReportData {
                 median_ci,
             });
         }
+        let load = if rows.iter().all(|row| row.http != "none") {
+            Some(crate::load::LoadSummary::from_store(store)?)
+        } else {
+            None
+        };
         Ok(ReportData {
             summary,
             run,
             configs,
             common_label,
+            load,
         })
     }
 

@@ -137,6 +137,29 @@ pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
         write_table(&mut out, &table);
     }
 
+    if let Some(table) = tables::load(data) {
+        out.push_str("<h2 id=\"load\">Requests under load</h2>\n");
+        out.push_str("<p>ApacheBench's figures with its definitions: connect is the time to an open connection (TLS included; 0 on a kept one), waiting from there to the first response byte, total the whole request; time per request is concurrency × time taken / requests.</p>\n");
+        write_table(&mut out, &table);
+    }
+    if let Some(table) = tables::scheme_increases(data) {
+        out.push_str("<h2 id=\"schemes\">HTTPS against plain HTTP</h2>\n");
+        out.push_str("<p>The increase of the median request time with its 95% bootstrap interval, and the study's increase of time taken and change of requests per second.</p>\n");
+        write_table(&mut out, &table);
+    }
+    if let Some(table) = tables::open_loops(data) {
+        out.push_str("<h2 id=\"open-loops\">Open loops</h2>\n");
+        out.push_str("<p>Latency counts from each attempt's intended start, so waiting for a busy agent or a stalled server is measured, not omitted.</p>\n");
+        write_table(&mut out, &table);
+        if !summary.knees.is_empty() {
+            out.push_str("<ul>\n");
+            for knee in &summary.knees {
+                let _ = writeln!(out, "<li>{}</li>", escape(&knee.describe()));
+            }
+            out.push_str("</ul>\n");
+        }
+    }
+
     out.push_str("<h2 id=\"charts\">Charts</h2>\n");
     if !data.common_label.is_empty() {
         let _ = writeln!(

@@ -92,6 +92,24 @@ pub fn render_markdown(data: &ReportData, chart_links: Option<&str>) -> String {
         let _ = writeln!(out, "{}\n", text_line(&note));
         write_table(&mut out, &table);
     }
+    if let Some(table) = tables::load(data) {
+        out.push_str("## Requests under load\n\n");
+        write_table(&mut out, &table);
+    }
+    if let Some(table) = tables::scheme_increases(data) {
+        out.push_str("## HTTPS against plain HTTP\n\n");
+        write_table(&mut out, &table);
+    }
+    if let Some(table) = tables::open_loops(data) {
+        out.push_str("## Open loops\n\n");
+        write_table(&mut out, &table);
+        for knee in &summary.knees {
+            let _ = writeln!(out, "- {}", text_line(&knee.describe()));
+        }
+        if !summary.knees.is_empty() {
+            out.push('\n');
+        }
+    }
     out.push_str("## Median per phase (ms)\n\n");
     write_table(&mut out, &tables::phases(data));
     if let Some(table) = tables::errors(data) {

@@ -233,3 +233,121 @@ pub fn run_line(data: &ReportData) -> String {
     });
     line
 }
+
+/// Requests under load, one row per Config: ab's figures and the costs (`tlslab load`).
+pub fn load(data: &ReportData) -> Option<Table> {
+    let load = data.load.as_ref()?;
+    let mut table = Table::new(&[
+        "config",
+        "complete",
+        "failed",
+        "requests/s",
+        "time per request ms",
+        "connect mean ms",
+        "waiting mean ms",
+        "total median ms",
+        "p99 ms",
+        "p99.9 ms",
+        "max ms",
+        "connections",
+        "TLS handshake share",
+        "client CPU ms/request",
+        "server CPU ms/request",
+    ]);
+    for config in &load.configs {
+        let percentiles = config.percentiles;
+        table.rows.push(vec![
+            config.label.clone(),
+            thousands(config.complete as f64),
+            thousands(config.failed as f64),
+            optional(config.requests_per_second, thousands),
+            optional(config.time_per_request_ms, millis),
+            optional(config.connect.map(|t| t.mean), millis),
+            optional(config.waiting.map(|t| t.mean), millis),
+            optional(config.total.map(|t| t.median), millis),
+            optional(percentiles.map(|p| p.p99), millis),
+            optional(percentiles.map(|p| p.p999), millis),
+            optional(percentiles.map(|p| p.max), millis),
+            thousands(config.connections as f64),
+            optional(config.handshake_share, |share| {
+                format!("{:.1}%", share * 100.0)
+            }),
+            optional(config.client_cpu_per_request_ms, millis),
+            optional(config.server_cpu_per_request_ms, millis),
+        ]);
+    }
+    Some(table)
+}
+
+/// HTTPS against plain HTTP, per pair of Configs equal in everything else.
+pub fn scheme_increases(data: &ReportData) -> Option<Table> {
+    let load = data.load.as_ref()?;
+    let mut table = Table::new(&[
+        "HTTPS config",
+        "HTTP config",
+        "median request time increase",
+        "95% CI",
+        "Mann-Whitney p",
+        "time taken",
+        "requests/s",
+    ]);
+    table.text_columns.extend([1, 3]);
+    for increase in &load.increases {
+        let percent = |value: f64| format!("{value:+.1}%");
+        table.rows.push(vec![
+            increase.https.clone(),
+            increase.http.clone(),
+            percent(increase.median_increase_percent),
+            format!(
+                "{} to {}",
+                percent(increase.median_increase_ci[0]),
+                percent(increase.median_increase_ci[1])
+            ),
+            p_value(increase.p),
+            optional(increase.time_taken_increase_percent, percent),
+            optional(increase.requests_per_second_change_percent, percent),
+        ]);
+    }
+    (!table.rows.is_empty()).then_some(table)
+}
+
+/// Open loops: the schedule asked and kept, and the latency from each intended start.
+pub fn open_loops(data: &ReportData) -> Option<Table> {
+    let mut table = Table::new(&[
+        "config",
+        "asked /s",
+        "achieved /s",
+        "started over 1 ms late",
+        "latency p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "max ms",
+        "schedule",
+    ]);
+    table.text_columns.push(9);
+    for config in &data.summary.configs {
+        let Some(open) = &config.open_loop else {
+            continue;
+        };
+        let latency = open.latency_ms;
+        table.rows.push(vec![
+            config.label.clone(),
+            thousands(open.asked_per_second),
+            optional(open.achieved_per_second, thousands),
+            format!("{:.1}%", open.late_share * 100.0),
+            optional(latency.map(|l| l.p50), millis),
+            optional(latency.map(|l| l.p90), millis),
+            optional(latency.map(|l| l.p99), millis),
+            optional(latency.map(|l| l.p999), millis),
+            optional(latency.map(|l| l.max), millis),
+            if open.schedule_kept {
+                "kept"
+            } else {
+                "not kept"
+            }
+            .to_string(),
+        ]);
+    }
+    (!table.rows.is_empty()).then_some(table)
+}

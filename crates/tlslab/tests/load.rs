@@ -83,6 +83,29 @@ fn https_and_plain_http_side_by_side_with_the_increase_at_each_concurrency() {
         count_samples(&db, "s.response_wire_bytes > s.response_bytes") >= 800,
         "the bytes on the wire include the response's headers"
     );
+    // The reports carry the same figures.
+    let markdown = dir.join("schemes.md");
+    tlslab_succeeds(&[
+        "report",
+        db.to_str().unwrap(),
+        "-o",
+        markdown.to_str().unwrap(),
+    ]);
+    let markdown = std::fs::read_to_string(markdown).unwrap();
+    for section in ["## Requests under load", "## HTTPS against plain HTTP"] {
+        assert!(markdown.contains(section), "{section}: {markdown}");
+    }
+    let increases = &markdown[markdown.find("## HTTPS against plain HTTP").unwrap()..];
+    let rows = increases
+        .lines()
+        .take_while(|line| !line.starts_with("## Median"))
+        .filter(|line| line.starts_with("| tls1.3"))
+        .count();
+    assert_eq!(rows, 2, "one increase per concurrency: {increases}");
+    let html = dir.join("schemes.html");
+    tlslab_succeeds(&["report", db.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    let html = std::fs::read_to_string(html).unwrap();
+    assert!(html.contains("<h2 id=\"schemes\">HTTPS against plain HTTP</h2>"));
 }
 
 #[test]
