@@ -55,6 +55,12 @@ pub fn render_text(summary: &RunSummary) -> String {
                     millis(h.p99)
                 );
             }
+            None if config.ttfb_ms.is_some() => {
+                let _ = writeln!(
+                    out,
+                    "  handshake  none measured: plain HTTP, or every measured request reused a kept connection"
+                );
+            }
             None => {
                 let _ = writeln!(out, "  handshake  no successful handshake");
             }
@@ -133,7 +139,12 @@ pub fn render_text(summary: &RunSummary) -> String {
         }
         let mut rate = Vec::new();
         if let Some(per_second) = config.handshakes_per_second {
-            rate.push(format!("{} handshakes/s", thousands(per_second)));
+            let unit = if config.ttfb_ms.is_some() {
+                "requests/s"
+            } else {
+                "handshakes/s"
+            };
+            rate.push(format!("{} {unit}", thousands(per_second)));
         }
         if let Some(bottleneck) = &config.bottleneck {
             let _ = writeln!(out, "  limit      {}", bottleneck.describe());
