@@ -64,6 +64,9 @@ pub enum Command {
     /// From a pilot run, the handshakes each Config needs to detect a difference, and how
     /// long they take at the measured rate.
     Plan(PlanArgs),
+    /// What a server supports (versions, suites in order, groups, ALPN, certificate), how it
+    /// compares with Mozilla's guidelines, and its grade, in one fast pass.
+    Scan(crate::scan::ScanArgs),
     /// Print a shell completion script: `source <(tlslab completions bash)`.
     Completions(CompletionsArgs),
     /// Print the man page (roff), or write one page per command into a directory.

@@ -16,6 +16,7 @@ mod pcap;
 mod plan;
 mod report;
 mod run;
+mod scan;
 mod serve;
 
 use clap::{CommandFactory, FromArgMatches};
@@ -74,6 +75,7 @@ fn main() {
         Command::Pcap(args) => pcap::pcap(args),
         Command::Capture(args) => capture::capture(args),
         Command::Plan(args) => plan::plan(args),
+        Command::Scan(args) => scan::scan(args),
         Command::Completions(args) => manual::completions(args),
         Command::Man(args) => manual::man(args),
     };

@@ -1,0 +1,480 @@
+//! The certificate chain as the server sent it, what each certificate says, whether the chain
+//! is trusted and names the server, and the server's HSTS header.
+//!
+//! TLS 1.2 and older send the chain in the clear, and the certificate probe reads it there.
+//! Trust, a TLS 1.3-only server's chain and HSTS need a real handshake: one rustls connection
+//! with a verifier that records the chain and the system roots' verdict but never refuses,
+//! and one HTTP/1.1 request over it.
+
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::crypto::{aws_lc_rs, CryptoProvider};
+use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+use serde::Serialize;
+use x509_parser::prelude::{GeneralName, X509Certificate};
+use x509_parser::public_key::PublicKey;
+
+use crate::probe::Prober;
+
+/// One certificate, as a person reads it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CertificateSummary {
+    pub subject: String,
+    pub issuer: String,
+    /// `ECDSA P-256`, `RSA 2048`, `Ed25519`, ...
+    pub key: String,
+    #[serde(skip)]
+    pub key_kind: KeyKind,
+    /// Bits of security-relevant size: the RSA modulus, the EC field.
+    pub key_bits: usize,
+    pub signature: String,
+    pub not_before: String,
+    pub not_after: String,
+    pub expired: bool,
+    /// From notBefore to notAfter, in whole days.
+    pub lifespan_days: Option<u64>,
+    pub names: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyKind {
+    Rsa,
+    Ecdsa,
+    #[default]
+    Other,
+}
+
+/// The chain and what follows from it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Certificates {
+    /// Leaf first, as sent.
+    pub chain: Vec<CertificateSummary>,
+    /// Where the chain was read: `TLS 1.2 Certificate message` or `TLS 1.3 (rustls)`.
+    pub source: Option<String>,
+    /// Whether the leaf names the server name (SNI, or the host).
+    pub name_matches: Option<bool>,
+    /// Whether each certificate is issued by the next one, as RFC 8446 (4.4.2) asks.
+    pub chain_in_order: Option<bool>,
+    /// The system trust store's verdict; `None` when no verified connection was made.
+    pub trusted: Option<bool>,
+    pub trust_error: Option<String>,
+    /// The Strict-Transport-Security header of `GET /`, if any.
+    pub hsts: Option<String>,
+}
+
+impl Certificates {
+    pub fn leaf(&self) -> Option<&CertificateSummary> {
+        self.chain.first()
+    }
+}
+
+/// Summarizes `flight` (a chain read in the clear) and, when the server speaks TLS 1.2 or
+/// 1.3, makes the rustls connection for trust, HSTS, and a TLS 1.3-only server's chain.
+pub fn inspect(
+    prober: &Prober,
+    server_name: &str,
+    flight: Vec<Vec<u8>>,
+    rustls_can_connect: bool,
+) -> Certificates {
+    let mut certificates = Certificates::default();
+    let mut chain = flight;
+    if !chain.is_empty() {
+        certificates.source = Some("TLS 1.2 Certificate message".into());
+    }
+    if rustls_can_connect {
+        let verified = prober.limiter.with_permit(|| connect(prober, server_name));
+        match verified {
+            Ok(connection) => {
+                if chain.is_empty() && !connection.chain.is_empty() {
+                    chain = connection.chain;
+                    certificates.source = Some("TLS 1.3 (rustls)".into());
+                }
+                certificates.trusted = connection.trust.as_ref().map(Result::is_ok);
+                certificates.trust_error = connection.trust.and_then(Result::err);
+                certificates.hsts = connection.hsts;
+            }
+            Err(error) => {
+                prober
+                    .errors
+                    .lock()
+                    .unwrap_or_else(|poison| poison.into_inner())
+                    .push(format!("rustls connection: {error}"));
+            }
+        }
+    }
+    let parsed: Vec<Option<X509Certificate<'_>>> = chain
+        .iter()
+        .map(|der| {
+            x509_parser::parse_x509_certificate(der)
+                .ok()
+                .map(|(_, c)| c)
+        })
+        .collect();
+    certificates.chain = parsed
+        .iter()
+        .map(|certificate| match certificate {
+            Some(certificate) => summarize(certificate),
+            None => CertificateSummary {
+                subject: "(does not parse)".into(),
+                issuer: String::new(),
+                key: String::new(),
+                key_kind: KeyKind::Other,
+                key_bits: 0,
+                signature: String::new(),
+                not_before: String::new(),
+                not_after: String::new(),
+                expired: false,
+                lifespan_days: None,
+                names: Vec::new(),
+            },
+        })
+        .collect();
+    if let Some(leaf) = certificates.chain.first() {
+        certificates.name_matches = Some(name_matches(&leaf.names, &leaf.subject, server_name));
+        certificates.chain_in_order = Some(parsed.windows(2).all(|pair| match pair {
+            [Some(child), Some(parent)] => child.issuer() == parent.subject(),
+            _ => false,
+        }));
+    }
+    certificates
+}
+
+fn summarize(certificate: &X509Certificate<'_>) -> CertificateSummary {
+    let (key, key_kind, key_bits) = key_of(certificate);
+    let validity = certificate.validity();
+    CertificateSummary {
+        subject: certificate.subject().to_string(),
+        issuer: certificate.issuer().to_string(),
+        key,
+        key_kind,
+        key_bits,
+        signature: signature_name(&certificate.signature_algorithm.algorithm.to_id_string()),
+        not_before: validity.not_before.to_string(),
+        not_after: validity.not_after.to_string(),
+        expired: !validity.is_valid(),
+        lifespan_days: u64::try_from(
+            validity.not_after.timestamp() - validity.not_before.timestamp(),
+        )
+        .ok()
+        .map(|seconds| seconds / 86_400),
+        names: subject_alternative_names(certificate),
+    }
+}
+
+fn key_of(certificate: &X509Certificate<'_>) -> (String, KeyKind, usize) {
+    let info = certificate.public_key();
+    match info.parsed() {
+        Ok(PublicKey::RSA(rsa)) => {
+            let bits = rsa.key_size();
+            (format!("RSA {bits}"), KeyKind::Rsa, bits)
+        }
+        Ok(PublicKey::EC(_)) => {
+            let curve = info
+                .algorithm
+                .parameters
+                .as_ref()
+                .and_then(|parameters| parameters.as_oid().ok())
+                .map(|oid| oid.to_id_string());
+            let (name, bits) = match curve.as_deref() {
+                Some("1.2.840.10045.3.1.7") => ("P-256", 256),
+                Some("1.3.132.0.34") => ("P-384", 384),
+                Some("1.3.132.0.35") => ("P-521", 521),
+                _ => ("unknown curve", 0),
+            };
+            (format!("ECDSA {name}"), KeyKind::Ecdsa, bits)
+        }
+        _ => {
+            let name = match info.algorithm.algorithm.to_id_string().as_str() {
+                "1.3.101.112" => "Ed25519".to_string(),
+                "1.3.101.113" => "Ed448".to_string(),
+                "2.16.840.1.101.3.4.3.17" => "ML-DSA-44".to_string(),
+                "2.16.840.1.101.3.4.3.18" => "ML-DSA-65".to_string(),
+                "2.16.840.1.101.3.4.3.19" => "ML-DSA-87".to_string(),
+                other => format!("key {other}"),
+            };
+            (name, KeyKind::Other, 0)
+        }
+    }
+}
+
+/// OpenSSL's names for the signature algorithms (Mozilla's guidelines use them).
+fn signature_name(oid: &str) -> String {
+    match oid {
+        "1.2.840.113549.1.1.5" => "sha1WithRSAEncryption",
+        "1.2.840.113549.1.1.11" => "sha256WithRSAEncryption",
+        "1.2.840.113549.1.1.12" => "sha384WithRSAEncryption",
+        "1.2.840.113549.1.1.13" => "sha512WithRSAEncryption",
+        "1.2.840.113549.1.1.10" => "rsassaPss",
+        "1.2.840.10045.4.3.2" => "ecdsa-with-SHA256",
+        "1.2.840.10045.4.3.3" => "ecdsa-with-SHA384",
+        "1.2.840.10045.4.3.4" => "ecdsa-with-SHA512",
+        "1.3.101.112" => "ED25519",
+        "1.3.101.113" => "ED448",
+        "2.16.840.1.101.3.4.3.17" => "ML-DSA-44",
+        "2.16.840.1.101.3.4.3.18" => "ML-DSA-65",
+        "2.16.840.1.101.3.4.3.19" => "ML-DSA-87",
+        other => return other.to_string(),
+    }
+    .into()
+}
+
+fn subject_alternative_names(certificate: &X509Certificate<'_>) -> Vec<String> {
+    let Ok(Some(names)) = certificate.subject_alternative_name() else {
+        return Vec::new();
+    };
+    names
+        .value
+        .general_names
+        .iter()
+        .filter_map(|name| match name {
+            GeneralName::DNSName(dns) => Some(dns.to_string()),
+            GeneralName::IPAddress(bytes) => match bytes.len() {
+                4 => <[u8; 4]>::try_from(*bytes)
+                    .ok()
+                    .map(|octets| std::net::IpAddr::from(octets).to_string()),
+                16 => <[u8; 16]>::try_from(*bytes)
+                    .ok()
+                    .map(|octets| std::net::IpAddr::from(octets).to_string()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// RFC 6125: a SAN equal to the name, or a wildcard for exactly one leftmost label. The
+/// subject's CN counts only when there are no SANs (browsers ignore it otherwise).
+pub fn name_matches(names: &[String], subject: &str, server_name: &str) -> bool {
+    let wanted = server_name.trim_end_matches('.').to_ascii_lowercase();
+    let matches = |pattern: &str| {
+        let pattern = pattern.trim_end_matches('.').to_ascii_lowercase();
+        match pattern.strip_prefix("*.") {
+            Some(suffix) => wanted
+                .split_once('.')
+                .is_some_and(|(label, rest)| !label.is_empty() && rest == suffix),
+            None => pattern == wanted,
+        }
+    };
+    if names.is_empty() {
+        return subject
+            .split(',')
+            .filter_map(|part| part.trim().strip_prefix("CN="))
+            .any(matches);
+    }
+    names.iter().any(|name| matches(name))
+}
+
+/// What the rustls connection learned.
+struct Connection {
+    chain: Vec<Vec<u8>>,
+    trust: Option<Result<(), String>>,
+    hsts: Option<String>,
+}
+
+/// Records the chain and the system roots' verdict, and lets the handshake go on either way
+/// (the scan reports an untrusted chain; it does not stop at one).
+#[derive(Debug)]
+struct RecordingVerifier {
+    inner: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
+    seen: Mutex<Seen>,
+}
+
+/// The chain a verifier saw (DER, leaf first) and the system roots' verdict on it.
+type Seen = (Vec<Vec<u8>>, Option<Result<(), String>>);
+
+impl ServerCertVerifier for RecordingVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let verdict = self.inner.as_ref().map(|inner| {
+            inner
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+                .map(|_| ())
+                .map_err(|error| error.to_string())
+        });
+        let mut seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        seen.0 = std::iter::once(end_entity)
+            .chain(intermediates)
+            .map(|certificate| certificate.to_vec())
+            .collect();
+        seen.1 = verdict;
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        certificate: &CertificateDer<'_>,
+        signature: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            certificate,
+            signature,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        certificate: &CertificateDer<'_>,
+        signature: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            certificate,
+            signature,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// The system's trust anchors, or `None` when there are none to judge by.
+fn system_verifier(provider: &Arc<CryptoProvider>) -> Option<Arc<WebPkiServerVerifier>> {
+    let mut roots = RootCertStore::empty();
+    let loaded = rustls_native_certs::load_native_certs();
+    let (added, _) = roots.add_parsable_certificates(loaded.certs);
+    if added == 0 {
+        return None;
+    }
+    WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .build()
+        .ok()
+}
+
+/// One rustls handshake (every suite and group aws-lc-rs has) and `GET /` over HTTP/1.1.
+fn connect(prober: &Prober, server_name: &str) -> Result<Connection, String> {
+    let provider = Arc::new(CryptoProvider {
+        cipher_suites: aws_lc_rs::ALL_CIPHER_SUITES.to_vec(),
+        kx_groups: aws_lc_rs::ALL_KX_GROUPS.to_vec(),
+        ..aws_lc_rs::default_provider()
+    });
+    let verifier = Arc::new(RecordingVerifier {
+        inner: system_verifier(&provider),
+        provider: provider.clone(),
+        seen: Mutex::new((Vec::new(), None)),
+    });
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(rustls::ALL_VERSIONS)
+        .map_err(|error| error.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier.clone())
+        .with_no_client_auth();
+    let name = ServerName::try_from(server_name.to_string()).map_err(|error| error.to_string())?;
+    let client =
+        rustls::ClientConnection::new(Arc::new(config), name).map_err(|error| error.to_string())?;
+    let stream = prober.connect().map_err(|error| error.to_string())?;
+    let mut tls = rustls::StreamOwned::new(client, stream);
+    let host = if server_name.contains(':') {
+        format!("[{server_name}]")
+    } else {
+        server_name.to_string()
+    };
+    let request = format!(
+        "GET / HTTP/1.1\r\nHost: {host}\r\nUser-Agent: tlslab-scan\r\nConnection: close\r\n\r\n"
+    );
+    let wrote = tls.write_all(request.as_bytes()).and_then(|()| tls.flush());
+    let mut response = Vec::new();
+    if wrote.is_ok() {
+        let mut buffer = [0u8; 4096];
+        // The headers are all we want; a server that keeps sending is cut off at 64 KiB.
+        while response.len() < 64 * 1024 && !contains(&response, b"\r\n\r\n") {
+            match tls.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(read) => response.extend_from_slice(&buffer[..read]),
+            }
+        }
+    }
+    tls.conn.send_close_notify();
+    let _ = tls.flush();
+    let (chain, trust) = std::mem::take(
+        &mut *verifier
+            .seen
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner()),
+    );
+    if chain.is_empty() {
+        return Err(match wrote {
+            Err(error) => format!("handshake failed: {error}"),
+            Ok(()) => "handshake failed".into(),
+        });
+    }
+    Ok(Connection {
+        chain,
+        trust,
+        hsts: hsts_header(&response),
+    })
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
+}
+
+/// The Strict-Transport-Security value from an HTTP/1.1 response head.
+fn hsts_header(response: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(response);
+    let head = text.split("\r\n\r\n").next()?;
+    head.lines().skip(1).find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case("strict-transport-security")
+            .then(|| value.trim().to_string())
+    })
+}
+
+/// `max-age` in seconds from an HSTS value.
+pub fn hsts_max_age(value: &str) -> Option<u64> {
+    value.split(';').find_map(|directive| {
+        let (name, age) = directive.trim().split_once('=')?;
+        name.trim()
+            .eq_ignore_ascii_case("max-age")
+            .then(|| age.trim().trim_matches('"').parse().ok())
+            .flatten()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_as_rfc_6125_says() {
+        let names = vec!["localhost".to_string(), "*.example.com".to_string()];
+        assert!(name_matches(&names, "", "localhost"));
+        assert!(name_matches(&names, "", "www.example.com"));
+        assert!(!name_matches(&names, "", "example.com"));
+        assert!(!name_matches(&names, "", "a.b.example.com"));
+        assert!(!name_matches(&names, "CN=other", "other"));
+        assert!(name_matches(&[], "CN=other", "other"));
+    }
+
+    #[test]
+    fn hsts_is_read_from_the_head() {
+        let response = b"HTTP/1.1 200 OK\r\nStrict-Transport-Security: max-age=63072000; includeSubDomains\r\n\r\nbody";
+        let value = hsts_header(response).unwrap();
+        assert_eq!(hsts_max_age(&value), Some(63072000));
+        assert_eq!(hsts_header(b"HTTP/1.1 200 OK\r\n\r\n"), None);
+    }
+}

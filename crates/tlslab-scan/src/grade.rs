@@ -1,0 +1,448 @@
+//! A grade in the manner of SSL Labs' SSL Server Rating Guide (first pass): protocol support
+//! 30%, key exchange 30%, cipher strength 40%, a score from 0 to 100, a letter, then the caps
+//! the guide's later revisions added, each explained in one line.
+//!
+//! What the guide does not weigh is not weighed here either: post-quantum key exchange
+//! (X25519MLKEM768 offered or not) changes no score; the report says so.
+
+use serde::Serialize;
+use tls_parser::{TlsCipherAu, TlsCipherEnc, TlsCipherKx, TlsCipherSuite};
+
+use crate::certificate::{hsts_max_age, KeyKind};
+use crate::hello::{groups, Version};
+use crate::scan::Report;
+
+/// HSTS for A+: at least six months (the guide's threshold).
+pub const HSTS_MINIMUM_SECONDS: u64 = 15_768_000;
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Grade {
+    /// `A+` to `F`, or `T` (certificate not trusted) and `M` (name mismatch).
+    pub letter: String,
+    /// The letter the configuration earns when the certificate is set aside.
+    pub letter_if_trusted: String,
+    pub score: u32,
+    pub protocol_score: u32,
+    pub key_exchange_score: u32,
+    pub cipher_score: u32,
+    /// One line per cap applied, and why.
+    pub reasons: Vec<String>,
+    /// What the grade does not say.
+    pub notes: Vec<String>,
+}
+
+/// Letters from best to worst; a cap keeps the worse of two.
+const LETTERS: [&str; 8] = ["A+", "A", "A-", "B", "C", "D", "E", "F"];
+
+fn worse<'a>(a: &'a str, b: &'a str) -> &'a str {
+    let rank = |letter: &str| LETTERS.iter().position(|l| *l == letter).unwrap_or(7);
+    if rank(a) >= rank(b) {
+        a
+    } else {
+        b
+    }
+}
+
+fn protocol_points(version: Version) -> u32 {
+    match version {
+        Version::Ssl3 => 80,
+        Version::Tls10 => 90,
+        Version::Tls11 => 95,
+        Version::Tls12 | Version::Tls13 => 100,
+    }
+}
+
+/// The guide's key-exchange table, on RSA-equivalent bits.
+fn key_exchange_points(bits: u32) -> u32 {
+    match bits {
+        0 => 0,
+        1..=511 => 20,
+        512..=1023 => 40,
+        1024..=2047 => 80,
+        2048..=4095 => 90,
+        _ => 100,
+    }
+}
+
+/// The guide's cipher table on effective key bits.
+fn cipher_points(bits: u32) -> u32 {
+    match bits {
+        0 => 0,
+        1..=127 => 20,
+        128..=255 => 80,
+        _ => 100,
+    }
+}
+
+/// RSA-equivalent strength of a group (NIST SP 800-57): 256-bit curves ~ 3072-bit RSA. A
+/// hybrid counts as its classical half: the guide does not weigh post-quantum security.
+fn group_bits(group: u16) -> u32 {
+    match group {
+        groups::X25519 | groups::SECP256R1 | groups::X25519MLKEM768 | groups::SECP256R1MLKEM768 => {
+            3072
+        }
+        groups::SECP384R1 | groups::SECP384R1MLKEM1024 => 7680,
+        groups::SECP521R1 | groups::X448 => 15360,
+        groups::FFDHE2048 => 2048,
+        groups::FFDHE3072 => 3072,
+        groups::FFDHE4096 => 4096,
+        // Pure ML-KEM has no classical strength to compare; the guide has no row for it.
+        _ => 3072,
+    }
+}
+
+/// Effective key bits of a suite's cipher (3DES gives 112, not its 168 key bits).
+fn cipher_bits(suite: &TlsCipherSuite) -> u32 {
+    match suite.enc {
+        TlsCipherEnc::Null => 0,
+        TlsCipherEnc::TripleDes => 112,
+        _ => u32::from(suite.enc_size),
+    }
+}
+
+pub fn grade(report: &Report) -> Grade {
+    let mut reasons = Vec::new();
+    let mut cap = "A";
+    let supported: Vec<Version> = report.versions.iter().filter_map(|v| v.protocol).collect();
+    let (Some(best), Some(worst)) = (supported.iter().max(), supported.iter().min()) else {
+        return Grade {
+            letter: "F".into(),
+            letter_if_trusted: "F".into(),
+            reasons: vec!["no protocol version supported".into()],
+            ..Grade::default()
+        };
+    };
+    let protocol_score = (protocol_points(*best) + protocol_points(*worst)) / 2;
+
+    let suites: Vec<&TlsCipherSuite> = report
+        .versions
+        .iter()
+        .flat_map(|v| &v.suite_ids)
+        .filter_map(|id| TlsCipherSuite::from_id(*id))
+        .collect();
+    let leaf = report.certificates.leaf();
+    let certificate_bits = leaf.map_or(0, |leaf| match leaf.key_kind {
+        KeyKind::Rsa => leaf.key_bits as u32,
+        // ECDSA keys authenticate; they do not carry the key exchange.
+        _ => 3072,
+    });
+    let group_ids: Vec<u16> = [&report.groups_tls13, &report.groups_tls12]
+        .into_iter()
+        .flatten()
+        .flat_map(|support| support.group_ids.iter().copied())
+        .collect();
+    let weakest_group = group_ids.iter().map(|g| group_bits(*g)).min();
+    let mut exchange_bits: Vec<u32> = Vec::new();
+    for suite in &suites {
+        exchange_bits.push(match suite.kx {
+            TlsCipherKx::Rsa => certificate_bits,
+            TlsCipherKx::Ecdhe | TlsCipherKx::Tls13 => weakest_group.unwrap_or(3072),
+            // Finite-field DHE parameters are not read yet: assume the common 2048 bits.
+            TlsCipherKx::Dhe | TlsCipherKx::Dh => 2048,
+            _ => 0,
+        });
+        if suite.au == TlsCipherAu::Null && suite.kx != TlsCipherKx::Tls13 {
+            exchange_bits.push(0);
+        }
+    }
+    let weakest_exchange = exchange_bits.iter().copied().min().unwrap_or(0);
+    let key_exchange_score = key_exchange_points(weakest_exchange);
+    let cipher_scores: Vec<u32> = suites
+        .iter()
+        .map(|s| cipher_points(cipher_bits(s)))
+        .collect();
+    let cipher_score = match (cipher_scores.iter().max(), cipher_scores.iter().min()) {
+        (Some(strongest), Some(weakest)) => (strongest + weakest) / 2,
+        _ => 0,
+    };
+    let score = (protocol_score * 30 + key_exchange_score * 30 + cipher_score * 40) / 100;
+    let scored = match score {
+        80.. => "A",
+        65..=79 => "B",
+        50..=64 => "C",
+        35..=49 => "D",
+        20..=34 => "E",
+        _ => "F",
+    };
+    cap = worse(cap, scored);
+
+    let mut limit = |letter: &'static str, reason: String| {
+        cap = worse(cap, letter);
+        reasons.push(format!("{letter}: {reason}"));
+    };
+    let has_cbc = suites
+        .iter()
+        .any(|s| s.enc_mode == tls_parser::TlsCipherEncMode::Cbc);
+    if supported.contains(&Version::Ssl3) {
+        if has_cbc {
+            limit(
+                "F",
+                "SSL 3.0 with CBC suites (POODLE, CVE-2014-3566)".into(),
+            );
+        } else {
+            limit("C", "SSL 3.0 supported".into());
+        }
+    }
+    if supported.contains(&Version::Tls10) || supported.contains(&Version::Tls11) {
+        limit(
+            "B",
+            "TLS 1.0 or 1.1 supported (deprecated, RFC 8996)".into(),
+        );
+    }
+    if !supported.contains(&Version::Tls12) && !supported.contains(&Version::Tls13) {
+        limit("C", "no TLS 1.2 or 1.3".into());
+    }
+    if suites.iter().any(|s| s.enc == TlsCipherEnc::Rc4) {
+        limit("C", "RC4 suites accepted (RFC 7465 forbids them)".into());
+    }
+    if suites.iter().any(|s| s.enc == TlsCipherEnc::TripleDes) {
+        limit("C", "3DES suites accepted (64-bit blocks, Sweet32)".into());
+    }
+    if suites.iter().any(|s| s.name.contains("EXPORT")) {
+        limit("F", "export suites accepted (FREAK, Logjam)".into());
+    }
+    if suites.iter().any(|s| s.enc == TlsCipherEnc::Null) {
+        limit("F", "suites without encryption (NULL) accepted".into());
+    }
+    if suites
+        .iter()
+        .any(|s| s.au == TlsCipherAu::Null && s.kx != TlsCipherKx::Tls13)
+    {
+        limit(
+            "F",
+            "anonymous suites accepted (no server authentication)".into(),
+        );
+    }
+    if !suites.iter().any(|s| {
+        matches!(
+            s.kx,
+            TlsCipherKx::Ecdhe | TlsCipherKx::Dhe | TlsCipherKx::Tls13
+        )
+    }) {
+        limit(
+            "B",
+            "no forward secrecy (no ECDHE, DHE or TLS 1.3 suite)".into(),
+        );
+    }
+    if (1..1024).contains(&weakest_exchange) {
+        limit("F", format!("key exchange of {weakest_exchange} bits"));
+    } else if (1024..2048).contains(&weakest_exchange) {
+        limit(
+            "B",
+            format!("key exchange of {weakest_exchange} bits (under 2048)"),
+        );
+    }
+
+    let mut notes = vec![
+        "post-quantum key exchange is not weighed by the guide (offered: ".to_string()
+            + if group_ids.iter().any(|g| {
+                matches!(
+                    *g,
+                    groups::X25519MLKEM768
+                        | groups::SECP256R1MLKEM768
+                        | groups::SECP384R1MLKEM1024
+                        | groups::MLKEM768
+                        | groups::MLKEM1024
+                        | groups::MLKEM512
+                )
+            }) {
+                "yes)"
+            } else {
+                "no)"
+            },
+    ];
+    if suites
+        .iter()
+        .any(|s| matches!(s.kx, TlsCipherKx::Dhe | TlsCipherKx::Dh))
+    {
+        notes.push("DHE parameters are assumed to be 2048 bits (not read yet)".into());
+    }
+
+    // A+: an A with no cap and HSTS of at least six months.
+    let mut letter = cap.to_string();
+    match report.certificates.hsts.as_deref() {
+        Some(value) if hsts_max_age(value).is_some_and(|age| age >= HSTS_MINIMUM_SECONDS) => {
+            if letter == "A" {
+                letter = "A+".into();
+                reasons.push("A+: HSTS with max-age of six months or more".into());
+            }
+        }
+        Some(_) => notes.push("HSTS max-age under six months: no A+".into()),
+        None if report.certificates.trusted.is_some() => {
+            notes.push("no Strict-Transport-Security header on GET /: no A+".into())
+        }
+        None => notes.push("HSTS not checked (no HTTP request over rustls): no A+".into()),
+    }
+
+    let letter_if_trusted = letter.clone();
+    let certificates = &report.certificates;
+    if certificates.name_matches == Some(false) {
+        letter = "M".into();
+        reasons.push(format!(
+            "M: the certificate does not name {}",
+            report.server_name.as_deref().unwrap_or("the server")
+        ));
+    }
+    if leaf.is_some_and(|leaf| leaf.expired) {
+        letter = "T".into();
+        reasons.push("T: the certificate is expired or not yet valid".into());
+    } else if certificates.trusted == Some(false) {
+        letter = "T".into();
+        reasons.push(format!(
+            "T: the chain is not trusted by this system's roots ({})",
+            certificates
+                .trust_error
+                .as_deref()
+                .unwrap_or("unknown issuer")
+        ));
+    } else if certificates.trusted.is_none() {
+        notes.push("trust not checked (no system roots, or no TLS 1.2+ connection)".into());
+    }
+    Grade {
+        letter,
+        letter_if_trusted,
+        score,
+        protocol_score,
+        key_exchange_score,
+        cipher_score,
+        reasons,
+        notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::certificate::{CertificateSummary, Certificates};
+    use crate::scan::{GroupSupport, Order, VersionSupport};
+
+    fn report(versions: &[(Version, &[u16])], groups: &[u16], trusted: bool) -> Report {
+        Report {
+            target: "example.com:443".into(),
+            address: "192.0.2.1:443".into(),
+            server_name: Some("example.com".into()),
+            versions_offered: Vec::new(),
+            versions: versions
+                .iter()
+                .map(|(version, suites)| VersionSupport {
+                    version: version.name().into(),
+                    suites: Vec::new(),
+                    order: Order::Server,
+                    protocol: Some(*version),
+                    suite_ids: suites.to_vec(),
+                })
+                .collect(),
+            groups_tls13: Some(GroupSupport {
+                groups: Vec::new(),
+                order: Order::Server,
+                group_ids: groups.to_vec(),
+            }),
+            groups_tls12: None,
+            alpn: None,
+            certificates: Certificates {
+                chain: vec![CertificateSummary {
+                    subject: "CN=example.com".into(),
+                    issuer: "CN=CA".into(),
+                    key: "ECDSA P-256".into(),
+                    key_kind: KeyKind::Ecdsa,
+                    key_bits: 256,
+                    signature: "ecdsa-with-SHA256".into(),
+                    not_before: String::new(),
+                    not_after: String::new(),
+                    expired: false,
+                    lifespan_days: Some(90),
+                    names: vec!["example.com".into()],
+                }],
+                name_matches: Some(true),
+                trusted: Some(trusted),
+                ..Certificates::default()
+            },
+            mozilla: Vec::new(),
+            grade: Grade::default(),
+            connections: 0,
+            seconds: 0.0,
+            probe_errors: Vec::new(),
+        }
+    }
+
+    const MODERN: &[u16] = &[0x1301, 0x1302, 0x1303];
+    const ECDHE_GCM: &[u16] = &[0xc02b, 0xc02c];
+
+    #[test]
+    fn a_modern_server_gets_an_a_and_hsts_makes_it_a_plus() {
+        let mut modern = report(
+            &[(Version::Tls13, MODERN), (Version::Tls12, ECDHE_GCM)],
+            &[groups::X25519, groups::X25519MLKEM768],
+            true,
+        );
+        let grade = grade(&modern);
+        assert_eq!(grade.letter, "A", "{grade:?}");
+        // TLS 1.2/1.3: 100; 256-bit curves ~ 3072-bit RSA: 90; AES-128 and 256: (80+100)/2.
+        assert_eq!(
+            (
+                grade.protocol_score,
+                grade.key_exchange_score,
+                grade.cipher_score
+            ),
+            (100, 90, 90)
+        );
+        assert!(grade.notes[0].contains("not weighed") && grade.notes[0].ends_with("yes)"));
+        modern.certificates.hsts = Some("max-age=63072000".into());
+        assert_eq!(super::grade(&modern).letter, "A+");
+        modern.certificates.hsts = Some("max-age=300".into());
+        assert_eq!(super::grade(&modern).letter, "A");
+    }
+
+    #[test]
+    fn caps_follow_the_guide() {
+        let letter =
+            |versions: &[(Version, &[u16])]| grade(&report(versions, &[groups::X25519], true));
+        let old = letter(&[(Version::Tls12, ECDHE_GCM), (Version::Tls10, &[0xc009])]);
+        assert_eq!(old.letter, "B", "{old:?}");
+        assert!(old
+            .reasons
+            .iter()
+            .any(|r| r.starts_with("B: TLS 1.0 or 1.1")));
+        let no_tls12 = letter(&[(Version::Tls11, &[0xc009])]);
+        assert_eq!(no_tls12.letter, "C", "{no_tls12:?}");
+        let triple_des = letter(&[(Version::Tls12, &[0xc02b, 0x000a])]);
+        assert_eq!(triple_des.letter, "C");
+        assert!(triple_des.reasons.iter().any(|r| r.contains("3DES")));
+        let rc4 = letter(&[(Version::Tls12, &[0xc02b, 0x0005])]);
+        assert!(rc4.reasons.iter().any(|r| r.starts_with("C: RC4")));
+        let poodle = letter(&[(Version::Tls12, ECDHE_GCM), (Version::Ssl3, &[0x002f])]);
+        assert_eq!(poodle.letter, "F");
+        let static_rsa = letter(&[(Version::Tls12, &[0x009c])]);
+        assert_eq!(static_rsa.letter, "B");
+        assert!(static_rsa
+            .reasons
+            .iter()
+            .any(|r| r.contains("forward secrecy")));
+        let export = letter(&[(Version::Tls12, &[0xc02b, 0x0003])]);
+        assert_eq!(export.letter, "F");
+    }
+
+    #[test]
+    fn certificate_problems_are_t_and_m_with_the_letter_kept() {
+        let untrusted = grade(&report(
+            &[(Version::Tls13, MODERN)],
+            &[groups::X25519],
+            false,
+        ));
+        assert_eq!(
+            (
+                untrusted.letter.as_str(),
+                untrusted.letter_if_trusted.as_str()
+            ),
+            ("T", "A")
+        );
+        let mut mismatch = report(&[(Version::Tls13, MODERN)], &[groups::X25519], true);
+        mismatch.certificates.name_matches = Some(false);
+        let graded = grade(&mismatch);
+        assert_eq!(graded.letter, "M");
+        assert!(graded
+            .reasons
+            .iter()
+            .any(|r| r.contains("does not name example.com")));
+    }
+}

@@ -1,0 +1,393 @@
+//! One probe: connect, send one ClientHello, read the server's first answer, close.
+//!
+//! Everything read here comes from the network, so nothing in it may panic: a reply that does
+//! not parse is a [`ProbeError::NotTls`], never an index out of bounds.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+use tls_parser::{
+    parse_tls_message_handshake, parse_tls_server_hello_extensions, TlsExtension, TlsMessage,
+    TlsMessageHandshake,
+};
+
+use crate::hello::ClientHello;
+
+/// Why a probe got no answer. None of these ends a scan: the scan notes them and goes on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeError {
+    /// Nothing listens on the port.
+    Refused,
+    /// No connection, or no answer, within the probe's timeout.
+    Timeout,
+    /// The server answered with something that is not a TLS handshake.
+    NotTls,
+    /// Any other socket error (unreachable network, reset), as the system words it.
+    Io(String),
+}
+
+impl std::fmt::Display for ProbeError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProbeError::Refused => write!(formatter, "connection refused"),
+            ProbeError::Timeout => write!(formatter, "timed out"),
+            ProbeError::NotTls => write!(formatter, "the answer is not TLS"),
+            ProbeError::Io(message) => write!(formatter, "{message}"),
+        }
+    }
+}
+
+/// What the server answered a ClientHello with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Hello(ServerHello),
+    /// A fatal alert (its description code): the server declined what we offered.
+    Alert(u8),
+    /// The server closed (or reset) the connection without a word: most declining servers
+    /// of the SSL 3.0 era do this.
+    Closed,
+}
+
+/// The parts of a ServerHello (or HelloRetryRequest) a scan reads.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ServerHello {
+    /// The negotiated version: supported_versions when present, else the legacy field.
+    pub version: u16,
+    pub suite: u16,
+    /// TLS 1.3: the key_share's group (of the HelloRetryRequest too); TLS 1.2 (whole flight
+    /// read): the ServerKeyExchange's named curve.
+    pub group: Option<u16>,
+    pub hello_retry: bool,
+    pub alpn: Option<String>,
+    /// The Certificate message's chain (DER), when the probe asked to read the server's whole
+    /// flight and the version sends it in the clear (TLS 1.2 and older).
+    pub certificates: Vec<Vec<u8>>,
+}
+
+/// A counting semaphore for connections: a scan is polite to one target.
+pub struct Limiter {
+    free: Mutex<usize>,
+    released: Condvar,
+    connections: AtomicU64,
+}
+
+impl Limiter {
+    pub fn new(concurrency: usize) -> Limiter {
+        Limiter {
+            free: Mutex::new(concurrency.max(1)),
+            released: Condvar::new(),
+            connections: AtomicU64::new(0),
+        }
+    }
+
+    /// Connections opened so far (each probe opens one).
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::Relaxed)
+    }
+
+    /// Runs `work` holding one of the permits.
+    pub fn with_permit<T>(&self, work: impl FnOnce() -> T) -> T {
+        {
+            // A poisoned lock only means another probe thread panicked; the count is intact.
+            let mut free = self
+                .free
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner());
+            while *free == 0 {
+                free = self
+                    .released
+                    .wait(free)
+                    .unwrap_or_else(|poison| poison.into_inner());
+            }
+            *free -= 1;
+        }
+        self.connections.fetch_add(1, Ordering::Relaxed);
+        let result = work();
+        *self
+            .free
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner()) += 1;
+        self.released.notify_one();
+        result
+    }
+}
+
+/// Where and how to probe.
+pub struct Prober {
+    pub address: SocketAddr,
+    pub server_name: Option<String>,
+    pub timeout: Duration,
+    pub limiter: Limiter,
+    /// Probes that failed, as "what: why", for the report.
+    pub errors: Mutex<Vec<String>>,
+}
+
+impl Prober {
+    /// Sends `hello` and reads the answer; with `flight`, reads the server's whole first
+    /// flight (Certificate and ServerKeyExchange: TLS 1.2 and older). A failure is also noted in [`Prober::errors`].
+    pub fn probe(
+        &self,
+        what: &str,
+        hello: &ClientHello,
+        flight: bool,
+    ) -> Result<Answer, ProbeError> {
+        let result = self.limiter.with_permit(|| self.exchange(hello, flight));
+        if let Err(error) = &result {
+            self.errors
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner())
+                .push(format!("{what}: {error}"));
+        }
+        result
+    }
+
+    /// A plain TCP connection: is anyone listening?
+    pub fn connect(&self) -> Result<TcpStream, ProbeError> {
+        let stream = TcpStream::connect_timeout(&self.address, self.timeout).map_err(io_error)?;
+        stream
+            .set_read_timeout(Some(self.timeout))
+            .map_err(io_error)?;
+        stream
+            .set_write_timeout(Some(self.timeout))
+            .map_err(io_error)?;
+        let _ = stream.set_nodelay(true);
+        Ok(stream)
+    }
+
+    fn exchange(&self, hello: &ClientHello, flight: bool) -> Result<Answer, ProbeError> {
+        let mut stream = self.connect()?;
+        match stream.write_all(&hello.to_record()) {
+            Ok(()) => {}
+            // A server that closes as soon as it sees the hello is declining it.
+            Err(error) if closed(&error) => return Ok(Answer::Closed),
+            Err(error) => return Err(io_error(error)),
+        }
+        let answer = read_answer(&mut stream, flight);
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+        answer
+    }
+}
+
+fn closed(error: &std::io::Error) -> bool {
+    matches!(
+        error.kind(),
+        ErrorKind::ConnectionReset
+            | ErrorKind::ConnectionAborted
+            | ErrorKind::BrokenPipe
+            | ErrorKind::UnexpectedEof
+    )
+}
+
+fn io_error(error: std::io::Error) -> ProbeError {
+    match error.kind() {
+        ErrorKind::ConnectionRefused => ProbeError::Refused,
+        ErrorKind::TimedOut | ErrorKind::WouldBlock => ProbeError::Timeout,
+        _ => ProbeError::Io(error.to_string()),
+    }
+}
+
+/// The longest handshake flight we read before giving up (a certificate chain with large
+/// post-quantum keys stays far below this).
+const MAX_FLIGHT: usize = 256 * 1024;
+
+/// Reads records until the ServerHello (and, if asked, the flight to ServerHelloDone) has
+/// arrived.
+pub fn read_answer(stream: &mut impl Read, flight: bool) -> Result<Answer, ProbeError> {
+    let mut handshake: Vec<u8> = Vec::new();
+    let mut hello: Option<ServerHello> = None;
+    loop {
+        let mut header = [0u8; 5];
+        match read_exact(stream, &mut header) {
+            Ok(()) => {}
+            Err(Closed) if hello.is_some() => break,
+            Err(Closed) => return Ok(Answer::Closed),
+        }
+        let (content_type, major, length) = (
+            header[0],
+            header[1],
+            usize::from(u16::from_be_bytes([header[3], header[4]])),
+        );
+        // A TLS record header: a known content type, major version 3, a bounded length.
+        if !(20..=24).contains(&content_type) || major != 3 || length > 18432 {
+            return Err(ProbeError::NotTls);
+        }
+        let mut body = vec![0u8; length];
+        if read_exact(stream, &mut body).is_err() {
+            return match hello {
+                Some(hello) => Ok(Answer::Hello(hello)),
+                None => Ok(Answer::Closed),
+            };
+        }
+        match content_type {
+            21 => {
+                if hello.is_some() {
+                    break;
+                }
+                // [level, description]; an empty alert is still a refusal.
+                return Ok(Answer::Alert(body.get(1).copied().unwrap_or(0)));
+            }
+            22 => handshake.extend_from_slice(&body),
+            // change_cipher_spec or encrypted data after the hello: the clear part is over.
+            _ if hello.is_some() => break,
+            _ => return Err(ProbeError::NotTls),
+        }
+        // Whole handshake messages in the buffer, in order.
+        while let Some(length) = handshake.get(1..4) {
+            let total = 4
+                + (usize::from(length[0]) << 16
+                    | usize::from(length[1]) << 8
+                    | usize::from(length[2]));
+            if handshake.len() < total {
+                if total > MAX_FLIGHT {
+                    return Err(ProbeError::NotTls);
+                }
+                break;
+            }
+            let message: Vec<u8> = handshake.drain(..total).collect();
+            let done = take_message(&message, &mut hello, flight)?;
+            if done {
+                return hello.map(Answer::Hello).ok_or(ProbeError::NotTls);
+            }
+        }
+    }
+    hello.map(Answer::Hello).ok_or(ProbeError::NotTls)
+}
+
+struct Closed;
+
+fn read_exact(stream: &mut impl Read, buffer: &mut [u8]) -> Result<(), Closed> {
+    // A timeout mid-answer also ends the reading: what arrived is what we judge.
+    stream.read_exact(buffer).map_err(|_| Closed)
+}
+
+/// Takes one handshake message; `true` when the probe has read all it wanted.
+fn take_message(
+    message: &[u8],
+    hello: &mut Option<ServerHello>,
+    flight: bool,
+) -> Result<bool, ProbeError> {
+    let parsed = parse_tls_message_handshake(message).map_err(|_| ProbeError::NotTls)?;
+    let TlsMessage::Handshake(handshake) = parsed.1 else {
+        return Err(ProbeError::NotTls);
+    };
+    match handshake {
+        TlsMessageHandshake::ServerHello(contents) => {
+            if hello.is_some() {
+                return Err(ProbeError::NotTls);
+            }
+            let mut server_hello = ServerHello {
+                version: contents.version.0,
+                suite: contents.cipher.0,
+                hello_retry: contents.random == tlslab_core::names::HELLO_RETRY_RANDOM,
+                ..ServerHello::default()
+            };
+            if let Some(extensions) = contents.ext {
+                let (_, extensions) = parse_tls_server_hello_extensions(extensions)
+                    .map_err(|_| ProbeError::NotTls)?;
+                for extension in extensions {
+                    match extension {
+                        TlsExtension::SupportedVersions(versions) => {
+                            if let Some(version) = versions.first() {
+                                server_hello.version = version.0;
+                            }
+                        }
+                        // ServerHello: group, length, key; HelloRetryRequest: group alone.
+                        TlsExtension::KeyShare(data) => {
+                            server_hello.group = data
+                                .get(..2)
+                                .map(|group| u16::from_be_bytes([group[0], group[1]]));
+                        }
+                        TlsExtension::ALPN(protocols) => {
+                            server_hello.alpn = protocols
+                                .first()
+                                .map(|protocol| String::from_utf8_lossy(protocol).into_owned());
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            let tls13 = server_hello.version == 0x0304;
+            *hello = Some(server_hello);
+            // TLS 1.3 encrypts the rest; without certificates the hello is all we need.
+            Ok(!flight || tls13)
+        }
+        TlsMessageHandshake::Certificate(contents) => {
+            let Some(hello) = hello.as_mut() else {
+                return Err(ProbeError::NotTls);
+            };
+            hello.certificates = contents
+                .cert_chain
+                .iter()
+                .map(|certificate| certificate.data.to_vec())
+                .collect();
+            Ok(false)
+        }
+        // TLS 1.2's ECDHE parameters start with curve_type 3 (named_curve) and the group
+        // (RFC 8422, 5.4): the group a TLS 1.2 server chose is only said here.
+        TlsMessageHandshake::ServerKeyExchange(contents) => {
+            if let (Some(hello), [3, high, low, ..]) = (hello.as_mut(), contents.parameters) {
+                hello.group = Some(u16::from_be_bytes([*high, *low]));
+            }
+            Ok(false)
+        }
+        TlsMessageHandshake::ServerDone(_) => Ok(true),
+        _ => Ok(hello.is_none()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn garbage_and_short_answers_are_errors_not_panics() {
+        let cases: [&[u8]; 6] = [
+            b"HTTP/1.1 400 Bad Request\r\n\r\n",
+            &[22, 3, 3, 0, 4, 2, 0, 0, 9],
+            &[22, 3, 3, 0, 4, 2, 0xff, 0xff, 0xff],
+            &[21, 3, 3, 0, 2, 2, 40],
+            &[21, 3, 3, 0, 0],
+            &[],
+        ];
+        let answers: Vec<_> = cases
+            .iter()
+            .map(|case| read_answer(&mut &case[..], false))
+            .collect();
+        assert_eq!(answers[0], Err(ProbeError::NotTls));
+        assert_eq!(answers[1], Ok(Answer::Closed));
+        // A handshake message longer than any flight: not a TLS server we can read.
+        assert_eq!(answers[2], Err(ProbeError::NotTls));
+        assert_eq!(answers[3], Ok(Answer::Alert(40)));
+        assert_eq!(answers[4], Ok(Answer::Alert(0)));
+        assert_eq!(answers[5], Ok(Answer::Closed));
+    }
+
+    #[test]
+    fn a_hello_retry_request_names_its_group() {
+        // ServerHello with the HRR random, suite 0x1301, supported_versions 1.3, key_share x25519.
+        let mut body = vec![0x03, 0x03];
+        body.extend_from_slice(&tlslab_core::names::HELLO_RETRY_RANDOM);
+        body.push(0);
+        body.extend_from_slice(&[0x13, 0x01, 0]);
+        let extensions = [0x00, 0x2b, 0, 2, 0x03, 0x04, 0x00, 0x33, 0, 2, 0x00, 0x1d];
+        body.extend_from_slice(&(extensions.len() as u16).to_be_bytes());
+        body.extend_from_slice(&extensions);
+        let mut message = vec![2, 0, 0, body.len() as u8];
+        message.extend_from_slice(&body);
+        let mut record = vec![22, 3, 3, 0, message.len() as u8];
+        record.extend_from_slice(&message);
+        let Ok(Answer::Hello(hello)) = read_answer(&mut &record[..], false) else {
+            panic!("no hello");
+        };
+        assert!(hello.hello_retry);
+        assert_eq!(
+            (hello.version, hello.suite, hello.group),
+            (0x0304, 0x1301, Some(0x1d))
+        );
+    }
+}

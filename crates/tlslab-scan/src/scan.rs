@@ -1,0 +1,591 @@
+//! The scan: which probes, in which order, and what their answers mean.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tls_parser::{TlsCipherKx, TlsCipherSuite};
+
+use crate::certificate::{self, Certificates};
+use crate::grade::{self, Grade};
+use crate::hello::{
+    group_name, groups, legacy_suites, suite_name, ClientHello, Version, TLS13_SUITES,
+};
+use crate::mozilla::{self, ProfileResult};
+use crate::probe::{Answer, Limiter, ProbeError, Prober, ServerHello};
+
+/// What to scan: a host and a port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub host: String,
+    pub port: u16,
+}
+
+impl Target {
+    /// `HOST`, `HOST:PORT`, `[V6]:PORT` or a bare IPv6 address; the port defaults to 443.
+    pub fn parse(text: &str) -> Result<Target, ScanError> {
+        let invalid = || ScanError {
+            kind: ScanErrorKind::Usage,
+            message: format!("{text:?} is not HOST[:PORT]"),
+            hint: "for example example.com, example.com:8443, 127.0.0.1:443 or [::1]:443".into(),
+        };
+        let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+            let (host, after) = rest.split_once(']').ok_or_else(invalid)?;
+            match after.strip_prefix(':') {
+                Some(port) => (host, Some(port)),
+                None if after.is_empty() => (host, None),
+                None => return Err(invalid()),
+            }
+        } else if text.matches(':').count() > 1 {
+            (text, None)
+        } else {
+            match text.split_once(':') {
+                Some((host, port)) => (host, Some(port)),
+                None => (text, None),
+            }
+        };
+        let port = match port {
+            Some(port) => port
+                .parse::<u16>()
+                .ok()
+                .filter(|port| *port > 0)
+                .ok_or_else(invalid)?,
+            None => 443,
+        };
+        if host.is_empty() || host.contains(char::is_whitespace) {
+            return Err(invalid());
+        }
+        Ok(Target {
+            host: host.to_string(),
+            port,
+        })
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(formatter, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(formatter, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// How to scan.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The name sent as SNI and checked against the certificate; the host when `None`.
+    pub server_name: Option<String>,
+    /// Connections open to the target at once.
+    pub concurrency: usize,
+    /// Per probe: connecting, and waiting for each answer.
+    pub timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            server_name: None,
+            concurrency: 4,
+            timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A scan that could not be made at all (one probe failing is not this).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanError {
+    pub kind: ScanErrorKind,
+    pub message: String,
+    pub hint: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanErrorKind {
+    /// The target as written cannot be scanned (not HOST[:PORT]).
+    Usage,
+    /// The target does not resolve, does not answer, or does not speak TLS.
+    Environment,
+}
+
+impl std::fmt::Display for ScanError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ScanError {}
+
+/// Whose preference decides among what both sides support.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// The server picks its favourite whatever the client's order: the list is its order.
+    Server,
+    /// The server takes the client's first acceptable choice.
+    Client,
+    /// Neither consistently (for instance, ChaCha20 first only for clients that prefer it).
+    Mixed,
+    /// One choice: there is no order to tell.
+    Single,
+}
+
+impl Order {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Order::Server => "server order",
+            Order::Client => "client order",
+            Order::Mixed => "mixed order",
+            Order::Single => "one choice",
+        }
+    }
+}
+
+/// One supported version and its suites.
+#[derive(Debug, Clone, Serialize)]
+pub struct VersionSupport {
+    pub version: String,
+    /// IANA names; in the server's order when `order` is `server`.
+    pub suites: Vec<String>,
+    pub order: Order,
+    #[serde(skip)]
+    pub protocol: Option<Version>,
+    #[serde(skip)]
+    pub suite_ids: Vec<u16>,
+}
+
+/// The groups one version's key exchange accepts.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupSupport {
+    pub groups: Vec<String>,
+    pub order: Order,
+    #[serde(skip)]
+    pub group_ids: Vec<u16>,
+}
+
+/// Everything a scan found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub target: String,
+    pub address: String,
+    pub server_name: Option<String>,
+    /// Every version the scan asked about, supported or not, oldest first.
+    pub versions_offered: Vec<String>,
+    /// The supported versions, newest first, each with its suites.
+    pub versions: Vec<VersionSupport>,
+    pub groups_tls13: Option<GroupSupport>,
+    pub groups_tls12: Option<GroupSupport>,
+    /// ALPN protocols the server selected when offered alone; `None` for a TLS 1.3-only
+    /// server, whose choice is in its encrypted extensions (not probed yet).
+    pub alpn: Option<Vec<String>>,
+    pub certificates: Certificates,
+    pub mozilla: Vec<ProfileResult>,
+    pub grade: Grade,
+    pub connections: u64,
+    pub seconds: f64,
+    /// Probes that got no answer (timeouts, resets), as "what: why"; the scan went on.
+    pub probe_errors: Vec<String>,
+}
+
+impl Report {
+    pub fn supports(&self, version: Version) -> bool {
+        self.version(version).is_some()
+    }
+
+    pub fn version(&self, version: Version) -> Option<&VersionSupport> {
+        self.versions
+            .iter()
+            .find(|support| support.protocol == Some(version))
+    }
+}
+
+/// Scans one target.
+pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
+    let started = Instant::now();
+    let address = resolve(target)?;
+    let server_name = options
+        .server_name
+        .clone()
+        .unwrap_or_else(|| target.host.clone());
+    let prober = Prober {
+        address,
+        server_name: Some(server_name.clone()),
+        timeout: options.timeout,
+        limiter: Limiter::new(options.concurrency),
+        errors: Mutex::new(Vec::new()),
+    };
+    let unreachable = |error: ProbeError| ScanError {
+        kind: ScanErrorKind::Environment,
+        message: format!("{target} ({address}): {error}"),
+        hint: match error {
+            ProbeError::Refused => "nothing listens on that port; check the host and port",
+            ProbeError::Timeout => "no answer: a firewall, a wrong address, or --timeout too short",
+            _ => "check that the host is reachable from here",
+        }
+        .into(),
+    };
+    // One plain connection first, so an unreachable target is one clear error, not a list
+    // of failed probes.
+    prober
+        .limiter
+        .with_permit(|| prober.connect())
+        .map_err(unreachable)?;
+
+    let answers: Vec<(Version, Result<Answer, ProbeError>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = Version::ALL
+            .iter()
+            .map(|&version| {
+                let prober = &prober;
+                let name = prober.server_name.as_deref();
+                scope.spawn(move || {
+                    let hello = ClientHello::new(version, offered_suites(version), name);
+                    (version, prober.probe(version.name(), &hello, false))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|handle| handle.join().ok())
+            .collect()
+    });
+    if answers
+        .iter()
+        .all(|(_, answer)| matches!(answer, Err(ProbeError::NotTls)))
+    {
+        return Err(ScanError {
+            kind: ScanErrorKind::Environment,
+            message: format!("{target} ({address}) does not speak TLS"),
+            hint: "is this a plain-text port (HTTP, SMTP before STARTTLS)? tlslab scan needs a port that starts with TLS".into(),
+        });
+    }
+    let supported: Vec<Version> = answers
+        .iter()
+        .filter(|(version, answer)| {
+            matches!(answer, Ok(Answer::Hello(hello)) if hello.version == version.code_point())
+        })
+        .map(|(version, _)| *version)
+        .collect();
+    if supported.is_empty() {
+        let every_error = answers.iter().all(|(_, answer)| answer.is_err());
+        return Err(ScanError {
+            kind: ScanErrorKind::Environment,
+            message: format!(
+                "{target} ({address}) accepted no version from SSL 3.0 to TLS 1.3{}",
+                if every_error {
+                    ": every probe failed"
+                } else {
+                    ""
+                }
+            ),
+            hint: "check --sni (a server may refuse an unknown name) and --timeout".into(),
+        });
+    }
+
+    // Suites per version, groups, ALPN and the certificate flight, all at once: the limiter
+    // keeps the connections to the target bounded.
+    let legacy_best = supported
+        .iter()
+        .copied()
+        .filter(|version| *version != Version::Tls13)
+        .max();
+    let (mut versions, groups_tls13, groups_tls12, alpn, flight) = std::thread::scope(|scope| {
+        let prober = &prober;
+        let suite_handles: Vec<_> = supported
+            .iter()
+            .map(|&version| scope.spawn(move || suites_of(prober, version)))
+            .collect();
+        let tls13 = supported
+            .contains(&Version::Tls13)
+            .then(|| scope.spawn(move || tls13_groups(prober)));
+        let tls12 = supported
+            .contains(&Version::Tls12)
+            .then(|| scope.spawn(move || tls12_groups(prober)));
+        let alpn = legacy_best.map(|version| scope.spawn(move || alpn_of(prober, version)));
+        let flight =
+            legacy_best.map(|version| scope.spawn(move || certificate_flight(prober, version)));
+        (
+            suite_handles
+                .into_iter()
+                .filter_map(|handle| handle.join().ok())
+                .collect::<Vec<_>>(),
+            tls13.and_then(|handle| handle.join().ok()),
+            tls12.and_then(|handle| handle.join().ok()),
+            alpn.and_then(|handle| handle.join().ok()),
+            flight
+                .and_then(|handle| handle.join().ok())
+                .unwrap_or_default(),
+        )
+    });
+    versions.sort_by_key(|support| std::cmp::Reverse(support.protocol));
+
+    let certificates = certificate::inspect(
+        &prober,
+        &server_name,
+        flight,
+        supported.contains(&Version::Tls12) || supported.contains(&Version::Tls13),
+    );
+    let mut report = Report {
+        target: target.to_string(),
+        address: address.to_string(),
+        server_name: prober.server_name.clone(),
+        versions_offered: Version::ALL.iter().map(|v| v.name().to_string()).collect(),
+        versions,
+        groups_tls13,
+        groups_tls12,
+        alpn,
+        certificates,
+        mozilla: Vec::new(),
+        grade: Grade::default(),
+        connections: 0,
+        seconds: 0.0,
+        probe_errors: Vec::new(),
+    };
+    report.mozilla = mozilla::check(&report);
+    report.grade = grade::grade(&report);
+    report.connections = prober.limiter.connections();
+    report.seconds = started.elapsed().as_secs_f64();
+    report.probe_errors = prober
+        .errors
+        .into_inner()
+        .unwrap_or_else(|poison| poison.into_inner());
+    Ok(report)
+}
+
+fn resolve(target: &Target) -> Result<SocketAddr, ScanError> {
+    let failed = |why: String| ScanError {
+        kind: ScanErrorKind::Environment,
+        message: format!("cannot resolve {}: {why}", target.host),
+        hint: "check the host name (and DNS on this machine)".into(),
+    };
+    (target.host.as_str(), target.port)
+        .to_socket_addrs()
+        .map_err(|error| failed(error.to_string()))?
+        .next()
+        .ok_or_else(|| failed("no address".into()))
+}
+
+fn offered_suites(version: Version) -> Vec<u16> {
+    if version == Version::Tls13 {
+        TLS13_SUITES.to_vec()
+    } else {
+        legacy_suites()
+    }
+}
+
+/// The server's choice among `offered`, or `None` when it declined (or the probe failed:
+/// noted in the prober's errors). A choice outside `offered` is treated as a refusal, so a
+/// misbehaving server cannot keep a loop going.
+fn choice(
+    prober: &Prober,
+    what: &str,
+    hello: &ClientHello,
+    flight: bool,
+    version: Version,
+    pick: impl Fn(&ServerHello) -> Option<u16>,
+    offered: &[u16],
+) -> Option<u16> {
+    match prober.probe(what, hello, flight) {
+        Ok(Answer::Hello(answer)) if answer.version == version.code_point() => {
+            pick(&answer).filter(|chosen| offered.contains(chosen))
+        }
+        _ => None,
+    }
+}
+
+/// Every candidate the server accepts and its order: offer the remaining candidates, take
+/// the server's pick out, ask again until it declines. A server that follows its own order
+/// picks its favourite of the remaining set each time, so the discovery order is its order;
+/// one offer of the accepted set reversed then tells whose order it follows.
+fn enumerate(candidates: &[u16], ask: impl Fn(&[u16]) -> Option<u16>) -> (Vec<u16>, Order) {
+    let mut remaining = candidates.to_vec();
+    let mut accepted = Vec::new();
+    while !remaining.is_empty() {
+        let Some(chosen) = ask(&remaining) else {
+            break;
+        };
+        remaining.retain(|candidate| *candidate != chosen);
+        accepted.push(chosen);
+    }
+    let order = match accepted.as_slice() {
+        [] | [_] => Order::Single,
+        [first, .., last] => {
+            let reversed: Vec<u16> = accepted.iter().rev().copied().collect();
+            match ask(&reversed) {
+                Some(chosen) if chosen == *first => Order::Server,
+                Some(chosen) if chosen == *last => Order::Client,
+                _ => Order::Mixed,
+            }
+        }
+    };
+    (accepted, order)
+}
+
+fn suites_of(prober: &Prober, version: Version) -> VersionSupport {
+    let name = prober.server_name.as_deref();
+    let what = format!("{} suites", version.name());
+    let (suite_ids, order) = enumerate(&offered_suites(version), |offer| {
+        let hello = ClientHello::new(version, offer.to_vec(), name);
+        choice(
+            prober,
+            &what,
+            &hello,
+            false,
+            version,
+            |answer| Some(answer.suite),
+            offer,
+        )
+    });
+    VersionSupport {
+        version: version.name().into(),
+        suites: suite_ids.iter().map(|id| suite_name(*id)).collect(),
+        order,
+        protocol: Some(version),
+        suite_ids,
+    }
+}
+
+fn group_support((group_ids, order): (Vec<u16>, Order)) -> GroupSupport {
+    GroupSupport {
+        groups: group_ids.iter().map(|id| group_name(*id)).collect(),
+        order,
+        group_ids,
+    }
+}
+
+/// TLS 1.3 groups: supported_groups lists the remaining groups and key_share is empty, so a
+/// server that accepts one must answer with a HelloRetryRequest naming it (RFC 8446, 4.1.4).
+/// No key share is ever sent, so none needs to be a valid public key (servers do check:
+/// OpenSSL refuses a P-256 share that is not on the curve, and ML-KEM keys are checked).
+fn tls13_groups(prober: &Prober) -> GroupSupport {
+    let name = prober.server_name.as_deref();
+    group_support(enumerate(&groups::TLS13, |offer| {
+        let mut hello = ClientHello::new(Version::Tls13, TLS13_SUITES.to_vec(), name);
+        hello.groups = offer.to_vec();
+        hello.key_shares.clear();
+        choice(
+            prober,
+            "TLS 1.3 groups",
+            &hello,
+            false,
+            Version::Tls13,
+            |answer| answer.group,
+            offer,
+        )
+    }))
+}
+
+/// TLS 1.2 ECDHE curves: only ECDHE suites offered, the server's curve read from its
+/// ServerKeyExchange. In TLS 1.2, supported_groups also limits the curve of an ECDSA
+/// certificate (RFC 8422, 5.1), so once enumeration has taken the certificate's curve out of
+/// the offer, the server declines every ECDSA suite and the curves after it go unseen. Each
+/// curve not found is then offered once more first, ahead of those already accepted: a
+/// server that follows the client picks it if it can. (One that enforces its own order picks
+/// it only if it prefers it to those; such a curve can still be missed.)
+fn tls12_groups(prober: &Prober) -> GroupSupport {
+    let name = prober.server_name.as_deref();
+    let ecdhe: Vec<u16> = legacy_suites()
+        .into_iter()
+        .filter(|id| {
+            TlsCipherSuite::from_id(*id).is_some_and(|suite| suite.kx == TlsCipherKx::Ecdhe)
+        })
+        .collect();
+    let ask = |offer: &[u16]| {
+        let mut hello = ClientHello::new(Version::Tls12, ecdhe.clone(), name);
+        hello.groups = offer.to_vec();
+        choice(
+            prober,
+            "TLS 1.2 groups",
+            &hello,
+            true,
+            Version::Tls12,
+            |answer| answer.group,
+            offer,
+        )
+    };
+    let (mut accepted, order) = enumerate(&groups::TLS12_ECDHE, ask);
+    if !accepted.is_empty() {
+        for group in groups::TLS12_ECDHE {
+            if accepted.contains(&group) {
+                continue;
+            }
+            let offer: Vec<u16> = std::iter::once(group)
+                .chain(accepted.iter().copied())
+                .collect();
+            if ask(&offer) == Some(group) {
+                accepted.push(group);
+            }
+        }
+    }
+    group_support((accepted, order))
+}
+
+/// Each protocol offered alone: the ones the server selects. Asked in TLS 1.2 or older,
+/// where the ServerHello carries the choice in the clear (TLS 1.3 encrypts it).
+fn alpn_of(prober: &Prober, version: Version) -> Vec<String> {
+    ["h2", "http/1.1"]
+        .iter()
+        .filter(|protocol| {
+            let mut hello = ClientHello::new(
+                version,
+                offered_suites(version),
+                prober.server_name.as_deref(),
+            );
+            hello.alpn = vec![protocol.to_string()];
+            matches!(
+                prober.probe("ALPN", &hello, false),
+                Ok(Answer::Hello(answer)) if answer.alpn.as_deref() == Some(**protocol)
+            )
+        })
+        .map(|protocol| protocol.to_string())
+        .collect()
+}
+
+/// The chain as sent in the clear by the newest pre-1.3 version the server supports.
+fn certificate_flight(prober: &Prober, version: Version) -> Vec<Vec<u8>> {
+    let hello = ClientHello::new(
+        version,
+        offered_suites(version),
+        prober.server_name.as_deref(),
+    );
+    match prober.probe("certificate", &hello, true) {
+        Ok(Answer::Hello(answer)) => answer.certificates,
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse_with_a_default_port() {
+        let parse = |text| Target::parse(text).map(|target| (target.host, target.port));
+        assert_eq!(parse("example.com"), Ok(("example.com".into(), 443)));
+        assert_eq!(parse("127.0.0.1:8443"), Ok(("127.0.0.1".into(), 8443)));
+        assert_eq!(parse("[::1]:8443"), Ok(("::1".into(), 8443)));
+        assert_eq!(parse("::1"), Ok(("::1".into(), 443)));
+        assert!(parse("example.com:0").is_err());
+        assert!(parse("example.com:https").is_err());
+        assert!(parse(":443").is_err());
+    }
+
+    #[test]
+    fn enumeration_tells_server_order_from_client_order() {
+        let server_order = [3u16, 1, 2];
+        let server = |offer: &[u16]| server_order.iter().copied().find(|s| offer.contains(s));
+        assert_eq!(
+            enumerate(&[1, 2, 3, 4], server),
+            (vec![3, 1, 2], Order::Server)
+        );
+        let supported = [2u16, 3];
+        let client = |offer: &[u16]| offer.iter().copied().find(|s| supported.contains(s));
+        assert_eq!(
+            enumerate(&[1, 2, 3, 4], client),
+            (vec![2, 3], Order::Client)
+        );
+        let none = |_: &[u16]| None;
+        assert_eq!(enumerate(&[1, 2], none), (vec![], Order::Single));
+    }
+}

@@ -1,0 +1,262 @@
+//! `tlslab scan HOST[:PORT]...`: what each server supports, Mozilla's verdict and a grade,
+//! printed for a person (one screen) or as JSON. The scanning is tlslab-scan's.
+
+use std::io::Write;
+use std::time::Duration;
+
+use clap::Args;
+use tlslab_scan::{Options, Report, ScanError, ScanErrorKind, Target};
+
+use crate::failure::{CliError, EXIT_ENVIRONMENT};
+use crate::output;
+
+const SCAN_EXAMPLES: &str = "Examples:
+  tlslab scan example.com
+  tlslab scan 127.0.0.1:8443 --sni localhost --json
+  tlslab scan mail.example.com:465 example.org --concurrency 2 --timeout 10s";
+
+#[derive(Debug, Args)]
+#[command(after_help = SCAN_EXAMPLES)]
+pub struct ScanArgs {
+    /// Servers to scan, HOST or HOST:PORT (port 443 when not given).
+    #[arg(required = true, value_name = "HOST[:PORT]")]
+    pub targets: Vec<String>,
+    /// The name to send as SNI and check the certificate against (default: the host).
+    #[arg(long, value_name = "NAME")]
+    pub sni: Option<String>,
+    /// Print the report as JSON (a list, one object per target).
+    #[arg(long)]
+    pub json: bool,
+    /// Connections open to one target at once.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub concurrency: usize,
+    /// How long one probe waits to connect, and for each answer.
+    #[arg(long, default_value = "5s", value_name = "DURATION")]
+    pub timeout: String,
+}
+
+fn from_scan_error(error: ScanError) -> CliError {
+    match error.kind {
+        ScanErrorKind::Usage => CliError::usage(error.message, error.hint),
+        ScanErrorKind::Environment => CliError::environment(error.message, error.hint),
+    }
+}
+
+pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
+    let timeout = tlslab_core::duration::parse(&args.timeout)
+        .ok()
+        .filter(|timeout| *timeout > Duration::ZERO)
+        .ok_or_else(|| {
+            CliError::usage(
+                format!("--timeout {}: not a duration", args.timeout),
+                "for example --timeout 5s or --timeout 500ms",
+            )
+        })?;
+    if args.concurrency == 0 {
+        return Err(CliError::usage(
+            "--concurrency 0: no probe could run",
+            "give 1 or more (4 is polite to one server)",
+        ));
+    }
+    // Every target is checked before the first connection.
+    let targets = args
+        .targets
+        .iter()
+        .map(|text| Target::parse(text))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(from_scan_error)?;
+    let options = Options {
+        server_name: args.sni.clone(),
+        concurrency: args.concurrency,
+        timeout,
+    };
+    let mut reports = Vec::new();
+    let mut failures = Vec::new();
+    for target in &targets {
+        match tlslab_scan::scan(target, &options) {
+            Ok(report) => {
+                if !args.json {
+                    print_report(&report)?;
+                }
+                reports.push(report);
+            }
+            // One target that cannot be scanned does not stop the others.
+            Err(error) if targets.len() > 1 => {
+                let error = from_scan_error(error);
+                error.print();
+                failures.push(error);
+            }
+            Err(error) => return Err(from_scan_error(error)),
+        }
+    }
+    if args.json {
+        let text = serde_json::to_string_pretty(&reports)
+            .map_err(|error| CliError::environment(format!("cannot write JSON: {error}"), ""))?;
+        writeln!(output::stdout(), "{text}").map_err(output::write_failed)?;
+    }
+    Ok(if failures.is_empty() {
+        0
+    } else {
+        EXIT_ENVIRONMENT
+    })
+}
+
+fn print_report(report: &Report) -> Result<(), CliError> {
+    let mut text = String::new();
+    let mut line = |content: String| {
+        text.push_str(&content);
+        text.push('\n');
+    };
+    line(format!(
+        "scan of {} ({}, SNI {})",
+        report.target,
+        report.address,
+        report.server_name.as_deref().unwrap_or("none")
+    ));
+    let supported: Vec<&str> = report.versions.iter().map(|v| v.version.as_str()).collect();
+    let refused: Vec<&str> = report
+        .versions_offered
+        .iter()
+        .rev()
+        .map(String::as_str)
+        .filter(|name| !supported.contains(name))
+        .collect();
+    line(format!(
+        "versions     {}{}",
+        supported.join(", "),
+        if refused.is_empty() {
+            String::new()
+        } else {
+            format!("   (refused: {})", refused.join(", "))
+        }
+    ));
+    for version in &report.versions {
+        line(format!(
+            "{:<12} {} suites, {}",
+            version.version,
+            version.suites.len(),
+            version.order.describe()
+        ));
+        for suite in &version.suites {
+            line(format!("               {suite}"));
+        }
+    }
+    for (name, groups) in [
+        ("TLS 1.3", &report.groups_tls13),
+        ("TLS 1.2", &report.groups_tls12),
+    ] {
+        if let Some(groups) = groups {
+            line(format!(
+                "groups {name} {} ({})",
+                if groups.groups.is_empty() {
+                    "none found".to_string()
+                } else {
+                    groups.groups.join(", ")
+                },
+                groups.order.describe()
+            ));
+        }
+    }
+    line(format!(
+        "ALPN         {}",
+        match &report.alpn {
+            None => "not probed (TLS 1.3 only: the choice is encrypted)".to_string(),
+            Some(alpn) if alpn.is_empty() => "none selected".to_string(),
+            Some(alpn) => alpn.join(", "),
+        }
+    ));
+    let certificates = &report.certificates;
+    let yes_no = |value: Option<bool>| match value {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "not checked",
+    };
+    if certificates.chain.is_empty() {
+        line("certificate  none read".into());
+    } else {
+        line(format!(
+            "certificate  {} sent ({}); in order: {}; names {}: {}; trusted: {}{}",
+            certificates.chain.len(),
+            certificates.source.as_deref().unwrap_or("?"),
+            yes_no(certificates.chain_in_order),
+            report.server_name.as_deref().unwrap_or("the host"),
+            yes_no(certificates.name_matches),
+            yes_no(certificates.trusted),
+            certificates
+                .trust_error
+                .as_deref()
+                .map(|error| format!(" ({error})"))
+                .unwrap_or_default()
+        ));
+        for (index, certificate) in certificates.chain.iter().enumerate() {
+            line(format!(
+                "  {index} {}  {}  {}  {} to {}{}",
+                certificate.subject,
+                certificate.key,
+                certificate.signature,
+                certificate.not_before,
+                certificate.not_after,
+                if certificate.expired { " EXPIRED" } else { "" }
+            ));
+            line(format!("    issuer {}", certificate.issuer));
+            if !certificate.names.is_empty() {
+                line(format!("    names {}", certificate.names.join(", ")));
+            }
+        }
+    }
+    line(format!(
+        "HSTS         {}",
+        certificates.hsts.as_deref().unwrap_or("none")
+    ));
+    for result in &report.mozilla {
+        let verdict = if result.matches {
+            "matches".to_string()
+        } else {
+            result.changes.join("; ")
+        };
+        let notes = if result.certificate_notes.is_empty() {
+            String::new()
+        } else {
+            format!("  [certificate: {}]", result.certificate_notes.join("; "))
+        };
+        line(format!(
+            "Mozilla {} {:<12} {verdict}{notes}",
+            result.guideline, result.level
+        ));
+    }
+    let grade = &report.grade;
+    line(format!(
+        "grade        {}{} (score {}: protocol {}, key exchange {}, cipher {})",
+        grade.letter,
+        if grade.letter == grade.letter_if_trusted {
+            String::new()
+        } else {
+            format!(", {} if the certificate were fine", grade.letter_if_trusted)
+        },
+        grade.score,
+        grade.protocol_score,
+        grade.key_exchange_score,
+        grade.cipher_score
+    ));
+    for reason in &grade.reasons {
+        line(format!("             {reason}"));
+    }
+    for note in &grade.notes {
+        line(format!("             note: {note}"));
+    }
+    line(format!(
+        "connections  {} in {:.2} s{}",
+        report.connections,
+        report.seconds,
+        if report.probe_errors.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; {} probes failed ({})",
+                report.probe_errors.len(),
+                report.probe_errors.join("; ")
+            )
+        }
+    ));
+    write!(output::stdout(), "{text}").map_err(output::write_failed)
+}
