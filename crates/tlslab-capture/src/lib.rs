@@ -291,6 +291,7 @@ fn config_record(index: usize, key: &ConfigKey, connection: &flows::Connection) 
         cert_cache: false,
         keep_alive: false,
         scheme: "https".to_string(),
+        page: None,
         hello_retry: key.hello_retry,
         trust: None,
         insecure: false,

@@ -80,6 +80,10 @@ pub struct Experiment {
     pub http: Vec<Http>,
     /// The request's path.
     pub path: String,
+    /// Page mode: each attempt loads a page, the document at `path` and these resources
+    /// (`86:30KB`), as a browser does: six connections over HTTP/1.1, one over HTTP/2.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<crate::Page>,
     /// Size in bytes of the body the lab server answers every request with.
     pub body: u64,
     /// After the run, re-send captured 0-RTT flights to the lab server and count how many of
@@ -177,6 +181,7 @@ impl Default for Experiment {
             transport: vec![Transport::Tcp],
             http: vec![Http::None],
             path: "/".to_string(),
+            page: None,
             body: 1024,
             replay: false,
             close: CloseMode::Reset,

@@ -27,6 +27,7 @@ pub mod experiment;
 pub mod names;
 pub mod network;
 pub mod overrides;
+pub mod page;
 pub mod pins;
 pub mod plan;
 pub mod record;
@@ -43,6 +44,7 @@ pub use dimension::{
 pub use experiment::Experiment;
 pub use network::{Loss, Network, NetworkDimensions, Rate};
 pub use overrides::Overrides;
+pub use page::Page;
 pub use pins::Pins;
 pub use plan::{Plan, Trial};
 pub use record::{

@@ -37,6 +37,7 @@ pub struct Overrides {
     pub transport: Option<Vec<String>>,
     pub http: Option<Vec<String>>,
     pub path: Option<String>,
+    pub page: Option<String>,
     pub backend: Option<Vec<String>>,
     pub client_backend: Option<Vec<String>>,
     pub server_backend: Option<Vec<String>>,
@@ -213,6 +214,16 @@ impl Experiment {
         set(&mut self.body, &given.body, copy)?;
         set(&mut self.max_error_rate, &given.max_error_rate, copy)?;
         set(&mut self.path, &given.path, copy)?;
+        set(&mut self.page, &given.page, |text| {
+            text.parse()
+                .map(Some)
+                .map_err(|problem: crate::InvalidValue| {
+                    error(
+                        problem.to_string(),
+                        "for example --page 86:30KB (86 resources of 30 kB)",
+                    )
+                })
+        })?;
         set(&mut self.ech_public_name, &given.ech_public_name, copy)?;
         set(&mut self.block, &given.block, some)?;
         set(&mut self.seed, &given.seed, some)?;

@@ -97,6 +97,8 @@ pub struct ConfigRecord {
     pub keep_alive: bool,
     /// `https`, or `http` (plain); captures say `https`.
     pub scheme: String,
+    /// Page mode: the page's resources (`86:30000`); `None` otherwise.
+    pub page: Option<String>,
     /// What the client trusted: `lab root`, `CA file`, `system roots` or `insecure`, with
     /// ` + pin` under `--pin`; `None` for a capture's Configs.
     pub trust: Option<String>,

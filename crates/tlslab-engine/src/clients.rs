@@ -7,10 +7,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tlslab_backend::{
-    attempt_over_tcp, exchange, open_over_tcp, Attempt, Channel, ClientSettings, Failure,
-    PlainChannel, Request,
+    attempt_over_tcp, exchange, open_over_tcp, Attempt, Channel, Client as _, ClientSettings,
+    Failure, PlainChannel, Request,
 };
-use tlslab_core::{Backend, Config, ConnectionUse, ErrorClass, Event, Scheme, Transport};
+use tlslab_core::{Backend, Config, ConnectionUse, ErrorClass, Event, Page, Scheme, Transport};
+
+use crate::page::{self, Origin};
 use tlslab_tls::QuicAttemptOptions;
 
 use crate::error::RunError;
@@ -25,6 +27,8 @@ pub struct ConfigClient {
     library: Library,
     /// The request after the handshake (or, for plain HTTP, alone), if the Config sends one.
     request: Option<Request>,
+    /// The server's name: the `Host` of page mode's requests.
+    authority: String,
 }
 
 enum Library {
@@ -101,6 +105,7 @@ impl ConfigClient {
             address: route.address,
             library,
             request: settings.request(),
+            authority: settings.server_name.clone(),
         })
     }
 
@@ -136,6 +141,71 @@ impl ConfigClient {
                 None
             }
             Err(failure) => Some(Err(failure)),
+        }
+    }
+}
+
+impl ConfigClient {
+    /// Where page mode's requests go, with how to open another connection.
+    fn origin<'a, Open>(&self, open: &'a Open) -> Origin<'a, Open> {
+        Origin {
+            scheme: match self.config.scheme {
+                Scheme::Https => "https",
+                Scheme::Http => "http",
+            },
+            authority: self.authority.clone(),
+            path: self.config.path.clone(),
+            http: self.config.http,
+            open,
+        }
+    }
+
+    /// Page mode: the first connection's handshake is the attempt's; `page::load` does the
+    /// rest over it and the connections it opens.
+    async fn load_page(
+        &self,
+        agent: &Agent,
+        attempt: &mut Attempt,
+        page: &Page,
+    ) -> Result<(), Failure> {
+        let config = &self.config;
+        let stream = connect(self.address, config.close)
+            .await
+            .map_err(|error| Failure::io(&error))?;
+        attempt.mark(Event::TcpConnected);
+        attempt.local_address = stream.local_addr().ok();
+        attempt.connection = Some(ConnectionUse {
+            id: next_connection(),
+            request: 1,
+        });
+        match (&self.library, &agent.sessions) {
+            (Library::Rustls(client), Sessions::Rustls(session)) => {
+                let first = client.handshake(session, attempt, stream).await?.channel;
+                let open = || async {
+                    let stream = page::connect(self.address, config.close).await?;
+                    let mut own = Attempt::start();
+                    Ok(client.handshake(session, &mut own, stream).await?.channel)
+                };
+                page::load(attempt, first, self.origin(&open), page).await
+            }
+            (Library::Openssl(client), Sessions::Openssl(session)) => {
+                let first = client.handshake(session, attempt, stream).await?.channel;
+                let open = || async {
+                    let stream = page::connect(self.address, config.close).await?;
+                    let mut own = Attempt::start();
+                    Ok(client.handshake(session, &mut own, stream).await?.channel)
+                };
+                page::load(attempt, first, self.origin(&open), page).await
+            }
+            (Library::Plain, Sessions::Plain) => {
+                let first = PlainChannel::new(stream, attempt);
+                let open = || async {
+                    let stream = page::connect(self.address, config.close).await?;
+                    Ok(PlainChannel::new(stream, &mut Attempt::start()))
+                };
+                page::load(attempt, first, self.origin(&open), page).await
+            }
+            _ => Err(another_library()),
         }
     }
 }
@@ -176,6 +246,9 @@ impl Connector for ConfigClient {
             return client
                 .quic_attempt(session, attempt, self.address, options)
                 .await;
+        }
+        if let Some(page) = &config.page {
+            return self.load_page(agent, attempt, page).await;
         }
         if config.keep_alive {
             if let Some(result) = self.on_kept(agent, attempt).await {

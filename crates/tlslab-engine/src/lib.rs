@@ -49,6 +49,7 @@ pub mod environment;
 mod error;
 pub mod lab;
 pub mod network;
+mod page;
 mod progress;
 mod recording;
 mod replay;

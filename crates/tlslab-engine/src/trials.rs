@@ -406,8 +406,9 @@ impl<C: Connector> Block<C> {
         // Everything read after the handshake belongs to the response (QUIC counts its
         // datagrams elsewhere, so it reports none).
         let response_wire_bytes = (attempt.response.is_some()
-            && config.transport == tlslab_core::Transport::Tcp)
-            .then(|| attempt.bytes_received.saturating_sub(bytes_received));
+            && config.transport == tlslab_core::Transport::Tcp
+            && config.page.is_none())
+        .then(|| attempt.bytes_received.saturating_sub(bytes_received));
         Sample {
             config: config.index,
             trial: self.trial.index,

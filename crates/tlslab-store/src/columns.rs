@@ -210,6 +210,7 @@ const FIELDS: &[Field] = &[
     config("arrival_rate", "arrival_rate"),
     config("keep_alive", "keep_alive"),
     config("scheme", "scheme"),
+    config("page", "page"),
     sample("connection", "INTEGER", |s| {
         integer(s.connection.map(|c| c.id))
     }),
@@ -453,6 +454,7 @@ pub const CONFIG_COLUMNS: &[ConfigColumn] = &[
         "TEXT NOT NULL DEFAULT 'https'",
         Some(|c| text(Some(&c.scheme))),
     ),
+    ("page", "TEXT", Some(|c| text(c.page.as_deref()))),
 ];
 
 /// `"name"`, quoted: some column names (`group`) are SQL keywords.

@@ -241,6 +241,12 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',')]
     #[arg(help_heading = "Transport and HTTP")]
     pub scheme: Option<Vec<String>>,
+    /// Page mode: each attempt loads a page, the document at --path and these resources
+    /// (COUNT:SIZE,...: 86:30KB), as a browser does: six connections over HTTP/1.1, one
+    /// multiplexed over HTTP/2; the lab server serves them as /r/SIZE.
+    #[arg(long)]
+    #[arg(help_heading = "Transport and HTTP")]
+    pub page: Option<String>,
     /// The port of a target's plain HTTP, for --scheme http (default 80).
     #[arg(long)]
     #[arg(help_heading = "Transport and HTTP")]
@@ -431,6 +437,7 @@ impl RunArgs {
             transport: self.transport.clone(),
             http: self.http.clone(),
             path: self.path.clone(),
+            page: self.page.clone(),
             backend: self.backend.clone(),
             client_backend: self.client_backend.clone(),
             server_backend: self.server_backend.clone(),

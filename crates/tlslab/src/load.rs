@@ -58,16 +58,18 @@ fn parse_url(text: &str) -> Result<Url, CliError> {
 }
 
 /// A load tester's defaults: HTTP/1.1, and keep-alive unless another HTTP version is asked
-/// for (keep-alive runs HTTP/1.1 for now).
+/// for (keep-alive runs HTTP/1.1 for now) or pages are loaded.
 fn base(args: &LoadArgs) -> Experiment {
     let only_http11 = args.run.http.as_ref().is_none_or(|values| {
         values
             .iter()
             .all(|value| value.parse::<Http>() == Ok(Http::Http11))
     });
+    // Page mode opens its own connections.
+    let keep_alive = only_http11 && args.run.page.is_none();
     Experiment {
         http: vec![Http::Http11],
-        keep_alive: vec![if only_http11 {
+        keep_alive: vec![if keep_alive {
             KeepAlive::On
         } else {
             KeepAlive::Off

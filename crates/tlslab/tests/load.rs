@@ -225,3 +225,65 @@ fn at_a_round_trip_of_20_ms_https_costs_a_round_trip_per_connection_and_keep_ali
         56
     );
 }
+
+#[test]
+fn a_page_over_six_http1_connections_and_over_one_http2_connection_at_50_ms() {
+    require_emulation!();
+    let dir = scratch("load-page");
+    let (db, output) = load(
+        &dir,
+        "page",
+        &[
+            "--page",
+            "40:2KB",
+            "--http",
+            "1.1,2",
+            "--scheme",
+            "https,http",
+            "--rtt",
+            "50ms",
+            "-n",
+            "5",
+            "-c",
+            "1",
+            "--warmup",
+            "0",
+        ],
+    );
+    assert_eq!(
+        count_samples(
+            &db,
+            "s.outcome = 'ok' AND s.response_bytes = 1024 + 40 * 2000"
+        ),
+        20,
+        "every page whole: the document and its 40 resources"
+    );
+    // Connect, the document and one round of resources: at least four round trips over
+    // HTTPS (the handshake's), three over plain HTTP, whatever the protocol.
+    for (label, floor_ms) in [
+        ("tls1.3 % h1 page rtt50ms", 200),
+        ("tls1.3 % h2 page rtt50ms", 200),
+        ("http c1 h1 page rtt50ms", 150),
+        ("http c1 h2 page rtt50ms", 150),
+    ] {
+        let fastest = values_of(&db, "total", label, Samples::Measured)
+            .into_iter()
+            .min()
+            .unwrap_or_else(|| panic!("no page for {label}"));
+        assert!(fastest >= floor_ms * 1_000_000, "{label}: {fastest} ns");
+    }
+    // Forty small resources: six HTTP/1.1 connections need about seven rounds of requests,
+    // one HTTP/2 connection asks for all of them at once.
+    for scheme in ["tls1.3 %", "http c1"] {
+        let http1 = median_of(&db, "total", &format!("{scheme} h1 page rtt50ms"));
+        let http2 = median_of(&db, "total", &format!("{scheme} h2 page rtt50ms"));
+        assert!(
+            http2 < http1,
+            "{scheme}: HTTP/2 {http2} ns, HTTP/1.1 {http1} ns"
+        );
+    }
+    assert!(
+        output.contains("HTTPS against plain HTTP"),
+        "the study's page load comparison: {output}"
+    );
+}

@@ -183,6 +183,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
             "arrival_rate",
             "keep_alive",
             "scheme",
+            "page",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE configs DROP COLUMN {column}"))
@@ -260,7 +261,7 @@ fn a_schema_6_store_is_upgraded_when_opened() {
     {
         // What tlslab wrote before open loops: no schedule columns, version 6.
         let connection = rusqlite::Connection::open(&results).unwrap();
-        for column in ["arrival_rate", "keep_alive", "scheme"] {
+        for column in ["arrival_rate", "keep_alive", "scheme", "page"] {
             connection
                 .execute_batch(&format!("ALTER TABLE configs DROP COLUMN {column}"))
                 .unwrap();

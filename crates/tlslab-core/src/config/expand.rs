@@ -169,6 +169,7 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                                 transport: session.transport,
                                 http: session.http,
                                 path: experiment.path.clone(),
+                                page: experiment.page.clone(),
                                 insecure: experiment.insecure,
                                 pins: checked.pins.clone(),
                                 client_backend: backends.0,
@@ -453,6 +454,7 @@ fn sessions(experiment: &Experiment) -> Vec<Session> {
                                         hello_retry: hello_retry == HelloRetry::On,
                                         keep_alive: keep_alive == KeepAlive::On,
                                         scheme,
+                                        page: experiment.page.is_some(),
                                     });
                                 }
                             }
@@ -636,6 +638,9 @@ fn automatic_label(
     }
     if session.keep_alive {
         label.push_str(" keepalive");
+    }
+    if session.page {
+        label.push_str(" page");
     }
     label
 }

@@ -65,6 +65,8 @@ pub struct Config {
     /// The request after the handshake, if any.
     pub http: Http,
     pub path: String,
+    /// Page mode: the resources each attempt loads after the document at `path`.
+    pub page: Option<crate::Page>,
     pub insecure: bool,
     /// Public keys the server's certificate must carry (`--pin`).
     pub pins: Option<crate::Pins>,
@@ -121,6 +123,7 @@ impl Config {
             hello_retry: self.hello_retry,
             keep_alive: self.keep_alive,
             scheme: self.scheme.as_str().to_string(),
+            page: self.page.as_ref().map(ToString::to_string),
             trust: Some(self.trust()),
             insecure: self.insecure,
             transport: self.transport.as_str().to_string(),

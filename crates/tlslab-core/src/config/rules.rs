@@ -90,6 +90,8 @@ pub(super) struct Session {
     pub hello_retry: bool,
     pub keep_alive: bool,
     pub scheme: Scheme,
+    /// Page mode: the attempt loads a page (a document and its resources).
+    pub page: bool,
 }
 
 /// The library pair of one Config: the client's, and the lab server's (`None` for a target).
@@ -173,7 +175,23 @@ pub(super) fn invalid_session_reason(version: TlsVersion, session: Session) -> O
         hello_retry,
         keep_alive,
         scheme,
+        page,
     } = session;
+    if page {
+        if transport == Transport::Quic || !matches!(http, Http::Http11 | Http::Http2) {
+            return Some(
+                "page mode loads pages over HTTP/1.1 or HTTP/2 on TCP for now: give --http 1.1 or 2"
+                    .into(),
+            );
+        }
+        if resume != Resume::Off || early_data > 0 || keep_alive {
+            return Some(
+                "page mode opens its own connections for each page (six over HTTP/1.1, one over \
+                 HTTP/2): drop --resume, --early-data and --keep-alive on"
+                    .into(),
+            );
+        }
+    }
     if scheme == Scheme::Http {
         if transport == Transport::Quic {
             return Some(
@@ -256,6 +274,7 @@ mod tests {
             hello_retry: false,
             keep_alive: false,
             scheme: Scheme::Https,
+            page: false,
         }
     }
 
