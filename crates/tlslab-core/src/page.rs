@@ -138,7 +138,7 @@ mod tests {
             ("86", "COUNT:SIZE"),
             ("x:30KB", "whole number"),
             ("2:30XB", "unknown unit"),
-            ("2:1GB", "64 MiB"),
+            ("2:100MB", "64 MiB"),
             ("0:1KB", "1 to 10000"),
             ("20000:1KB", "1 to 10000"),
             ("", "1 to 10000"),
