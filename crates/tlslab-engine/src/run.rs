@@ -70,12 +70,13 @@ pub fn run(
     let external_route = external
         .as_ref()
         .map(|(_, target, address)| (target.as_str(), *address));
-    let routes = routes(
+    let (routes, resolutions) = routes(
         configs,
         &servers,
         &runtime,
         emulated.as_ref(),
         external_route,
+        &experiment.resolve,
     )?;
     let addresses: Vec<SocketAddr> = routes.iter().map(|route| route.address).collect();
     let connectors = clients(configs, routes, options.key_log.as_ref())?;
@@ -98,6 +99,7 @@ pub fn run(
         &options,
         emulated.as_ref(),
         &addresses,
+        resolutions,
         origin_unix_ns,
     );
     let writer = Writer::start(sink, &info, halt.clone())?;
@@ -219,9 +221,11 @@ fn run_info(
     options: &RunOptions,
     emulated: Option<&EmulatedNetwork>,
     addresses: &[SocketAddr],
+    resolutions: Vec<tlslab_core::NameResolution>,
     started_at_unix_ns: u64,
 ) -> RunInfo {
     let mut environment = options.environment.clone();
+    environment.name_resolution = resolutions;
     if let Some(emulated) = emulated {
         environment.network = emulated.description.clone();
     }
