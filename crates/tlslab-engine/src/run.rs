@@ -92,16 +92,16 @@ pub fn run(
     let origin_unix_ns = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_nanos() as u64);
-    let info = run_info(
+    let mut info = run_info(
         experiment,
         configs,
         plan,
         &options,
         emulated.as_ref(),
         &addresses,
-        resolutions,
         origin_unix_ns,
     );
+    info.environment.name_resolution = resolutions;
     let writer = Writer::start(sink, &info, halt.clone())?;
     let counts = Arc::new(Counts::default());
     let ticker = Stop::new();
@@ -221,11 +221,9 @@ fn run_info(
     options: &RunOptions,
     emulated: Option<&EmulatedNetwork>,
     addresses: &[SocketAddr],
-    resolutions: Vec<tlslab_core::NameResolution>,
     started_at_unix_ns: u64,
 ) -> RunInfo {
     let mut environment = options.environment.clone();
-    environment.name_resolution = resolutions;
     if let Some(emulated) = emulated {
         environment.network = emulated.description.clone();
     }
