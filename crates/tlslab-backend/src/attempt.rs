@@ -34,6 +34,9 @@ pub struct Attempt {
     pub quic: Option<QuicPath>,
     /// The local end of the attempt's socket, once connected.
     pub local_address: Option<std::net::SocketAddr>,
+    /// The server's address the attempt connected to (or, on a kept connection, the one it
+    /// was opened to).
+    pub peer_address: Option<std::net::SocketAddr>,
     /// The connection that carried the request, and the request's place on it.
     pub connection: Option<tlslab_core::ConnectionUse>,
     /// The bytes of the client's first flight (ClientHello and early data; over QUIC the
@@ -67,6 +70,7 @@ impl Attempt {
             response: None,
             quic: None,
             local_address: None,
+            peer_address: None,
             connection: None,
             captured: None,
             handshake_bytes: None,

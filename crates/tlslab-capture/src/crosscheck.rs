@@ -161,6 +161,7 @@ mod tests {
             quic: None,
             insecure: false,
             client_address: Some(client),
+            server_address: None,
             connection: None,
             response_wire_bytes: None,
             observed: Some(Box::new(Observed {

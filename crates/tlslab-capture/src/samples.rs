@@ -233,6 +233,7 @@ pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigK
         quic: None,
         insecure: false,
         client_address: Some(connection.client),
+        server_address: None,
         connection: None,
         response_wire_bytes: None,
         observed: Some(Box::new(Observed {

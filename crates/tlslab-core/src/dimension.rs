@@ -287,6 +287,16 @@ spelled_enum!(
 );
 
 spelled_enum!(
+    /// When a target's name is resolved: `once` per run, before any attempt (attempts time
+    /// no lookups), or `per-attempt`, each attempt before it connects (the `dns` phase, as
+    /// curl's `time_namelookup`).
+    DnsMode, "dns mode", {
+        Once => "once",
+        PerAttempt => "per-attempt" | "per_attempt" | "attempt",
+    }
+);
+
+spelled_enum!(
     /// Which network emulator carries the packets of emulated Configs: `auto` picks the most
     /// faithful one the machine supports (netem, then tun, then relay).
     Emulator, "emulator", {

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use crate::arrival::ArrivalRate;
 use crate::config::{expand, Config, ConfigError};
 use crate::dimension::{
-    Backend, CertCache, CertProfile, Cipher, CloseMode, Ech, Emulator, Group, HelloRetry, Http,
-    InvalidValue, KeepAlive, Resume, Scheme, SuiteSpec, TlsVersion, Transport,
+    Backend, CertCache, CertProfile, Cipher, CloseMode, DnsMode, Ech, Emulator, Group, HelloRetry,
+    Http, InvalidValue, KeepAlive, Resume, Scheme, SuiteSpec, TlsVersion, Transport,
 };
 use crate::duration;
 use crate::network::{Loss, Rate};
@@ -93,6 +93,13 @@ pub struct Experiment {
     pub close: CloseMode,
     /// An external server (`host:port`) instead of the lab server.
     pub target: Option<String>,
+    /// Addresses pinned for `host:port` names, as curl's `--resolve` (`HOST:PORT:ADDR`,
+    /// IPv6 in brackets): no DNS query is made for a pinned name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resolve: Vec<crate::PinnedAddress>,
+    /// When the target's name is resolved: `once` per run (attempts time no lookups) or
+    /// `per-attempt` (each attempt resolves before it connects: the `dns` phase).
+    pub dns: DnsMode,
     /// Server name to send and verify (default: the target's host, or `localhost`).
     pub sni: Option<String>,
     /// The port of the target's plain HTTP, for `scheme = ["http"]` (default 80).
@@ -186,6 +193,8 @@ impl Default for Experiment {
             replay: false,
             close: CloseMode::Reset,
             target: None,
+            resolve: Vec::new(),
+            dns: DnsMode::Once,
             sni: None,
             plain_port: None,
             ca: None,

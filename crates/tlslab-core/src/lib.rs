@@ -31,15 +31,16 @@ pub mod page;
 pub mod pins;
 pub mod plan;
 pub mod record;
+pub mod resolution;
 pub mod sample;
 pub mod threshold;
 
 pub use arrival::ArrivalRate;
 pub use config::{Config, ConfigError, Endpoint, ServerKey, ServerResumption};
 pub use dimension::{
-    Authentication, Backend, CertCache, CertProfile, Cipher, CloseMode, Ech, Emulator, Group,
-    HelloRetry, Http, InvalidValue, KeepAlive, KeyKind, LegacyKeyExchange, LegacySuite, ParseError,
-    Resume, Scheme, SuiteSpec, TlsVersion, Transport,
+    Authentication, Backend, CertCache, CertProfile, Cipher, CloseMode, DnsMode, Ech, Emulator,
+    Group, HelloRetry, Http, InvalidValue, KeepAlive, KeyKind, LegacyKeyExchange, LegacySuite,
+    ParseError, Resume, Scheme, SuiteSpec, TlsVersion, Transport,
 };
 pub use experiment::Experiment;
 pub use network::{Loss, Network, NetworkDimensions, Rate};
@@ -51,6 +52,7 @@ pub use record::{
     ConfigRecord, EarlyStop, Environment, Record, ReplayRecord, RunEnd, RunInfo, Sink, SinkError,
     Source, TrialRecord, Usage,
 };
+pub use resolution::{NameResolution, PinnedAddress};
 pub use sample::{
     ConnectionUse, EchStatus, ErrorClass, Event, Negotiated, Observed, Offered, Outcome, Phase,
     QuicPath, Response, Sample, Timeline, Vantage,

@@ -48,6 +48,9 @@ pub struct Overrides {
     pub replay: bool,
     pub close: Option<String>,
     pub target: Option<String>,
+    /// `--resolve HOST:PORT:ADDR`, each as typed.
+    pub resolve: Option<Vec<String>>,
+    pub dns: Option<String>,
     pub sni: Option<String>,
     pub plain_port: Option<u16>,
     pub ca: Option<PathBuf>,
@@ -178,6 +181,30 @@ impl Experiment {
             text.parse()
                 .map_err(|problem: crate::dimension::ParseError| {
                     error(problem.to_string(), "--close reset or --close graceful")
+                })
+        })?;
+        set(&mut self.resolve, &given.resolve, |values| {
+            values
+                .iter()
+                .map(|value| {
+                    value.parse::<crate::PinnedAddress>().map_err(|problem| {
+                        error(
+                            problem.to_string(),
+                            "write --resolve HOST:PORT:ADDRESS, for example --resolve \
+                             example.com:443:192.0.2.7 or --resolve example.com:443:[2001:db8::7]",
+                        )
+                    })
+                })
+                .collect()
+        })?;
+        set(&mut self.dns, &given.dns, |text| {
+            text.parse()
+                .map_err(|problem: crate::dimension::ParseError| {
+                    error(
+                        problem.to_string(),
+                        "--dns once resolves the target before the run; --dns per-attempt \
+                         resolves it before each attempt and times the lookup",
+                    )
                 })
         })?;
         set(&mut self.emulator, &given.emulator, |text| {

@@ -241,6 +241,10 @@ pub struct Environment {
     pub kernel: String,
     pub hostname: String,
     pub network: String,
+    /// How each target name was resolved (name, addresses, the one used, the resolver);
+    /// empty for the lab server and for runs stored before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub name_resolution: Vec<crate::NameResolution>,
 }
 
 impl Environment {
@@ -254,8 +258,16 @@ impl Environment {
             ("crypto_provider", self.crypto_provider.clone()),
             ("hostname", self.hostname.clone()),
             ("kernel", self.kernel.clone()),
-            ("network", self.network.clone()),
         ];
+        if !self.name_resolution.is_empty() {
+            let resolutions: Vec<String> = self
+                .name_resolution
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            entries.push(("name_resolution", resolutions.join("; ")));
+        }
+        entries.push(("network", self.network.clone()));
         if let Some(openssl) = &self.openssl_version {
             entries.push(("openssl_version", openssl.clone()));
         }
@@ -283,6 +295,16 @@ mod tests {
             kernel: "6.1".into(),
             hostname: "lab".into(),
             network: "loopback".into(),
+            name_resolution: vec![crate::NameResolution {
+                name: "localhost:8443".into(),
+                addresses: vec![
+                    "[::1]:8443".parse().unwrap(),
+                    "127.0.0.1:8443".parse().unwrap(),
+                ],
+                used: "[::1]:8443".parse().unwrap(),
+                resolver: "getaddrinfo".into(),
+                mode: crate::DnsMode::PerAttempt,
+            }],
         }
     }
 
@@ -297,7 +319,11 @@ mod tests {
         let mut sorted = names.clone();
         sorted.sort_unstable();
         assert_eq!(names, sorted);
-        assert_eq!(names.len(), 10);
+        assert_eq!(names.len(), 11);
+        assert!(environment.entries().contains(&(
+            "name_resolution",
+            "localhost:8443 -> ::1, 127.0.0.1 (used ::1; getaddrinfo; per-attempt)".to_string()
+        )));
         let json = serde_json::to_string(&environment).unwrap();
         assert_eq!(
             serde_json::from_str::<Environment>(&json).unwrap(),
@@ -306,8 +332,10 @@ mod tests {
         // Runs stored before the OpenSSL backend have no openssl_version.
         let mut old: serde_json::Value = serde_json::from_str(&json).unwrap();
         old.as_object_mut().unwrap().remove("openssl_version");
+        old.as_object_mut().unwrap().remove("name_resolution");
         let old: Environment = serde_json::from_value(old).unwrap();
         assert_eq!(old.openssl_version, None);
+        assert!(old.name_resolution.is_empty());
         assert!(!old
             .entries()
             .iter()

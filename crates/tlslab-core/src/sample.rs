@@ -4,6 +4,11 @@
 //! started (`start` = 0). Events that do not apply stay `None`, never 0. The derived
 //! [`Phase`]s partition `start..handshake_done`: the additive phases ([`Phase::PARTS`]) add up
 //! to [`Phase::Handshake`] exactly, so "where does the time go" has an exact answer.
+//!
+//! With `--dns per-attempt` an attempt starts before its name lookup, and `resolved` marks
+//! its end: the lookup is then the `dns` phase, the first part of the handshake (as curl's
+//! `time_namelookup` is part of its `time_connect`). Otherwise the name was resolved once,
+//! before the run, and `resolved` and `dns` are `None`.
 
 use std::fmt;
 use std::time::Instant;
@@ -14,8 +19,11 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Event {
-    /// Before socket creation (name resolution is done once per run, before any attempt).
+    /// Before socket creation; with `--dns per-attempt`, before the name lookup (otherwise
+    /// the name was resolved once per run, before any attempt).
     Start,
+    /// The name lookup returned an address (`--dns per-attempt` only).
+    Resolved,
     /// `connect()` completed.
     TcpConnected,
     /// The ClientHello bytes were handed to the kernel.
@@ -41,8 +49,9 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 11] = [
+    pub const ALL: [Event; 12] = [
         Event::Start,
+        Event::Resolved,
         Event::TcpConnected,
         Event::ClientHelloSent,
         Event::ServerHelloReceived,
@@ -59,6 +68,7 @@ impl Event {
     pub fn name(self) -> &'static str {
         match self {
             Event::Start => "start",
+            Event::Resolved => "resolved",
             Event::TcpConnected => "tcp_connected",
             Event::ClientHelloSent => "client_hello_sent",
             Event::ServerHelloReceived => "server_hello_received",
@@ -77,7 +87,9 @@ impl Event {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
-    /// start → tcp_connected.
+    /// start → resolved: the name lookup of `--dns per-attempt` (curl's `time_namelookup`).
+    Dns,
+    /// start → tcp_connected, or resolved → tcp_connected after a lookup.
     TcpConnect,
     /// tcp_connected → client_hello_sent: key-share generation (large for ML-KEM). QUIC has no
     /// TCP connect, so there it runs from start and includes the UDP socket's creation.
@@ -112,7 +124,8 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 13] = [
+    pub const ALL: [Phase; 14] = [
+        Phase::Dns,
         Phase::TcpConnect,
         Phase::ClientHelloBuild,
         Phase::ServerResponse,
@@ -129,7 +142,8 @@ impl Phase {
     ];
 
     /// The phases that partition `handshake`, in time order.
-    pub const PARTS: [Phase; 7] = [
+    pub const PARTS: [Phase; 8] = [
+        Phase::Dns,
         Phase::TcpConnect,
         Phase::ClientHelloBuild,
         Phase::ServerResponse,
@@ -141,6 +155,7 @@ impl Phase {
 
     pub fn name(self) -> &'static str {
         match self {
+            Phase::Dns => "dns",
             Phase::TcpConnect => "tcp_connect",
             Phase::ClientHelloBuild => "client_hello_build",
             Phase::ServerResponse => "server_response",
@@ -203,11 +218,18 @@ impl Timeline {
     /// A derived phase, or `None` when an event it needs was not observed.
     pub fn phase(&self, phase: Phase) -> Option<u64> {
         let span = |from: Event, to: Event| Some(self.get(to)?.saturating_sub(self.get(from)?));
+        // Where connecting starts: after the lookup when the attempt made one.
+        let connecting = if self.get(Event::Resolved).is_some() {
+            Event::Resolved
+        } else {
+            Event::Start
+        };
         match phase {
-            Phase::TcpConnect => span(Event::Start, Event::TcpConnected),
+            Phase::Dns => span(Event::Start, Event::Resolved),
+            Phase::TcpConnect => span(connecting, Event::TcpConnected),
             Phase::ClientHelloBuild => match self.get(Event::TcpConnected) {
                 Some(_) => span(Event::TcpConnected, Event::ClientHelloSent),
-                None => span(Event::Start, Event::ClientHelloSent),
+                None => span(connecting, Event::ClientHelloSent),
             },
             Phase::ServerResponse => span(Event::ClientHelloSent, Event::ServerHelloReceived),
             Phase::ServerFlight => span(Event::ServerHelloReceived, Event::ServerFlightReceived),
@@ -220,7 +242,7 @@ impl Timeline {
             Phase::Handshake => span(Event::Start, Event::HandshakeDone),
             Phase::TlsHandshake => match self.get(Event::TcpConnected) {
                 Some(_) => span(Event::TcpConnected, Event::HandshakeDone),
-                None => span(Event::Start, Event::HandshakeDone),
+                None => span(connecting, Event::HandshakeDone),
             },
             Phase::Ttfb => span(Event::Start, Event::FirstByte),
             Phase::Total => span(Event::Start, Event::ResponseDone),
@@ -286,6 +308,8 @@ pub enum ErrorClass {
     /// The run was interrupted (or its lab server died) while the attempt was in flight: it
     /// was stopped, not failed.
     Cancelled,
+    /// The attempt's own name lookup failed (`--dns per-attempt`).
+    Dns,
 }
 
 impl ErrorClass {
@@ -329,6 +353,7 @@ impl ErrorClass {
             ErrorClass::Local => "local",
             ErrorClass::Io => "io",
             ErrorClass::Cancelled => "cancelled",
+            ErrorClass::Dns => "dns",
         }
     }
 }
@@ -514,6 +539,9 @@ pub struct Sample {
     /// The client's address and port: the local end of tlslab's own socket, or the client a
     /// capture saw. What ties an active sample to its packets.
     pub client_address: Option<std::net::SocketAddr>,
+    /// The address tlslab's own socket connected to (with `--dns per-attempt`, what that
+    /// attempt's lookup chose); `None` for a capture's samples, whose `observed` has it.
+    pub server_address: Option<std::net::SocketAddr>,
     /// A capture's view of the connection; `None` for the handshakes tlslab made itself.
     pub observed: Option<Box<Observed>>,
     /// The connection that carried the attempt's request, and the request's place on it;
@@ -536,6 +564,12 @@ pub struct ConnectionUse {
 impl Sample {
     pub fn is_ok(&self) -> bool {
         self.outcome == Outcome::Ok
+    }
+
+    /// The server's address: the one tlslab connected to, or the one a capture saw.
+    pub fn server(&self) -> Option<std::net::SocketAddr> {
+        self.server_address
+            .or_else(|| self.observed.as_ref().map(|observed| observed.server))
     }
 }
 
@@ -590,6 +624,25 @@ mod tests {
     }
 
     #[test]
+    fn a_lookup_is_the_first_part_of_the_handshake() {
+        let mut timeline = full_handshake();
+        assert_eq!(timeline.phase(Phase::Dns), None);
+        // The same handshake after a 30 µs lookup: connecting starts when it returned.
+        timeline.set(Event::Resolved, 30_000);
+        assert!(timeline.is_ordered());
+        assert_eq!(timeline.phase(Phase::Dns), Some(30_000));
+        assert_eq!(timeline.phase(Phase::TcpConnect), Some(10_000));
+        let parts: u64 = Phase::PARTS.iter().filter_map(|p| timeline.phase(*p)).sum();
+        assert_eq!(parts, timeline.phase(Phase::Handshake).unwrap());
+        // QUIC has no TCP connect: the ClientHello's build starts at the lookup's end.
+        timeline.clear(Event::TcpConnected);
+        assert_eq!(timeline.phase(Phase::ClientHelloBuild), Some(65_000));
+        let parts: u64 = Phase::PARTS.iter().filter_map(|p| timeline.phase(*p)).sum();
+        assert_eq!(parts, timeline.phase(Phase::Handshake).unwrap());
+        assert_eq!(timeline.phase(Phase::TlsHandshake), Some(561_000 - 30_000));
+    }
+
+    #[test]
     fn os_errors_map_to_classes() {
         let class = |code| ErrorClass::of_io_error(&std::io::Error::from_raw_os_error(code));
         assert_eq!(class(libc::ECONNREFUSED), ErrorClass::Refused);
@@ -604,7 +657,7 @@ mod tests {
         let mut timeline = full_handshake();
         timeline.set(Event::CertVerifyEnd, 1);
         assert!(!timeline.is_ordered());
-        assert_eq!(Event::ALL.map(Event::name).len(), 11);
+        assert_eq!(Event::ALL.map(Event::name).len(), 12);
         assert_eq!(
             Phase::from_name("server_response"),
             Some(Phase::ServerResponse)

@@ -1,5 +1,6 @@
 //! Property tests of the phase model: for every timeline a client can record (TCP or QUIC,
-//! with or without certificate verification, with or without a request), the events are in
+//! with or without a name lookup of its own (`--dns per-attempt`), with or without
+//! certificate verification, with or without a request), the events are in
 //! order and the additive phases add up to the handshake exactly.
 
 use proptest::prelude::*;
@@ -9,12 +10,13 @@ use tlslab_core::{Event, Phase, Timeline};
 /// ones present or not.
 fn timelines() -> impl Strategy<Value = Timeline> {
     (
-        prop::collection::vec(0u64..5_000_000, 10),
+        prop::collection::vec(0u64..5_000_000, 11),
         any::<bool>(), // over TCP (QUIC has no tcp_connected)
+        any::<bool>(), // the attempt resolved the name itself
         any::<bool>(), // the certificate was verified (not on resumption or --insecure)
         any::<bool>(), // a request followed
     )
-        .prop_map(|(steps, tcp, verified, request)| {
+        .prop_map(|(steps, tcp, resolved, verified, request)| {
             let mut timeline = Timeline::default();
             let mut at = 0u64;
             let mut next = |index: usize| {
@@ -22,6 +24,10 @@ fn timelines() -> impl Strategy<Value = Timeline> {
                 at
             };
             timeline.set(Event::Start, 0);
+            let lookup = next(10);
+            if resolved {
+                timeline.set(Event::Resolved, lookup);
+            }
             let connected = next(0);
             if tcp {
                 timeline.set(Event::TcpConnected, connected);

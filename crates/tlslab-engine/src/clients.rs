@@ -17,13 +17,15 @@ use tlslab_tls::QuicAttemptOptions;
 
 use crate::error::RunError;
 use crate::routes::Route;
-use crate::transport::connect;
+use crate::transport::{connect, Lookup};
 use crate::trials::Connector;
 
 /// One Config's client, and where it goes.
 pub struct ConfigClient {
     config: Arc<Config>,
     address: SocketAddr,
+    /// `--dns per-attempt`: each attempt looks the server up before it connects.
+    lookup: Option<Lookup>,
     library: Library,
     /// The request after the handshake (or, for plain HTTP, alone), if the Config sends one.
     request: Option<Request>,
@@ -57,6 +59,8 @@ enum Sessions {
 /// has carried.
 struct Kept {
     channel: KeptChannel,
+    /// The server's address the connection was opened to.
+    address: SocketAddr,
     id: u64,
     requests: u32,
 }
@@ -103,6 +107,7 @@ impl ConfigClient {
         Ok(ConfigClient {
             config: Arc::new(config.clone()),
             address: route.address,
+            lookup: route.lookup,
             library,
             request: settings.request(),
             authority: settings.server_name.clone(),
@@ -117,6 +122,7 @@ impl ConfigClient {
         let mut kept = agent.kept.lock().await.take()?;
         kept.requests = kept.requests.saturating_add(1);
         attempt.without_handshake();
+        attempt.peer_address = Some(kept.address);
         attempt.connection = Some(ConnectionUse {
             id: kept.id,
             request: kept.requests,
@@ -138,6 +144,7 @@ impl ConfigClient {
             // not a kept one).
             Err(_) if attempt.timeline.get(Event::FirstByte).is_none() => {
                 attempt.start_over();
+                attempt.peer_address = None;
                 None
             }
             Err(failure) => Some(Err(failure)),
@@ -146,6 +153,21 @@ impl ConfigClient {
 }
 
 impl ConfigClient {
+    /// Where this attempt connects: the route's address, or, with `--dns per-attempt`,
+    /// what the attempt's own lookup returned (`resolved` marks its end: the `dns` phase).
+    async fn address(&self, attempt: &mut Attempt) -> Result<SocketAddr, Failure> {
+        let address = match &self.lookup {
+            None => self.address,
+            Some(lookup) => {
+                let address = lookup.address().await?;
+                attempt.mark(Event::Resolved);
+                address
+            }
+        };
+        attempt.peer_address = Some(address);
+        Ok(address)
+    }
+
     /// Where page mode's requests go, with how to open another connection.
     fn origin<'a, Open>(&self, open: &'a Open) -> Origin<'a, Open> {
         Origin {
@@ -169,7 +191,9 @@ impl ConfigClient {
         page: &Page,
     ) -> Result<(), Failure> {
         let config = &self.config;
-        let stream = connect(self.address, config.close)
+        // The page's other connections reuse the attempt's lookup, as a browser's do.
+        let address = self.address(attempt).await?;
+        let stream = connect(address, config.close)
             .await
             .map_err(|error| Failure::io(&error))?;
         attempt.mark(Event::TcpConnected);
@@ -182,7 +206,7 @@ impl ConfigClient {
             (Library::Rustls(client), Sessions::Rustls(session)) => {
                 let first = client.handshake(session, attempt, stream).await?.channel;
                 let open = || async {
-                    let stream = page::connect(self.address, config.close).await?;
+                    let stream = page::connect(address, config.close).await?;
                     let mut own = Attempt::start();
                     Ok(client.handshake(session, &mut own, stream).await?.channel)
                 };
@@ -191,7 +215,7 @@ impl ConfigClient {
             (Library::Openssl(client), Sessions::Openssl(session)) => {
                 let first = client.handshake(session, attempt, stream).await?.channel;
                 let open = || async {
-                    let stream = page::connect(self.address, config.close).await?;
+                    let stream = page::connect(address, config.close).await?;
                     let mut own = Attempt::start();
                     Ok(client.handshake(session, &mut own, stream).await?.channel)
                 };
@@ -200,7 +224,7 @@ impl ConfigClient {
             (Library::Plain, Sessions::Plain) => {
                 let first = PlainChannel::new(stream, attempt);
                 let open = || async {
-                    let stream = page::connect(self.address, config.close).await?;
+                    let stream = page::connect(address, config.close).await?;
                     Ok(PlainChannel::new(stream, &mut Attempt::start()))
                 };
                 page::load(attempt, first, self.origin(&open), page).await
@@ -243,8 +267,9 @@ impl Connector for ConfigClient {
                 capture: attempt.captured.is_some(),
                 ticket_deadline: attempt.origin + ticket_limit,
             };
+            let address = self.address(attempt).await?;
             return client
-                .quic_attempt(session, attempt, self.address, options)
+                .quic_attempt(session, attempt, address, options)
                 .await;
         }
         if let Some(page) = &config.page {
@@ -255,7 +280,8 @@ impl Connector for ConfigClient {
                 return result;
             }
         }
-        let stream = connect(self.address, config.close)
+        let address = self.address(attempt).await?;
+        let stream = connect(address, config.close)
             .await
             .map_err(|error| Failure::io(&error))?;
         attempt.mark(Event::TcpConnected);
@@ -266,6 +292,7 @@ impl Connector for ConfigClient {
         let keep = |channel: KeptChannel| async move {
             *agent.kept.lock().await = Some(Kept {
                 channel,
+                address,
                 id,
                 requests: 1,
             });

@@ -30,6 +30,8 @@ pub fn capture(tool_version: &str, commit: &str) -> Environment {
         kernel: read("/proc/sys/kernel/osrelease"),
         hostname: read("/proc/sys/kernel/hostname"),
         network: "loopback (no emulation)".to_string(),
+        // Filled by the run, once it has resolved its targets.
+        name_resolution: Vec::new(),
     }
 }
 

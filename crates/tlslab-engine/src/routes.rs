@@ -1,33 +1,73 @@
 //! Where each Config's handshakes go, and what its client trusts and offers: the lab
-//! server's address and root, or a target's resolved address and `--ca` (through the
-//! emulated link when there is one), and the ECH configuration to offer.
+//! server's address and root, or a target's resolved (or `--resolve`-pinned) address and
+//! `--ca` (through the emulated link when there is one), and the ECH configuration to offer;
+//! with `--dns per-attempt`, the lookup each attempt makes.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use tlslab_backend::{EchMode, Trust};
-use tlslab_core::{Config, Ech, Endpoint, Experiment, Scheme};
+use tlslab_core::{
+    Config, DnsMode, Ech, Endpoint, Experiment, NameResolution, PinnedAddress, Scheme,
+};
 
 use crate::error::RunError;
 use crate::network::{EmulatedNetwork, ExternalServer};
 use crate::servers::LabServers;
-use crate::transport::resolve;
+use crate::transport::{list, resolve_all, system_resolver, Lookup};
 
 /// Where one Config's handshakes go, and how its client reaches the server.
 #[derive(Debug, Clone)]
 pub struct Route {
+    /// Where every attempt connects with `--dns once`; with `per-attempt`, where the lookup
+    /// before the run pointed (the stored Config's address).
     pub address: SocketAddr,
+    /// `--dns per-attempt`: the lookup each attempt makes before it connects.
+    pub lookup: Option<Lookup>,
     pub server_name: String,
     pub trust: Trust,
     pub ech: EchMode,
 }
 
-/// Resolves every target name once (the run times no DNS lookups) and routes it through the
-/// emulated link when there is one.
+/// The `--resolve` pin that answers for `target` (`host:port`), if any.
+fn pinned<'a>(target: &str, pins: &'a [PinnedAddress]) -> Option<&'a PinnedAddress> {
+    let host = tlslab_core::config::target_host(target)?;
+    let port = target.rsplit_once(':')?.1.parse::<u16>().ok()?;
+    pins.iter().find(|pin| pin.answers(host, port))
+}
+
+/// Every address `target` stands for, and who said so: its `--resolve` pin, itself (an
+/// address literal), or the system's resolver.
+async fn look_up(
+    target: &str,
+    pins: &[PinnedAddress],
+) -> std::io::Result<(Vec<SocketAddr>, String)> {
+    if let Some(pin) = pinned(target, pins) {
+        return Ok((
+            pin.socket_addresses(),
+            format!("--resolve {pin} (no query)"),
+        ));
+    }
+    let literal =
+        tlslab_core::config::target_host(target).is_some_and(|host| host.parse::<IpAddr>().is_ok());
+    let addresses = resolve_all(target).await?;
+    let resolver = if literal {
+        "none: an address literal".to_string()
+    } else {
+        system_resolver()
+    };
+    Ok((addresses, resolver))
+}
+
+/// Resolves every target name once, before the run (with `--dns once` the run times no DNS
+/// lookups), records what each resolution found, and routes it through the emulated link
+/// when there is one.
 struct Resolver<'a> {
     runtime: &'a tokio::runtime::Runtime,
     emulated: Option<&'a EmulatedNetwork>,
+    pins: &'a [PinnedAddress],
     resolved: HashMap<String, SocketAddr>,
+    resolutions: Vec<NameResolution>,
 }
 
 impl Resolver<'_> {
@@ -39,19 +79,71 @@ impl Resolver<'_> {
         }
     }
 
-    fn target(&mut self, target: &str) -> Result<SocketAddr, RunError> {
+    fn target(&mut self, target: &str, mode: DnsMode) -> Result<SocketAddr, RunError> {
         if let Some(address) = self.resolved.get(target) {
             return Ok(*address);
         }
-        let resolved = self.runtime.block_on(resolve(target)).map_err(|error| {
-            RunError::configuration(
-                format!("cannot resolve target '{target}': {error}"),
-                "check the host name, or give an IP address: --target 127.0.0.1:8443",
-            )
-        })?;
-        let reached = self.reach(resolved)?;
+        let (addresses, resolver) =
+            self.runtime
+                .block_on(look_up(target, self.pins))
+                .map_err(|error| {
+                    RunError::configuration(
+                        format!("cannot resolve target '{target}': {error}"),
+                        "check the host name, pin its address (--resolve HOST:PORT:ADDRESS), or \
+                     give an IP address: --target 127.0.0.1:8443",
+                    )
+                })?;
+        // The first address, as a client without Happy Eyeballs takes it.
+        let used = addresses[0];
+        self.resolutions.push(NameResolution {
+            name: target.to_string(),
+            addresses,
+            used,
+            resolver,
+            mode,
+        });
+        let reached = self.reach(used)?;
         self.resolved.insert(target.to_string(), reached);
         Ok(reached)
+    }
+
+    /// `--dns per-attempt` against the lab server: each attempt looks up `localhost`, the
+    /// name the lab server's certificate carries, which must lead to the address the lab
+    /// server listens on (checked here once, so a machine where it does not fails before the
+    /// run instead of on every attempt).
+    fn lab(&mut self, address: SocketAddr) -> Result<Lookup, RunError> {
+        let name = format!("localhost:{}", address.port());
+        let lookup = Lookup {
+            name: name.clone(),
+            pinned: None,
+            required: Some(address),
+        };
+        if !self.resolved.contains_key(&name) {
+            let addresses = self.runtime.block_on(resolve_all(&name)).map_err(|error| {
+                RunError::environment(
+                    format!("--dns per-attempt looks the lab server up as 'localhost', which does not resolve: {error}"),
+                    "add '127.0.0.1 localhost' to /etc/hosts, or use --dns once",
+                )
+            })?;
+            if !addresses.contains(&address) {
+                return Err(RunError::environment(
+                    format!(
+                        "--dns per-attempt looks the lab server up as 'localhost', which resolves to {}, not to the lab server's {address}",
+                        list(&addresses)
+                    ),
+                    "add '127.0.0.1 localhost' to /etc/hosts, or use --dns once",
+                ));
+            }
+            self.resolutions.push(NameResolution {
+                name: name.clone(),
+                addresses,
+                used: address,
+                resolver: format!("{}, for the lab server's name", system_resolver()),
+                mode: DnsMode::PerAttempt,
+            });
+            self.resolved.insert(name, address);
+        }
+        Ok(lookup)
     }
 }
 
@@ -65,12 +157,15 @@ pub fn start_external_server(
     let (Some(command), Some(target)) = (&experiment.server_cmd, &experiment.target) else {
         return Ok(None);
     };
-    let given = runtime.block_on(resolve(target)).map_err(|error| {
-        RunError::configuration(
-            format!("cannot resolve target '{target}': {error}"),
-            "with --server-cmd, give the port the server listens on: --target 127.0.0.1:8443",
-        )
-    })?;
+    let given = runtime
+        .block_on(look_up(target, &experiment.resolve))
+        .map_err(|error| {
+            RunError::configuration(
+                format!("cannot resolve target '{target}': {error}"),
+                "with --server-cmd, give the port the server listens on: --target 127.0.0.1:8443",
+            )
+        })?;
+    let given = given.0[0];
     let listening = match emulated {
         Some(emulated) => SocketAddr::new(emulated.network.server_ip(), given.port()),
         None => given,
@@ -83,27 +178,32 @@ pub fn start_external_server(
     Ok(Some((server, target.clone(), reach)))
 }
 
-/// The route of every Config, in order. `external` is the address of a `--server-cmd`
-/// server under its target name.
+/// The route of every Config, in order, and what resolving their names found (for the
+/// run's environment). `external` is the address of a `--server-cmd` server under its target
+/// name; `pins` are the `--resolve` pins.
 pub fn routes(
     configs: &[Config],
     servers: &LabServers,
     runtime: &tokio::runtime::Runtime,
     emulated: Option<&EmulatedNetwork>,
     external: Option<(&str, SocketAddr)>,
-) -> Result<Vec<Route>, RunError> {
+    pins: &[PinnedAddress],
+) -> Result<(Vec<Route>, Vec<NameResolution>), RunError> {
     let mut resolver = Resolver {
         runtime,
         emulated,
+        pins,
         resolved: external
             .map(|(target, address)| (target.to_string(), address))
             .into_iter()
             .collect(),
+        resolutions: Vec::new(),
     };
-    configs
+    let routes = configs
         .iter()
         .map(|config| route(config, servers, &mut resolver))
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((routes, resolver.resolutions))
 }
 
 fn route(
@@ -111,7 +211,8 @@ fn route(
     servers: &LabServers,
     resolver: &mut Resolver<'_>,
 ) -> Result<Route, RunError> {
-    let (address, server_name, trust) = match &config.endpoint {
+    let per_attempt = config.dns == DnsMode::PerAttempt;
+    let (address, lookup, server_name, trust) = match &config.endpoint {
         Endpoint::Lab { .. } => {
             let (Some(server), Some(root)) = (servers.get(config), servers.root(config)) else {
                 return Err(RunError::environment(
@@ -130,14 +231,27 @@ fn route(
                     ))
                 }
             };
+            let lookup = per_attempt.then(|| resolver.lab(address)).transpose()?;
             (
                 resolver.reach(address)?,
+                lookup,
                 "localhost".to_string(),
                 Trust::Roots(vec![root.clone()]),
             )
         }
-        Endpoint::Target { address, sni, ca } => {
-            let address = resolver.target(address)?;
+        Endpoint::Target {
+            address: target,
+            sni,
+            ca,
+        } => {
+            let address = resolver.target(target, config.dns)?;
+            // Core rejects per-attempt lookups on the emulated link, so the address an
+            // attempt resolves is the one it connects to.
+            let lookup = per_attempt.then(|| Lookup {
+                name: target.clone(),
+                pinned: pinned(target, resolver.pins).map(PinnedAddress::socket_addresses),
+                required: None,
+            });
             let trust = match ca {
                 Some(ca) => Trust::Roots(tlslab_pki::load_certificates(ca).map_err(|error| {
                     RunError::configuration(
@@ -147,11 +261,12 @@ fn route(
                 })?),
                 None => Trust::System,
             };
-            (address, sni.clone(), trust)
+            (address, lookup, sni.clone(), trust)
         }
     };
     Ok(Route {
         address,
+        lookup,
         server_name,
         trust: if config.insecure {
             Trust::Insecure

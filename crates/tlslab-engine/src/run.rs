@@ -70,12 +70,13 @@ pub fn run(
     let external_route = external
         .as_ref()
         .map(|(_, target, address)| (target.as_str(), *address));
-    let routes = routes(
+    let (routes, resolutions) = routes(
         configs,
         &servers,
         &runtime,
         emulated.as_ref(),
         external_route,
+        &experiment.resolve,
     )?;
     let addresses: Vec<SocketAddr> = routes.iter().map(|route| route.address).collect();
     let connectors = clients(configs, routes, options.key_log.as_ref())?;
@@ -91,7 +92,7 @@ pub fn run(
     let origin_unix_ns = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_nanos() as u64);
-    let info = run_info(
+    let mut info = run_info(
         experiment,
         configs,
         plan,
@@ -100,6 +101,7 @@ pub fn run(
         &addresses,
         origin_unix_ns,
     );
+    info.environment.name_resolution = resolutions;
     let writer = Writer::start(sink, &info, halt.clone())?;
     let counts = Arc::new(Counts::default());
     let ticker = Stop::new();

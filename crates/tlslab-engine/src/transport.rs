@@ -1,5 +1,6 @@
-//! TCP the way a handshake benchmark needs it: names resolved once, connections with Nagle
-//! off and an abortive close, listeners with a deep backlog, and enough file descriptors.
+//! TCP the way a handshake benchmark needs it: names resolved once (or, with `--dns
+//! per-attempt`, by each attempt, timed), connections with Nagle off and an abortive close,
+//! listeners with a deep backlog, and enough file descriptors.
 //!
 //! Connections are closed with an RST by default (`SO_LINGER` 0): at thousands of handshakes
 //! per second, graceful closes would leave every local port in TIME_WAIT within a minute
@@ -8,7 +9,8 @@
 use std::io;
 use std::net::SocketAddr;
 
-use tlslab_core::CloseMode;
+use tlslab_backend::Failure;
+use tlslab_core::{CloseMode, ErrorClass};
 use tokio::net::{TcpSocket, TcpStream};
 
 /// Resolves `host:port` once, before any attempt, so attempts time no DNS lookups.
@@ -22,6 +24,95 @@ pub async fn resolve(target: &str) -> io::Result<SocketAddr> {
                 format!("'{target}' resolved to no address"),
             )
         })
+}
+
+/// Every address `host:port` resolves to, in the resolver's order (getaddrinfo, on tokio's
+/// blocking pool).
+pub async fn resolve_all(target: &str) -> io::Result<Vec<SocketAddr>> {
+    let addresses: Vec<SocketAddr> = tokio::net::lookup_host(target).await?.collect();
+    if addresses.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("'{target}' resolved to no address"),
+        ));
+    }
+    Ok(addresses)
+}
+
+/// How an attempt of `--dns per-attempt` finds its server: its own lookup of `name`, or the
+/// `--resolve` pin for it (no query, as curl does), before it connects.
+#[derive(Debug, Clone)]
+pub struct Lookup {
+    /// `host:port` as the resolver takes it.
+    pub name: String,
+    /// A `--resolve` pin's addresses: the lookup is answered without a query.
+    pub pinned: Option<Vec<SocketAddr>>,
+    /// The address the lookup must return (the lab server listens on one address only);
+    /// `None`: the first one returned, as a client without Happy Eyeballs takes it.
+    pub required: Option<SocketAddr>,
+}
+
+impl Lookup {
+    /// The address this attempt connects to; a failed lookup is the attempt's failure, of
+    /// class `dns`.
+    pub async fn address(&self) -> Result<SocketAddr, Failure> {
+        if let Some(first) = self.pinned.as_ref().and_then(|pinned| pinned.first()) {
+            return Ok(*first);
+        }
+        let addresses = resolve_all(&self.name).await.map_err(|error| {
+            Failure::new(
+                ErrorClass::Dns,
+                format!("cannot resolve '{}': {error}", self.name),
+            )
+        })?;
+        match self.required {
+            None => Ok(addresses[0]),
+            Some(required) if addresses.contains(&required) => Ok(required),
+            Some(required) => Err(Failure::new(
+                ErrorClass::Dns,
+                format!(
+                    "'{}' resolved to {}, not to {required}",
+                    self.name,
+                    list(&addresses)
+                ),
+            )),
+        }
+    }
+}
+
+/// Addresses for people: `127.0.0.1:8443, [::1]:8443`.
+pub fn list(addresses: &[SocketAddr]) -> String {
+    addresses
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Who answers a lookup on this machine: getaddrinfo, with the nameservers of
+/// `/etc/resolv.conf` (what it asks when `/etc/hosts` has no answer).
+pub fn system_resolver() -> String {
+    let servers = std::fs::read_to_string("/etc/resolv.conf")
+        .map(|text| nameservers(&text))
+        .unwrap_or_default();
+    if servers.is_empty() {
+        "getaddrinfo (no nameserver in /etc/resolv.conf)".to_string()
+    } else {
+        format!("getaddrinfo (nameservers {})", servers.join(", "))
+    }
+}
+
+/// The `nameserver` lines of a resolv.conf, in order.
+fn nameservers(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            (words.next() == Some("nameserver"))
+                .then(|| words.next())
+                .flatten()
+                .map(str::to_string)
+        })
+        .collect()
 }
 
 fn socket_for(address: SocketAddr) -> io::Result<TcpSocket> {
@@ -95,6 +186,51 @@ mod tests {
             .unwrap();
         assert!(stream.nodelay().unwrap());
         assert!(resolve("no-such-host.invalid:443").await.is_err());
+    }
+
+    #[test]
+    fn nameservers_are_read_in_order_and_comments_skipped() {
+        let text = "# generated\nsearch lab\nnameserver 10.0.0.53\n;nameserver 9.9.9.9\n\
+                    nameserver   2001:db8::53  # v6\noptions edns0\n";
+        assert_eq!(nameservers(text), ["10.0.0.53", "2001:db8::53"]);
+        assert!(nameservers("").is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_lookup_is_pinned_or_resolved_and_a_required_address_is_checked() {
+        let pinned = Lookup {
+            name: "tlslab-test.invalid:443".into(),
+            pinned: Some(vec!["192.0.2.7:443".parse().unwrap()]),
+            required: None,
+        };
+        assert_eq!(
+            pinned.address().await.unwrap(),
+            "192.0.2.7:443".parse().unwrap()
+        );
+        let unknown = Lookup {
+            pinned: None,
+            ..pinned.clone()
+        };
+        assert_eq!(unknown.address().await.unwrap_err().class, ErrorClass::Dns);
+        let literal = Lookup {
+            name: "127.0.0.1:8443".into(),
+            pinned: None,
+            required: Some("127.0.0.1:8443".parse().unwrap()),
+        };
+        assert_eq!(
+            literal.address().await.unwrap(),
+            "127.0.0.1:8443".parse().unwrap()
+        );
+        let elsewhere = Lookup {
+            required: Some("127.0.0.2:8443".parse().unwrap()),
+            ..literal
+        };
+        let failure = elsewhere.address().await.unwrap_err();
+        assert!(
+            failure.detail.contains("not to 127.0.0.2:8443"),
+            "{}",
+            failure.detail
+        );
     }
 
     #[test]

@@ -433,6 +433,7 @@ impl<C: Connector> Block<C> {
             quic: attempt.quic,
             insecure: config.insecure,
             client_address: attempt.local_address,
+            server_address: attempt.peer_address,
             connection: attempt.connection,
             response_wire_bytes,
             observed: None,

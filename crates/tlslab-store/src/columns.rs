@@ -183,8 +183,10 @@ const FIELDS: &[Field] = &[
                 .as_deref(),
         )
     }),
+    // The server tlslab's socket connected to (schema 8; before, only a capture's), or the
+    // one a capture saw.
     sample("server", "TEXT", |s| {
-        text(observed(s, |o| o.server.to_string()).as_deref())
+        text(s.server().map(|address| address.to_string()).as_deref())
     }),
     sample("captured_at_unix_ns", "INTEGER", |s| {
         integer(observed(s, |o| o.first_packet_unix_ns))
@@ -245,6 +247,16 @@ const FIELDS: &[Field] = &[
     }),
     sample("offered_alpn", "TEXT", |s| {
         text(observed(s, |o| o.offered.alpn.join(",")).as_deref())
+    }),
+    // Schema 8: the address family each connection used (a host with both answers either;
+    // with `--dns per-attempt` each attempt's lookup chooses). Its lookup is the `dns`
+    // phase below, ended by the `resolved` event.
+    sample("address_family", "TEXT", |s| {
+        text(
+            s.server()
+                .or(s.client_address)
+                .map(tlslab_core::resolution::family),
+        )
     }),
     Field {
         name: "started_at",

@@ -18,6 +18,7 @@
 //!     tool_version: "0.1.0".into(), commit: "example".into(), rustls_version: "n/a".into(),
 //!     crypto_provider: "n/a".into(), openssl_version: None, cpu_model: "any".into(),
 //!     cores: 1, kernel: "any".into(), hostname: "any".into(), network: "capture".into(),
+//!     name_resolution: Vec::new(),
 //! };
 //! let path = std::env::temp_dir().join(format!("tlslab-doc-{}.db", std::process::id()));
 //! let _ = std::fs::remove_file(&path);
@@ -38,7 +39,7 @@
 //!     config: 0, trial: 0, round: 1, agent: 0, warmup: false, started_at: 0, timeline,
 //!     outcome: Outcome::Ok, error: None, error_detail: None, negotiated: Negotiated::default(),
 //!     bytes_sent: 0, bytes_received: 0, client_hello_bytes: None, server_flight_bytes: None,
-//!     response: None, quic: None, insecure: false, client_address: None, observed: None,
+//!     response: None, quic: None, insecure: false, client_address: None, server_address: None, observed: None,
 //!     connection: None, response_wire_bytes: None,
 //! }))).unwrap();
 //! sink.finish(&RunEnd { complete: true, reason: None, duration_ns: 1, attempted: 1, errors: 0 })

@@ -263,6 +263,7 @@ mod tests {
             quic: None,
             insecure: false,
             client_address: None,
+            server_address: None,
             connection: None,
             response_wire_bytes: None,
             observed: None,

@@ -303,6 +303,17 @@ pub struct RunArgs {
     #[arg(long)]
     #[arg(help_heading = "Target (an external server instead of the lab server)")]
     pub sni: Option<String>,
+    /// Pin the target's address, as curl's --resolve (repeat for several): no DNS query is
+    /// made for HOST on PORT. IPv6 addresses in brackets: example.com:443:[2001:db8::7].
+    #[arg(long, value_name = "HOST:PORT:ADDRESS")]
+    #[arg(help_heading = "Target (an external server instead of the lab server)")]
+    pub resolve: Option<Vec<String>>,
+    /// When the target's name is resolved: once (before the run, default) or per-attempt
+    /// (before each attempt, timed as the dns phase; the lab server is looked up as
+    /// localhost).
+    #[arg(long, value_name = "once|per-attempt")]
+    #[arg(help_heading = "Target (an external server instead of the lab server)")]
+    pub dns: Option<String>,
     /// PEM file of trusted roots for --target (default: the system roots).
     #[arg(long)]
     #[arg(help_heading = "Target (an external server instead of the lab server)")]
@@ -449,6 +460,8 @@ impl RunArgs {
             close: self.close.clone(),
             target: self.target.clone(),
             sni: self.sni.clone(),
+            resolve: self.resolve.clone(),
+            dns: self.dns.clone(),
             ca: self.ca.clone(),
             insecure: self.insecure,
             pin: self.pin.clone(),

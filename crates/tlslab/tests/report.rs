@@ -209,6 +209,9 @@ fn a_version_1_store_is_upgraded_when_opened() {
             "connection",
             "connection_request",
             "response_wire_bytes",
+            "resolved",
+            "dns",
+            "address_family",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
@@ -234,7 +237,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
         &results,
         "SELECT count(*) FROM configs WHERE rtt_ns IS NULL",
     );
-    assert_eq!((version, loopback), (7, 4));
+    assert_eq!((version, loopback), (8, 4));
     let active = count(
         &results,
         "SELECT count(*) FROM runs WHERE source = 'active'",
@@ -272,6 +275,9 @@ fn a_schema_6_store_is_upgraded_when_opened() {
             "connection",
             "connection_request",
             "response_wire_bytes",
+            "resolved",
+            "dns",
+            "address_family",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
@@ -282,7 +288,7 @@ fn a_schema_6_store_is_upgraded_when_opened() {
     let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
     assert!(export.contains("latency"), "{export}");
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
     let closed = count(
         &results,
         "SELECT count(*) FROM configs WHERE arrival_rate IS NULL",
@@ -293,6 +299,36 @@ fn a_schema_6_store_is_upgraded_when_opened() {
         "SELECT count(*) FROM configs WHERE scheme = 'https' AND keep_alive = 0",
     );
     assert_eq!(https, 4, "old Configs read as HTTPS without keep-alive");
+}
+
+#[test]
+fn a_schema_7_store_is_upgraded_when_opened() {
+    let (results, _) = report_of_a_run("report-upgrade-7");
+    {
+        // What tlslab wrote before per-attempt lookups: no resolved event, dns phase or
+        // address family, version 7.
+        let connection = rusqlite::Connection::open(&results).unwrap();
+        for column in ["resolved", "dns", "address_family"] {
+            connection
+                .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
+                .unwrap();
+        }
+        connection.execute_batch("PRAGMA user_version = 7").unwrap();
+    }
+    let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
+    let header = export.lines().next().unwrap_or_default();
+    assert!(
+        header.contains(",dns,") && header.contains("address_family"),
+        "{header}"
+    );
+    let version: i64 = value(&results, "PRAGMA user_version");
+    assert_eq!(version, 8);
+    let unresolved = count(
+        &results,
+        "SELECT count(*) FROM samples WHERE dns IS NULL AND resolved IS NULL AND address_family IS NULL",
+    );
+    let all = count(&results, "SELECT count(*) FROM samples");
+    assert_eq!(unresolved, all, "old samples made no lookup of their own");
 }
 
 fn decode_png(path: &Path) -> (u32, u32, Vec<u8>) {

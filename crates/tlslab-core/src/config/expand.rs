@@ -176,6 +176,7 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                                 server_backend: backends.1,
                                 ech,
                                 close: experiment.close,
+                                dns: experiment.dns,
                                 timeout: experiment.timeout,
                                 network: *network,
                                 body: experiment.body,

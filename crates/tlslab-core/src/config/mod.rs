@@ -14,8 +14,8 @@ use serde::Serialize;
 pub use expand::{expand, expand_explicit};
 
 use crate::dimension::{
-    Backend, CertProfile, CloseMode, Ech, Group, Http, Resume, Scheme, SuiteSpec, TlsVersion,
-    Transport,
+    Backend, CertProfile, CloseMode, DnsMode, Ech, Group, Http, Resume, Scheme, SuiteSpec,
+    TlsVersion, Transport,
 };
 use crate::network::Network;
 
@@ -77,6 +77,8 @@ pub struct Config {
     /// Encrypted ClientHello.
     pub ech: Ech,
     pub close: CloseMode,
+    /// When the target's name is resolved: once per run, or before each attempt (`dns`).
+    pub dns: DnsMode,
     #[serde(skip)]
     pub timeout: Duration,
     /// The emulated link, or `None` for plain loopback (or the real network to a target).

@@ -7,7 +7,7 @@ use super::{
     error, ConfigError, MAX_BODY, MAX_CONCURRENCY, MAX_EARLY_DATA, MAX_EMULATED_DELAY,
     MAX_HANDSHAKES,
 };
-use crate::dimension::Ech;
+use crate::dimension::{DnsMode, Ech, Scheme};
 use crate::experiment::Experiment;
 
 /// What the checks decoded once for every Config.
@@ -179,6 +179,7 @@ pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> 
             "for example --server-cmd 'nginx -c /etc/tlslab/nginx.conf' --target 127.0.0.1:8443",
         ));
     }
+    check_name_resolution(experiment)?;
     let pins = experiment
         .pin
         .as_deref()
@@ -202,6 +203,67 @@ pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> 
             })?;
     }
     Ok(Checked { ech_config, pins })
+}
+
+/// `--resolve` pins name the target (a pin that answers for no name the run looks up would
+/// be silently ignored, and the run would measure another address than the user meant), and
+/// `--dns per-attempt` needs a route it can follow.
+fn check_name_resolution(experiment: &Experiment) -> Result<(), ConfigError> {
+    let emulated = !experiment.rtt.is_empty()
+        || !experiment.jitter.is_empty()
+        || !experiment.loss.is_empty()
+        || !experiment.bandwidth.is_empty();
+    if experiment.dns == DnsMode::PerAttempt && emulated {
+        return Err(error(
+            "--dns per-attempt cannot run on the emulated link yet",
+            "the link routes the address resolved before the run; use --dns once with \
+             --rtt/--jitter/--loss/--bandwidth, or drop them to time lookups",
+        ));
+    }
+    let Some(target) = &experiment.target else {
+        if let Some(pin) = experiment.resolve.first() {
+            return Err(error(
+                format!("--resolve {pin} applies to external targets only"),
+                "the lab server's address is known without a lookup; add --target host:port \
+                 with the pinned host and port, or drop --resolve",
+            ));
+        }
+        return Ok(());
+    };
+    let Some(host) = super::target_host(target) else {
+        // expand() reports the malformed target itself.
+        return Ok(());
+    };
+    let port = target
+        .rsplit_once(':')
+        .and_then(|(_, port)| port.parse::<u16>().ok())
+        .unwrap_or(0);
+    // Plain HTTP Configs go to the same host on the plain port.
+    let plain = experiment
+        .scheme
+        .contains(&Scheme::Http)
+        .then(|| experiment.plain_port.unwrap_or(80));
+    for pin in &experiment.resolve {
+        let answers =
+            pin.answers(host, port) || plain.is_some_and(|plain| pin.answers(host, plain));
+        if !answers {
+            return Err(error(
+                format!("--resolve {pin} does not answer for the target {target}"),
+                format!(
+                    "the pin's host and port must be the target's, for example --resolve \
+                     {host}:{port}:{}",
+                    pin.addresses
+                        .first()
+                        .map(|address| match address {
+                            std::net::IpAddr::V4(v4) => v4.to_string(),
+                            std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+                        })
+                        .unwrap_or_default()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Decodes an ECHConfigList given as base64. HTTPS DNS records use the standard alphabet;
@@ -245,6 +307,68 @@ mod tests {
         for bad in ["not base64!", "", "A"] {
             assert!(decode_ech_config(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn resolve_pins_must_answer_for_the_target_and_lookups_need_a_plain_route() {
+        let pinned = |target: Option<&str>, pin: &str| Experiment {
+            target: target.map(str::to_string),
+            resolve: vec![pin.parse().unwrap()],
+            ..Experiment::default()
+        };
+        assert!(validate(&pinned(
+            Some("example.com:443"),
+            "EXAMPLE.com:443:192.0.2.7"
+        ))
+        .is_ok());
+        let elsewhere = validate(&pinned(
+            Some("example.com:443"),
+            "example.com:8443:192.0.2.7",
+        ))
+        .unwrap_err();
+        assert!(elsewhere.message.contains("does not answer"), "{elsewhere}");
+        assert!(
+            elsewhere.hint.contains("example.com:443:192.0.2.7"),
+            "{}",
+            elsewhere.hint
+        );
+        let lab = validate(&pinned(None, "localhost:443:127.0.0.1")).unwrap_err();
+        assert!(lab.message.contains("external targets only"), "{lab}");
+        // Plain HTTP Configs go to the plain port, which a pin may name.
+        let plain = Experiment {
+            scheme: vec![Scheme::Https, Scheme::Http],
+            plain_port: Some(8080),
+            ..pinned(Some("example.com:443"), "example.com:8080:192.0.2.7")
+        };
+        assert!(validate(&plain).is_ok());
+        let emulated = Experiment {
+            dns: DnsMode::PerAttempt,
+            rtt: vec![std::time::Duration::from_millis(10)],
+            ..Experiment::default()
+        };
+        assert!(validate(&emulated)
+            .unwrap_err()
+            .message
+            .contains("emulated link"));
+    }
+
+    #[test]
+    fn name_resolution_reads_from_a_file_as_from_flags() {
+        let file = Experiment::from_toml(
+            "target = \"example.com:443\"\nresolve = [\"example.com:443:[2001:db8::7]\"]\ndns = \"per-attempt\"",
+        )
+        .unwrap();
+        assert_eq!(file.dns, DnsMode::PerAttempt);
+        assert_eq!(file.resolve[0].to_string(), "example.com:443:[2001:db8::7]");
+        assert_eq!(Experiment::from_toml(&file.to_toml()).unwrap(), file);
+        let error = Experiment::from_toml("resolve = [\"example.com:443\"]").unwrap_err();
+        assert!(error.to_string().contains("HOST:PORT:ADDRESS"), "{error}");
+        let error = Experiment::from_toml("dns = \"sometimes\"").unwrap_err();
+        assert!(error.to_string().contains("per-attempt"), "{error}");
+        let configs = file.configs().unwrap();
+        assert!(configs
+            .iter()
+            .all(|config| config.dns == DnsMode::PerAttempt));
     }
 
     #[test]
