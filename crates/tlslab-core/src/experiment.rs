@@ -384,6 +384,8 @@ mod tests {
             assert!(measured.iter().all(|trial| trial.handshakes == 0
                 && trial.time_limit == Some(Duration::from_millis(500))));
         }
+        // The progress display follows the clock: two Configs of 5 s each.
+        assert_eq!(plan.timed_duration(), Some(Duration::from_secs(10)));
         // Warm-up counts its attempts still.
         assert!(plan
             .trials

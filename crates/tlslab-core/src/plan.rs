@@ -123,6 +123,15 @@ impl Plan {
         self.trials.iter().map(|t| t.handshakes).sum()
     }
 
+    /// How long the timed blocks (closed loops given `--duration`) run in all; `None` when
+    /// every block counts its attempts.
+    pub fn timed_duration(&self) -> Option<Duration> {
+        self.trials
+            .iter()
+            .filter_map(|t| t.time_limit)
+            .reduce(|total, limit| total.saturating_add(limit))
+    }
+
     /// The number of measured rounds.
     pub fn rounds(&self) -> u32 {
         self.trials.iter().map(|t| t.round).max().unwrap_or(0)

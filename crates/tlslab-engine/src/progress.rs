@@ -12,7 +12,10 @@ use crate::trials::Counts;
 pub struct Progress {
     pub done: u64,
     pub errors: u64,
+    /// Attempts planned (the timed blocks' attempts are not known in advance: 0 for them).
     pub total: u64,
+    /// How long the timed blocks run in all, when the plan has some: progress is then time.
+    pub timed: Option<Duration>,
     pub elapsed: Duration,
 }
 
@@ -24,6 +27,7 @@ pub fn report(
     callback: ProgressCallback,
     counts: Arc<Counts>,
     total: u64,
+    timed: Option<Duration>,
     origin: Instant,
     end: Stop,
 ) {
@@ -35,6 +39,7 @@ pub fn report(
                 done: counts.done.load(Ordering::Relaxed),
                 errors: counts.errors.load(Ordering::Relaxed),
                 total,
+                timed,
                 elapsed: origin.elapsed(),
             });
         }

@@ -112,6 +112,7 @@ pub fn run(
             callback,
             counts.clone(),
             total,
+            plan.timed_duration(),
             origin,
             ticker.clone(),
         );

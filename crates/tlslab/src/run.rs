@@ -60,33 +60,44 @@ pub fn default_output() -> PathBuf {
 
 fn progress_bar() -> tlslab_engine::ProgressCallback {
     Arc::new(|progress: &Progress| {
-        let fraction = progress.done as f64 / progress.total.max(1) as f64;
-        let width = 30;
-        let filled = (fraction * width as f64).round() as usize;
         let seconds = progress.elapsed.as_secs_f64();
         let rate = if seconds > 0.0 {
             progress.done as f64 / seconds
         } else {
             0.0
         };
-        let eta = if rate > 0.0 {
-            format!(
-                "{:.0}s",
-                (progress.total - progress.done.min(progress.total)) as f64 / rate
-            )
-        } else {
-            "?".to_string()
+        // Timed blocks (a closed loop given --duration) take as many attempts as fit: the
+        // bar follows the clock, and says how many were done, not out of how many.
+        let (fraction, count, eta) = match progress.timed {
+            Some(timed) => {
+                let planned = timed.as_secs_f64().max(f64::MIN_POSITIVE);
+                (
+                    seconds / planned,
+                    format!("{} attempts  {seconds:.0}/{planned:.0} s", progress.done),
+                    format!("{:.0}s", (planned - seconds).max(0.0)),
+                )
+            }
+            None => (
+                progress.done as f64 / progress.total.max(1) as f64,
+                format!("{}/{} attempts", progress.done, progress.total),
+                if rate > 0.0 {
+                    format!(
+                        "{:.0}s",
+                        (progress.total - progress.done.min(progress.total)) as f64 / rate
+                    )
+                } else {
+                    "?".to_string()
+                },
+            ),
         };
+        let width = 30;
+        let filled = ((fraction.clamp(0.0, 1.0)) * width as f64).round() as usize;
         let mut stderr = std::io::stderr().lock();
         let _ = write!(
             stderr,
-            "\r[{}{}] {}/{} handshakes  {:.0}/s  ETA {}  errors {}   ",
+            "\r[{}{}] {count}  {rate:.0}/s  ETA {eta}  errors {}   ",
             "#".repeat(filled.min(width)),
             " ".repeat(width - filled.min(width)),
-            progress.done,
-            progress.total,
-            rate,
-            eta,
             progress.errors
         );
         let _ = stderr.flush();
