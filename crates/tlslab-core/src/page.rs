@@ -49,8 +49,10 @@ fn parse_bytes(text: &str) -> Result<u64, InvalidValue> {
         "" | "b" => 1.0,
         "kb" | "k" => 1e3,
         "mb" | "m" => 1e6,
+        "gb" | "g" => 1e9,
         "kib" => 1024.0,
         "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
         other => {
             return Err(InvalidValue(format!(
                 "resource size '{text}' has an unknown unit '{other}' (use B, KB, MB, KiB or MiB)"
@@ -95,6 +97,143 @@ impl FromStr for Page {
     }
 }
 
+impl Page {
+    /// A page description file's text: a HAR file (JSON, as a browser's developer tools save
+    /// a page load: the first page's entries after its document, each response's body size),
+    /// or lines of `COUNT:SIZE` or `SIZE` (`#` starts a comment). Neighbouring resources of one
+    /// size make one group.
+    pub fn from_description(text: &str) -> Result<Page, InvalidValue> {
+        let sizes = if text.trim_start().starts_with('{') {
+            har_sizes(text)?
+        } else {
+            let mut sizes = Vec::new();
+            for line in text.lines() {
+                let line = line.split('#').next().unwrap_or("").trim();
+                if line.is_empty() {
+                    continue;
+                }
+                let (count, size) = match line.split_once(':') {
+                    Some((count, size)) => (
+                        count.trim().parse::<u64>().map_err(|_| {
+                            InvalidValue(format!(
+                                "page line '{line}': '{count}' is not a whole number of resources"
+                            ))
+                        })?,
+                        size,
+                    ),
+                    None => (1, line),
+                };
+                if count > MAX_RESOURCES {
+                    return Err(too_many(count));
+                }
+                let bytes = parse_bytes(size)?;
+                sizes.extend(std::iter::repeat_n(bytes, count as usize));
+                if sizes.len() as u64 > MAX_RESOURCES {
+                    return Err(too_many(sizes.len() as u64));
+                }
+            }
+            sizes
+        };
+        let mut groups: Vec<(u64, u64)> = Vec::new();
+        for bytes in sizes {
+            match groups.last_mut() {
+                Some((count, size)) if *size == bytes => *count += 1,
+                _ => groups.push((1, bytes)),
+            }
+        }
+        let page = Page { groups };
+        match page.count() {
+            0 => Err(InvalidValue(
+                "the page description lists no resources; a page has 1 to 10000".into(),
+            )),
+            count if count > MAX_RESOURCES => Err(too_many(count)),
+            _ => Ok(page),
+        }
+    }
+}
+
+fn too_many(count: u64) -> InvalidValue {
+    InvalidValue(format!(
+        "the page description lists {count} resources; a page has 1 to {MAX_RESOURCES}"
+    ))
+}
+
+/// The resources' body sizes in a HAR 1.2 file: the first page's entries (all entries when
+/// the file names no page), in order, without the first (the document, which page mode
+/// fetches from --path). A body size of -1 (unknown) falls back to the content's size.
+fn har_sizes(text: &str) -> Result<Vec<u64>, InvalidValue> {
+    // Only the fields read here; serde skips the rest of a HAR's (often large) entries.
+    #[derive(Deserialize)]
+    struct Har {
+        log: Log,
+    }
+    #[derive(Deserialize)]
+    struct Log {
+        #[serde(default)]
+        pages: Vec<HarPage>,
+        entries: Vec<Entry>,
+    }
+    #[derive(Deserialize)]
+    struct HarPage {
+        id: String,
+    }
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Entry {
+        #[serde(default)]
+        pageref: Option<String>,
+        response: Response,
+    }
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Response {
+        #[serde(default)]
+        body_size: Option<i64>,
+        #[serde(default)]
+        content: Option<Content>,
+    }
+    #[derive(Deserialize)]
+    struct Content {
+        #[serde(default)]
+        size: Option<i64>,
+    }
+    let har: Har = serde_json::from_str(text).map_err(|error| {
+        InvalidValue(format!(
+            "the page description is JSON but not a HAR file: {error}"
+        ))
+    })?;
+    let first_page = har.log.pages.first().map(|page| page.id.as_str());
+    let mut sizes = Vec::new();
+    let entries = har
+        .log
+        .entries
+        .iter()
+        .filter(|entry| first_page.is_none() || entry.pageref.as_deref() == first_page)
+        .skip(1);
+    for entry in entries {
+        let size = match entry.response.body_size {
+            Some(size) if size >= 0 => size,
+            _ => entry
+                .response
+                .content
+                .as_ref()
+                .and_then(|content| content.size)
+                .unwrap_or(0)
+                .max(0),
+        };
+        if size as u64 > MAX_BODY {
+            return Err(InvalidValue(format!(
+                "a resource of {size} bytes in the HAR file is above the lab server's 64 MiB"
+            )));
+        }
+        sizes.push(size as u64);
+        if sizes.len() as u64 > MAX_RESOURCES {
+            return Err(too_many(sizes.len() as u64));
+        }
+    }
+    Ok(sizes)
+}
+
 impl fmt::Display for Page {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let groups: Vec<String> = self
@@ -133,12 +272,46 @@ mod tests {
     }
 
     #[test]
+    fn description_files_as_lines_or_har() {
+        let lines = "# a page\n2:30KB\n30KB   # one more of the same\n1MiB\n\n";
+        let page = Page::from_description(lines).unwrap();
+        assert_eq!(page.groups, vec![(3, 30_000), (1, 1_048_576)]);
+
+        // A HAR of two pages: only the first page's entries count, its document not.
+        let har = r#"{"log": {"version": "1.2", "pages": [{"id": "page_1"}, {"id": "page_2"}],
+            "entries": [
+              {"pageref": "page_1", "response": {"status": 200, "bodySize": 5000}},
+              {"pageref": "page_1", "response": {"bodySize": 700, "content": {"size": 2100}}},
+              {"pageref": "page_1", "response": {"bodySize": -1, "content": {"size": 900}}},
+              {"pageref": "page_1", "response": {"bodySize": 700}},
+              {"pageref": "page_2", "response": {"bodySize": 123}}
+            ]}}"#;
+        let page = Page::from_description(har).unwrap();
+        assert_eq!(page.groups, vec![(1, 700), (1, 900), (1, 700)]);
+
+        for (text, expected) in [
+            ("", "no resources"),
+            ("# nothing\n", "no resources"),
+            ("x:1KB", "whole number"),
+            ("20000:1KB", "1 to 10000"),
+            ("{\"log\": 3}", "not a HAR"),
+            (
+                r#"{"log": {"entries": [{"response": {}}, {"response": {"bodySize": 99999999999}}]}}"#,
+                "64 MiB",
+            ),
+        ] {
+            let error = Page::from_description(text).unwrap_err();
+            assert!(error.0.contains(expected), "{text}: {error}");
+        }
+    }
+
+    #[test]
     fn bad_pages_say_what_would_do() {
         for (text, expected) in [
             ("86", "COUNT:SIZE"),
             ("x:30KB", "whole number"),
             ("2:30XB", "unknown unit"),
-            ("2:100MB", "64 MiB"),
+            ("2:1GB", "64 MiB"),
             ("0:1KB", "1 to 10000"),
             ("20000:1KB", "1 to 10000"),
             ("", "1 to 10000"),

@@ -242,8 +242,9 @@ pub struct RunArgs {
     #[arg(help_heading = "Transport and HTTP")]
     pub scheme: Option<Vec<String>>,
     /// Page mode: each attempt loads a page, the document at --path and these resources
-    /// (COUNT:SIZE,...: 86:30KB), as a browser does: six connections over HTTP/1.1, one
-    /// multiplexed over HTTP/2; the lab server serves them as /r/SIZE.
+    /// (COUNT:SIZE,...: 86:30KB, or @FILE: lines of COUNT:SIZE, or a HAR file saved from a
+    /// browser), as a browser does: six connections over HTTP/1.1, one multiplexed over
+    /// HTTP/2; the lab server serves them as /r/SIZE.
     #[arg(long)]
     #[arg(help_heading = "Transport and HTTP")]
     pub page: Option<String>,

@@ -33,13 +33,38 @@ pub fn experiment(args: &RunArgs, base: Experiment) -> Result<Experiment, CliErr
         }
         None => base,
     };
-    experiment.apply(&args.overrides())?;
+    let mut overrides = args.overrides();
+    if let Some(page) = overrides.page.as_mut() {
+        if let Some(path) = page.strip_prefix('@') {
+            *page = page_description(std::path::Path::new(path))?;
+        }
+    }
+    experiment.apply(&overrides)?;
     if args.rate.is_some() {
         crate::output::note(format_args!(
             "warning: --rate is now --bandwidth; --rate will be removed in the next release"
         ));
     }
     Ok(experiment)
+}
+
+/// `--page @FILE`: the page a description file lists (lines of COUNT:SIZE, or a HAR file a
+/// browser saved), as the COUNT:SIZE list that is stored with the Config.
+fn page_description(path: &std::path::Path) -> Result<String, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        CliError::usage(
+            format!("cannot read page description {}: {error}", path.display()),
+            "--page @FILE takes a file of COUNT:SIZE lines or a HAR file (saved from a browser's network panel)",
+        )
+    })?;
+    tlslab_core::Page::from_description(&text)
+        .map(|page| page.to_string())
+        .map_err(|problem| {
+            CliError::usage(
+                format!("page description {}: {problem}", path.display()),
+                "each line is COUNT:SIZE or SIZE (30KB, 1MiB), or the file is a HAR 1.2 JSON file",
+            )
+        })
 }
 
 /// `./tlslab-results/<UTC timestamp>.db`, with a suffix when two runs start in one second.

@@ -287,3 +287,80 @@ fn a_page_over_six_http1_connections_and_over_one_http2_connection_at_50_ms() {
         "the study's page load comparison: {output}"
     );
 }
+
+#[test]
+fn a_page_from_a_har_file_or_a_description_file() {
+    let dir = scratch("load-page-file");
+    // What a browser's network panel saves: the document, then its resources; a second page
+    // in the same file is not part of the first.
+    let har = dir.join("site.har");
+    std::fs::write(
+        &har,
+        r#"{"log": {"version": "1.2", "pages": [{"id": "page_1"}, {"id": "page_2"}],
+          "entries": [
+            {"pageref": "page_1", "response": {"status": 200, "bodySize": 15000}},
+            {"pageref": "page_1", "response": {"status": 200, "bodySize": 3000}},
+            {"pageref": "page_1", "response": {"status": 200, "bodySize": 3000}},
+            {"pageref": "page_1", "response": {"status": 200, "bodySize": -1, "content": {"size": 800}}},
+            {"pageref": "page_2", "response": {"status": 200, "bodySize": 123456}}
+          ]}}"#,
+    )
+    .unwrap();
+    let (db, _) = load(
+        &dir,
+        "har",
+        &[
+            "--page",
+            &format!("@{}", har.display()),
+            "-n",
+            "3",
+            "-c",
+            "1",
+            "--warmup",
+            "0",
+        ],
+    );
+    assert_eq!(
+        value::<String>(&db, "SELECT page FROM configs"),
+        "2:3000,1:800",
+        "the page as stored: the first page's resources after its document"
+    );
+    assert_eq!(
+        count_samples(
+            &db,
+            "s.outcome = 'ok' AND s.response_bytes = 1024 + 2 * 3000 + 800"
+        ),
+        3,
+        "every page whole"
+    );
+
+    let lines = dir.join("page.txt");
+    std::fs::write(&lines, "# two sizes\n3:1KB\n2KB\n").unwrap();
+    let (db, _) = load(
+        &dir,
+        "lines",
+        &[
+            "--page",
+            &format!("@{}", lines.display()),
+            "-n",
+            "2",
+            "-c",
+            "1",
+        ],
+    );
+    assert_eq!(
+        value::<String>(&db, "SELECT page FROM configs"),
+        "3:1000,1:2000"
+    );
+
+    let missing = dir.join("missing.har");
+    let output = tlslab(&["load", "--page", &format!("@{}", missing.display())]);
+    assert_user_error(&output, 2, "cannot read page description");
+    std::fs::write(dir.join("empty.txt"), "# nothing\n").unwrap();
+    let output = tlslab(&[
+        "load",
+        "--page",
+        &format!("@{}", dir.join("empty.txt").display()),
+    ]);
+    assert_user_error(&output, 2, "no resources");
+}
