@@ -402,6 +402,9 @@ fn client_context(
             };
         }
     }
+    if let Some(certificate) = &settings.client_certificate {
+        client_certificate(&mut builder, certificate)?;
+    }
     // SAFETY: a plain function that only touches the per-thread record.
     unsafe { ffi::SSL_CTX_set_msg_callback(builder.as_ptr(), Some(probe::message_callback)) };
     if let Some(version) = http {
@@ -453,6 +456,36 @@ fn client_context(
         };
     }
     Ok(context)
+}
+
+/// Presents `certificate` when the server asks: the leaf, the rest of the chain as extra
+/// certificates (sent in order, not looked up in the trust store), and the leaf's key.
+fn client_certificate(
+    builder: &mut SslContextBuilder,
+    certificate: &tlslab_backend::ClientCertificate,
+) -> Result<(), Error> {
+    let mut chain = certificate.chain.iter();
+    if let Some(leaf) = chain.next() {
+        builder.set_certificate(X509::from_der(leaf)?.as_ref())?;
+    }
+    for extra in chain {
+        builder.add_extra_chain_cert(X509::from_der(extra)?)?;
+    }
+    let key = match &certificate.key {
+        rustls_pki_types::PrivateKeyDer::Pkcs8(der) => {
+            openssl::pkey::PKey::private_key_from_pkcs8(der.secret_pkcs8_der())?
+        }
+        rustls_pki_types::PrivateKeyDer::Pkcs1(der) => openssl::pkey::PKey::from_rsa(
+            openssl::rsa::Rsa::private_key_from_der(der.secret_pkcs1_der())?,
+        )?,
+        rustls_pki_types::PrivateKeyDer::Sec1(der) => openssl::pkey::PKey::from_ec_key(
+            openssl::ec::EcKey::private_key_from_der(der.secret_sec1_der())?,
+        )?,
+        other => openssl::pkey::PKey::private_key_from_der(other.secret_der())?,
+    };
+    builder.set_private_key(&key)?;
+    builder.check_private_key()?;
+    Ok(())
 }
 
 /// Where a client context keeps its `--pin`s for the verification callback.

@@ -189,14 +189,21 @@ impl Client {
                 ))
             }
         };
-        let mut config = builder?
+        let builder = builder?
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(TimedVerifier {
                 inner: inner.clone(),
                 cache: cache.clone(),
                 report: Report::ThreadLocal,
-            }))
-            .with_no_client_auth();
+            }));
+        let mut config = match &settings.client_certificate {
+            // rustls checks that the key signs for the certificate, and that this provider
+            // can sign with it.
+            Some(certificate) => builder
+                .with_client_auth_cert(certificate.chain.clone(), certificate.key.clone_key())
+                .map_err(|error| Error::ClientCertificate(error.to_string()))?,
+            None => builder.with_no_client_auth(),
+        };
         config.key_log = Arc::new(TrafficKeyProbe {
             report: Report::ThreadLocal,
             file: settings.key_log.clone(),
