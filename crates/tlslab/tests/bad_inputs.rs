@@ -56,7 +56,10 @@ fn fixtures(dir: &Path) -> HashMap<&'static str, String> {
         write(copy, &std::fs::read(source).unwrap())
     };
     HashMap::from([
-        ("lab_chain", lab_file("ecdsa-p256", "chain", "lab-chain.pem")),
+        (
+            "lab_chain",
+            lab_file("ecdsa-p256", "chain", "lab-chain.pem"),
+        ),
         ("other_key", lab_file("rsa-2048", "key", "other.key")),
         ("dir", dir.to_str().unwrap().to_string()),
         ("missing", path("missing.toml")),

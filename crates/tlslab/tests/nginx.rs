@@ -585,9 +585,21 @@ fn client_certificates(dir: &Path) -> Option<Vec<(&'static str, String, String)>
     let made = openssl_in(
         dir,
         &[
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-days", "30", "-subj", "/CN=tlslab test client CA", "-keyout", "client-ca.key",
-            "-out", "client-ca.pem",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-days",
+            "30",
+            "-subj",
+            "/CN=tlslab test client CA",
+            "-keyout",
+            "client-ca.key",
+            "-out",
+            "client-ca.pem",
         ],
     );
     if !made {
@@ -595,14 +607,30 @@ fn client_certificates(dir: &Path) -> Option<Vec<(&'static str, String, String)>
     }
     let issue = |name: &str, key: &[&str]| {
         let mut arguments = vec![
-            "req", "-x509", "-CA", "client-ca.pem", "-CAkey", "client-ca.key", "-newkey",
+            "req",
+            "-x509",
+            "-CA",
+            "client-ca.pem",
+            "-CAkey",
+            "client-ca.key",
+            "-newkey",
         ];
         arguments.extend_from_slice(key);
         let (key_file, cert_file) = (format!("{name}.pkcs8.key"), format!("{name}.pem"));
         arguments.extend_from_slice(&[
-            "-nodes", "-days", "30", "-subj", "/CN=tlslab client", "-addext",
-            "extendedKeyUsage=clientAuth", "-addext", "basicConstraints=critical,CA:FALSE",
-            "-keyout", &key_file, "-out", &cert_file,
+            "-nodes",
+            "-days",
+            "30",
+            "-subj",
+            "/CN=tlslab client",
+            "-addext",
+            "extendedKeyUsage=clientAuth",
+            "-addext",
+            "basicConstraints=critical,CA:FALSE",
+            "-keyout",
+            &key_file,
+            "-out",
+            &cert_file,
         ]);
         openssl_in(dir, &arguments)
     };
