@@ -42,6 +42,10 @@ pub struct Attempt {
     /// The bytes of the client's first flight (ClientHello and early data; over QUIC the
     /// datagrams sent before the server answered), kept when the replay probe wants them.
     pub captured: Option<Vec<Vec<u8>>>,
+    /// Whether the server asked for a client certificate (CertificateRequest) and, if it did,
+    /// whether the client sent one; `None` when it did not ask (or the library cannot tell).
+    /// It explains failures the server reports only by an alert or a closed connection.
+    pub client_certificate: Option<bool>,
     /// Byte counts when the handshake ended: what the sample reports.
     handshake_bytes: Option<(u64, u64)>,
     /// When the last read returned, and the bytes received by then.
@@ -73,6 +77,7 @@ impl Attempt {
             peer_address: None,
             connection: None,
             captured: None,
+            client_certificate: None,
             handshake_bytes: None,
             last_read: None,
             finished_pending: false,
@@ -96,6 +101,7 @@ impl Attempt {
         self.server_flight_bytes = None;
         self.response = None;
         self.connection = None;
+        self.client_certificate = None;
         self.handshake_bytes = None;
         self.last_read = None;
         self.finished_pending = false;

@@ -116,9 +116,16 @@ pub async fn open_over_tcp<C: Client>(
     let Handshake {
         mut channel,
         request_sent,
-    } = client.handshake(agent, attempt, stream).await?;
+    } = client
+        .handshake(agent, attempt, stream)
+        .await
+        .map_err(|failure| failure.explained_by(attempt))?;
     if let Some(request) = client.request() {
-        exchange(&mut channel, attempt, request, request_sent).await?;
+        // TLS 1.3: a server that wanted a certificate says so after the client's Finished,
+        // so the client learns it on its first read.
+        exchange(&mut channel, attempt, request, request_sent)
+            .await
+            .map_err(|failure| failure.explained_by(attempt))?;
     }
     if let (Some(before), true) = (tickets_before, channel.is_tls13()) {
         let patience = attempt.ticket_patience().min(ticket_limit);

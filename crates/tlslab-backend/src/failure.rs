@@ -13,6 +13,18 @@ pub struct Failure {
 }
 
 impl Failure {
+    /// What a failure after the server's CertificateRequest went unanswered means: servers
+    /// report a missing client certificate by a generic alert (TLS 1.2: handshake_failure),
+    /// by certificate_required after the client's Finished (TLS 1.3: on the first read), or by
+    /// closing the connection, so the detail says it in words the diagnosis can find.
+    pub fn explained_by(mut self, attempt: &Attempt) -> Self {
+        if attempt.client_certificate == Some(false) {
+            self.detail
+                .push_str("; the server asked for a client certificate and none was sent");
+        }
+        self
+    }
+
     pub fn new(class: ErrorClass, detail: impl Into<String>) -> Self {
         Failure {
             class,

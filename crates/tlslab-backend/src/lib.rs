@@ -47,4 +47,6 @@ pub use exchange::{
 };
 pub use failure::Failure;
 pub use key_log::KeyLogFile;
-pub use settings::{ClientSettings, EchMode, Request, ServerSettings, Suite, Trust};
+pub use settings::{
+    ClientCertificate, ClientSettings, EchMode, Request, ServerSettings, Suite, Trust,
+};

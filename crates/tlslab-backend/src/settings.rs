@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use rustls_pki_types::CertificateDer;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tlslab_core::{
     Cipher, Config, Group, Http, InvalidValue, LegacySuite, Resume, ServerKey, ServerResumption,
     TlsVersion, Transport,
@@ -19,6 +19,14 @@ pub enum Trust {
     System,
     /// Anything (`--insecure`): handshake signatures are still parsed, not checked.
     Insecure,
+}
+
+/// The certificate chain (leaf first) and private key a client presents when the server
+/// asks for a certificate (mutual TLS), read and checked before the run.
+#[derive(Debug)]
+pub struct ClientCertificate {
+    pub chain: Vec<CertificateDer<'static>>,
+    pub key: PrivateKeyDer<'static>,
 }
 
 /// Encrypted ClientHello, as a client offers it.
@@ -115,6 +123,9 @@ pub struct ClientSettings {
     pub key_log: Option<std::sync::Arc<crate::KeyLogFile>>,
     /// Public keys the server's certificate must carry, checked besides `trust`.
     pub pins: Option<tlslab_core::Pins>,
+    /// What the client presents when the server asks for a certificate; `None` sends none.
+    /// Shared: a private key is not cloned per Config or agent.
+    pub client_certificate: Option<std::sync::Arc<ClientCertificate>>,
 }
 
 impl ClientSettings {
@@ -142,6 +153,7 @@ impl ClientSettings {
             ech: EchMode::Off,
             key_log: None,
             pins: None,
+            client_certificate: None,
         }
     }
 
@@ -171,6 +183,7 @@ impl ClientSettings {
             ech,
             key_log: None,
             pins: config.pins.clone(),
+            client_certificate: None,
         }
     }
 

@@ -106,6 +106,11 @@ pub struct Experiment {
     pub plain_port: Option<u16>,
     /// PEM file of trusted roots for an external target (default: the system roots).
     pub ca: Option<PathBuf>,
+    /// PEM file of the certificate chain (leaf first) the client presents to a target that
+    /// asks for one (mutual TLS); given together with `client_key`.
+    pub client_cert: Option<PathBuf>,
+    /// PEM file of the private key of `client_cert` (PKCS#8, SEC1 or PKCS#1).
+    pub client_key: Option<PathBuf>,
     /// Skip certificate verification (recorded in every sample and printed in the summary).
     pub insecure: bool,
     /// Public-key pins the server's certificate must match (`sha256//BASE64`, several
@@ -198,6 +203,8 @@ impl Default for Experiment {
             sni: None,
             plain_port: None,
             ca: None,
+            client_cert: None,
+            client_key: None,
             insecure: false,
             pin: None,
             thresholds: Vec::new(),

@@ -36,7 +36,7 @@ pub mod sample;
 pub mod threshold;
 
 pub use arrival::ArrivalRate;
-pub use config::{Config, ConfigError, Endpoint, ServerKey, ServerResumption};
+pub use config::{ClientIdentity, Config, ConfigError, Endpoint, ServerKey, ServerResumption};
 pub use dimension::{
     Authentication, Backend, CertCache, CertProfile, Cipher, CloseMode, DnsMode, Ech, Emulator,
     Group, HelloRetry, Http, InvalidValue, KeepAlive, KeyKind, LegacyKeyExchange, LegacySuite,

@@ -54,6 +54,8 @@ pub struct Overrides {
     pub sni: Option<String>,
     pub plain_port: Option<u16>,
     pub ca: Option<PathBuf>,
+    pub client_cert: Option<PathBuf>,
+    pub client_key: Option<PathBuf>,
     pub insecure: bool,
     pub pin: Option<String>,
     pub thresholds: Option<Vec<String>>,
@@ -259,6 +261,8 @@ impl Experiment {
         set(&mut self.sni, &given.sni, some)?;
         set(&mut self.plain_port, &given.plain_port, some)?;
         set(&mut self.ca, &given.ca, some)?;
+        set(&mut self.client_cert, &given.client_cert, some)?;
+        set(&mut self.client_key, &given.client_key, some)?;
         set(&mut self.pin, &given.pin, some)?;
         set(&mut self.thresholds, &given.thresholds, copy)?;
         set(&mut self.server_cmd, &given.server_cmd, some)?;

@@ -89,6 +89,7 @@ impl ConfigClient {
         let mut settings =
             ClientSettings::for_config(config, route.server_name, route.trust, route.ech);
         settings.key_log = key_log;
+        settings.client_certificate = route.client_certificate;
         let cannot = |error: &dyn std::fmt::Display, hint: &str| {
             RunError::environment(
                 format!("cannot set up the client for '{}': {error}", config.label),

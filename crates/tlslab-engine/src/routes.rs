@@ -6,9 +6,12 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
-use tlslab_backend::{EchMode, Trust};
+use std::sync::Arc;
+
+use tlslab_backend::{ClientCertificate, EchMode, Trust};
 use tlslab_core::{
-    Config, DnsMode, Ech, Endpoint, Experiment, NameResolution, PinnedAddress, Scheme,
+    ClientIdentity, Config, DnsMode, Ech, Endpoint, Experiment, NameResolution, PinnedAddress,
+    Scheme,
 };
 
 use crate::error::RunError;
@@ -27,6 +30,8 @@ pub struct Route {
     pub server_name: String,
     pub trust: Trust,
     pub ech: EchMode,
+    /// `--client-cert` and `--client-key`, read once for every Config of the target.
+    pub client_certificate: Option<Arc<ClientCertificate>>,
 }
 
 /// The `--resolve` pin that answers for `target` (`host:port`), if any.
@@ -68,9 +73,31 @@ struct Resolver<'a> {
     pins: &'a [PinnedAddress],
     resolved: HashMap<String, SocketAddr>,
     resolutions: Vec<NameResolution>,
+    /// Client certificates already read: every Config of a target shares one.
+    client_certificates: HashMap<ClientIdentity, Arc<ClientCertificate>>,
 }
 
 impl Resolver<'_> {
+    /// `--client-cert` and `--client-key`, read and checked once; a pair that cannot be used
+    /// is the user's input, so the run stops before its first attempt.
+    fn client_certificate(
+        &mut self,
+        identity: &ClientIdentity,
+    ) -> Result<Arc<ClientCertificate>, RunError> {
+        if let Some(loaded) = self.client_certificates.get(identity) {
+            return Ok(loaded.clone());
+        }
+        let credentials = tlslab_pki::load_client_credentials(&identity.cert, &identity.key)
+            .map_err(|error| RunError::configuration(error.message(), error.hint()))?;
+        let loaded = Arc::new(ClientCertificate {
+            chain: credentials.chain,
+            key: credentials.key,
+        });
+        self.client_certificates
+            .insert(identity.clone(), loaded.clone());
+        Ok(loaded)
+    }
+
     /// Through the emulated link, when there is one.
     fn reach(&self, address: SocketAddr) -> Result<SocketAddr, RunError> {
         match self.emulated {
@@ -198,6 +225,7 @@ pub fn routes(
             .into_iter()
             .collect(),
         resolutions: Vec::new(),
+        client_certificates: HashMap::new(),
     };
     let routes = configs
         .iter()
@@ -212,7 +240,7 @@ fn route(
     resolver: &mut Resolver<'_>,
 ) -> Result<Route, RunError> {
     let per_attempt = config.dns == DnsMode::PerAttempt;
-    let (address, lookup, server_name, trust) = match &config.endpoint {
+    let (address, lookup, server_name, trust, client_certificate) = match &config.endpoint {
         Endpoint::Lab { .. } => {
             let (Some(server), Some(root)) = (servers.get(config), servers.root(config)) else {
                 return Err(RunError::environment(
@@ -237,12 +265,14 @@ fn route(
                 lookup,
                 "localhost".to_string(),
                 Trust::Roots(vec![root.clone()]),
+                None,
             )
         }
         Endpoint::Target {
             address: target,
             sni,
             ca,
+            client_identity,
         } => {
             let address = resolver.target(target, config.dns)?;
             // Core rejects per-attempt lookups on the emulated link, so the address an
@@ -261,7 +291,11 @@ fn route(
                 })?),
                 None => Trust::System,
             };
-            (address, lookup, sni.clone(), trust)
+            let client_certificate = client_identity
+                .as_ref()
+                .map(|identity| resolver.client_certificate(identity))
+                .transpose()?;
+            (address, lookup, sni.clone(), trust, client_certificate)
         }
     };
     Ok(Route {
@@ -274,6 +308,7 @@ fn route(
             trust
         },
         ech: ech_mode(config, servers)?,
+        client_certificate,
     })
 }
 

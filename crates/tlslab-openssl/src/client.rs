@@ -81,6 +81,8 @@ pub struct Client {
     /// The request, encoded once (padded to `early_data` bytes, as the rustls client pads it).
     request: Option<Request>,
     early_data: u64,
+    /// `--client-cert`: sent whenever the server asks.
+    has_client_certificate: bool,
 }
 
 impl std::fmt::Debug for Client {
@@ -141,6 +143,7 @@ impl Client {
             resume: settings.resumes(),
             request,
             early_data: settings.early_data,
+            has_client_certificate: settings.client_certificate.is_some(),
         };
         // A configuration OpenSSL cannot use fails here, once, not on every attempt.
         client
@@ -217,7 +220,10 @@ impl tlslab_backend::Client for Client {
         let (ssl, offered_session) = self.connection(session)?;
         let mut tls = SslStream::new(ssl, Pipe::default())
             .map_err(|error| Failure::new(ErrorClass::Protocol, error.to_string()))?;
-        let mut progress = Progress::default();
+        let mut progress = Progress {
+            has_client_certificate: self.has_client_certificate,
+            ..Progress::default()
+        };
         let mut buffer = vec![0u8; 32 * 1024];
         let mut sent_early = false;
         if let (Some(request), true, Some(previous)) =
@@ -402,6 +408,9 @@ fn client_context(
             };
         }
     }
+    if let Some(certificate) = &settings.client_certificate {
+        client_certificate(&mut builder, certificate)?;
+    }
     // SAFETY: a plain function that only touches the per-thread record.
     unsafe { ffi::SSL_CTX_set_msg_callback(builder.as_ptr(), Some(probe::message_callback)) };
     if let Some(version) = http {
@@ -453,6 +462,36 @@ fn client_context(
         };
     }
     Ok(context)
+}
+
+/// Presents `certificate` when the server asks: the leaf, the rest of the chain as extra
+/// certificates (sent in order, not looked up in the trust store), and the leaf's key.
+fn client_certificate(
+    builder: &mut SslContextBuilder,
+    certificate: &tlslab_backend::ClientCertificate,
+) -> Result<(), Error> {
+    let mut chain = certificate.chain.iter();
+    if let Some(leaf) = chain.next() {
+        builder.set_certificate(X509::from_der(leaf)?.as_ref())?;
+    }
+    for extra in chain {
+        builder.add_extra_chain_cert(X509::from_der(extra)?)?;
+    }
+    let key = match &certificate.key {
+        rustls_pki_types::PrivateKeyDer::Pkcs8(der) => {
+            openssl::pkey::PKey::private_key_from_pkcs8(der.secret_pkcs8_der())?
+        }
+        rustls_pki_types::PrivateKeyDer::Pkcs1(der) => openssl::pkey::PKey::from_rsa(
+            openssl::rsa::Rsa::private_key_from_der(der.secret_pkcs1_der())?,
+        )?,
+        rustls_pki_types::PrivateKeyDer::Sec1(der) => openssl::pkey::PKey::from_ec_key(
+            openssl::ec::EcKey::private_key_from_der(der.secret_sec1_der())?,
+        )?,
+        other => openssl::pkey::PKey::private_key_from_der(other.secret_der())?,
+    };
+    builder.set_private_key(&key)?;
+    builder.check_private_key()?;
+    Ok(())
 }
 
 /// Where a client context keeps its `--pin`s for the verification callback.
@@ -524,6 +563,8 @@ struct Progress {
     pin_rejected: bool,
     /// The server certificate that was refused.
     rejected: Option<Vec<u8>>,
+    /// The context holds a client certificate: OpenSSL sends it whenever the server asks.
+    has_client_certificate: bool,
 }
 
 impl Progress {
@@ -535,6 +576,14 @@ impl Progress {
         }
         let origin = attempt.origin;
         let since_origin = |at: Instant| at.saturating_duration_since(origin).as_nanos() as u64;
+        // CertificateRequest (13); OpenSSL reports TLS 1.3's encrypted messages decrypted.
+        if observed
+            .messages
+            .iter()
+            .any(|message| message.direction == Direction::Received && message.kind == 13)
+        {
+            attempt.client_certificate = Some(self.has_client_certificate);
+        }
         let sent = |kind: fn(u8) -> bool| {
             observed
                 .messages
@@ -627,18 +676,8 @@ impl Progress {
                 .unwrap_or_default();
             return Failure::new(ErrorClass::Certificate, format!("{reason}{sent}"));
         }
-        if let Some(stack) = error.ssl_error() {
-            for entry in stack.errors() {
-                let reason = openssl_sys::ERR_GET_REASON(entry.code());
-                // OpenSSL reports a received alert as reason 1000 + its number.
-                if (1000..1256).contains(&reason) {
-                    let description = entry.reason().unwrap_or("unknown alert");
-                    return Failure::new(
-                        ErrorClass::Alert,
-                        format!("alert {} ({description})", reason - 1000),
-                    );
-                }
-            }
+        if let Some(alert) = received_alert(error) {
+            return alert;
         }
         let class = if saw_server_hello {
             ErrorClass::Protocol
@@ -647,6 +686,23 @@ impl Progress {
         };
         Failure::new(class, error.to_string())
     }
+}
+
+/// The alert the server sent, if that is what ended the connection: during the handshake,
+/// or on the first read after it (TLS 1.3 servers refuse a client certificate, or the lack of
+/// one, after the client's Finished).
+fn received_alert(error: &openssl::ssl::Error) -> Option<Failure> {
+    error.ssl_error()?.errors().iter().find_map(|entry| {
+        let reason = openssl_sys::ERR_GET_REASON(entry.code());
+        // OpenSSL reports a received alert as reason 1000 + its number.
+        (1000..1256).contains(&reason).then(|| {
+            let description = entry.reason().unwrap_or("unknown alert");
+            Failure::new(
+                ErrorClass::Alert,
+                format!("alert {} ({description})", reason - 1000),
+            )
+        })
+    })
 }
 
 /// Hands what OpenSSL wrote to the kernel, and reports it to the attempt.
@@ -734,7 +790,9 @@ impl Channel for Established {
                     self.plaintext.closed = true;
                     break;
                 }
-                Err(error) => return Err(Failure::http(error)),
+                Err(error) => {
+                    return Err(received_alert(&error).unwrap_or_else(|| Failure::http(error)))
+                }
             }
         }
         Ok(&mut self.plaintext)

@@ -20,6 +20,9 @@ pub enum PkiErrorKind {
     Generation,
     /// A user-supplied CA file is missing, not PEM, or holds no certificate.
     CaFile,
+    /// A user-supplied client certificate or key is missing, not PEM, or the two do not
+    /// belong together.
+    ClientCredentials,
 }
 
 /// An error with a hint. `Display` prints the problem on the first line and

@@ -69,6 +69,7 @@
 
 mod ca_file;
 mod cache;
+mod client_file;
 mod error;
 mod generate;
 mod ml_dsa;
@@ -79,6 +80,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tlslab_core::CertProfile;
 
 pub use ca_file::load_certificates;
+pub use client_file::{load_client_credentials, ClientCredentials};
 pub use error::{PkiError, PkiErrorKind};
 
 /// The deepest chain the lab serves: a leaf and four intermediates.

@@ -28,6 +28,11 @@ fn sent(example: &str) -> &str {
 pub fn diagnose(class: &str, example: &str, config: &ConfigRow) -> Option<String> {
     let version = &config.version;
     let text = match class {
+        // First, before the alerts it hides behind: TLS 1.2 servers answer a missing client
+        // certificate with handshake_failure, which otherwise means no shared suite.
+        _ if mentions(example, &["asked for a client certificate and none was sent"]) => {
+            "the server requires a client certificate and none was sent: pass --client-cert FILE --client-key FILE (nginx: a certificate issued by its ssl_client_certificate CA)".into()
+        }
         "alert" if mentions(example, &["alert 70 "]) => format!(
             "the server does not enable TLS {version} (it answered protocol_version): enable it \
              (nginx: ssl_protocols ... TLSv{version}; before nginx 1.23.4 the default has no TLS 1.3)"
@@ -39,7 +44,7 @@ pub fn diagnose(class: &str, example: &str, config: &ConfigRow) -> Option<String
             config.suite, config.group
         ),
         "alert" if mentions(example, &["alert 116 "]) => {
-            "the server requires a client certificate (certificate_required), which tlslab does not send yet".into()
+            "the server requires a client certificate (certificate_required): pass --client-cert FILE --client-key FILE (nginx: a certificate issued by its ssl_client_certificate CA)".into()
         }
         "alert" if mentions(example, &["alert 112 "]) => {
             "the server does not serve the name sent (unrecognized_name): give --sni with a name it serves".into()

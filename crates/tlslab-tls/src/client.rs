@@ -22,8 +22,8 @@ use tokio::net::TcpStream;
 
 use crate::error::Error;
 use crate::probe::{
-    observe, CountingSessionStore, KeyShareGuess, NoVerification, Observed, Report, TimedVerifier,
-    TrafficKeyProbe, VerifiedChains,
+    observe, CertificateRequestProbe, CountingSessionStore, KeyShareGuess, NoVerification,
+    Observed, Report, TimedVerifier, TrafficKeyProbe, VerifiedChains,
 };
 use crate::provider::{client_provider, group_name, rustls_version};
 
@@ -66,6 +66,9 @@ fn apply(attempt: &mut Attempt, observed: Observed) {
     if observed.traffic_keys.is_some() {
         attempt.finished_due();
     }
+    if observed.client_certificate.is_some() {
+        attempt.client_certificate = observed.client_certificate;
+    }
 }
 
 /// One Config's client: a shared `ClientConfig` for fresh handshakes, and what it takes to
@@ -77,6 +80,8 @@ pub struct Client {
     /// probes.
     pub(crate) verifier: Arc<dyn ServerCertVerifier>,
     pub(crate) cache: Option<Arc<VerifiedChains>>,
+    /// The client certificate resolver inside the probe: QUIC attempts wrap it again.
+    pub(crate) client_certificates: Arc<dyn rustls::client::ResolvesClientCert>,
     pub(crate) server_name: ServerName<'static>,
     pub(crate) settings: ClientSettings,
     /// The request, encoded once: HTTP/1.1 or HTTP/2 bytes, or HTTP/3's request stream.
@@ -189,14 +194,26 @@ impl Client {
                 ))
             }
         };
-        let mut config = builder?
+        let builder = builder?
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(TimedVerifier {
                 inner: inner.clone(),
                 cache: cache.clone(),
                 report: Report::ThreadLocal,
-            }))
-            .with_no_client_auth();
+            }));
+        let mut config = match &settings.client_certificate {
+            // rustls checks that the key signs for the certificate, and that this provider
+            // can sign with it.
+            Some(certificate) => builder
+                .with_client_auth_cert(certificate.chain.clone(), certificate.key.clone_key())
+                .map_err(|error| Error::ClientCertificate(error.to_string()))?,
+            None => builder.with_no_client_auth(),
+        };
+        let client_certificates = config.client_auth_cert_resolver.clone();
+        config.client_auth_cert_resolver = Arc::new(CertificateRequestProbe {
+            inner: client_certificates.clone(),
+            report: Report::ThreadLocal,
+        });
         config.key_log = Arc::new(TrafficKeyProbe {
             report: Report::ThreadLocal,
             file: settings.key_log.clone(),
@@ -220,6 +237,7 @@ impl Client {
             config: Arc::new(config),
             verifier: inner,
             cache,
+            client_certificates,
             server_name,
             settings: settings.clone(),
             request: settings.request(),
@@ -263,6 +281,10 @@ impl Client {
                     cache: self.cache.clone(),
                     report: Report::Shared(observed.clone()),
                 }));
+            config.client_auth_cert_resolver = Arc::new(CertificateRequestProbe {
+                inner: self.client_certificates.clone(),
+                report: Report::Shared(observed.clone()),
+            });
             observed
         });
         AgentSession {

@@ -17,6 +17,9 @@ pub enum Error {
     ServerName(String),
     #[error("the ECH configuration is unusable: {0}")]
     Ech(String),
+    /// rustls cannot present the `--client-cert` and `--client-key` given.
+    #[error("rustls cannot use the client certificate and key: {0}")]
+    ClientCertificate(String),
     /// rustls refused the configuration.
     #[error(transparent)]
     Rustls(#[from] rustls::Error),
@@ -36,6 +39,9 @@ impl Error {
             Error::ServerName(_) => "give a DNS name or an IP address with --sni",
             Error::Ech(_) => {
                 "give the ECHConfigList as base64, as in the ech= value of an HTTPS DNS record"
+            }
+            Error::ClientCertificate(_) => {
+                "rustls signs with RSA (2048 bits or more), ECDSA P-256/P-384/P-521 and Ed25519 keys; give such a pair, or try --client-backend openssl"
             }
             Error::Unsupported(_) | Error::Rustls(_) | Error::Quic(_) => {
                 "the client library refused the Config's settings; change them or try the other --client-backend"

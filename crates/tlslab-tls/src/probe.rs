@@ -25,6 +25,8 @@ pub(crate) struct Observed {
     pub signature_scheme: Option<SignatureScheme>,
     /// The client derived its application traffic keys: its Finished is next.
     pub traffic_keys: Option<Instant>,
+    /// The server asked for a client certificate: whether the client had one to send.
+    pub client_certificate: Option<bool>,
 }
 
 thread_local! {
@@ -400,5 +402,36 @@ impl ClientSessionStore for KeyShareGuess {
         _: &ServerName<'static>,
     ) -> Option<rustls::client::Tls13ClientSessionValue> {
         None
+    }
+}
+
+/// The client's certificate resolver, wrapped: rustls asks it only when the server sends a
+/// CertificateRequest, so each call tells the attempt that the server asked, and whether a
+/// certificate went back.
+#[derive(Debug)]
+pub(crate) struct CertificateRequestProbe {
+    pub inner: Arc<dyn rustls::client::ResolvesClientCert>,
+    pub report: Report,
+}
+
+impl rustls::client::ResolvesClientCert for CertificateRequestProbe {
+    fn resolve(
+        &self,
+        root_hint_subjects: &[&[u8]],
+        schemes: &[SignatureScheme],
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        let resolved = self.inner.resolve(root_hint_subjects, schemes);
+        let sent = resolved.is_some();
+        self.report
+            .update(|observed| observed.client_certificate = Some(sent));
+        resolved
+    }
+
+    fn only_raw_public_keys(&self) -> bool {
+        self.inner.only_raw_public_keys()
+    }
+
+    fn has_certs(&self) -> bool {
+        self.inner.has_certs()
     }
 }

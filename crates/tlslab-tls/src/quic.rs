@@ -156,6 +156,7 @@ impl Observer for QuicLog {
         if let Some(scheme) = observed.signature_scheme {
             attempt.negotiated.signature_scheme = Some(format!("{scheme:?}"));
         }
+        attempt.client_certificate = observed.client_certificate;
         if let Some(keys) = observed.traffic_keys {
             if let Some((at, _)) = datagrams.sent.iter().find(|(at, _)| *at >= keys) {
                 timeline.mark_once(Event::ClientFinishedSent, origin, *at);

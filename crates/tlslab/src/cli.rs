@@ -319,6 +319,16 @@ pub struct RunArgs {
     #[arg(long)]
     #[arg(help_heading = "Target (an external server instead of the lab server)")]
     pub ca: Option<PathBuf>,
+    /// PEM file of the client certificate (leaf first, then any intermediates) for a --target
+    /// that requires one (mutual TLS); with --client-key.
+    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Target (an external server instead of the lab server)")]
+    pub client_cert: Option<PathBuf>,
+    /// PEM file of the client certificate's private key (RSA, ECDSA or Ed25519; PKCS#8, SEC1
+    /// or PKCS#1); with --client-cert.
+    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Target (an external server instead of the lab server)")]
+    pub client_key: Option<PathBuf>,
     /// Do not verify certificates (recorded in every sample).
     #[arg(long)]
     #[arg(help_heading = "Target (an external server instead of the lab server)")]
@@ -464,6 +474,8 @@ impl RunArgs {
             resolve: self.resolve.clone(),
             dns: self.dns.clone(),
             ca: self.ca.clone(),
+            client_cert: self.client_cert.clone(),
+            client_key: self.client_key.clone(),
             insecure: self.insecure,
             pin: self.pin.clone(),
             thresholds: self.thresholds.clone(),

@@ -46,7 +46,21 @@ fn fixtures(dir: &Path) -> HashMap<&'static str, String> {
     let garbage: Vec<u8> = (0..4096u32)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
         .collect();
+    // A lab certificate and another profile's key: a client certificate pair that does not
+    // belong together (copied here, so the table shows DIR paths, not the cache's).
+    let lab_file = |cert: &str, name: &str, copy: &str| {
+        let source = stdout(&tlslab(&["pki", "--cert", cert]))
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{name} ")).map(String::from))
+            .unwrap();
+        write(copy, &std::fs::read(source).unwrap())
+    };
     HashMap::from([
+        (
+            "lab_chain",
+            lab_file("ecdsa-p256", "chain", "lab-chain.pem"),
+        ),
+        ("other_key", lab_file("rsa-2048", "key", "other.key")),
         ("dir", dir.to_str().unwrap().to_string()),
         ("missing", path("missing.toml")),
         ("garbage", write("garbage.bin", &garbage)),

@@ -567,3 +567,222 @@ fn failures_are_explained_in_the_servers_terms() {
         );
     }
 }
+
+/// Runs the openssl command line in `dir`; false when it is missing or fails.
+fn openssl_in(dir: &Path, arguments: &[&str]) -> bool {
+    Command::new("openssl")
+        .current_dir(dir)
+        .args(arguments)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// A client CA and client certificates it issued, one per key type, in `dir` (made here, not
+/// committed): `(certificate, key)` paths by name, each key in another PEM form.
+fn client_certificates(dir: &Path) -> Option<Vec<(&'static str, String, String)>> {
+    let made = openssl_in(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-days",
+            "30",
+            "-subj",
+            "/CN=tlslab test client CA",
+            "-keyout",
+            "client-ca.key",
+            "-out",
+            "client-ca.pem",
+        ],
+    );
+    if !made {
+        return None;
+    }
+    let issue = |name: &str, key: &[&str]| {
+        let mut arguments = vec![
+            "req",
+            "-x509",
+            "-CA",
+            "client-ca.pem",
+            "-CAkey",
+            "client-ca.key",
+            "-newkey",
+        ];
+        arguments.extend_from_slice(key);
+        let (key_file, cert_file) = (format!("{name}.pkcs8.key"), format!("{name}.pem"));
+        arguments.extend_from_slice(&[
+            "-nodes",
+            "-days",
+            "30",
+            "-subj",
+            "/CN=tlslab client",
+            "-addext",
+            "extendedKeyUsage=clientAuth",
+            "-addext",
+            "basicConstraints=critical,CA:FALSE",
+            "-keyout",
+            &key_file,
+            "-out",
+            &cert_file,
+        ]);
+        openssl_in(dir, &arguments)
+    };
+    let path = |file: &str| dir.join(file).display().to_string();
+    let ready = issue("ecdsa", &["ec", "-pkeyopt", "ec_paramgen_curve:P-256"])
+        && issue("rsa", &["rsa:2048"])
+        && issue("ed25519", &["ed25519"])
+        // SEC1 (EC PRIVATE KEY) and PKCS#1 (RSA PRIVATE KEY), as older tools write keys.
+        && openssl_in(dir, &["ec", "-in", "ecdsa.pkcs8.key", "-out", "ecdsa.sec1.key"])
+        && openssl_in(
+            dir,
+            &["rsa", "-in", "rsa.pkcs8.key", "-traditional", "-out", "rsa.pkcs1.key"],
+        );
+    ready.then(|| {
+        vec![
+            ("ecdsa", path("ecdsa.pem"), path("ecdsa.sec1.key")),
+            ("rsa", path("rsa.pem"), path("rsa.pkcs1.key")),
+            ("ed25519", path("ed25519.pem"), path("ed25519.pkcs8.key")),
+        ]
+    })
+}
+
+#[test]
+fn nginx_that_requires_client_certificates_accepts_tlslabs_and_a_run_without_one_is_told_why() {
+    let Some(binary) = nginx_binary() else {
+        eprintln!("skipping: nginx is not installed (apt-get install nginx-light; .ci/run does)");
+        return;
+    };
+    let dir = scratch("nginx-mtls");
+    let Some(clients) = client_certificates(&dir) else {
+        eprintln!("skipping: the openssl command (3.0 or later) is not installed");
+        return;
+    };
+    let path_of = lab_paths("ecdsa-p256", "2");
+    let (chain, key, root) = (path_of("chain"), path_of("key"), path_of("root"));
+    let (verify, require) = (closed_port(), closed_port());
+    let dir_text = dir.display();
+    // `ssl_verify_client on` alone completes the handshake without a certificate and answers
+    // the request with 400; `VerifyMode Require` makes OpenSSL refuse the handshake itself,
+    // as servers that require client certificates at the TLS layer do.
+    let server = |port: u16, extra: &str| {
+        format!(
+            "server {{ listen 127.0.0.1:{port} ssl; ssl_certificate {chain}; \
+             ssl_certificate_key {key}; ssl_protocols TLSv1.2 TLSv1.3; ssl_verify_client on; \
+             ssl_client_certificate {dir_text}/client-ca.pem; {extra} \
+             location / {{ return 200 \"ok\\n\"; }} }}\n"
+        )
+    };
+    let config = format!(
+        "daemon off; master_process off; worker_processes 1; pid {dir_text}/nginx.pid;
+error_log {dir_text}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+  log_format verified '$ssl_protocol $ssl_client_verify $status';
+  access_log {dir_text}/access.log verified;
+  client_body_temp_path {dir_text}/body; proxy_temp_path {dir_text}/proxy;
+  fastcgi_temp_path {dir_text}/fastcgi; uwsgi_temp_path {dir_text}/uwsgi; scgi_temp_path {dir_text}/scgi;
+  {}{}}}
+",
+        server(verify, ""),
+        server(require, "ssl_conf_command VerifyMode Require;"),
+    );
+    let config_path = dir.join("nginx.conf");
+    std::fs::write(&config_path, config).unwrap();
+    let child = Command::new(&binary)
+        .arg("-e")
+        .arg(dir.join("error.log"))
+        .arg("-p")
+        .arg(&dir)
+        .arg("-c")
+        .arg(&config_path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nginx starts");
+    let _nginx = Nginx {
+        child,
+        port: verify,
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for port in [verify, require] {
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "nginx did not listen: {}",
+                std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let run = |name: &str, port: u16, arguments: &str| {
+        against(&dir, name, &format!("127.0.0.1:{port}"), &root)
+            .args("--client-backend rustls,openssl --tls 1.2,1.3 --warmup 0 --http 1.1")
+            .args(arguments)
+    };
+
+    // Every attempt presents the certificate, nginx verifies it and serves the request.
+    let (_, cert, key) = &clients[0];
+    let finished = run("ecdsa", verify, "-n 20")
+        .option("--client-cert", cert)
+        .option("--client-key", key)
+        .succeeds();
+    assert_eq!(
+        count_samples(&finished.db, "s.outcome = 'ok' AND s.http_status = 200"),
+        80
+    );
+    assert_eq!(
+        finished
+            .summary
+            .matches("  trust      CA file + client certificate\n")
+            .count(),
+        4,
+        "{}",
+        finished.summary
+    );
+    // RSA (PKCS#1) and Ed25519 (PKCS#8) keys as well, on both clients.
+    for (name, cert, key) in &clients[1..] {
+        let finished = run(name, require, "-n 2")
+            .option("--client-cert", cert)
+            .option("--client-key", key)
+            .succeeds();
+        assert_eq!(
+            count_samples(&finished.db, "s.outcome = 'ok' AND s.http_status = 200"),
+            8,
+            "{name}"
+        );
+    }
+    let log = std::fs::read_to_string(dir.join("access.log")).unwrap();
+    assert_eq!(log.lines().count(), 80 + 2 * 8, "{log}");
+    assert!(
+        log.lines().all(|line| line.ends_with(" SUCCESS 200")),
+        "{log}"
+    );
+
+    // Without one: TLS 1.2 servers answer handshake_failure, TLS 1.3 ones certificate_required
+    // after the client's Finished (read with the response); both clients say why.
+    let finished = run("without", require, "-n 2").fails(1, "client certificate");
+    assert_eq!(
+        finished
+            .summary
+            .matches("why: the server requires a client certificate and none was sent: pass --client-cert FILE --client-key FILE")
+            .count(),
+        4,
+        "{}",
+        finished.summary
+    );
+    assert_eq!(
+        count_samples(
+            &finished.db,
+            "s.outcome = 'error' AND s.error = 'alert' \
+             AND s.error_detail LIKE '%asked for a client certificate and none was sent'"
+        ),
+        8
+    );
+}

@@ -34,6 +34,7 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                 address: address.clone(),
                 sni,
                 ca: experiment.ca.clone(),
+                client_identity: checked.client_identity.clone(),
             }]
         }
         None => {
@@ -49,6 +50,13 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                 return Err(error(
                     "--ca applies to external targets only",
                     "the lab server's root is trusted automatically; add --target host:port to use --ca",
+                ));
+            }
+            if checked.client_identity.is_some() {
+                return Err(error(
+                    "--client-cert and --client-key apply to external targets only",
+                    "the lab server does not ask for a client certificate yet; add --target host:port \
+                     for a server that requires one",
                 ));
             }
             let mut endpoints = Vec::new();
@@ -473,7 +481,12 @@ fn sessions(experiment: &Experiment) -> Vec<Session> {
 fn plain_endpoint(endpoint: &Endpoint, experiment: &Experiment) -> Endpoint {
     match endpoint {
         Endpoint::Lab { .. } => endpoint.clone(),
-        Endpoint::Target { address, sni, ca } => {
+        Endpoint::Target {
+            address,
+            sni,
+            ca,
+            client_identity,
+        } => {
             let host = target_host(address).unwrap_or(address);
             let port = experiment.plain_port.unwrap_or(80);
             let address = if host.contains(':') {
@@ -485,6 +498,7 @@ fn plain_endpoint(endpoint: &Endpoint, experiment: &Experiment) -> Endpoint {
                 address,
                 sni: sni.clone(),
                 ca: ca.clone(),
+                client_identity: client_identity.clone(),
             }
         }
     }

@@ -30,7 +30,18 @@ pub enum Endpoint {
         address: String,
         sni: String,
         ca: Option<PathBuf>,
+        /// The certificate the client presents when the server asks for one (mutual TLS).
+        client_identity: Option<ClientIdentity>,
     },
+}
+
+/// The PEM files of the certificate chain and private key a client presents when the server
+/// asks for a certificate (`--client-cert`, `--client-key`). Paths only: the engine reads
+/// them before the run, so an unreadable or mismatched pair stops it before the first attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct ClientIdentity {
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 /// Everything needed to run one kind of handshake.
@@ -143,7 +154,8 @@ impl Config {
     }
 
     /// What the client trusts, in words: the lab root, a CA file, the system roots or
-    /// nothing (`--insecure`), with ` + pin` under `--pin`.
+    /// nothing (`--insecure`), with ` + pin` under `--pin` and ` + client certificate` with
+    /// `--client-cert`.
     pub fn trust(&self) -> String {
         if self.scheme == Scheme::Http {
             return "plain HTTP (no TLS)".to_string();
@@ -154,11 +166,22 @@ impl Config {
             (Endpoint::Target { ca: Some(_), .. }, false) => "CA file",
             (Endpoint::Target { ca: None, .. }, false) => "system roots",
         };
+        let mut trust = base.to_string();
         if self.pins.is_some() {
-            format!("{base} + pin")
-        } else {
-            base.to_string()
+            trust.push_str(" + pin");
         }
+        // What the client proves belongs beside what it checks: a run against a server that
+        // requires client certificates reads differently from one that does not.
+        if matches!(
+            self.endpoint,
+            Endpoint::Target {
+                client_identity: Some(_),
+                ..
+            }
+        ) {
+            trust.push_str(" + client certificate");
+        }
+        trust
     }
 
     /// The certificate profile when the endpoint is the lab server.

@@ -17,6 +17,8 @@ pub(super) struct Checked {
     pub ech_config: Option<Vec<u8>>,
     /// `--pin`.
     pub pins: Option<crate::Pins>,
+    /// `--client-cert` with `--client-key`.
+    pub client_identity: Option<crate::ClientIdentity>,
 }
 
 pub(super) fn require_nonempty<T>(values: &[T], name: &str) -> Result<(), ConfigError> {
@@ -202,7 +204,34 @@ pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> 
                 )
             })?;
     }
-    Ok(Checked { ech_config, pins })
+    let client_identity = client_identity(experiment)?;
+    Ok(Checked {
+        ech_config,
+        pins,
+        client_identity,
+    })
+}
+
+/// `--client-cert` and `--client-key` come as a pair: a certificate without its key cannot
+/// sign the handshake, and a key alone has nothing to present.
+fn client_identity(experiment: &Experiment) -> Result<Option<crate::ClientIdentity>, ConfigError> {
+    match (&experiment.client_cert, &experiment.client_key) {
+        (Some(cert), Some(key)) => Ok(Some(crate::ClientIdentity {
+            cert: cert.clone(),
+            key: key.clone(),
+        })),
+        (None, None) => Ok(None),
+        (Some(_), None) => Err(error(
+            "--client-cert needs --client-key",
+            "give the certificate's private key too: --client-cert client.pem --client-key client.key \
+             (client_cert and client_key in an experiment file)",
+        )),
+        (None, Some(_)) => Err(error(
+            "--client-key needs --client-cert",
+            "give the certificate of the key too: --client-cert client.pem --client-key client.key \
+             (client_cert and client_key in an experiment file)",
+        )),
+    }
 }
 
 /// `--resolve` pins name the target (a pin that answers for no name the run looks up would

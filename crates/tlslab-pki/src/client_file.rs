@@ -1,0 +1,180 @@
+//! Reading a user's client certificate and key (`--client-cert FILE --client-key FILE`), with
+//! errors that say which file is wrong and how, before the run starts: a pair that cannot be
+//! used would otherwise fail every attempt the same way.
+
+use std::fs;
+use std::path::Path;
+
+use openssl::pkey::{PKey, Private};
+use openssl::x509::X509;
+use rustls_pki_types::pem::{PemObject, SectionKind};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::cache::describe_pem_error;
+use crate::error::{PkiError, PkiErrorKind};
+
+const CERTIFICATE_HINT: &str = "give --client-cert a PEM file of -----BEGIN CERTIFICATE----- \
+                                sections, the client's certificate first";
+const KEY_HINT: &str =
+    "give --client-key an unencrypted PEM private key (-----BEGIN PRIVATE KEY-----, \
+                        EC PRIVATE KEY or RSA PRIVATE KEY)";
+
+/// A client certificate chain (leaf first) and the leaf's private key, checked to belong
+/// together.
+#[derive(Debug)]
+pub struct ClientCredentials {
+    pub chain: Vec<CertificateDer<'static>>,
+    pub key: PrivateKeyDer<'static>,
+}
+
+/// Reads `--client-cert` and `--client-key` and checks that the key is the certificate's.
+pub fn load_client_credentials(
+    certificate: &Path,
+    key: &Path,
+) -> Result<ClientCredentials, PkiError> {
+    let chain = read_chain(certificate)?;
+    let key_der = read_key(key)?;
+    let mismatch = |detail: String| {
+        PkiError::new(
+            PkiErrorKind::ClientCredentials,
+            format!(
+                "the key {} does not belong to the certificate {}: {detail}",
+                key.display(),
+                certificate.display()
+            ),
+            "give the private key the client certificate was issued for; compare \
+             `openssl x509 -noout -pubkey -in CERT` with `openssl pkey -pubout -in KEY`",
+        )
+    };
+    let leaf = X509::from_der(&chain[0]).map_err(|error| {
+        PkiError::new(
+            PkiErrorKind::ClientCredentials,
+            format!(
+                "the first certificate in {} cannot be parsed: {error}",
+                certificate.display()
+            ),
+            CERTIFICATE_HINT,
+        )
+    })?;
+    let public = leaf
+        .public_key()
+        .map_err(|error| mismatch(format!("its public key cannot be read ({error})")))?;
+    let private = private_key(&key_der).map_err(|error| {
+        PkiError::new(
+            PkiErrorKind::ClientCredentials,
+            format!("the key {} cannot be parsed: {error}", key.display()),
+            KEY_HINT,
+        )
+    })?;
+    if !public.public_eq(&private) {
+        return Err(mismatch(
+            "the certificate carries another public key".to_string(),
+        ));
+    }
+    Ok(ClientCredentials {
+        chain,
+        key: key_der,
+    })
+}
+
+/// Each PEM form in its own parser, so a key is never guessed at.
+fn private_key(key: &PrivateKeyDer<'_>) -> Result<PKey<Private>, openssl::error::ErrorStack> {
+    match key {
+        PrivateKeyDer::Pkcs8(der) => PKey::private_key_from_pkcs8(der.secret_pkcs8_der()),
+        PrivateKeyDer::Pkcs1(der) => PKey::from_rsa(openssl::rsa::Rsa::private_key_from_der(
+            der.secret_pkcs1_der(),
+        )?),
+        PrivateKeyDer::Sec1(der) => PKey::from_ec_key(openssl::ec::EcKey::private_key_from_der(
+            der.secret_sec1_der(),
+        )?),
+        // A future form: OpenSSL's own detection is the best remaining guess.
+        other => PKey::private_key_from_der(other.secret_der()),
+    }
+}
+
+fn read(path: &Path, what: &str, hint: &str) -> Result<Vec<u8>, PkiError> {
+    fs::read(path).map_err(|error| {
+        PkiError::new(
+            PkiErrorKind::ClientCredentials,
+            format!("cannot read the client {what} {}: {error}", path.display()),
+            hint,
+        )
+    })
+}
+
+fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, PkiError> {
+    let contents = read(path, "certificate", CERTIFICATE_HINT)?;
+    let mut chain = Vec::new();
+    for certificate in CertificateDer::pem_slice_iter(&contents) {
+        chain.push(certificate.map_err(|error| {
+            PkiError::new(
+                PkiErrorKind::ClientCredentials,
+                format!(
+                    "the client certificate {} is not valid PEM: {}",
+                    path.display(),
+                    describe_pem_error(error)
+                ),
+                CERTIFICATE_HINT,
+            )
+        })?);
+    }
+    if chain.is_empty() {
+        return Err(PkiError::new(
+            PkiErrorKind::ClientCredentials,
+            format!(
+                "the client certificate {} holds no certificate",
+                path.display()
+            ),
+            CERTIFICATE_HINT,
+        ));
+    }
+    Ok(chain)
+}
+
+fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, PkiError> {
+    let contents = read(path, "key", KEY_HINT)?;
+    let mut keys = Vec::new();
+    for section in <(SectionKind, Vec<u8>)>::pem_slice_iter(&contents) {
+        let (kind, der) = section.map_err(|error| {
+            PkiError::new(
+                PkiErrorKind::ClientCredentials,
+                format!(
+                    "the client key {} is not valid PEM: {}",
+                    path.display(),
+                    describe_pem_error(error)
+                ),
+                KEY_HINT,
+            )
+        })?;
+        // Certificates and other sections beside the key are allowed (a combined file).
+        if let Some(key) = PrivateKeyDer::from_pem(kind, der) {
+            keys.push(key);
+        }
+    }
+    // Encrypted keys are sections the parser skips; saying so beats "no key".
+    let encrypted = contents.windows(9).any(|window| window == b"ENCRYPTED");
+    match keys.len() {
+        1 => Ok(keys.remove(0)),
+        0 if encrypted => Err(PkiError::new(
+            PkiErrorKind::ClientCredentials,
+            format!(
+                "the client key {} is encrypted, and tlslab does not ask for passphrases",
+                path.display()
+            ),
+            "decrypt a copy for the run: openssl pkey -in KEY -out KEY.plain.pem",
+        )),
+        0 => Err(PkiError::new(
+            PkiErrorKind::ClientCredentials,
+            format!("the client key {} holds no private key", path.display()),
+            KEY_HINT,
+        )),
+        count => Err(PkiError::new(
+            PkiErrorKind::ClientCredentials,
+            format!(
+                "the client key {} holds {count} private keys; which one signs is ambiguous",
+                path.display()
+            ),
+            "give a file with the client certificate's key alone",
+        )),
+    }
+}
