@@ -10,7 +10,9 @@ use tlslab_backend::{
     attempt_over_tcp, exchange, open_over_tcp, Attempt, Channel, Client as _, ClientSettings,
     Failure, PlainChannel, Request,
 };
-use tlslab_core::{Backend, Config, ConnectionUse, ErrorClass, Event, Page, Scheme, Transport};
+use tlslab_core::{
+    Backend, Config, ConnectionUse, ErrorClass, Event, Http, Page, Scheme, Transport,
+};
 
 use crate::page::{self, Origin};
 use tlslab_tls::QuicAttemptOptions;
@@ -70,6 +72,8 @@ enum KeptChannel {
     Rustls(Box<tlslab_tls::Established>),
     Openssl(tlslab_openssl::Established),
     Plain(PlainChannel),
+    /// HTTP/2 over any of them: hyper's client owns the channel.
+    Http2(page::Http2Session),
 }
 
 /// Connections are numbered from 1 in the order they are opened, across the process (one run).
@@ -134,6 +138,12 @@ impl ConfigClient {
             }
             KeptChannel::Openssl(channel) => exchange(channel, attempt, request, false).await,
             KeptChannel::Plain(channel) => exchange(channel, attempt, request, false).await,
+            KeptChannel::Http2(session) => {
+                let origin = self.origin(&());
+                session
+                    .request(attempt, origin.scheme, &origin.authority, &origin.path)
+                    .await
+            }
         };
         match result {
             Ok(()) => {
@@ -299,6 +309,29 @@ impl Connector for ConfigClient {
             });
             Ok(())
         };
+        if config.keep_alive && config.http == Http::Http2 {
+            let mut session = match (&self.library, &agent.sessions) {
+                (Library::Rustls(client), Sessions::Rustls(session)) => {
+                    attempt.local_address = stream.local_addr().ok();
+                    let channel = client.handshake(session, attempt, stream).await?.channel;
+                    page::Http2Session::open(channel).await?
+                }
+                (Library::Openssl(client), Sessions::Openssl(session)) => {
+                    attempt.local_address = stream.local_addr().ok();
+                    let channel = client.handshake(session, attempt, stream).await?.channel;
+                    page::Http2Session::open(channel).await?
+                }
+                (Library::Plain, Sessions::Plain) => {
+                    page::Http2Session::open(PlainChannel::new(stream, attempt)).await?
+                }
+                _ => return Err(another_library()),
+            };
+            let origin = self.origin(&());
+            session
+                .request(attempt, origin.scheme, &origin.authority, &origin.path)
+                .await?;
+            return keep(KeptChannel::Http2(session)).await;
+        }
         match (&self.library, &agent.sessions) {
             (Library::Rustls(client), Sessions::Rustls(session)) if config.keep_alive => {
                 let channel = open_over_tcp(client, session, attempt, stream, ticket_limit).await?;

@@ -11,6 +11,7 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -38,16 +39,24 @@ pub struct Origin<'a, Open> {
     pub open: &'a Open,
 }
 
-/// A connection's plaintext as a byte stream for hyper: a task moves bytes between one end of
-/// an in-memory pipe and the channel, until either side closes.
-fn pipe<C: Channel + 'static>(channel: C) -> DuplexStream {
-    let (ours, theirs) = tokio::io::duplex(256 * 1024);
-    tokio::spawn(pump(channel, theirs));
-    ours
+/// The bytes a pumped connection has moved on the wire so far (TLS records included).
+#[derive(Default)]
+struct Wire {
+    received: AtomicU64,
 }
 
-async fn pump<C: Channel>(mut channel: C, mut pipe: DuplexStream) {
+/// A connection's plaintext as a byte stream for hyper: a task moves bytes between one end of
+/// an in-memory pipe and the channel, until either side closes.
+fn pipe<C: Channel + 'static>(channel: C) -> (DuplexStream, Arc<Wire>) {
+    let (ours, theirs) = tokio::io::duplex(256 * 1024);
+    let wire = Arc::new(Wire::default());
+    tokio::spawn(pump(channel, theirs, wire.clone()));
+    (ours, wire)
+}
+
+async fn pump<C: Channel>(mut channel: C, mut pipe: DuplexStream, wire: Arc<Wire>) {
     // Bytes are counted on a record of their own: the page's attempt holds the handshake.
+    // They are published before the plaintext they carried reaches hyper.
     let mut scratch = Attempt::start();
     scratch.without_handshake();
     let mut buffer = vec![0u8; 16 * 1024];
@@ -77,6 +86,7 @@ async fn pump<C: Channel>(mut channel: C, mut pipe: DuplexStream) {
                 }
             },
             more = channel.receive(&mut scratch) => {
+                wire.received.store(scratch.bytes_received, Ordering::Release);
                 // Whatever the library wrote while reading (acknowledgements, key updates).
                 if !matches!(more, Ok(true)) || channel.send(&mut scratch).await.is_err() {
                     return;
@@ -165,7 +175,7 @@ where
     let document = match origin.http {
         Http::Http2 => {
             let (sender, connection) =
-                http2::handshake(TokioExecutor::new(), TokioIo::new(pipe(first)))
+                http2::handshake(TokioExecutor::new(), TokioIo::new(pipe(first).0))
                     .await
                     .map_err(http_failure)?;
             tokio::spawn(connection);
@@ -200,7 +210,7 @@ where
             document
         }
         _ => {
-            let (mut sender, connection) = http1::handshake(TokioIo::new(pipe(first)))
+            let (mut sender, connection) = http1::handshake(TokioIo::new(pipe(first).0))
                 .await
                 .map_err(http_failure)?;
             tokio::spawn(connection);
@@ -253,7 +263,7 @@ where
                 (0..more).map(|_| (origin.open)()).collect();
             while let Some(opened) = opening.next().await {
                 let channel = opened?;
-                let (sender, connection) = http1::handshake(TokioIo::new(pipe(channel)))
+                let (sender, connection) = http1::handshake(TokioIo::new(pipe(channel).0))
                     .await
                     .map_err(http_failure)?;
                 tokio::spawn(connection);
@@ -281,6 +291,62 @@ where
             format!("page: a request was answered with HTTP status {status}"),
         )),
         None => Ok(()),
+    }
+}
+
+/// An HTTP/2 connection an agent keeps for its requests (keep-alive over HTTP/2, as h2load's
+/// clients do): hyper's client over the pumped channel, each request a new stream. The
+/// connection's handshake was timed by the library before it was handed over.
+pub struct Http2Session {
+    sender: http2::SendRequest<Empty<Bytes>>,
+    wire: Arc<Wire>,
+}
+
+impl Http2Session {
+    /// Starts HTTP/2 (the preface and SETTINGS) on an established channel.
+    pub async fn open<C: Channel + 'static>(channel: C) -> Result<Http2Session, Failure> {
+        let (stream, wire) = pipe(channel);
+        let (sender, connection) = http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .map_err(http_failure)?;
+        tokio::spawn(connection);
+        Ok(Http2Session { sender, wire })
+    }
+
+    /// One GET of `path` on a new stream: `first_byte` when its headers come, `response_done`
+    /// when its body has, and the bytes the connection read meanwhile as the attempt's (one
+    /// request at a time per connection: they are this response's). A connection the server
+    /// closed fails before `first_byte`.
+    pub async fn request(
+        &mut self,
+        attempt: &mut Attempt,
+        scheme: &str,
+        authority: &str,
+        path: &str,
+    ) -> Result<(), Failure> {
+        self.sender.ready().await.map_err(http_failure)?;
+        let before = self.wire.received.load(Ordering::Acquire);
+        let response = self
+            .sender
+            .send_request(request(false, scheme, authority, path))
+            .await
+            .map_err(http_failure)?;
+        let answer = answer(response).await?;
+        attempt
+            .timeline
+            .mark_once(Event::FirstByte, attempt.origin, answer.headers_at);
+        attempt.mark(Event::ResponseDone);
+        let read = self
+            .wire
+            .received
+            .load(Ordering::Acquire)
+            .saturating_sub(before);
+        attempt.received(read as usize, Instant::now());
+        attempt.response = Some(Response {
+            status: Some(answer.status),
+            body_bytes: answer.bytes,
+        });
+        Ok(())
     }
 }
 

@@ -404,7 +404,8 @@ impl<C: Connector> Block<C> {
         }
         let (bytes_sent, bytes_received) = attempt.handshake_bytes();
         // Everything read after the handshake belongs to the response (QUIC counts its
-        // datagrams elsewhere, so it reports none).
+        // datagrams elsewhere, and page mode's many connections are not the attempt's: they
+        // report none).
         let response_wire_bytes = (attempt.response.is_some()
             && config.transport == tlslab_core::Transport::Tcp
             && config.page.is_none())

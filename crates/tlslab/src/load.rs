@@ -57,16 +57,16 @@ fn parse_url(text: &str) -> Result<Url, CliError> {
     })
 }
 
-/// A load tester's defaults: HTTP/1.1, and keep-alive unless another HTTP version is asked
-/// for (keep-alive runs HTTP/1.1 for now) or pages are loaded.
+/// A load tester's defaults: HTTP/1.1, and keep-alive unless HTTP/3 is asked for (keep-alive
+/// runs HTTP/1.1 and HTTP/2 over TCP for now) or pages are loaded.
 fn base(args: &LoadArgs) -> Experiment {
-    let only_http11 = args.run.http.as_ref().is_none_or(|values| {
+    let over_tcp = args.run.http.as_ref().is_none_or(|values| {
         values
             .iter()
-            .all(|value| value.parse::<Http>() == Ok(Http::Http11))
+            .all(|value| matches!(value.parse::<Http>(), Ok(Http::Http11) | Ok(Http::Http2)))
     });
     // Page mode opens its own connections.
-    let keep_alive = only_http11 && args.run.page.is_none();
+    let keep_alive = over_tcp && args.run.page.is_none();
     Experiment {
         http: vec![Http::Http11],
         keep_alive: vec![if keep_alive {

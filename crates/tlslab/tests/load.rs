@@ -159,8 +159,16 @@ fn urls_and_bad_urls() {
     let dir = scratch("load-urls");
     let output = tlslab(&["load", "ftp://example.com/"]);
     assert_user_error(&output, 2, "not http or https");
-    let output = tlslab(&["load", "--keep-alive", "on", "--http", "2"]);
-    assert_user_error(&output, 2, "keep-alive runs HTTP/1.1");
+    let output = tlslab(&[
+        "load",
+        "--keep-alive",
+        "on",
+        "--http",
+        "3",
+        "--transport",
+        "quic",
+    ]);
+    assert_user_error(&output, 2, "keep-alive runs HTTP/1.1 and HTTP/2 over TCP");
     // A URL is a target: the lab server of another process, by its plain address.
     let port = closed_port();
     let output = tlslab(&[
@@ -363,4 +371,79 @@ fn a_page_from_a_har_file_or_a_description_file() {
         &format!("@{}", dir.join("empty.txt").display()),
     ]);
     assert_user_error(&output, 2, "no resources");
+}
+
+#[test]
+fn http2_keeps_one_connection_per_agent_and_each_request_is_a_stream() {
+    let dir = scratch("load-http2");
+    let (db, _) = load(
+        &dir,
+        "h2",
+        &[
+            "--http",
+            "2",
+            "--scheme",
+            "https,http",
+            "-n",
+            "60",
+            "-c",
+            "3",
+            "--warmup",
+            "0",
+        ],
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM configs WHERE keep_alive = 1 AND http = '2'"
+        ),
+        2,
+        "tlslab load keeps HTTP/2 connections by default"
+    );
+    for scheme in ["https", "http"] {
+        let scheme = format!("c.scheme = '{scheme}'");
+        assert_eq!(
+            count_samples(
+                &db,
+                &format!(
+                    "{scheme} AND s.outcome = 'ok' AND s.http_status = 200 AND s.first_byte IS NOT NULL \
+                     AND s.response_wire_bytes > 0"
+                )
+            ),
+            60,
+            "{scheme}: every request answered, its bytes on the wire counted"
+        );
+        // Three agents, three connections; every other request a new stream on one of them.
+        assert_eq!(
+            count_samples(&db, &format!("{scheme} AND s.connection_request = 1")),
+            3,
+            "{scheme}"
+        );
+        assert_eq!(
+            count(
+                &db,
+                &format!(
+                    "SELECT COUNT(DISTINCT s.connection) FROM samples s JOIN configs c \
+                     ON c.id = s.config_id WHERE {scheme}"
+                )
+            ),
+            3,
+            "{scheme}"
+        );
+    }
+    // Only the requests that opened a connection carry a handshake.
+    assert_eq!(
+        count_samples(
+            &db,
+            "c.scheme = 'https' AND s.connection_request > 1 AND s.handshake_done IS NOT NULL"
+        ),
+        0
+    );
+    assert_eq!(
+        count_samples(
+            &db,
+            "c.scheme = 'https' AND s.connection_request = 1 AND s.handshake_done IS NOT NULL"
+        ),
+        3
+    );
 }

@@ -215,10 +215,10 @@ pub(super) fn invalid_session_reason(version: TlsVersion, session: Session) -> O
         if http == Http::None {
             return Some("keep-alive reuses a connection for requests: give --http 1.1".into());
         }
-        if transport == Transport::Quic || http != Http::Http11 {
+        if transport == Transport::Quic || !matches!(http, Http::Http11 | Http::Http2) {
             return Some(
-                "keep-alive runs HTTP/1.1 over TCP for now (--http 1.1; HTTP/2 and HTTP/3 \
-                 keep one connection per agent in a later release)"
+                "keep-alive runs HTTP/1.1 and HTTP/2 over TCP for now (--http 1.1,2; HTTP/3 \
+                 keeps one connection per agent in a later release)"
                     .into(),
             );
         }
