@@ -106,6 +106,19 @@ fn https_and_plain_http_side_by_side_with_the_increase_at_each_concurrency() {
     tlslab_succeeds(&["report", db.to_str().unwrap(), "-o", html.to_str().unwrap()]);
     let html = std::fs::read_to_string(html).unwrap();
     assert!(html.contains("<h2 id=\"schemes\">HTTPS against plain HTTP</h2>"));
+    // Requests per second and request time against concurrency, HTTP and HTTPS as two lines.
+    let figure = &html[html
+        .find("<figure id=\"requests\"")
+        .expect("the requests chart")..];
+    let figure = &figure[..figure.find("</figure>").unwrap()];
+    for text in [
+        "requests per second",
+        "request time, ms",
+        "\nhttp\n",
+        "\ntls1.3 ",
+    ] {
+        assert!(figure.contains(text), "{text} missing from the chart");
+    }
 }
 
 #[test]

@@ -172,6 +172,31 @@ fn a_ramp_is_a_sweep_of_steps_for_a_duration_with_a_knee_line() {
     for column in ["arrival_rate", "schedule_delay", "latency"] {
         assert!(header.split(',').any(|name| name == column), "{header}");
     }
+    // The report draws the ramp: achieved rate and latency against the asked rate.
+    let html = dir.join("ramp.html");
+    let charts = dir.join("charts");
+    tlslab_succeeds(&[
+        "report",
+        finished.db.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+        "--png",
+        charts.to_str().unwrap(),
+    ]);
+    let html = std::fs::read_to_string(html).unwrap();
+    let figure = &html[html
+        .find("<figure id=\"arrival-rate\"")
+        .expect("the arrival-rate chart")..];
+    let figure = &figure[..figure.find("</figure>").unwrap()];
+    for text in [
+        "achieved = asked",
+        "latency from intended start",
+        "20",
+        "60",
+    ] {
+        assert!(figure.contains(text), "{text} missing from the chart");
+    }
+    assert!(charts.join("arrival-rate.png").exists());
 }
 
 #[test]
