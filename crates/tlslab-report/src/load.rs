@@ -95,6 +95,45 @@ pub struct LoadConfig {
     pub server_cpu_per_request_ms: Option<f64>,
     /// An open loop's schedule and latency from each intended start.
     pub open_loop: Option<OpenLoop>,
+    /// What the handshakes negotiated most often, in ab's words (`TLSv1.3,TLS_AES_128_GCM_SHA256`).
+    pub tls_protocol: Option<String>,
+    /// The key exchange, in ab's words (`X25519 253 bits`).
+    pub temp_key: Option<String>,
+    /// The server name the client sent (HTTPS).
+    pub server_name: Option<String>,
+}
+
+/// A suite as IANA names it, as ab prints it (rustls writes TLS 1.3 suites `TLS13_...`).
+fn iana_suite(suite: &str) -> String {
+    match suite.strip_prefix("TLS13_") {
+        Some(rest) => format!("TLS_{rest}"),
+        None => suite.to_string(),
+    }
+}
+
+/// The suite's cipher's secret bits, which ab prints twice (OpenSSL's `SSL_CIPHER_get_bits`:
+/// the bits used and the algorithm's, equal for every AEAD suite).
+fn cipher_bits(suite: &str) -> Option<u32> {
+    if suite.contains("AES_128") {
+        Some(128)
+    } else if suite.contains("AES_256") || suite.contains("CHACHA20") {
+        Some(256)
+    } else {
+        None
+    }
+}
+
+/// A key-exchange group as ab (OpenSSL's `SSL_get_peer_tmp_key`) describes it.
+fn temp_key(group: &str) -> String {
+    match group.to_ascii_lowercase().as_str() {
+        "x25519" => "X25519 253 bits".into(),
+        "x448" => "X448 448 bits".into(),
+        "secp256r1" | "p-256" | "prime256v1" => "ECDH prime256v1 256 bits".into(),
+        "secp384r1" | "p-384" => "ECDH secp384r1 384 bits".into(),
+        "secp521r1" | "p-521" => "ECDH secp521r1 521 bits".into(),
+        // Post-quantum and hybrid groups have no such line in ab: their name says it.
+        other => other.to_string(),
+    }
 }
 
 /// HTTPS against plain HTTP for Configs that differ in nothing else.
@@ -138,6 +177,7 @@ impl LoadConfig {
     fn of(store: &Store, config: &ConfigRow) -> Result<LoadConfig, StoreError> {
         let requests = store.requests(config.id)?;
         let totals = store.trial_totals(config.id)?;
+        let negotiated = store.negotiated(config.id)?;
         let time_taken_s = totals.duration_ns as f64 / 1e9;
         let done: Vec<&RequestRow> = requests
             .iter()
@@ -225,6 +265,28 @@ impl LoadConfig {
             client_cpu_per_request_ms: per_request(totals.client_cpu_ns),
             server_cpu_per_request_ms: totals.server_cpu_ns.and_then(per_request),
             open_loop: OpenLoop::of(store, config)?,
+            tls_protocol: negotiated.as_ref().map(|n| match &n.suite {
+                Some(suite) => format!(
+                    "TLSv{},{}{}",
+                    n.version,
+                    iana_suite(suite),
+                    cipher_bits(suite).map_or(String::new(), |bits| format!(",{bits},{bits}"))
+                ),
+                None => format!("TLSv{}", n.version),
+            }),
+            temp_key: negotiated
+                .as_ref()
+                .and_then(|n| n.group.as_deref())
+                .map(temp_key),
+            // Without --sni: the lab server's name, or the target's host.
+            server_name: (config.scheme == "https").then(|| {
+                config.sni.clone().unwrap_or_else(|| match &config.target {
+                    None => "localhost".to_string(),
+                    Some(target) => target
+                        .rsplit_once(':')
+                        .map_or(target.clone(), |(host, _)| host.to_string()),
+                })
+            }),
         })
     }
 }
@@ -455,6 +517,15 @@ pub fn render_ab(summary: &LoadSummary) -> String {
         out.push('\n');
         let _ = writeln!(out, "Server Hostname:        {host}");
         let _ = writeln!(out, "Server Port:            {port}");
+        if let Some(protocol) = &config.tls_protocol {
+            let _ = writeln!(out, "SSL/TLS Protocol:       {protocol}");
+        }
+        if let Some(key) = &config.temp_key {
+            let _ = writeln!(out, "Server Temp Key:        {key}");
+        }
+        if let Some(name) = &config.server_name {
+            let _ = writeln!(out, "TLS Server Name:        {name}");
+        }
         out.push('\n');
         let _ = writeln!(
             out,

@@ -204,6 +204,18 @@ pub struct ConfigRow {
     pub path: Option<String>,
     /// The emulated bandwidth, bits per second.
     pub rate_bps: Option<i64>,
+    /// The server name the client sent, when it was not the lab server's default.
+    #[serde(default)]
+    pub sni: Option<String>,
+}
+
+/// What a Config's handshakes negotiated most often.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NegotiatedRow {
+    /// `1.2`, `1.3`.
+    pub version: String,
+    pub suite: Option<String>,
+    pub group: Option<String>,
 }
 
 /// One measured request (a sample of a Config that sends one), as a load summary reads it;
@@ -620,6 +632,25 @@ impl Store {
                 })
             },
         )?)
+    }
+
+    /// The version, suite and group a Config's handshakes negotiated most often, warm-up
+    /// included (with keep-alive, warm-up requests open the connections the measured ones
+    /// use); `None` when none completed (plain HTTP).
+    pub fn negotiated(&self, config_id: i64) -> Result<Option<NegotiatedRow>, StoreError> {
+        let mut statement = self.connection.prepare(
+            "SELECT version, suite, \"group\" FROM samples
+             WHERE config_id = ?1 AND version IS NOT NULL
+             GROUP BY version, suite, \"group\" ORDER BY COUNT(*) DESC LIMIT 1",
+        )?;
+        let mut rows = statement.query_map([config_id], |row| {
+            Ok(NegotiatedRow {
+                version: row.get(0)?,
+                suite: row.get(1)?,
+                group: row.get(2)?,
+            })
+        })?;
+        Ok(rows.next().transpose()?)
     }
 
     /// Every measured request of a Config, in sample order: what a load summary needs.

@@ -200,6 +200,47 @@ fn ab_keeps_every_connection_alive_over_tls_and_plain_text() {
             assert_eq!(number_after(&text, "Document Length:"), BODY, "{context}");
         }
     }
+    // `tlslab load --format ab` prints every field ab prints, so scripts that read ab read
+    // tlslab; all but ab's "Server Software" (the response's Server header is not stored).
+    let lab = Lab::start("rustls");
+    let url = lab.https("/");
+    let keys = |text: &str| -> BTreeSet<String> {
+        text.lines()
+            .filter(|line| !line.starts_with(' '))
+            .filter_map(|line| line.split_once(":  ").map(|(key, _)| key.to_string()))
+            .collect()
+    };
+    let theirs = keys(&succeeded(
+        Command::new(&ab).args(["-k", "-n", "200", "-c", "2", &url]),
+    ));
+    let ours = keys(&succeeded(
+        Command::new(env!("CARGO_BIN_EXE_tlslab"))
+            .args([
+                "load",
+                &url,
+                "--insecure",
+                "-n",
+                "200",
+                "-c",
+                "2",
+                "--format",
+                "ab",
+            ])
+            .args(["--quiet", "--out"])
+            .arg(scratch("ab-layout").join("load.db"))
+            .env("TLSLAB_PKI_DIR", pki_dir()),
+    ));
+    let missing: Vec<&String> = theirs
+        .difference(&ours)
+        .filter(|key| key.as_str() != "Server Software")
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "ab prints {missing:?}, tlslab does not; ab: {theirs:?}, tlslab: {ours:?}"
+    );
+    for key in ["SSL/TLS Protocol", "Server Temp Key", "TLS Server Name"] {
+        assert!(ours.contains(key), "{key}: {ours:?}");
+    }
 }
 
 /// h2load's "requests: N total, N started, N done, N succeeded, N failed, N errored" line.
