@@ -658,9 +658,11 @@ pub struct CompareArgs {
     /// then a pooled ratio, van Elteren's test and the dimensions it depends on.
     #[arg(long, value_name = "DIMENSION")]
     pub by: Option<String>,
-    /// The phase or event compared (handshake, server_response, cert_validation, ...).
-    #[arg(long, default_value = "handshake")]
-    pub metric: String,
+    /// The phase or event compared (handshake, server_response, cert_validation, total, ...);
+    /// default: handshake, or total (the request's time) for a store of requests on kept
+    /// connections or over plain HTTP (`tlslab load`), where most samples have no handshake.
+    #[arg(long)]
+    pub metric: Option<String>,
     /// For sample files: the CSV column holding the values.
     #[arg(long)]
     pub column: Option<String>,

@@ -10,6 +10,20 @@ use crate::cli::{CompareArgs, Gate};
 use crate::failure::{CliError, EXIT_THRESHOLD};
 use crate::output;
 
+/// The metric asked for, or the store's natural one: `total` (each request's time) when a
+/// Config sends requests on kept connections or over plain HTTP, as `tlslab load` does, so
+/// that most of its samples open no connection and have no handshake; `handshake` otherwise.
+fn metric_of(store: &tlslab_store::Store, asked: Option<&str>) -> Result<String, CliError> {
+    if let Some(metric) = asked {
+        return Ok(metric.to_string());
+    }
+    let requests = store
+        .configs()?
+        .iter()
+        .any(|config| config.keep_alive || config.scheme == "http");
+    Ok(if requests { "total" } else { "handshake" }.to_string())
+}
+
 pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
         return Err(CliError::usage(
@@ -40,11 +54,12 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
             ));
         };
         let store = output::open_store(store)?;
+        let metric = metric_of(&store, args.metric.as_deref())?;
         let factorial = tlslab_report::factorial::factorial(
             &store,
             by,
             args.baseline.as_deref(),
-            &args.metric,
+            &metric,
             &options,
         )?;
         if args.json {
@@ -57,8 +72,9 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
     let (set, metric, unit) = match args.inputs.as_slice() {
         [store] => {
             let store = output::open_store(store)?;
-            let set = compare_store(&store, args.baseline.as_deref(), &args.metric, &options)?;
-            (set, args.metric.clone(), "ms")
+            let metric = metric_of(&store, args.metric.as_deref())?;
+            let set = compare_store(&store, args.baseline.as_deref(), &metric, &options)?;
+            (set, metric, "ms")
         }
         [baseline, other] => {
             let groups = vec![

@@ -119,6 +119,16 @@ fn https_and_plain_http_side_by_side_with_the_increase_at_each_concurrency() {
     ] {
         assert!(figure.contains(text), "{text} missing from the chart");
     }
+    // compare reads a load store by its requests' time (most requests have no handshake).
+    let compared = tlslab_succeeds(&["compare", db.to_str().unwrap(), "--by", "scheme"]);
+    assert!(compared.starts_with("total by scheme"), "{compared}");
+    assert!(compared.contains("https vs http: ratio"), "{compared}");
+    assert_eq!(compared.matches("concurrency=").count(), 2, "{compared}");
+    let plain = tlslab_succeeds(&["compare", db.to_str().unwrap()]);
+    assert!(
+        plain.starts_with("total: each config against baseline"),
+        "{plain}"
+    );
 }
 
 #[test]
