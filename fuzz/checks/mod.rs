@@ -8,5 +8,6 @@ pub mod http_request;
 pub mod http_response;
 pub mod report;
 pub mod sample_file;
+pub mod scan_answer;
 pub mod store;
 pub mod values;

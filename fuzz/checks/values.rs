@@ -1,5 +1,6 @@
 //! Every value a user types on the command line (durations, percentages, rates, suites,
-//! groups and the other dimensions), as any text: each parses or is an error with a hint.
+//! groups, pages and the other dimensions) and page description files, as any text: each
+//! parses or is an error with a hint.
 
 use tlslab_core::{Experiment, Overrides};
 
@@ -65,4 +66,15 @@ pub fn check(bytes: &[u8]) {
         let _ = experiment.configs();
     }
     let _ = text.parse::<tlslab_backend::Suite>();
+    // A page as --page takes it, and as a description file (lines, or a HAR file's JSON);
+    // whatever parses must print as a list that parses to the same page.
+    for page in [
+        text.parse::<tlslab_core::Page>(),
+        tlslab_core::Page::from_description(text),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        assert_eq!(page.to_string().parse::<tlslab_core::Page>().ok(), Some(page));
+    }
 }

@@ -18,6 +18,7 @@ const TARGETS: &[(&str, Check)] = &[
     ("store", checks::store::check),
     ("report", checks::report::check),
     ("capture", checks::capture::check),
+    ("scan_answer", checks::scan_answer::check),
 ];
 
 #[test]
