@@ -639,10 +639,21 @@ fn the_layout_is_the_documented_one() {
         (CertProfile::MlDsa44, "mldsa44"),
     ] {
         let chain = pki.chain(profile, 4).unwrap();
+        // Made here whatever other tests of the shared cache did, so the listing is fixed.
+        let client = pki.client_certificate(profile).unwrap();
         let profile_dir = pki.dir().join(name);
         assert_eq!(chain.chain_pem, profile_dir.join("chain4.pem"));
         assert_eq!(chain.key_pem, profile_dir.join("leaf.key"));
         assert_eq!(chain.root_pem, profile_dir.join("root.pem"));
+        assert_eq!(
+            client.certificate_pem,
+            profile_dir.join("client").join("client.pem")
+        );
+        assert_eq!(
+            client.key_pem,
+            profile_dir.join("client").join("client.key")
+        );
+        assert_eq!(client.root_pem, chain.root_pem);
         let mut names: Vec<String> = fs::read_dir(&profile_dir)
             .unwrap()
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
@@ -656,6 +667,7 @@ fn the_layout_is_the_documented_one() {
                 "chain3.pem",
                 "chain4.pem",
                 "chain5.pem",
+                "client",
                 "intermediate1.key",
                 "intermediate2.key",
                 "intermediate3.key",

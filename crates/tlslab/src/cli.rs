@@ -655,6 +655,10 @@ pub struct PkiArgs {
     pub cert: String,
     #[arg(long, default_value_t = 1)]
     pub chain: u8,
+    /// Also print the lab client certificate of the --cert profile and its key (mutual TLS:
+    /// clientAuth, issued by the same root), made on first use.
+    #[arg(long)]
+    pub client: bool,
     #[arg(long)]
     pub pki_dir: Option<PathBuf>,
 }
@@ -670,7 +674,7 @@ pub struct CompareArgs {
     #[arg(long)]
     pub baseline: Option<String>,
     /// Compare by one dimension with every other held fixed (tls, suite, group, cert,
-    /// chain, concurrency, transport, http, resume, early-data, cert-cache, hello-retry,
+    /// chain, concurrency, transport, http, resume, early-data, cert-cache, hello-retry, mtls,
     /// client-backend, server-backend, ech, rtt, loss, target): one contrast per stratum,
     /// then a pooled ratio, van Elteren's test and the dimensions it depends on.
     #[arg(long, value_name = "DIMENSION")]

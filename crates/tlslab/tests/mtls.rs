@@ -5,6 +5,10 @@ mod support;
 
 use support::*;
 
+/// A server library, its Config's `mtls`, `client_cert_profile`, the samples'
+/// `client_certificate`, and how many samples say so.
+type Status = (String, i64, Option<String>, Option<String>, i64);
+
 #[test]
 fn a_lab_server_that_requires_client_certificates_gets_the_labs_and_costs_more() {
     let dir = scratch("mtls");
@@ -18,7 +22,7 @@ fn a_lab_server_that_requires_client_certificates_gets_the_labs_and_costs_more()
         "every attempt succeeds: {summary}"
     );
     // Warm-up samples too: the server asks on every full handshake, and the client answers.
-    let statuses: Vec<(String, i64, Option<String>, Option<String>, i64)> = rows(
+    let statuses: Vec<Status> = rows(
         &db,
         "SELECT c.server_backend, c.mtls, c.client_cert_profile, s.client_certificate, COUNT(*) \
          FROM samples s JOIN configs c ON c.id = s.config_id GROUP BY 1, 2, 3, 4 ORDER BY 1, 2",
