@@ -116,6 +116,21 @@ impl Attempt {
         self.handshake_bytes = Some((0, 0));
     }
 
+    /// What the sample stores of client authentication: asked or not, and sent or not.
+    /// "Not asked" only once the handshake completed, since a CertificateRequest arrives in
+    /// the server's flight; before that the attempt cannot tell (`None`).
+    pub fn client_certificate_status(&self) -> Option<tlslab_core::ClientCertificateStatus> {
+        use tlslab_core::ClientCertificateStatus;
+        match self.client_certificate {
+            Some(true) => Some(ClientCertificateStatus::Sent),
+            Some(false) => Some(ClientCertificateStatus::AskedNoneSent),
+            None if !self.established && self.timeline.get(Event::HandshakeDone).is_some() => {
+                Some(ClientCertificateStatus::NotAsked)
+            }
+            None => None,
+        }
+    }
+
     /// Records `event` now, unless it was already recorded.
     pub fn mark(&mut self, event: Event) {
         self.timeline.mark_once(event, self.origin, Instant::now());

@@ -262,7 +262,7 @@ pub struct Request {
 
 /// What one lab server instance offers, for any library: every suite and group it has, so
 /// the client alone decides what a Config negotiates, plus these.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerSettings {
     /// `Off`: no tickets and no cache, so fresh-handshake measurements hold no ticket-issuing
     /// work. `Tickets`: stateless TLS 1.3 and RFC 5077 TLS 1.2 tickets. `Cache`: a server-side
@@ -274,6 +274,9 @@ pub struct ServerSettings {
     pub early_data: bool,
     /// Body bytes of every HTTP response.
     pub body: u64,
+    /// Mutual TLS: the roots a client's certificate must chain to; the server then requires
+    /// one on every full handshake. Empty: the server asks for no client certificate.
+    pub client_roots: Vec<CertificateDer<'static>>,
 }
 
 impl Default for ServerSettings {
@@ -283,6 +286,7 @@ impl Default for ServerSettings {
             resumption: ServerResumption::Off,
             early_data: false,
             body: 0,
+            client_roots: Vec::new(),
         }
     }
 }
@@ -293,6 +297,9 @@ impl From<&ServerKey> for ServerSettings {
             resumption: key.resumption,
             early_data: key.early_data,
             body: key.body,
+            // The key names the profile whose root issues client certificates; the caller
+            // reads that root from the PKI and fills this.
+            client_roots: Vec::new(),
         }
     }
 }

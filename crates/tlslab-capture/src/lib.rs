@@ -293,6 +293,8 @@ fn config_record(index: usize, key: &ConfigKey, connection: &flows::Connection) 
         scheme: "https".to_string(),
         page: None,
         hello_retry: key.hello_retry,
+        mtls: false,
+        client_cert_profile: None,
         trust: None,
         insecure: false,
         transport: key.transport.to_string(),

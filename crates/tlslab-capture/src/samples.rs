@@ -142,6 +142,8 @@ pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigK
         ech: (!hello.offers_ech).then_some(tlslab_core::EchStatus::NotOffered),
         // Known once the server answered, with a ServerHello or a HelloRetryRequest.
         hello_retry: (server.is_some() || handshake.hello_retry).then_some(handshake.hello_retry),
+        // A TLS 1.3 CertificateRequest is encrypted; not read from captures yet.
+        client_certificate: None,
     };
 
     let (outcome, error, error_detail) = match connection.ending {

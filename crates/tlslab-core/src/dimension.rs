@@ -385,6 +385,16 @@ spelled_enum!(
 );
 
 spelled_enum!(
+    /// Whether the lab server requires a client certificate (mutual TLS): `on` adds the
+    /// server's CertificateRequest, the client's Certificate and CertificateVerify (a
+    /// signature on the client) and the server's verification of them to every handshake.
+    Mtls, "mutual TLS", {
+        Off => "off" | "no" | "false",
+        On => "on" | "yes" | "true",
+    }
+);
+
+spelled_enum!(
     /// Whether the client's first key share is for another group than the Config's, so that a
     /// TLS 1.3 server answers with a HelloRetryRequest and the handshake takes one more round
     /// trip (what a client that guessed wrong pays).

@@ -9,7 +9,7 @@ use crate::arrival::ArrivalRate;
 use crate::config::{expand, Config, ConfigError};
 use crate::dimension::{
     Backend, CertCache, CertProfile, Cipher, CloseMode, DnsMode, Ech, Emulator, Group, HelloRetry,
-    Http, InvalidValue, KeepAlive, Resume, Scheme, SuiteSpec, TlsVersion, Transport,
+    Http, InvalidValue, KeepAlive, Mtls, Resume, Scheme, SuiteSpec, TlsVersion, Transport,
 };
 use crate::duration;
 use crate::network::{Loss, Rate};
@@ -68,6 +68,12 @@ pub struct Experiment {
     /// TLS 1.3: whether the client's first key share is for another group, so the server
     /// asks again (a HelloRetryRequest).
     pub hello_retry: Vec<HelloRetry>,
+    /// Mutual TLS with the lab server: `on` makes it require a client certificate (issued by
+    /// the lab root of `client_cert_profile`), which the client presents. Targets that ask
+    /// for one get `client_cert` and `client_key` instead.
+    pub mtls: Vec<Mtls>,
+    /// The key type of the lab client certificate the client presents under `mtls = ["on"]`.
+    pub client_cert_profile: CertProfile,
     /// HTTP keep-alive: `off` (every attempt a new connection and handshake) or `on` (an
     /// agent's first request opens a connection, the rest reuse it; HTTP/1.1 over TCP).
     pub keep_alive: Vec<KeepAlive>,
@@ -188,6 +194,8 @@ impl Default for Experiment {
             early_data: vec![0],
             cert_cache: vec![CertCache::Off],
             hello_retry: vec![HelloRetry::Off],
+            mtls: vec![Mtls::Off],
+            client_cert_profile: CertProfile::EcdsaP256,
             keep_alive: vec![KeepAlive::Off],
             scheme: vec![Scheme::Https],
             transport: vec![Transport::Tcp],

@@ -40,7 +40,7 @@ pub use config::{ClientIdentity, Config, ConfigError, Endpoint, ServerKey, Serve
 pub use dimension::{
     Authentication, Backend, CertCache, CertProfile, Cipher, CloseMode, DnsMode, Ech, Emulator,
     Group, HelloRetry, Http, InvalidValue, KeepAlive, KeyKind, LegacyKeyExchange, LegacySuite,
-    ParseError, Resume, Scheme, SuiteSpec, TlsVersion, Transport,
+    Mtls, ParseError, Resume, Scheme, SuiteSpec, TlsVersion, Transport,
 };
 pub use experiment::Experiment;
 pub use network::{Loss, Network, NetworkDimensions, Rate};
@@ -54,6 +54,6 @@ pub use record::{
 };
 pub use resolution::{NameResolution, PinnedAddress};
 pub use sample::{
-    ConnectionUse, EchStatus, ErrorClass, Event, Negotiated, Observed, Offered, Outcome, Phase,
-    QuicPath, Response, Sample, Timeline, Vantage,
+    ClientCertificateStatus, ConnectionUse, EchStatus, ErrorClass, Event, Negotiated, Observed,
+    Offered, Outcome, Phase, QuicPath, Response, Sample, Timeline, Vantage,
 };

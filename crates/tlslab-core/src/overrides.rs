@@ -32,6 +32,8 @@ pub struct Overrides {
     pub early_data: Option<Vec<u64>>,
     pub cert_cache: Option<Vec<String>>,
     pub hello_retry: Option<Vec<String>>,
+    pub mtls: Option<Vec<String>>,
+    pub client_cert_profile: Option<String>,
     pub keep_alive: Option<Vec<String>>,
     pub scheme: Option<Vec<String>>,
     pub transport: Option<Vec<String>>,
@@ -145,6 +147,21 @@ impl Experiment {
         set(&mut self.hello_retry, &given.hello_retry, |values| {
             list(values, "--hello-retry")
         })?;
+        set(&mut self.mtls, &given.mtls, |values| list(values, "--mtls"))?;
+        set(
+            &mut self.client_cert_profile,
+            &given.client_cert_profile,
+            |text| {
+                text.parse()
+                    .map_err(|problem: crate::dimension::ParseError| {
+                        error(
+                            problem.to_string(),
+                            "--client-cert-profile takes one certificate profile, as --cert does \
+                         (ecdsa-p256, rsa2048, ed25519, ...)",
+                        )
+                    })
+            },
+        )?;
         set(&mut self.keep_alive, &given.keep_alive, |values| {
             list(values, "--keep-alive")
         })?;

@@ -93,6 +93,10 @@ pub struct ConfigRecord {
     pub cert_cache: bool,
     /// The client's first key share was for another group (a HelloRetryRequest expected).
     pub hello_retry: bool,
+    /// Mutual TLS with the lab server: it required a client certificate (`--mtls on`).
+    pub mtls: bool,
+    /// The profile of the lab client certificate presented under `mtls`; `None` otherwise.
+    pub client_cert_profile: Option<String>,
     /// An agent kept its connection for its next request.
     pub keep_alive: bool,
     /// `https`, or `http` (plain); captures say `https`.

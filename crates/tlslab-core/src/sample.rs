@@ -375,6 +375,44 @@ pub struct Negotiated {
     /// Whether the server answered the first ClientHello with a HelloRetryRequest (TLS 1.3);
     /// `None` when the client cannot tell.
     pub hello_retry: Option<bool>,
+    /// Whether the server asked for a client certificate and whether one was sent; `None`
+    /// when the handshake did not get far enough to tell (or the source cannot see it).
+    pub client_certificate: Option<ClientCertificateStatus>,
+}
+
+/// What became of client authentication in one handshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClientCertificateStatus {
+    /// The server sent no CertificateRequest.
+    NotAsked,
+    /// The server asked, and the client had no certificate to send.
+    AskedNoneSent,
+    /// The server asked, and the client sent its certificate and CertificateVerify.
+    Sent,
+}
+
+impl ClientCertificateStatus {
+    pub const ALL: [ClientCertificateStatus; 3] = [
+        ClientCertificateStatus::NotAsked,
+        ClientCertificateStatus::AskedNoneSent,
+        ClientCertificateStatus::Sent,
+    ];
+
+    /// The stored spelling (`asked-none-sent`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientCertificateStatus::NotAsked => "not-asked",
+            ClientCertificateStatus::AskedNoneSent => "asked-none-sent",
+            ClientCertificateStatus::Sent => "sent",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<ClientCertificateStatus> {
+        ClientCertificateStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == text)
+    }
 }
 
 /// What became of Encrypted ClientHello in one handshake.

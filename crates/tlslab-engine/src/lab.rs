@@ -308,6 +308,9 @@ fn serve_command(
     if key.early_data {
         command.arg("--early-data");
     }
+    if let Some(profile) = key.client_certificates {
+        command.arg("--client-cert-profile").arg(profile.as_str());
+    }
     if key.backend == Backend::Openssl {
         command.arg("--ech-public-name").arg(ech_public_name);
     }

@@ -265,7 +265,7 @@ fn route(
                 lookup,
                 "localhost".to_string(),
                 Trust::Roots(vec![root.clone()]),
-                None,
+                servers.client_certificate(config),
             )
         }
         Endpoint::Target {

@@ -4,8 +4,11 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use std::sync::Arc;
+
 use rustls_pki_types::CertificateDer;
-use tlslab_core::{Config, ServerKey};
+use tlslab_backend::ClientCertificate;
+use tlslab_core::{CertProfile, Config, ServerKey};
 use tlslab_pki::Pki;
 
 use crate::error::RunError;
@@ -17,6 +20,8 @@ use crate::stop::Stop;
 pub struct LabServers {
     servers: HashMap<ServerKey, LabServer>,
     roots: HashMap<ServerKey, CertificateDer<'static>>,
+    /// The lab client certificates `--mtls on` Configs present, by profile.
+    client_certificates: HashMap<CertProfile, Arc<ClientCertificate>>,
     /// Requested when any of them exits during the run (the run's halt).
     exited: Stop,
 }
@@ -53,6 +58,9 @@ impl LabServers {
                 )
             })?;
             servers.roots.insert(key, chain.root.clone());
+            if let Some(profile) = key.client_certificates {
+                servers.prepare_client_certificate(pki, profile)?;
+            }
             let server = LabServer::spawn(
                 program,
                 pki.dir(),
@@ -64,6 +72,43 @@ impl LabServers {
             servers.servers.insert(key, server);
         }
         Ok(servers)
+    }
+
+    /// Issues (or reads) the lab client certificate of `profile` before the server that
+    /// requires it starts, so the server finds its root and the clients their certificate.
+    fn prepare_client_certificate(
+        &mut self,
+        pki: &Pki,
+        profile: CertProfile,
+    ) -> Result<(), RunError> {
+        if self.client_certificates.contains_key(&profile) {
+            return Ok(());
+        }
+        let client = pki.client_certificate(profile).map_err(|error| {
+            RunError::environment(
+                format!("cannot prepare the {profile} lab client certificate: {error}"),
+                format!(
+                    "check that {} is writable, or set TLSLAB_PKI_DIR",
+                    pki.dir().display()
+                ),
+            )
+        })?;
+        self.client_certificates.insert(
+            profile,
+            Arc::new(ClientCertificate {
+                chain: vec![client.certificate],
+                key: client.private_key,
+            }),
+        );
+        Ok(())
+    }
+
+    /// The lab client certificate `config` presents (`--mtls on`); `None` when its lab
+    /// server asks for none, or for a target.
+    pub fn client_certificate(&self, config: &Config) -> Option<Arc<ClientCertificate>> {
+        self.client_certificates
+            .get(&config.server_key()?.client_certificates?)
+            .cloned()
     }
 
     /// Why the run cannot go on, when a lab server exited.

@@ -402,6 +402,7 @@ impl<C: Connector> Block<C> {
         ) {
             flights.keep(captured);
         }
+        attempt.negotiated.client_certificate = attempt.client_certificate_status();
         let (bytes_sent, bytes_received) = attempt.handshake_bytes();
         // Everything read after the handshake belongs to the response (QUIC counts its
         // datagrams elsewhere, and page mode's many connections are not the attempt's: they

@@ -17,7 +17,7 @@ use std::time::Duration;
 use openssl::pkey::PKey;
 use openssl::ssl::{
     select_next_proto, AlpnError, ErrorCode, ShutdownState, Ssl, SslContext, SslContextBuilder,
-    SslMethod, SslOptions, SslSession, SslSessionCacheMode, SslStream, SslVersion,
+    SslMethod, SslOptions, SslSession, SslSessionCacheMode, SslStream, SslVerifyMode, SslVersion,
 };
 use openssl::x509::X509;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
@@ -119,7 +119,20 @@ pub fn server_config(
     let key = PKey::private_key_from_der(key.secret_der())?;
     builder.set_private_key(&key)?;
     builder.check_private_key()?;
+    // The session ID context also lets sessions of verified clients resume.
     builder.set_session_id_context(b"tlslab")?;
+    if !settings.client_roots.is_empty() {
+        for root in &settings.client_roots {
+            let root = X509::from_der(root)?;
+            // The context's store verifies client certificates; the CertificateRequest names
+            // the root, so a client holding several certificates picks the lab's.
+            builder.cert_store_mut().add_cert(root.clone())?;
+            builder.add_client_ca(&root)?;
+        }
+        // Mutual TLS: every full handshake asks, and one without a certificate fails, as
+        // nginx's `ssl_verify_client on` does.
+        builder.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
+    }
     builder.set_alpn_select_callback(|_, offered| {
         // No common protocol: no ALPN at all (a client without ALPN speaks HTTP/1.1).
         select_next_proto(ALPN, offered).ok_or(AlpnError::NOACK)

@@ -56,7 +56,7 @@ async fn rustls_lab(chain: &ServedChain, settings: ServerSettings) -> Server {
 /// Both lab servers for the same settings.
 async fn both_servers(chain: &ServedChain, settings: ServerSettings) -> [Server; 2] {
     [
-        openssl_server(chain, settings).await,
+        openssl_server(chain, settings.clone()).await,
         rustls_lab(chain, settings).await,
     ]
 }
@@ -93,6 +93,7 @@ fn lab_settings(resumption: ServerResumption, early_data: bool, body: u64) -> Se
         resumption,
         early_data,
         body,
+        client_roots: Vec::new(),
     }
 }
 
@@ -505,6 +506,7 @@ async fn a_replayed_0rtt_flight_is_rejected_by_the_openssl_server() {
             resumption: ServerResumption::Cache,
             early_data: true,
             body: 500,
+            client_roots: Vec::new(),
         },
     )
     .await;
@@ -559,7 +561,7 @@ async fn stateless_tickets_and_a_server_without_early_data_get_the_request_after
         lab_settings(ServerResumption::Tickets, true, 300),
         lab_settings(ServerResumption::Cache, false, 300),
     ] {
-        for server in both_servers(&chain, settings).await {
+        for server in both_servers(&chain, settings.clone()).await {
             let mut options = options(TlsVersion::Tls13, &chain);
             options.resume = Resume::Tickets;
             options.http = Http::Http11;
@@ -586,6 +588,7 @@ async fn a_request_too_large_for_the_ticket_goes_after_the_handshake() {
             resumption: ServerResumption::Cache,
             early_data: true,
             body: 10,
+            client_roots: Vec::new(),
         },
     )
     .await;

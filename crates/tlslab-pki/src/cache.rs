@@ -22,6 +22,7 @@ use tlslab_core::CertProfile;
 
 use crate::error::{PkiError, PkiErrorKind};
 use crate::generate::{generate_profile, ProfileMaterial};
+use crate::lab_client::{CLIENT_CERTIFICATE_FILE, CLIENT_DIRECTORY, CLIENT_KEY_FILE};
 
 /// File names inside a profile directory.
 pub(crate) const ROOT_CERTIFICATE_FILE: &str = "root.pem";
@@ -80,7 +81,7 @@ pub(crate) fn ensure_profile(dir: &Path, profile: CertProfile) -> Result<PathBuf
     if is_published(&profile_dir)? {
         return Ok(profile_dir);
     }
-    let _lock = ProfileLock::acquire(dir, profile)?;
+    let _lock = ProfileLock::acquire(dir, profile.as_str())?;
     // Whoever held the lock before us may have published it meanwhile.
     if is_published(&profile_dir)? {
         return Ok(profile_dir);
@@ -147,60 +148,38 @@ pub(crate) fn write_temporary(
     profile: CertProfile,
     material: &ProfileMaterial,
 ) -> Result<PathBuf, PkiError> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|elapsed| elapsed.as_nanos())
-        .unwrap_or_default();
-    let temporary = dir.join(format!(
-        "{}{}-{}-{}",
-        temporary_prefix(profile),
-        std::process::id(),
-        nanos,
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    DirBuilder::new()
-        .mode(DIRECTORY_MODE)
-        .create(&temporary)
-        .map_err(|error| PkiError::cache_io("create", &temporary, error))?;
-
-    let written = write_material(&temporary, material);
-    if written.is_err() {
-        let _ = fs::remove_dir_all(&temporary);
-    }
-    written.map(|()| temporary)
-}
-
-fn write_material(temporary: &Path, material: &ProfileMaterial) -> Result<(), PkiError> {
-    write_file(
-        temporary,
-        ROOT_CERTIFICATE_FILE,
-        &material.root_certificate_pem,
-        CERTIFICATE_MODE,
-    )?;
-    write_file(temporary, ROOT_KEY_FILE, &material.root_key_pem, KEY_MODE)?;
-    for (offset, key_pem) in material.intermediate_key_pems.iter().enumerate() {
-        write_file(
-            temporary,
-            &intermediate_key_file(offset + 1),
-            key_pem,
-            KEY_MODE,
-        )?;
-    }
-    write_file(temporary, LEAF_KEY_FILE, &material.leaf_key_pem, KEY_MODE)?;
-    for (offset, chain_pem) in material.chain_pems.iter().enumerate() {
-        write_file(
-            temporary,
-            &chain_file(offset as u8 + 1),
-            chain_pem,
+    let mut files = vec![
+        (
+            ROOT_CERTIFICATE_FILE.to_string(),
+            material.root_certificate_pem.as_str(),
             CERTIFICATE_MODE,
-        )?;
+        ),
+        (
+            ROOT_KEY_FILE.to_string(),
+            material.root_key_pem.as_str(),
+            KEY_MODE,
+        ),
+    ];
+    for (offset, key_pem) in material.intermediate_key_pems.iter().enumerate() {
+        files.push((
+            intermediate_key_file(offset + 1),
+            key_pem.as_str(),
+            KEY_MODE,
+        ));
     }
-    // The files' data must reach the disk before the rename publishes them; otherwise a
-    // crash could leave a published directory with empty files.
-    File::open(temporary)
-        .and_then(|directory| directory.sync_all())
-        .map_err(|error| PkiError::cache_io("flush", temporary, error))
+    files.push((
+        LEAF_KEY_FILE.to_string(),
+        material.leaf_key_pem.as_str(),
+        KEY_MODE,
+    ));
+    for (offset, chain_pem) in material.chain_pems.iter().enumerate() {
+        files.push((
+            chain_file(offset as u8 + 1),
+            chain_pem.as_str(),
+            CERTIFICATE_MODE,
+        ));
+    }
+    write_files(dir, &temporary_prefix(profile), &files)
 }
 
 fn write_file(directory: &Path, name: &str, contents: &str, mode: u32) -> Result<(), PkiError> {
@@ -249,8 +228,9 @@ struct ProfileLock {
 }
 
 impl ProfileLock {
-    fn acquire(dir: &Path, profile: CertProfile) -> Result<ProfileLock, PkiError> {
-        let path = dir.join(format!(".{}.lock", profile.as_str()));
+    /// `name` is the profile's, or the profile's with `-client` for its client certificate.
+    fn acquire(dir: &Path, name: &str) -> Result<ProfileLock, PkiError> {
+        let path = dir.join(format!(".{name}.lock"));
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -277,6 +257,125 @@ impl ProfileLock {
             }
         }
     }
+}
+
+/// Makes sure `<dir>/<profile>/client` holds the profile's published client certificate
+/// (issued by the profile's root, which is made first if needed) and returns its path.
+pub(crate) fn ensure_client(dir: &Path, profile: CertProfile) -> Result<PathBuf, PkiError> {
+    let profile_dir = ensure_profile(dir, profile)?;
+    let client_dir = profile_dir.join(CLIENT_DIRECTORY);
+    if is_published(&client_dir)? {
+        return Ok(client_dir);
+    }
+    let _lock = ProfileLock::acquire(dir, &format!("{}-client", profile.as_str()))?;
+    if is_published(&client_dir)? {
+        return Ok(client_dir);
+    }
+    let read = |name: &str| {
+        let path = profile_dir.join(name);
+        fs::read(&path).map_err(|error| PkiError::cache_io("read", &path, error))
+    };
+    let material = crate::lab_client::issue(
+        profile,
+        &read(ROOT_CERTIFICATE_FILE)?,
+        &read(ROOT_KEY_FILE)?,
+        &profile_dir,
+    )?;
+    // Written beside its final place, inside the profile directory, so the rename that
+    // publishes it stays on one file system.
+    let temporary = write_files(
+        &profile_dir,
+        ".client.tmp-",
+        &[
+            (
+                CLIENT_CERTIFICATE_FILE.to_string(),
+                material.certificate_pem.as_str(),
+                CERTIFICATE_MODE,
+            ),
+            (
+                CLIENT_KEY_FILE.to_string(),
+                material.key_pem.as_str(),
+                KEY_MODE,
+            ),
+        ],
+    )?;
+    publish(&temporary, &client_dir)?;
+    Ok(client_dir)
+}
+
+/// Writes `files` (name, contents, mode) into a fresh directory in `parent` whose name starts
+/// with `prefix`, flushed to disk, and returns its path; removes it again on failure.
+fn write_files(
+    parent: &Path,
+    prefix: &str,
+    files: &[(String, &str, u32)],
+) -> Result<PathBuf, PkiError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_nanos())
+        .unwrap_or_default();
+    let temporary = parent.join(format!(
+        "{prefix}{}-{}-{}",
+        std::process::id(),
+        nanos,
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    DirBuilder::new()
+        .mode(DIRECTORY_MODE)
+        .create(&temporary)
+        .map_err(|error| PkiError::cache_io("create", &temporary, error))?;
+    let written = files
+        .iter()
+        .try_for_each(|(name, contents, mode)| write_file(&temporary, name, contents, *mode))
+        // The files' data must reach the disk before the rename publishes them; otherwise a
+        // crash could leave a published directory with empty files.
+        .and_then(|()| {
+            File::open(&temporary)
+                .and_then(|directory| directory.sync_all())
+                .map_err(|error| PkiError::cache_io("flush", &temporary, error))
+        });
+    if written.is_err() {
+        let _ = fs::remove_dir_all(&temporary);
+    }
+    written.map(|()| temporary)
+}
+
+/// A lab client certificate and its key, read back from `<dir>/<profile>/client`.
+pub(crate) struct CachedClient {
+    pub certificate: CertificateDer<'static>,
+    pub private_key: PrivateKeyDer<'static>,
+    pub root: CertificateDer<'static>,
+    pub certificate_pem: PathBuf,
+    pub key_pem: PathBuf,
+    pub root_pem: PathBuf,
+}
+
+pub(crate) fn read_client(client_dir: &Path) -> Result<CachedClient, PkiError> {
+    let certificate_pem = client_dir.join(CLIENT_CERTIFICATE_FILE);
+    let key_pem = client_dir.join(CLIENT_KEY_FILE);
+    let root_pem = client_dir
+        .parent()
+        .unwrap_or(client_dir)
+        .join(ROOT_CERTIFICATE_FILE);
+    let damaged = |path: &Path, detail: String| {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        PkiError::damaged_cache(client_dir, format!("{name}: {detail}"))
+    };
+    let certificate = CertificateDer::from_pem_file(&certificate_pem)
+        .map_err(|error| damaged(&certificate_pem, describe_pem_error(error)))?;
+    let private_key = PrivateKeyDer::from_pem_file(&key_pem)
+        .map_err(|error| damaged(&key_pem, describe_pem_error(error)))?;
+    let root = CertificateDer::from_pem_file(&root_pem)
+        .map_err(|error| damaged(&root_pem, describe_pem_error(error)))?;
+    Ok(CachedClient {
+        certificate,
+        private_key,
+        root,
+        certificate_pem,
+        key_pem,
+        root_pem,
+    })
 }
 
 /// The material of one depth, read back from a published profile directory.

@@ -55,6 +55,9 @@
 //!     chain2.pem            leaf, intermediate 1
 //!     …
 //!     chain5.pem            leaf, intermediates 1 to 4 (ssl_certificate)
+//!     client/               made on first use (mutual TLS), published like the profile:
+//!         client.pem        a client certificate (clientAuth) the root issued directly
+//!         client.key        its key, PKCS#8
 //! <dir>/.ecdsa-p256.lock    taken while generating, so concurrent processes generate once
 //! ```
 //!
@@ -72,6 +75,7 @@ mod cache;
 mod client_file;
 mod error;
 mod generate;
+mod lab_client;
 mod ml_dsa;
 
 use std::path::{Path, PathBuf};
@@ -138,6 +142,45 @@ impl Pki {
             root_pem: cached.root_pem,
         })
     }
+
+    /// The lab client certificate of `profile` (mutual TLS): a certificate of the profile's
+    /// key type with extendedKeyUsage clientAuth, issued directly by the profile's root (the
+    /// one its server chains end in), and its key. Issued on first use and cached in
+    /// `<dir>/<profile>/client/`; safe to call from several threads and processes at once.
+    pub fn client_certificate(
+        &self,
+        profile: CertProfile,
+    ) -> Result<LabClientCertificate, PkiError> {
+        let client_dir = cache::ensure_client(&self.dir, profile)?;
+        let cached = cache::read_client(&client_dir)?;
+        Ok(LabClientCertificate {
+            profile,
+            certificate: cached.certificate,
+            private_key: cached.private_key,
+            root: cached.root,
+            certificate_pem: cached.certificate_pem,
+            key_pem: cached.key_pem,
+            root_pem: cached.root_pem,
+        })
+    }
+}
+
+/// What a lab client presents when a server asks for a certificate, and the root a server
+/// trusts to verify it.
+#[derive(Debug)]
+pub struct LabClientCertificate {
+    pub profile: CertProfile,
+    /// The client's certificate: issued by the root, so it is the whole chain the client sends.
+    pub certificate: CertificateDer<'static>,
+    pub private_key: PrivateKeyDer<'static>,
+    /// The profile's root, which issued it: what a server requiring client certificates trusts.
+    pub root: CertificateDer<'static>,
+    /// `certificate` as a PEM file (curl `--cert`, `openssl s_client -cert`).
+    pub certificate_pem: PathBuf,
+    /// Its key as a PKCS#8 PEM file (curl `--key`).
+    pub key_pem: PathBuf,
+    /// The root as a PEM file (nginx `ssl_client_certificate`).
+    pub root_pem: PathBuf,
 }
 
 fn check_depth(depth: u8) -> Result<(), PkiError> {

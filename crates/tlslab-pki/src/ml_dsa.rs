@@ -156,7 +156,7 @@ fn pem_text(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).expect("OpenSSL writes PEM as ASCII")
 }
 
-fn generate_key(key_type: KeyType) -> Result<PKey<Private>, ErrorStack> {
+pub(crate) fn generate_key(key_type: KeyType) -> Result<PKey<Private>, ErrorStack> {
     // FIPS 204 key generation is a function of a random 32-byte seed (ξ).
     let mut seed = [0u8; 32];
     openssl::rand::rand_bytes(&mut seed)?;
@@ -249,8 +249,8 @@ fn issue(
 
 /// ML-DSA signs the message itself, so `X509_sign` must get a NULL digest; the crate's
 /// `MessageDigest::null()` is `EVP_md_null()`, a real (empty) digest that ML-DSA refuses.
-fn no_digest() -> MessageDigest {
-    // SAFETY: `MessageDigest` only carries the pointer; nothing in this module calls a
+pub(crate) fn no_digest() -> MessageDigest {
+    // SAFETY: `MessageDigest` only carries the pointer; nothing in this crate calls a
     // method that would dereference it, and `X509_sign` documents NULL as "no digest".
     unsafe { MessageDigest::from_ptr(std::ptr::null()) }
 }

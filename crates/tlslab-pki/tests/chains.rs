@@ -136,6 +136,16 @@ fn handshake_with(
         .with_no_client_auth()
         .with_single_cert(chain.certificates.clone(), chain.private_key.clone_key())
         .unwrap();
+    connect(client_config, server_config)
+        .unwrap_or_else(|| panic!("{} {version:?}: handshake did not finish", chain.profile))
+}
+
+/// Runs a handshake between the two configurations in memory: `None` if it did not finish,
+/// else the client's error if either side failed.
+fn connect(
+    client_config: ClientConfig,
+    server_config: ServerConfig,
+) -> Option<Result<(), rustls::Error>> {
     let mut client = ClientConnection::new(
         Arc::new(client_config),
         ServerName::try_from("localhost").unwrap(),
@@ -158,7 +168,7 @@ fn handshake_with(
                     server.write_tls(&mut alert).unwrap();
                 }
                 let _ = client.read_tls(&mut &alert[..]);
-                return Err(client.process_new_packets().err().unwrap_or(error));
+                return Some(Err(client.process_new_packets().err().unwrap_or(error)));
             }
         }
         bytes.clear();
@@ -168,13 +178,92 @@ fn handshake_with(
         let mut unread = &bytes[..];
         while !unread.is_empty() {
             client.read_tls(&mut unread).unwrap();
-            client.process_new_packets()?;
+            if let Err(error) = client.process_new_packets() {
+                return Some(Err(error));
+            }
         }
         if !client.is_handshaking() && !server.is_handshaking() {
-            return Ok(());
+            return Some(Ok(()));
         }
     }
-    panic!("{} {version:?}: handshake did not finish", chain.profile);
+    None
+}
+
+#[test]
+fn lab_client_certificates_are_issued_by_the_profile_root_for_client_authentication() {
+    let pki = shared_pki();
+    for profile in [
+        CertProfile::EcdsaP256,
+        CertProfile::Rsa2048,
+        CertProfile::Ed25519,
+        CertProfile::MlDsa44,
+    ] {
+        let client = pki.client_certificate(profile).unwrap();
+        let chain = pki.chain(profile, 2).unwrap();
+        assert_eq!(
+            client.root, chain.root,
+            "{profile}: the server chain's root"
+        );
+        // OpenSSL: signed by the root, and fit for a TLS client, not a server.
+        let certificate = X509::from_der(&client.certificate).unwrap();
+        let root = X509::from_der(&client.root).unwrap();
+        assert!(certificate.verify(&root.public_key().unwrap()).unwrap());
+        let purpose_verifies = |purpose: X509PurposeId| {
+            let mut store_builder = X509StoreBuilder::new().unwrap();
+            store_builder.add_cert(root.clone()).unwrap();
+            let mut param = X509VerifyParam::new().unwrap();
+            param.set_purpose(purpose).unwrap();
+            store_builder.set_param(&param).unwrap();
+            let store = store_builder.build();
+            let mut context = X509StoreContext::new().unwrap();
+            context
+                .init(&store, &certificate, &Stack::new().unwrap(), |context| {
+                    context.verify_cert()
+                })
+                .unwrap()
+        };
+        assert!(purpose_verifies(X509PurposeId::SSL_CLIENT), "{profile}");
+        assert!(!purpose_verifies(X509PurposeId::SSL_SERVER), "{profile}");
+        let key = PKey::private_key_from_der(client.private_key.secret_der()).unwrap();
+        assert!(
+            certificate.public_key().unwrap().public_eq(&key),
+            "{profile}"
+        );
+        assert_eq!(
+            fs::metadata(&client.key_pem).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        // rustls: a server that requires client certificates from the root accepts it.
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            roots(&client.root),
+            provider(),
+        )
+        .build()
+        .unwrap();
+        let server_config = ServerConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(chain.certificates.clone(), chain.private_key.clone_key())
+            .unwrap();
+        let client_config = ClientConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_root_certificates(roots(&chain.root))
+            .with_client_auth_cert(
+                vec![client.certificate.clone()],
+                client.private_key.clone_key(),
+            )
+            .unwrap();
+        connect(client_config, server_config)
+            .unwrap()
+            .unwrap_or_else(|error| panic!("{profile}: {error}"));
+        // Cached: the second call reads the same certificate back.
+        assert_eq!(
+            pki.client_certificate(profile).unwrap().certificate,
+            client.certificate
+        );
+    }
 }
 
 #[test]
@@ -550,10 +639,21 @@ fn the_layout_is_the_documented_one() {
         (CertProfile::MlDsa44, "mldsa44"),
     ] {
         let chain = pki.chain(profile, 4).unwrap();
+        // Made here whatever other tests of the shared cache did, so the listing is fixed.
+        let client = pki.client_certificate(profile).unwrap();
         let profile_dir = pki.dir().join(name);
         assert_eq!(chain.chain_pem, profile_dir.join("chain4.pem"));
         assert_eq!(chain.key_pem, profile_dir.join("leaf.key"));
         assert_eq!(chain.root_pem, profile_dir.join("root.pem"));
+        assert_eq!(
+            client.certificate_pem,
+            profile_dir.join("client").join("client.pem")
+        );
+        assert_eq!(
+            client.key_pem,
+            profile_dir.join("client").join("client.key")
+        );
+        assert_eq!(client.root_pem, chain.root_pem);
         let mut names: Vec<String> = fs::read_dir(&profile_dir)
             .unwrap()
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
@@ -567,6 +667,7 @@ fn the_layout_is_the_documented_one() {
                 "chain3.pem",
                 "chain4.pem",
                 "chain5.pem",
+                "client",
                 "intermediate1.key",
                 "intermediate2.key",
                 "intermediate3.key",

@@ -47,6 +47,7 @@ const DIMENSIONS: &[Dimension] = &[
     ("early-data", |c| c.early_data_bytes.to_string()),
     ("cert-cache", |c| c.cert_cache.to_string()),
     ("hello-retry", |c| c.hello_retry.to_string()),
+    ("mtls", |c| c.mtls.to_string()),
     ("keep-alive", |c| c.keep_alive.to_string()),
     ("scheme", |c| c.scheme.clone()),
     ("client-backend", |c| text(&c.client_backend)),

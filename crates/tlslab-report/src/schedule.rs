@@ -266,7 +266,7 @@ mod tests {
             "early_data_bytes": 0, "cert_cache": false, "path": null,
             "client_backend": "rustls", "server_backend": "rustls", "ech": "off",
             "hello_retry": false, "trust": null, "arrival_rate": null,
-            "keep_alive": false, "scheme": "https", "path": null, "rate_bps": null
+            "keep_alive": false, "mtls": false, "scheme": "https", "path": null, "rate_bps": null
         }))
         .unwrap()
     }

@@ -123,6 +123,7 @@ fn setting(config: &ConfigRow) -> impl PartialEq + '_ {
         (&config.transport, &config.http),
         (
             config.hello_retry,
+            config.mtls,
             &config.client_backend,
             &config.server_backend,
             &config.ech,

@@ -258,6 +258,18 @@ const FIELDS: &[Field] = &[
                 .map(tlslab_core::resolution::family),
         )
     }),
+    // Schema 9: mutual TLS. Whether the server asked for a client certificate and whether
+    // the client sent one (NULL when the attempt did not get that far, or a capture could
+    // not see it), and the Config's `--mtls` and the lab client certificate's profile.
+    sample("client_certificate", "TEXT", |s| {
+        text(
+            s.negotiated
+                .client_certificate
+                .map(|status| status.as_str()),
+        )
+    }),
+    config("mtls", "mtls"),
+    config("client_cert_profile", "client_cert_profile"),
     Field {
         name: "started_at",
         source: Source::Sample {
@@ -467,6 +479,18 @@ pub const CONFIG_COLUMNS: &[ConfigColumn] = &[
         Some(|c| text(Some(&c.scheme))),
     ),
     ("page", "TEXT", Some(|c| text(c.page.as_deref()))),
+    // Schema 9: the lab server required a client certificate (`--mtls on`), and the profile
+    // of the lab client certificate presented.
+    (
+        "mtls",
+        "INTEGER NOT NULL DEFAULT 0",
+        Some(|c| flag(Some(c.mtls))),
+    ),
+    (
+        "client_cert_profile",
+        "TEXT",
+        Some(|c| text(c.client_cert_profile.as_deref())),
+    ),
 ];
 
 /// `"name"`, quoted: some column names (`group`) are SQL keywords.

@@ -196,6 +196,8 @@ pub struct ConfigRow {
     pub arrival_rate: Option<f64>,
     /// An agent kept its connection for its next request (schema 7).
     pub keep_alive: bool,
+    /// The lab server required a client certificate (`--mtls on`, schema 9).
+    pub mtls: bool,
     /// `https`, or `http` (plain).
     pub scheme: String,
     /// Where the handshakes went (host:port).

@@ -20,6 +20,9 @@ pub enum Error {
     /// rustls cannot present the `--client-cert` and `--client-key` given.
     #[error("rustls cannot use the client certificate and key: {0}")]
     ClientCertificate(String),
+    /// The lab server cannot verify client certificates with the roots it was given.
+    #[error("the lab server cannot verify client certificates against the lab root: {0}")]
+    ClientRoots(String),
     /// rustls refused the configuration.
     #[error(transparent)]
     Rustls(#[from] rustls::Error),
@@ -42,6 +45,9 @@ impl Error {
             }
             Error::ClientCertificate(_) => {
                 "rustls signs with RSA (2048 bits or more), ECDSA P-256/P-384/P-521 and Ed25519 keys; give such a pair, or try --client-backend openssl"
+            }
+            Error::ClientRoots(_) => {
+                "delete the profile's directory in the PKI cache (tlslab pki prints it) to regenerate it"
             }
             Error::Unsupported(_) | Error::Rustls(_) | Error::Quic(_) => {
                 "the client library refused the Config's settings; change them or try the other --client-backend"

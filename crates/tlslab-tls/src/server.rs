@@ -53,6 +53,7 @@ pub fn server_config(
         },
         early_data: false,
         body: 0,
+        client_roots: Vec::new(),
     };
     Ok(Lab::new(certificates, key, &settings)?.tcp)
 }
@@ -112,6 +113,26 @@ impl StoresServerSessions for CountingCache {
     }
 }
 
+/// Who may connect: anyone (no CertificateRequest), or, with `client_roots` (mutual TLS),
+/// only a client whose certificate chains to one of them. TCP and QUIC share the verifier,
+/// so both transports ask and verify alike.
+fn client_verifier(
+    client_roots: &[CertificateDer<'static>],
+) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, Error> {
+    if client_roots.is_empty() {
+        return Ok(rustls::server::WebPkiClientVerifier::no_client_auth());
+    }
+    let mut roots = rustls::RootCertStore::empty();
+    for root in client_roots {
+        roots
+            .add(root.clone())
+            .map_err(|error| Error::ClientRoots(error.to_string()))?;
+    }
+    rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), server_provider())
+        .build()
+        .map_err(|error| Error::ClientRoots(error.to_string()))
+}
+
 /// One lab server's TLS configurations (TCP and QUIC share sessions and tickets).
 #[derive(Debug)]
 pub struct Lab {
@@ -129,9 +150,10 @@ impl Lab {
         settings: &ServerSettings,
     ) -> Result<Lab, Error> {
         let counters = Arc::<Counters>::default();
+        let client_verifier = client_verifier(&settings.client_roots)?;
         let mut tcp = ServerConfig::builder_with_provider(server_provider())
             .with_protocol_versions(&[&rustls::version::TLS12, &rustls::version::TLS13])?
-            .with_no_client_auth()
+            .with_client_cert_verifier(client_verifier.clone())
             .with_single_cert(certificates.clone(), key.clone_key())?;
         match settings.resumption {
             ServerResumption::Off => {
@@ -154,7 +176,7 @@ impl Lab {
         tcp.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         let mut quic = ServerConfig::builder_with_provider(server_provider())
             .with_protocol_versions(&[&rustls::version::TLS13])?
-            .with_no_client_auth()
+            .with_client_cert_verifier(client_verifier)
             .with_single_cert(certificates, key)?;
         quic.session_storage = tcp.session_storage.clone();
         quic.ticketer = tcp.ticketer.clone();

@@ -218,6 +218,17 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',')]
     #[arg(help_heading = "Sessions")]
     pub hello_retry: Option<Vec<String>>,
+    /// Mutual TLS with the lab server: off, on (the lab server requires a client certificate
+    /// and the client presents the lab's; see --client-cert-profile). For a --target, give
+    /// --client-cert and --client-key instead.
+    #[arg(long, value_delimiter = ',')]
+    #[arg(help_heading = "Sessions")]
+    pub mtls: Option<Vec<String>>,
+    /// The key type of the lab client certificate --mtls on presents, a certificate profile
+    /// as for --cert [default: ecdsa-p256].
+    #[arg(long, value_name = "PROFILE")]
+    #[arg(help_heading = "Sessions")]
+    pub client_cert_profile: Option<String>,
     /// Transports: tcp (TLS over TCP), quic.
     #[arg(long, value_delimiter = ',')]
     #[arg(help_heading = "Transport and HTTP")]
@@ -453,6 +464,8 @@ impl RunArgs {
             early_data: self.early_data.clone(),
             cert_cache: self.cert_cache.clone(),
             hello_retry: self.hello_retry.clone(),
+            mtls: self.mtls.clone(),
+            client_cert_profile: self.client_cert_profile.clone(),
             keep_alive: self.keep_alive.clone(),
             scheme: self.scheme.clone(),
             plain_port: self.plain_port,
@@ -524,6 +537,10 @@ pub struct ServeArgs {
     /// The public name of the OpenSSL server's ECH configuration.
     #[arg(long, default_value = "public.tlslab.test", value_name = "NAME")]
     pub ech_public_name: String,
+    /// Require a client certificate (mutual TLS) issued by the lab root of this profile; the
+    /// lab's own for the profile is made on first use, and its files are printed.
+    #[arg(long, value_name = "PROFILE")]
+    pub client_cert_profile: Option<String>,
     /// Answer usage requests on stdin/stdout (used by `tlslab run`).
     #[arg(long, hide = true)]
     pub control: bool,
@@ -638,6 +655,10 @@ pub struct PkiArgs {
     pub cert: String,
     #[arg(long, default_value_t = 1)]
     pub chain: u8,
+    /// Also print the lab client certificate of the --cert profile and its key (mutual TLS:
+    /// clientAuth, issued by the same root), made on first use.
+    #[arg(long)]
+    pub client: bool,
     #[arg(long)]
     pub pki_dir: Option<PathBuf>,
 }
@@ -653,7 +674,7 @@ pub struct CompareArgs {
     #[arg(long)]
     pub baseline: Option<String>,
     /// Compare by one dimension with every other held fixed (tls, suite, group, cert,
-    /// chain, concurrency, transport, http, resume, early-data, cert-cache, hello-retry,
+    /// chain, concurrency, transport, http, resume, early-data, cert-cache, hello-retry, mtls,
     /// client-backend, server-backend, ech, rtt, loss, target): one contrast per stratum,
     /// then a pooled ratio, van Elteren's test and the dimensions it depends on.
     #[arg(long, value_name = "DIMENSION")]

@@ -69,5 +69,15 @@ pub fn pki(args: &PkiArgs) -> Result<i32, CliError> {
         chain.key_pem.display(),
         chain.root_pem.display()
     ))?;
+    if args.client {
+        let client = pki
+            .client_certificate(profile)
+            .map_err(|error| CliError::environment(error.message(), error.hint()))?;
+        output::print(format_args!(
+            "client certificate {}\nclient key {}\n",
+            client.certificate_pem.display(),
+            client.key_pem.display()
+        ))?;
+    }
     Ok(0)
 }

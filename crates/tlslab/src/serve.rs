@@ -53,6 +53,19 @@ pub fn serve(args: &ServeArgs) -> Result<i32, CliError> {
             format!("give --body {} or less", tlslab_core::config::MAX_BODY),
         ));
     }
+    let client_certificate = match &args.client_cert_profile {
+        Some(text) => {
+            let profile: CertProfile = text.parse().map_err(|error| {
+                CliError::usage(error, "for example --client-cert-profile ecdsa-p256")
+            })?;
+            // Made here, before the server listens, so a client can present it at once.
+            Some(
+                pki.client_certificate(profile)
+                    .map_err(|error| CliError::environment(error.message(), error.hint()))?,
+            )
+        }
+        None => None,
+    };
     let root = chain.root_pem.clone();
     let lab = start(&LabOptions {
         backend,
@@ -61,6 +74,10 @@ pub fn serve(args: &ServeArgs) -> Result<i32, CliError> {
             resumption,
             early_data: args.early_data,
             body: args.body,
+            client_roots: client_certificate
+                .iter()
+                .map(|client| client.root.clone())
+                .collect(),
         },
         listen,
         plain_listen,
@@ -92,6 +109,14 @@ pub fn serve(args: &ServeArgs) -> Result<i32, CliError> {
             args.chain,
             root.display()
         )),
+    }
+    if let Some(client) = &client_certificate {
+        output::note(format_args!(
+            "it requires a client certificate issued by {} ; the lab's: --cert {} --key {}",
+            client.root_pem.display(),
+            client.certificate_pem.display(),
+            client.key_pem.display()
+        ));
     }
     lab.serve_until(&crate::run::stop_on_signals());
     Ok(0)

@@ -184,6 +184,8 @@ fn a_version_1_store_is_upgraded_when_opened() {
             "keep_alive",
             "scheme",
             "page",
+            "mtls",
+            "client_cert_profile",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE configs DROP COLUMN {column}"))
@@ -212,6 +214,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
             "resolved",
             "dns",
             "address_family",
+            "client_certificate",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
@@ -237,7 +240,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
         &results,
         "SELECT count(*) FROM configs WHERE rtt_ns IS NULL",
     );
-    assert_eq!((version, loopback), (8, 4));
+    assert_eq!((version, loopback), (9, 4));
     let active = count(
         &results,
         "SELECT count(*) FROM runs WHERE source = 'active'",
@@ -264,7 +267,14 @@ fn a_schema_6_store_is_upgraded_when_opened() {
     {
         // What tlslab wrote before open loops: no schedule columns, version 6.
         let connection = rusqlite::Connection::open(&results).unwrap();
-        for column in ["arrival_rate", "keep_alive", "scheme", "page"] {
+        for column in [
+            "arrival_rate",
+            "keep_alive",
+            "scheme",
+            "page",
+            "mtls",
+            "client_cert_profile",
+        ] {
             connection
                 .execute_batch(&format!("ALTER TABLE configs DROP COLUMN {column}"))
                 .unwrap();
@@ -278,6 +288,7 @@ fn a_schema_6_store_is_upgraded_when_opened() {
             "resolved",
             "dns",
             "address_family",
+            "client_certificate",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
@@ -288,7 +299,7 @@ fn a_schema_6_store_is_upgraded_when_opened() {
     let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
     assert!(export.contains("latency"), "{export}");
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
     let closed = count(
         &results,
         "SELECT count(*) FROM configs WHERE arrival_rate IS NULL",
@@ -308,9 +319,14 @@ fn a_schema_7_store_is_upgraded_when_opened() {
         // What tlslab wrote before per-attempt lookups: no resolved event, dns phase or
         // address family, version 7.
         let connection = rusqlite::Connection::open(&results).unwrap();
-        for column in ["resolved", "dns", "address_family"] {
+        for column in ["resolved", "dns", "address_family", "client_certificate"] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
+                .unwrap();
+        }
+        for column in ["mtls", "client_cert_profile"] {
+            connection
+                .execute_batch(&format!("ALTER TABLE configs DROP COLUMN {column}"))
                 .unwrap();
         }
         connection.execute_batch("PRAGMA user_version = 7").unwrap();
@@ -322,13 +338,54 @@ fn a_schema_7_store_is_upgraded_when_opened() {
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
     let unresolved = count(
         &results,
         "SELECT count(*) FROM samples WHERE dns IS NULL AND resolved IS NULL AND address_family IS NULL",
     );
     let all = count(&results, "SELECT count(*) FROM samples");
     assert_eq!(unresolved, all, "old samples made no lookup of their own");
+}
+
+#[test]
+fn a_schema_8_store_is_upgraded_when_opened() {
+    let (results, _) = report_of_a_run("report-upgrade-8");
+    {
+        // What tlslab wrote before mutual TLS with the lab server: no client_certificate on
+        // samples, no mtls or client_cert_profile on configs, version 8.
+        let connection = rusqlite::Connection::open(&results).unwrap();
+        connection
+            .execute_batch("ALTER TABLE samples DROP COLUMN client_certificate")
+            .unwrap();
+        for column in ["mtls", "client_cert_profile"] {
+            connection
+                .execute_batch(&format!("ALTER TABLE configs DROP COLUMN {column}"))
+                .unwrap();
+        }
+        connection.execute_batch("PRAGMA user_version = 8").unwrap();
+    }
+    let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
+    let header = export.lines().next().unwrap_or_default();
+    assert!(
+        header.contains(",client_certificate,mtls,client_cert_profile,"),
+        "{header}"
+    );
+    let version: i64 = value(&results, "PRAGMA user_version");
+    assert_eq!(version, 9);
+    let without = count(
+        &results,
+        "SELECT count(*) FROM configs WHERE mtls = 0 AND client_cert_profile IS NULL",
+    );
+    assert_eq!(without, 4, "old Configs read as without mutual TLS");
+    let unknown = count(
+        &results,
+        "SELECT count(*) FROM samples WHERE client_certificate IS NULL",
+    );
+    let all = count(&results, "SELECT count(*) FROM samples");
+    assert_eq!(
+        unknown, all,
+        "old samples did not record client authentication"
+    );
 }
 
 fn decode_png(path: &Path) -> (u32, u32, Vec<u8>) {

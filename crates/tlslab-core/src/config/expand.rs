@@ -11,8 +11,8 @@ use super::validate::{require_nonempty, validate};
 use super::{error, target_host, Config, ConfigError, Endpoint, MAX_TRIALS};
 use crate::arrival::format_rate;
 use crate::dimension::{
-    Backend, CertCache, Ech, Group, HelloRetry, Http, KeepAlive, Resume, Scheme, SuiteSpec,
-    TlsVersion, Transport,
+    Backend, CertCache, Ech, Group, HelloRetry, Http, KeepAlive, KeyKind, Mtls, Resume, Scheme,
+    SuiteSpec, TlsVersion, Transport,
 };
 use crate::experiment::Experiment;
 use crate::network::{Loss, Network, NetworkDimensions};
@@ -55,8 +55,8 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
             if checked.client_identity.is_some() {
                 return Err(error(
                     "--client-cert and --client-key apply to external targets only",
-                    "the lab server does not ask for a client certificate yet; add --target host:port \
-                     for a server that requires one",
+                    "for a target that requires a client certificate add --target host:port; \
+                     --mtls on makes the lab server require the lab's own",
                 ));
             }
             let mut endpoints = Vec::new();
@@ -123,6 +123,16 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                             rejected.push(reason);
                             continue;
                         }
+                        if session.mtls
+                            && version == TlsVersion::Tls12
+                            && experiment.client_cert_profile.key_kind() == KeyKind::MlDsa
+                        {
+                            rejected.push(format!(
+                                "a {} client certificate signs TLS 1.3 handshakes only, not TLS 1.2",
+                                experiment.client_cert_profile
+                            ));
+                            continue;
+                        }
                         for ((&concurrency, arrival), network) in experiment
                             .concurrency
                             .iter()
@@ -172,6 +182,7 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                                 early_data: session.early_data,
                                 cert_cache: session.cert_cache,
                                 hello_retry: session.hello_retry,
+                                mtls: session.mtls.then_some(experiment.client_cert_profile),
                                 keep_alive: session.keep_alive,
                                 scheme: session.scheme,
                                 transport: session.transport,
@@ -268,6 +279,7 @@ const CONFIG_TABLE_KEYS: &[&str] = &[
     "early_data",
     "cert_cache",
     "hello_retry",
+    "mtls",
     "keep_alive",
     "scheme",
     "transport",
@@ -445,7 +457,11 @@ fn sessions(experiment: &Experiment) -> Vec<Session> {
                 for &early_data in &experiment.early_data {
                     for &cert_cache in &experiment.cert_cache {
                         for &hello_retry in &experiment.hello_retry {
-                            for &keep_alive in &experiment.keep_alive {
+                            for (&mtls, &keep_alive) in experiment
+                                .mtls
+                                .iter()
+                                .flat_map(|m| experiment.keep_alive.iter().map(move |k| (m, k)))
+                            {
                                 for &scheme in &experiment.scheme {
                                     // A 0-RTT request needs a request: HTTP/1.1 over TCP,
                                     // HTTP/3 over QUIC unless the experiment names one.
@@ -461,6 +477,7 @@ fn sessions(experiment: &Experiment) -> Vec<Session> {
                                         early_data,
                                         cert_cache: cert_cache == CertCache::On,
                                         hello_retry: hello_retry == HelloRetry::On,
+                                        mtls: mtls == Mtls::On,
                                         keep_alive: keep_alive == KeepAlive::On,
                                         scheme,
                                         page: experiment.page.is_some(),
@@ -650,6 +667,9 @@ fn automatic_label(
     }
     if session.hello_retry {
         label.push_str(" hrr");
+    }
+    if session.mtls {
+        label.push_str(" mtls");
     }
     if session.keep_alive {
         label.push_str(" keepalive");
@@ -988,6 +1008,59 @@ mod tests {
         })
         .unwrap_err();
         assert!(error.message.contains("TLS 1.3 handshakes only"), "{error}");
+    }
+
+    #[test]
+    fn mutual_tls_is_a_lab_dimension_with_its_own_lab_server() {
+        let configs = expand(&Experiment {
+            mtls: vec![Mtls::Off, Mtls::On],
+            backend: vec![Backend::Rustls, Backend::Openssl],
+            ..Experiment::default()
+        })
+        .unwrap();
+        let labels: Vec<&str> = configs.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "tls1.3 aes128gcm x25519 ecdsa-p256 chain1 c1",
+                "tls1.3 aes128gcm x25519 ecdsa-p256 chain1 c1 mtls",
+                "tls1.3 aes128gcm x25519 ecdsa-p256 chain1 c1 openssl",
+                "tls1.3 aes128gcm x25519 ecdsa-p256 chain1 c1 mtls openssl",
+            ]
+        );
+        assert_eq!(configs[1].mtls, Some(CertProfile::EcdsaP256));
+        assert!(configs[1].trust().ends_with("+ client certificate"));
+        // A server that asks and one that does not are two lab servers.
+        let keys: Vec<_> = configs.iter().map(|c| c.server_key().unwrap()).collect();
+        assert_ne!(keys[0], keys[1]);
+        assert_eq!(keys[1].client_certificates, Some(CertProfile::EcdsaP256));
+
+        let target = expand(&Experiment {
+            mtls: vec![Mtls::On],
+            target: Some("example.com:443".into()),
+            ..Experiment::default()
+        })
+        .unwrap_err();
+        assert!(target.hint.contains("--client-cert"), "{target:?}");
+        let plain = expand(&Experiment {
+            mtls: vec![Mtls::On],
+            scheme: vec![Scheme::Http],
+            http: vec![Http::Http11],
+            ..Experiment::default()
+        })
+        .unwrap_err();
+        assert!(plain.message.contains("client certificate"), "{plain}");
+        let ml_dsa = expand(&Experiment {
+            tls: vec![TlsVersion::Tls12],
+            mtls: vec![Mtls::On],
+            client_cert_profile: CertProfile::MlDsa44,
+            ..Experiment::default()
+        })
+        .unwrap_err();
+        assert!(
+            ml_dsa.message.contains("TLS 1.3 handshakes only"),
+            "{ml_dsa}"
+        );
     }
 
     #[test]

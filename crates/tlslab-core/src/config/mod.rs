@@ -68,6 +68,9 @@ pub struct Config {
     pub cert_cache: bool,
     /// The client's first key share is for another group: the server asks again.
     pub hello_retry: bool,
+    /// Mutual TLS with the lab server: it requires a client certificate, and the client
+    /// presents the lab client certificate of this profile; `None` when it asks for none.
+    pub mtls: Option<CertProfile>,
     /// An agent keeps its connection for its next request (HTTP/1.1 keep-alive).
     pub keep_alive: bool,
     /// HTTP over TLS, or plain HTTP.
@@ -134,6 +137,8 @@ impl Config {
             early_data_bytes: self.early_data,
             cert_cache: self.cert_cache,
             hello_retry: self.hello_retry,
+            mtls: self.mtls.is_some(),
+            client_cert_profile: self.mtls.map(|profile| profile.as_str().to_string()),
             keep_alive: self.keep_alive,
             scheme: self.scheme.as_str().to_string(),
             page: self.page.as_ref().map(ToString::to_string),
@@ -172,13 +177,15 @@ impl Config {
         }
         // What the client proves belongs beside what it checks: a run against a server that
         // requires client certificates reads differently from one that does not.
-        if matches!(
-            self.endpoint,
-            Endpoint::Target {
-                client_identity: Some(_),
-                ..
-            }
-        ) {
+        if self.mtls.is_some()
+            || matches!(
+                self.endpoint,
+                Endpoint::Target {
+                    client_identity: Some(_),
+                    ..
+                }
+            )
+        {
             trust.push_str(" + client certificate");
         }
         trust
@@ -214,6 +221,7 @@ impl Config {
                 resumption,
                 early_data: self.early_data > 0,
                 body: self.body,
+                client_certificates: self.mtls,
             }),
             Endpoint::Target { .. } => None,
         }
@@ -267,6 +275,9 @@ pub struct ServerKey {
     pub early_data: bool,
     /// Bytes of the body every HTTP response carries.
     pub body: u64,
+    /// Mutual TLS: the server requires a client certificate issued by the lab root of this
+    /// profile; `None` asks for none.
+    pub client_certificates: Option<CertProfile>,
 }
 
 /// Why an experiment cannot run as written, and what to change.

@@ -88,6 +88,8 @@ pub(super) struct Session {
     pub early_data: u64,
     pub cert_cache: bool,
     pub hello_retry: bool,
+    /// The lab server requires a client certificate, and the client presents the lab's.
+    pub mtls: bool,
     pub keep_alive: bool,
     pub scheme: Scheme,
     /// Page mode: the attempt loads a page (a document and its resources).
@@ -173,6 +175,7 @@ pub(super) fn invalid_session_reason(version: TlsVersion, session: Session) -> O
         early_data,
         cert_cache,
         hello_retry,
+        mtls,
         keep_alive,
         scheme,
         page,
@@ -203,10 +206,10 @@ pub(super) fn invalid_session_reason(version: TlsVersion, session: Session) -> O
                 "plain HTTP (--scheme http) measures a request: give --http 1.1 or 2".into(),
             );
         }
-        if resume != Resume::Off || early_data > 0 || cert_cache || hello_retry {
+        if resume != Resume::Off || early_data > 0 || cert_cache || hello_retry || mtls {
             return Some(
-                "plain HTTP (--scheme http) has no TLS session to resume, no 0-RTT, certificate \
-                 or key share"
+                "plain HTTP (--scheme http) has no TLS session to resume, no 0-RTT, certificate, \
+                 client certificate or key share"
                     .into(),
             );
         }
@@ -272,6 +275,7 @@ mod tests {
             early_data,
             cert_cache: false,
             hello_retry: false,
+            mtls: false,
             keep_alive: false,
             scheme: Scheme::Https,
             page: false,

@@ -7,7 +7,7 @@ use super::{
     error, ConfigError, MAX_BODY, MAX_CONCURRENCY, MAX_EARLY_DATA, MAX_EMULATED_DELAY,
     MAX_HANDSHAKES,
 };
-use crate::dimension::{DnsMode, Ech, Scheme};
+use crate::dimension::{DnsMode, Ech, Mtls, Scheme};
 use crate::experiment::Experiment;
 
 /// What the checks decoded once for every Config.
@@ -43,6 +43,7 @@ pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> 
     require_nonempty(&experiment.early_data, "early-data")?;
     require_nonempty(&experiment.cert_cache, "cert-cache")?;
     require_nonempty(&experiment.hello_retry, "hello-retry")?;
+    require_nonempty(&experiment.mtls, "mtls")?;
     require_nonempty(&experiment.keep_alive, "keep-alive")?;
     require_nonempty(&experiment.scheme, "scheme")?;
     require_nonempty(&experiment.backend, "backend")?;
@@ -97,6 +98,15 @@ pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> 
         return Err(error(
             "--replay re-sends 0-RTT flights, but the experiment sends no early data",
             "add --resume tickets --early-data 1024",
+        ));
+    }
+    // The lab server is the one tlslab can configure to ask; an external server asks (or
+    // not) by its own configuration, and the client answers with the user's pair.
+    if experiment.mtls.contains(&Mtls::On) && experiment.target.is_some() {
+        return Err(error(
+            "--mtls on makes the lab server require a client certificate; a target decides that itself",
+            "for a target that asks for a client certificate, give --client-cert FILE --client-key FILE \
+             and drop --mtls",
         ));
     }
     if experiment.replay && experiment.target.is_some() {
