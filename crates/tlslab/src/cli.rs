@@ -402,6 +402,11 @@ pub struct RunArgs {
     #[arg(long)]
     #[arg(help_heading = "Output")]
     pub json: bool,
+    /// Print each Config's details under the table (phases, limit, CPU, bytes, trust,
+    /// network) and every comparison's full statistics (per stratum, tests, effect sizes).
+    #[arg(short, long)]
+    #[arg(help_heading = "Output")]
+    pub verbose: bool,
     /// Print the experiment as TOML and exit without running.
     #[arg(long)]
     #[arg(help_heading = "Output")]
