@@ -660,7 +660,8 @@ pub struct CompareArgs {
     /// Compare by one dimension with every other held fixed (tls, suite, group, cert,
     /// chain, concurrency, transport, http, resume, early-data, cert-cache, hello-retry,
     /// client-backend, server-backend, ech, rtt, loss, target): one contrast per stratum,
-    /// then a pooled ratio, van Elteren's test and the dimensions it depends on.
+    /// then a pooled ratio, van Elteren's test and the dimensions it depends on. `none`:
+    /// every config against the baseline config, as without --by.
     #[arg(long, value_name = "DIMENSION")]
     pub by: Option<String>,
     /// The phase or event compared (handshake, server_response, cert_validation, ...).
