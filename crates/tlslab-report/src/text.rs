@@ -82,10 +82,7 @@ pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
     ));
     out.push('\n');
     if options.verbose {
-        for config in &summary.configs {
-            out.push_str(&render_details(config));
-            out.push('\n');
-        }
+        out.push_str(&render_details_of_each(summary));
     } else {
         let notes = render_notes(summary, &short);
         if !notes.is_empty() {
@@ -464,6 +461,17 @@ fn quoted(name: &str) -> String {
     } else {
         format!("'{name}' ")
     }
+}
+
+/// Each Config's details, one block each: what `--verbose` adds under the table (and under
+/// `tlslab load`'s figures).
+pub fn render_details_of_each(summary: &RunSummary) -> String {
+    let mut out = String::new();
+    for config in &summary.configs {
+        out.push_str(&render_details(config));
+        out.push('\n');
+    }
+    out
 }
 
 /// Everything measured about one Config, a line per aspect (`--verbose`).
