@@ -115,3 +115,78 @@ pub fn render_comparisons(set: &ComparisonSet, metric: &str, unit: &str) -> Stri
     }
     out
 }
+
+/// A ratio of medians (other / baseline) in words: a share when the change is under twice,
+/// a factor above, and "no detectable difference" when the verdict rule found none.
+pub(crate) fn change_in_words(ratio: f64, detected: bool) -> String {
+    if !detected {
+        return "no detectable difference".into();
+    }
+    if !(ratio.is_finite() && ratio > 0.0) {
+        return "different".into();
+    }
+    if ratio >= 2.0 {
+        format!("{ratio:.2}× slower")
+    } else if ratio >= 1.0 {
+        format!("{:.1}% slower", (ratio - 1.0) * 100.0)
+    } else if ratio > 0.5 {
+        format!("{:.1}% faster", (1.0 - ratio) * 100.0)
+    } else {
+        format!("{:.2}× faster", 1.0 / ratio)
+    }
+}
+
+/// A ratio and its interval as `×0.982 [0.951, 1.013]`.
+pub(crate) fn ratio_with_interval(ratio: f64, interval: [f64; 2]) -> String {
+    format!("×{ratio:.3} [{:.3}, {:.3}]", interval[0], interval[1])
+}
+
+/// Each Config against the baseline in one line: the change in words, the ratio of medians
+/// with its 95% interval and the Holm-adjusted Mann-Whitney p. `names` shortens the labels
+/// (the words every Config shares are said once elsewhere).
+pub fn render_comparisons_brief(
+    set: &ComparisonSet,
+    metric: &str,
+    alpha: f64,
+    names: &dyn Fn(&str) -> String,
+) -> String {
+    let mut out = String::new();
+    if set.comparisons.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "{metric} against '{}' (median ratio, 95% CI, Holm p):",
+        names(&set.baseline)
+    );
+    for comparison in &set.comparisons {
+        let _ = writeln!(
+            out,
+            "  {}: {} ({}, p {})",
+            names(&comparison.other),
+            change_in_words(
+                comparison.ratio_median,
+                comparison.detects_difference(alpha)
+            ),
+            ratio_with_interval(comparison.ratio_median, comparison.ratio_median_ci),
+            p_value(comparison.mann_whitney_p_holm)
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_read_as_shares_or_factors() {
+        assert_eq!(change_in_words(1.018, true), "1.8% slower");
+        assert_eq!(change_in_words(0.8, true), "20.0% faster");
+        assert_eq!(change_in_words(3.42, true), "3.42× slower");
+        assert_eq!(change_in_words(0.25, true), "4.00× faster");
+        assert_eq!(change_in_words(3.42, false), "no detectable difference");
+        assert_eq!(change_in_words(f64::NAN, true), "different");
+        assert_eq!(change_in_words(0.0, true), "different");
+    }
+}

@@ -60,6 +60,48 @@ const DIMENSIONS: &[Dimension] = &[
     ("target", |c| text(&c.target)),
 ];
 
+/// Whether the Configs hold more than one value of a dimension.
+fn varies(configs: &[ConfigRow], value: fn(&ConfigRow) -> String) -> bool {
+    let first = configs.first().map(value);
+    configs.iter().any(|config| Some(value(config)) != first)
+}
+
+/// Whether two dimensions change together: any two Configs equal in one are equal in the
+/// other, and the other way round.
+fn tied(
+    configs: &[ConfigRow],
+    one: fn(&ConfigRow) -> String,
+    other: fn(&ConfigRow) -> String,
+) -> bool {
+    // A one-to-one map between their values is the same thing, found in one pass.
+    let mut forward: BTreeMap<String, String> = BTreeMap::new();
+    let mut backward: BTreeMap<String, String> = BTreeMap::new();
+    configs.iter().all(|config| {
+        let (a, b) = (one(config), other(config));
+        let ahead = forward.entry(a.clone()).or_insert_with(|| b.clone()) == &b;
+        let behind = backward.entry(b).or_insert(a.clone()) == &a;
+        ahead && behind
+    })
+}
+
+/// The dimensions the Configs vary, by `--by` name, one name for dimensions that change
+/// together (the first in flag order): the axes a factorial comparison can take one at a
+/// time. Two or more mean the Configs cross dimensions, and comparing every Config with one
+/// baseline would mix their effects.
+pub fn varied_dimensions(configs: &[ConfigRow]) -> Vec<&'static str> {
+    let mut chosen: Vec<&Dimension> = Vec::new();
+    for dimension in DIMENSIONS {
+        if varies(configs, dimension.1)
+            && !chosen
+                .iter()
+                .any(|(_, value)| tied(configs, *value, dimension.1))
+        {
+            chosen.push(dimension);
+        }
+    }
+    chosen.into_iter().map(|(name, _)| *name).collect()
+}
+
 /// One contrast within a stratum.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Contrast {
@@ -131,14 +173,13 @@ pub fn factorial(
         ));
     };
     let configs = store.configs()?;
-    // The dimensions other than `by` that vary: they make the strata.
+    // The dimensions other than `by` that vary: they make the strata. One that changes
+    // exactly when `by` does is `by` under another name (`--backend` sets both libraries):
+    // as a stratum it would leave each stratum one value of `by`.
     let varying: Vec<&Dimension> = DIMENSIONS
         .iter()
         .filter(|(name, value)| {
-            *name != by && {
-                let first = configs.first().map(value);
-                configs.iter().any(|config| Some(value(config)) != first)
-            }
+            *name != by && varies(&configs, *value) && !tied(&configs, value_of, *value)
         })
         .collect();
     let mut levels: Vec<String> = Vec::new();
@@ -389,6 +430,79 @@ pub fn render_factorial(factorial: &Factorial) -> String {
             comparison.ratio_median_ci[1],
             comparison.verdict
         );
+    }
+    out
+}
+
+impl Pooled {
+    /// The pooled verdict rule, as a contrast's: the interval over strata excludes 1 and
+    /// van Elteren's p (when the strata allowed the test) is below `alpha`.
+    pub fn detects_difference(&self, alpha: f64) -> bool {
+        let [low, high] = self.ratio_ci;
+        (low > 1.0 || high < 1.0) && self.van_elteren.is_none_or(|test| test.p_value < alpha)
+    }
+}
+
+/// The pooled answers of several factorial comparisons, one line per value: the change in
+/// words, the ratio of medians with its interval, the strata, and the dimensions the effect
+/// depends on. The run summary's comparison when its Configs cross dimensions; the strata
+/// themselves are [`render_factorial`]'s.
+pub fn render_pooled(factorials: &[Factorial], alpha: f64) -> String {
+    let mut out = String::new();
+    let Some(first) = factorials.first() else {
+        return out;
+    };
+    let _ = writeln!(
+        out,
+        "{} by each dimension, the others held fixed (median ratio, 95% CI over strata):",
+        first.metric
+    );
+    for factorial in factorials {
+        for pooled in &factorial.pooled {
+            // One stratum has no spread of ratios to give an interval: its own contrast's
+            // interval and verdict are the answer.
+            let single = (pooled.strata == 1)
+                .then(|| {
+                    factorial
+                        .contrasts
+                        .iter()
+                        .find(|contrast| contrast.level == pooled.level)
+                })
+                .flatten();
+            let (interval, detected) = match single {
+                Some(contrast) => (
+                    contrast.comparison.ratio_median_ci,
+                    contrast.comparison.detects_difference(alpha),
+                ),
+                None => (pooled.ratio_ci, pooled.detects_difference(alpha)),
+            };
+            let depends: Vec<&str> = pooled
+                .interactions
+                .iter()
+                .filter(|interaction| interaction.depends)
+                .map(|interaction| interaction.dimension.as_str())
+                .collect();
+            let _ = writeln!(
+                out,
+                "  {} {} vs {}: {} ({}, {} {}){}",
+                factorial.by,
+                pooled.level,
+                factorial.baseline,
+                crate::comparison::change_in_words(pooled.ratio, detected),
+                crate::comparison::ratio_with_interval(pooled.ratio, interval),
+                pooled.strata,
+                if pooled.strata == 1 {
+                    "stratum"
+                } else {
+                    "strata"
+                },
+                if depends.is_empty() {
+                    String::new()
+                } else {
+                    format!("; depends on {}", depends.join(" and "))
+                }
+            );
+        }
     }
     out
 }

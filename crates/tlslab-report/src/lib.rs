@@ -5,7 +5,7 @@
 //! ```no_run
 //! let store = tlslab_store::Store::open("results.db".as_ref()).unwrap();
 //! let summary = tlslab_report::RunSummary::from_store(&store).unwrap();
-//! print!("{}", tlslab_report::render_text(&summary));
+//! print!("{}", tlslab_report::render_text(&summary, &Default::default()));
 //!
 //! let data = tlslab_report::ReportData::from_store(&store).unwrap();
 //! std::fs::write("report.html", tlslab_report::render_html(&data).unwrap()).unwrap();
@@ -38,7 +38,7 @@ pub use html::{escape, render_html};
 pub use markdown::render_markdown;
 pub use samples::{parse_samples, SampleFileError};
 pub use summary::{ConfigSummary, Distribution, RunSummary};
-pub use text::render_text;
+pub use text::{duration, render_details_of_each, render_text, TextOptions};
 
 /// Why a report could not be made, and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq)]

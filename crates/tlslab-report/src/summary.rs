@@ -18,6 +18,9 @@ pub struct Distribution {
     pub median: f64,
     pub p90: f64,
     pub p99: f64,
+    /// The 99.9th percentile (type 7, as the others): the tail a busy service sees every
+    /// thousand handshakes.
+    pub p999: f64,
     pub min: f64,
     pub max: f64,
     /// 95% confidence interval of the mean (Student t).
@@ -27,8 +30,14 @@ pub struct Distribution {
 impl Distribution {
     /// Statistics of nanosecond values, reported in milliseconds.
     pub fn of_nanos(values: &[f64]) -> Option<Distribution> {
-        let millis: Vec<f64> = values.iter().map(|v| v / 1e6).collect();
-        let summary = Summary::of(&millis)?;
+        let mut millis: Vec<f64> = values.iter().map(|v| v / 1e6).collect();
+        // `Summary::of` refuses a NaN or an infinity; its sorted copy is not ours to read for
+        // p99.9, so sort here and check the same way.
+        if millis.iter().any(|value| !value.is_finite()) {
+            return None;
+        }
+        millis.sort_by(f64::total_cmp);
+        let summary = Summary::of_sorted(&millis)?;
         Some(Distribution {
             n: summary.n,
             mean: summary.mean,
@@ -36,6 +45,7 @@ impl Distribution {
             median: summary.median,
             p90: summary.p90,
             p99: summary.p99,
+            p999: tlslab_stats::quantile(&millis, 0.999),
             min: summary.min,
             max: summary.max,
             mean_ci: [summary.mean_ci.0, summary.mean_ci.1],
@@ -208,6 +218,21 @@ fn connect_check(label: &str, connect_ms: f64, rtt_ms: f64) -> Option<String> {
     })
 }
 
+/// The warning for a Config whose median handshake was mostly a queue at the lab server.
+/// One function, so the text summary can tell these warnings from the others and say them
+/// for all such Configs at once.
+pub(crate) fn queue_warning(label: &str, bottleneck: &crate::bottleneck::Bottleneck) -> String {
+    format!(
+        "'{label}': {:.0}% of the median handshake was queueing at the lab server ({}): the latency measures the queue; lower the concurrency",
+        bottleneck.queueing_share.unwrap_or(0.0) * 100.0,
+        if bottleneck.limit == "server" {
+            "its CPU was the limit"
+        } else {
+            "a saturated side"
+        }
+    )
+}
+
 /// One Config's summary.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ConfigSummary {
@@ -285,6 +310,13 @@ pub struct RunSummary {
     pub warnings: Vec<String>,
     /// Each Config's handshake against the first one's, when there are several.
     pub comparisons: Option<ComparisonSet>,
+    /// The dimensions the Configs vary (by `compare --by` name; dimensions that change
+    /// together are named once).
+    pub dimensions: Vec<String>,
+    /// With two or more `dimensions`: the effect of each with the others held fixed
+    /// (`tlslab compare --by`), the answer a crossed matrix was built for. A dimension that no
+    /// stratum holds two values of has no entry.
+    pub factorials: Vec<crate::factorial::Factorial>,
     /// What the comparisons compare: `handshake`, or `total` (the request's whole time) when
     /// every Config sends a request (a load run, where kept connections shake no hands).
     pub comparison_metric: String,
@@ -362,12 +394,7 @@ impl RunSummary {
                         per_attempt(server_ns).unwrap_or(0.0),
                     );
                     if bottleneck.mostly_queue() {
-                        warnings.push(format!(
-                            "'{}': {:.0}% of the median handshake was queueing at the lab server ({}): the latency measures the queue more than the handshake; lower the concurrency to measure the handshake",
-                            config.label,
-                            bottleneck.queueing_share.unwrap_or(0.0) * 100.0,
-                            if bottleneck.limit == "server" { "its CPU was the limit" } else { "a saturated side" }
-                        ));
+                        warnings.push(queue_warning(&config.label, &bottleneck));
                     }
                     Some(bottleneck)
                 }
@@ -529,6 +556,24 @@ impl RunSummary {
         } else {
             None
         };
+        let dimensions = crate::factorial::varied_dimensions(&rows);
+        let factorials = if dimensions.len() >= 2 {
+            dimensions
+                .iter()
+                .filter_map(|dimension| {
+                    crate::factorial::factorial(
+                        store,
+                        dimension,
+                        None,
+                        comparison_metric,
+                        &CompareOptions::default(),
+                    )
+                    .ok()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         Ok(RunSummary {
             store: store.path().display().to_string(),
             started_at: run.started_at,
@@ -544,6 +589,8 @@ impl RunSummary {
             warnings,
             comparisons,
             comparison_metric: comparison_metric.to_string(),
+            dimensions: dimensions.iter().map(|name| name.to_string()).collect(),
+            factorials,
             gains: gains(store, &rows)?,
             knees,
         })

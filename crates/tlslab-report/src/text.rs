@@ -34,191 +34,87 @@ pub(crate) fn thousands(value: f64) -> String {
     }
 }
 
-pub fn render_text(summary: &RunSummary) -> String {
+/// How the summary is rendered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TextOptions {
+    /// Each Config's details (phases, limit, CPU, bytes, trust, network, ...) and every
+    /// comparison's full statistics, besides the table.
+    pub verbose: bool,
+    /// The width to lay the table out for; `None` (a pipe) lays it out for 80 columns.
+    pub width: Option<usize>,
+}
+
+/// The width the table is laid out for when nothing says otherwise: a classic terminal.
+const DEFAULT_WIDTH: usize = 80;
+
+/// The run summary: the words every Config shares, a table with one row per Config, the
+/// warnings that matter, and the answer to the question the matrix asks (the factorial
+/// comparison when Configs cross dimensions, each Config against the first otherwise).
+/// `options.verbose` adds each Config's details and the full statistics.
+pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
+    let labels: Vec<String> = summary
+        .configs
+        .iter()
+        .map(|config| config.label.clone())
+        .collect();
+    // A lone Config shares all its words: its label goes above the table, its row unnamed.
+    let (common, short) = match labels.as_slice() {
+        [label] => (label.clone(), vec![String::new()]),
+        _ => crate::data::distinguishing_words(&labels),
+    };
+    // Labels in warnings and comparisons lose the shared words too.
+    let name = |label: &str| -> String {
+        labels
+            .iter()
+            .position(|other| other == label)
+            .and_then(|index| short.get(index).cloned())
+            .filter(|name| !name.is_empty())
+            .unwrap_or_else(|| label.to_string())
+    };
     let mut out = String::new();
-    for config in &summary.configs {
-        let _ = writeln!(out, "{}", config.label);
-        if let Some(trust) = &config.trust {
-            let _ = writeln!(out, "  trust      {trust}");
+    if !common.is_empty() {
+        let _ = writeln!(out, "all: {common}");
+    }
+    out.push_str(&render_table(
+        summary,
+        &short,
+        options.width.unwrap_or(DEFAULT_WIDTH),
+    ));
+    out.push('\n');
+    if options.verbose {
+        out.push_str(&render_details_of_each(summary));
+    } else {
+        let notes = render_notes(summary, &short);
+        if !notes.is_empty() {
+            out.push_str(&notes);
+            out.push('\n');
         }
-        match &config.handshake_ms {
-            Some(h) => {
-                let _ = writeln!(
-                    out,
-                    "  handshake  median {} ms   mean {} ms (95% CI {}–{})   sd {}   p90 {}   p99 {}",
-                    millis(h.median),
-                    millis(h.mean),
-                    millis(h.mean_ci[0]),
-                    millis(h.mean_ci[1]),
-                    millis(h.sd),
-                    millis(h.p90),
-                    millis(h.p99)
-                );
+    }
+    let alpha = tlslab_stats::CompareOptions::default().alpha;
+    if !summary.factorials.is_empty() {
+        if options.verbose {
+            for factorial in &summary.factorials {
+                out.push_str(&crate::factorial::render_factorial(factorial));
             }
-            None if config.ttfb_ms.is_some() => {
-                let _ = writeln!(
-                    out,
-                    "  handshake  none measured: plain HTTP, or every measured request reused a kept connection"
-                );
-            }
-            None => {
-                let _ = writeln!(out, "  handshake  no successful handshake");
-            }
-        }
-        if let Some(open) = &config.open_loop {
-            let achieved = open
-                .achieved_per_second
-                .map_or_else(|| "–".to_string(), tlslab_core::arrival::format_rate);
-            let _ = writeln!(
-                out,
-                "  schedule   {} asked, {achieved} achieved, {:.1}% started over 1 ms late{}",
-                tlslab_core::arrival::format_rate(open.asked_per_second),
-                open.late_share * 100.0,
-                if open.schedule_kept {
-                    ""
-                } else {
-                    " (not kept)"
-                }
-            );
-            if let Some(latency) = &open.latency_ms {
-                let _ = writeln!(
-                    out,
-                    "  latency    from intended start: p50 {} ms   p90 {}   p99 {}   p99.9 {}   max {}",
-                    millis(latency.p50),
-                    millis(latency.p90),
-                    millis(latency.p99),
-                    millis(latency.p999),
-                    millis(latency.max)
-                );
-            }
-        }
-        if let Some(ttfb) = &config.ttfb_ms {
-            let _ = writeln!(
-                out,
-                "  ttfb       median {} ms   p90 {}   p99 {}",
-                millis(ttfb.median),
-                millis(ttfb.p90),
-                millis(ttfb.p99)
-            );
-        }
-        if !config.phase_medians_ms.is_empty() {
-            let phases: Vec<String> = Phase::PARTS
-                .iter()
-                .filter_map(|phase| {
-                    let value = config.phase_medians_ms.get(phase.name())?;
-                    Some(format!("{} {}", phase.name(), millis(*value)))
-                })
-                .collect();
-            let _ = writeln!(out, "  phases     {} (medians, ms)", phases.join(" · "));
-        }
-        let mut outcome = format!("{} ok", config.ok);
-        for (class, count) in &config.errors {
-            let _ = write!(outcome, ", {count} {class}");
-        }
-        let mut sessions = String::new();
-        if let (Some(resumed), Some(full)) = (config.resumed, config.full) {
-            let _ = write!(sessions, "   resumed {resumed}, full {full}");
-        }
-        if let Some((accepted, refused)) = config.early_data {
-            let _ = write!(
-                sessions,
-                "   early data accepted on {accepted} of {} 0-RTT attempts",
-                accepted + refused
-            );
-        }
-        let _ = writeln!(
-            out,
-            "  outcomes   {} of {} attempts{sessions}",
-            outcome, config.attempted
-        );
-        for (class, example) in &config.error_examples {
-            let _ = writeln!(out, "             {class}: {example}");
-            if let Some(diagnosis) = config.diagnoses.get(class) {
-                let _ = writeln!(out, "             why: {diagnosis}");
-            }
-        }
-        let mut rate = Vec::new();
-        if let Some(per_second) = config.handshakes_per_second {
-            let unit = if config.ttfb_ms.is_some() {
-                "requests/s"
-            } else {
-                "handshakes/s"
-            };
-            rate.push(format!("{} {unit}", thousands(per_second)));
-        }
-        if let Some(bottleneck) = &config.bottleneck {
-            let _ = writeln!(out, "  limit      {}", bottleneck.describe());
-        }
-        if let Some(server) = config.server_cpu_per_handshake_ms {
-            rate.push(format!("server CPU {} ms/handshake", millis(server)));
-        }
-        if let Some(client) = config.client_cpu_per_handshake_ms {
-            rate.push(format!("client CPU {} ms/handshake", millis(client)));
-        }
-        if !rate.is_empty() {
-            let _ = writeln!(out, "  rate       {}", rate.join(" · "));
-        }
-        if let (Some(hello), Some(flight)) = (config.client_hello_bytes, config.server_flight_bytes)
-        {
-            let _ = writeln!(
-                out,
-                "  bytes      ClientHello {} · server flight {} (medians)",
-                thousands(hello as f64),
-                thousands(flight as f64)
-            );
-        }
-        if !config.ech.is_empty() {
-            let counts: Vec<String> = config
-                .ech
-                .iter()
-                .map(|(status, count)| format!("{status} {count}"))
-                .collect();
-            let _ = writeln!(
-                out,
-                "  ech        {} (of {} successful handshakes)",
-                counts.join(" · "),
-                config.ok
-            );
-        }
-        if let Some(replay) = &config.replay {
-            let _ = writeln!(
-                out,
-                "  replay     {} captured 0-RTT flights re-sent: {} rejected as replays, {} accepted",
-                replay.sent, replay.rejected, replay.accepted
-            );
-        }
-        if let Some(stopping) = &config.stopping {
-            let _ = writeln!(out, "  stopping   {stopping}");
-        }
-        if let Some(network) = &config.network {
-            let measured = network
-                .measured_rtt_ms
-                .filter(|_| network.emulator != "relay")
-                .map_or(String::new(), |rtt| {
-                    format!(" (TCP connect measured {})", millis(rtt))
-                });
-            let _ = writeln!(
-                out,
-                "  network    {} emulator · RTT {} ms{measured} · floor {} × RTT = {} ms · {}",
-                network.emulator,
-                millis(network.rtt_ms),
-                network.round_trips,
-                millis(network.floor_ms),
-                if network.physics.is_some() {
-                    "physics check FAILED (see warnings)"
-                } else {
-                    "physics check passed"
-                }
-            );
+        } else {
+            out.push_str(&crate::factorial::render_pooled(&summary.factorials, alpha));
         }
         out.push('\n');
-    }
-    if let Some(comparisons) = &summary.comparisons {
-        out.push_str(&crate::comparison::render_comparisons(
-            comparisons,
-            &summary.comparison_metric,
-            "ms",
-        ));
+    } else if let Some(comparisons) = &summary.comparisons {
+        if options.verbose {
+            out.push_str(&crate::comparison::render_comparisons(
+                comparisons,
+                &summary.comparison_metric,
+                "ms",
+            ));
+        } else {
+            out.push_str(&crate::comparison::render_comparisons_brief(
+                comparisons,
+                &summary.comparison_metric,
+                alpha,
+                &name,
+            ));
+        }
         out.push('\n');
     }
     if !summary.gains.is_empty() {
@@ -232,8 +128,33 @@ pub fn render_text(summary: &RunSummary) -> String {
         }
         out.push('\n');
     }
-    for warning in &summary.warnings {
-        let _ = writeln!(out, "warning: {warning}");
+    if options.verbose {
+        for warning in &summary.warnings {
+            let _ = writeln!(out, "warning: {warning}");
+        }
+    } else {
+        // Queueing is said once for every Config it concerns; the rest one line each.
+        let queued: Vec<String> = summary
+            .configs
+            .iter()
+            .filter_map(|config| {
+                let bottleneck = config.bottleneck.as_ref()?;
+                bottleneck
+                    .mostly_queue()
+                    .then(|| crate::summary::queue_warning(&config.label, bottleneck))
+            })
+            .collect();
+        for warning in summary
+            .warnings
+            .iter()
+            .filter(|warning| !queued.contains(warning))
+        {
+            let warning = shorten_labels(warning, &labels, &short);
+            let _ = writeln!(out, "warning: {warning}");
+        }
+        if let Some(line) = queue_line(summary, &short) {
+            let _ = writeln!(out, "warning: {line}");
+        }
     }
     let _ = writeln!(
         out,
@@ -248,6 +169,487 @@ pub fn render_text(summary: &RunSummary) -> String {
             .map_or(String::new(), |seed| format!(" · seed {seed}")),
         summary.store
     );
+    out
+}
+
+/// `'full label'` as `'short label'` wherever a warning quotes a Config.
+fn shorten_labels(text: &str, labels: &[String], short: &[String]) -> String {
+    let mut text = text.to_string();
+    // Longest first, so that no label is replaced inside a longer one that contains it.
+    let mut pairs: Vec<(&String, &String)> = labels.iter().zip(short).collect();
+    pairs.sort_by_key(|(label, _)| std::cmp::Reverse(label.len()));
+    for (label, short) in pairs.into_iter().filter(|(_, short)| !short.is_empty()) {
+        text = text.replace(&format!("'{label}'"), &format!("'{short}'"));
+    }
+    text
+}
+
+/// A duration given in ms, with three significant digits in the unit that suits it: µs
+/// below 1 ms, ms below 1 s, s above.
+pub fn duration(millis: f64) -> String {
+    if !millis.is_finite() {
+        return "–".into();
+    }
+    let three_digits = |value: f64| -> String {
+        let magnitude = value.abs();
+        if magnitude >= 100.0 {
+            format!("{value:.0}")
+        } else if magnitude >= 10.0 {
+            format!("{value:.1}")
+        } else {
+            format!("{value:.2}")
+        }
+    };
+    // Rounding can carry into the next unit (999.7 µs is 1.00 ms, not "1000 µs").
+    let micros = millis * 1e3;
+    if micros.abs() < 999.5 {
+        return format!("{} µs", three_digits(micros));
+    }
+    if millis.abs() < 999.5 {
+        return format!("{} ms", three_digits(millis));
+    }
+    format!("{} s", three_digits(millis / 1e3))
+}
+
+/// Attempts per second as `3,950/s` (one decimal below 10).
+fn rate(per_second: f64) -> String {
+    if per_second < 10.0 {
+        format!("{per_second:.1}/s")
+    } else {
+        format!("{}/s", thousands(per_second))
+    }
+}
+
+/// One row per Config: its distinguishing words, n, median, p90, p99, p99.9, max, rate and,
+/// when any Config failed, its errors. The handshake, or the time to the first byte when no
+/// Config measured a handshake (plain HTTP, kept connections). When the names make a row
+/// wider than `width`, each name goes on a line of its own above its numbers.
+fn render_table(summary: &RunSummary, names: &[String], width: usize) -> String {
+    let use_ttfb = summary
+        .configs
+        .iter()
+        .all(|config| config.handshake_ms.is_none())
+        && summary
+            .configs
+            .iter()
+            .any(|config| config.ttfb_ms.is_some());
+    let errors = summary
+        .configs
+        .iter()
+        .any(|config| config.attempted > config.ok);
+    let mut header: Vec<String> = [
+        if use_ttfb { "ttfb" } else { "handshake" },
+        "n",
+        "median",
+        "p90",
+        "p99",
+        "p99.9",
+        "max",
+        "rate",
+    ]
+    .map(String::from)
+    .to_vec();
+    if errors {
+        header.push("errors".into());
+    }
+    let mut rows = vec![header];
+    for (config, name) in summary.configs.iter().zip(names) {
+        let distribution = if use_ttfb {
+            config.ttfb_ms
+        } else {
+            config.handshake_ms
+        };
+        let mut row = vec![
+            name.clone(),
+            distribution.map_or(config.ok, |d| d.n as i64).to_string(),
+        ];
+        match distribution {
+            Some(d) => row.extend([d.median, d.p90, d.p99, d.p999, d.max].map(duration)),
+            None => row.extend(std::iter::repeat_n("–".to_string(), 5)),
+        }
+        // A rate of nothing but failures is no rate.
+        row.push(
+            config
+                .handshakes_per_second
+                .filter(|_| config.ok > 0)
+                .map_or_else(|| "–".into(), rate),
+        );
+        if errors {
+            row.push((config.attempted - config.ok).to_string());
+        }
+        rows.push(row);
+    }
+    let columns = rows[0].len();
+    let widths: Vec<usize> = (0..columns)
+        .map(|column| {
+            rows.iter()
+                .map(|row| row[column].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let numbers_width: usize = widths[1..].iter().map(|width| width + 2).sum();
+    let names_apart = widths[0] + numbers_width > width;
+    let mut out = String::new();
+    for row in &rows {
+        let mut line = String::new();
+        if names_apart {
+            // The first cell (the metric in the header, a Config's name in a row) on a line
+            // of its own, the numbers indented below it.
+            let _ = writeln!(out, "{}", row[0]);
+        } else {
+            let _ = write!(line, "{:<width$}", row[0], width = widths[0]);
+        }
+        for (cell, width) in row.iter().zip(&widths).skip(1) {
+            let _ = write!(line, "  {cell:>width$}", width = *width);
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
+}
+
+/// What a careful reader must see without `--verbose`, one line each: why each error
+/// class happened, and which side limited a Config's rate.
+fn render_notes(summary: &RunSummary, names: &[String]) -> String {
+    let mut out = String::new();
+    for (config, name) in summary.configs.iter().zip(names) {
+        for (class, count) in &config.errors {
+            let why = config
+                .diagnoses
+                .get(class)
+                .map(|diagnosis| format!("why: {diagnosis}"))
+                .or_else(|| config.error_examples.get(class).cloned())
+                .unwrap_or_default();
+            let _ = writeln!(out, "failed: {}{count} {class}: {why}", quoted(name));
+        }
+    }
+    for limit in ["server", "client"] {
+        // A queue is warned about on its own (`queue_line`).
+        let limited: Vec<(&crate::summary::ConfigSummary, &String)> = summary
+            .configs
+            .iter()
+            .zip(names)
+            .filter(|(config, _)| {
+                config
+                    .bottleneck
+                    .as_ref()
+                    .is_some_and(|b| b.limit == limit && !b.mostly_queue())
+            })
+            .collect();
+        match limited.as_slice() {
+            [] => {}
+            [(config, name)] => {
+                if let Some(bottleneck) = &config.bottleneck {
+                    let _ = writeln!(out, "limit: {}{}", quoted(name), bottleneck.describe());
+                }
+            }
+            several => {
+                let utilization = |config: &crate::summary::ConfigSummary| {
+                    config.bottleneck.as_ref().map_or(0.0, |b| {
+                        if limit == "server" {
+                            b.server_utilization
+                        } else {
+                            b.client_utilization
+                        }
+                    })
+                };
+                let (low, high) = span(several.iter().map(|(config, _)| utilization(config)));
+                let _ = writeln!(
+                    out,
+                    "limit: the {} in {} (its CPU {} of all cores)",
+                    if limit == "server" {
+                        "lab server"
+                    } else {
+                        "client"
+                    },
+                    which(
+                        &several
+                            .iter()
+                            .map(|(_, name)| name.as_str())
+                            .collect::<Vec<_>>(),
+                        summary.configs.len()
+                    ),
+                    percent_span(low, high)
+                );
+            }
+        }
+    }
+    out
+}
+
+/// The smallest and largest of some shares.
+fn span(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    values.fold((f64::INFINITY, f64::NEG_INFINITY), |(low, high), value| {
+        (low.min(value), high.max(value))
+    })
+}
+
+/// `41%`, or `36–46%` for a span.
+fn percent_span(low: f64, high: f64) -> String {
+    let (low, high) = ((low * 100.0).round(), (high * 100.0).round());
+    if low == high {
+        format!("{low:.0}%")
+    } else {
+        format!("{low:.0}–{high:.0}%")
+    }
+}
+
+/// Which Configs a line is about: their names when a few, else how many of all.
+fn which(names: &[&str], total: usize) -> String {
+    if names.len() <= 3 {
+        names
+            .iter()
+            .map(|name| format!("'{name}'"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    } else {
+        format!("{} of {total} Configs", names.len())
+    }
+}
+
+/// One warning for every Config whose latency mostly measured the lab server's queue.
+fn queue_line(summary: &RunSummary, names: &[String]) -> Option<String> {
+    let queued: Vec<(&crate::bottleneck::Bottleneck, &String)> = summary
+        .configs
+        .iter()
+        .zip(names)
+        .filter_map(|(config, name)| {
+            let bottleneck = config.bottleneck.as_ref()?;
+            bottleneck.mostly_queue().then_some((bottleneck, name))
+        })
+        .collect();
+    if queued.is_empty() {
+        return None;
+    }
+    let (low, high) = span(
+        queued
+            .iter()
+            .map(|(bottleneck, _)| bottleneck.queueing_share.unwrap_or(0.0)),
+    );
+    let server = queued
+        .iter()
+        .all(|(bottleneck, _)| bottleneck.limit == "server");
+    let who = match queued.as_slice() {
+        [(_, name)] if name.is_empty() => String::new(),
+        _ => format!(
+            "{}: ",
+            which(
+                &queued
+                    .iter()
+                    .map(|(_, name)| name.as_str())
+                    .collect::<Vec<_>>(),
+                summary.configs.len()
+            )
+        ),
+    };
+    Some(format!(
+        "{who}{} of the median handshake was queueing at the lab server ({}): the latency measures the queue; lower the concurrency",
+        percent_span(low, high),
+        if server {
+            "its CPU was the limit"
+        } else {
+            "a saturated side"
+        }
+    ))
+}
+
+/// `'name' ` to say which Config a note is about; nothing for a lone Config, whose label is
+/// above the table.
+fn quoted(name: &str) -> String {
+    if name.is_empty() {
+        String::new()
+    } else {
+        format!("'{name}' ")
+    }
+}
+
+/// Each Config's details, one block each: what `--verbose` adds under the table (and under
+/// `tlslab load`'s figures).
+pub fn render_details_of_each(summary: &RunSummary) -> String {
+    let mut out = String::new();
+    for config in &summary.configs {
+        out.push_str(&render_details(config));
+        out.push('\n');
+    }
+    out
+}
+
+/// Everything measured about one Config, a line per aspect (`--verbose`).
+fn render_details(config: &crate::summary::ConfigSummary) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", config.label);
+    if let Some(trust) = &config.trust {
+        let _ = writeln!(out, "  trust      {trust}");
+    }
+    match &config.handshake_ms {
+        Some(h) => {
+            let _ = writeln!(
+                out,
+                "  handshake  median {} ms   mean {} ms (95% CI {}–{})   sd {}   p90 {}   p99 {}",
+                millis(h.median),
+                millis(h.mean),
+                millis(h.mean_ci[0]),
+                millis(h.mean_ci[1]),
+                millis(h.sd),
+                millis(h.p90),
+                millis(h.p99)
+            );
+        }
+        None if config.ttfb_ms.is_some() => {
+            let _ = writeln!(
+                out,
+                "  handshake  none measured: plain HTTP, or every measured request reused a kept connection"
+            );
+        }
+        None => {
+            let _ = writeln!(out, "  handshake  no successful handshake");
+        }
+    }
+    if let Some(open) = &config.open_loop {
+        let achieved = open
+            .achieved_per_second
+            .map_or_else(|| "–".to_string(), tlslab_core::arrival::format_rate);
+        let _ = writeln!(
+            out,
+            "  schedule   {} asked, {achieved} achieved, {:.1}% started over 1 ms late{}",
+            tlslab_core::arrival::format_rate(open.asked_per_second),
+            open.late_share * 100.0,
+            if open.schedule_kept {
+                ""
+            } else {
+                " (not kept)"
+            }
+        );
+        if let Some(latency) = &open.latency_ms {
+            let _ = writeln!(
+                out,
+                "  latency    from intended start: p50 {} ms   p90 {}   p99 {}   p99.9 {}   max {}",
+                millis(latency.p50),
+                millis(latency.p90),
+                millis(latency.p99),
+                millis(latency.p999),
+                millis(latency.max)
+            );
+        }
+    }
+    if let Some(ttfb) = &config.ttfb_ms {
+        let _ = writeln!(
+            out,
+            "  ttfb       median {} ms   p90 {}   p99 {}",
+            millis(ttfb.median),
+            millis(ttfb.p90),
+            millis(ttfb.p99)
+        );
+    }
+    if !config.phase_medians_ms.is_empty() {
+        let phases: Vec<String> = Phase::PARTS
+            .iter()
+            .filter_map(|phase| {
+                let value = config.phase_medians_ms.get(phase.name())?;
+                Some(format!("{} {}", phase.name(), millis(*value)))
+            })
+            .collect();
+        let _ = writeln!(out, "  phases     {} (medians, ms)", phases.join(" · "));
+    }
+    let mut outcome = format!("{} ok", config.ok);
+    for (class, count) in &config.errors {
+        let _ = write!(outcome, ", {count} {class}");
+    }
+    let mut sessions = String::new();
+    if let (Some(resumed), Some(full)) = (config.resumed, config.full) {
+        let _ = write!(sessions, "   resumed {resumed}, full {full}");
+    }
+    if let Some((accepted, refused)) = config.early_data {
+        let _ = write!(
+            sessions,
+            "   early data accepted on {accepted} of {} 0-RTT attempts",
+            accepted + refused
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  outcomes   {} of {} attempts{sessions}",
+        outcome, config.attempted
+    );
+    for (class, example) in &config.error_examples {
+        let _ = writeln!(out, "             {class}: {example}");
+        if let Some(diagnosis) = config.diagnoses.get(class) {
+            let _ = writeln!(out, "             why: {diagnosis}");
+        }
+    }
+    let mut rate = Vec::new();
+    if let Some(per_second) = config.handshakes_per_second {
+        let unit = if config.ttfb_ms.is_some() {
+            "requests/s"
+        } else {
+            "handshakes/s"
+        };
+        rate.push(format!("{} {unit}", thousands(per_second)));
+    }
+    if let Some(bottleneck) = &config.bottleneck {
+        let _ = writeln!(out, "  limit      {}", bottleneck.describe());
+    }
+    if let Some(server) = config.server_cpu_per_handshake_ms {
+        rate.push(format!("server CPU {} ms/handshake", millis(server)));
+    }
+    if let Some(client) = config.client_cpu_per_handshake_ms {
+        rate.push(format!("client CPU {} ms/handshake", millis(client)));
+    }
+    if !rate.is_empty() {
+        let _ = writeln!(out, "  rate       {}", rate.join(" · "));
+    }
+    if let (Some(hello), Some(flight)) = (config.client_hello_bytes, config.server_flight_bytes) {
+        let _ = writeln!(
+            out,
+            "  bytes      ClientHello {} · server flight {} (medians)",
+            thousands(hello as f64),
+            thousands(flight as f64)
+        );
+    }
+    if !config.ech.is_empty() {
+        let counts: Vec<String> = config
+            .ech
+            .iter()
+            .map(|(status, count)| format!("{status} {count}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  ech        {} (of {} successful handshakes)",
+            counts.join(" · "),
+            config.ok
+        );
+    }
+    if let Some(replay) = &config.replay {
+        let _ = writeln!(
+            out,
+            "  replay     {} captured 0-RTT flights re-sent: {} rejected as replays, {} accepted",
+            replay.sent, replay.rejected, replay.accepted
+        );
+    }
+    if let Some(stopping) = &config.stopping {
+        let _ = writeln!(out, "  stopping   {stopping}");
+    }
+    if let Some(network) = &config.network {
+        let measured = network
+            .measured_rtt_ms
+            .filter(|_| network.emulator != "relay")
+            .map_or(String::new(), |rtt| {
+                format!(" (TCP connect measured {})", millis(rtt))
+            });
+        let _ = writeln!(
+            out,
+            "  network    {} emulator · RTT {} ms{measured} · floor {} × RTT = {} ms · {}",
+            network.emulator,
+            millis(network.rtt_ms),
+            network.round_trips,
+            millis(network.floor_ms),
+            if network.physics.is_some() {
+                "physics check FAILED (see warnings)"
+            } else {
+                "physics check passed"
+            }
+        );
+    }
     out
 }
 
@@ -280,6 +682,7 @@ pub fn render_gains(gains: &[crate::summary::Gain]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::summary::{ConfigSummary, Distribution};
 
     #[test]
     fn numbers_read_well() {
@@ -287,5 +690,184 @@ mod tests {
         assert_eq!(thousands(999.0), "999");
         assert_eq!(millis(0.41234), "0.4123");
         assert_eq!(millis(201.37), "201.4");
+    }
+
+    #[test]
+    fn durations_keep_three_digits_in_the_unit_that_suits_them() {
+        assert_eq!(duration(0.2524), "252 µs");
+        assert_eq!(duration(0.0252), "25.2 µs");
+        assert_eq!(duration(0.00252), "2.52 µs");
+        assert_eq!(duration(0.9997), "1.00 ms");
+        assert_eq!(duration(1.234), "1.23 ms");
+        assert_eq!(duration(12.34), "12.3 ms");
+        assert_eq!(duration(123.4), "123 ms");
+        assert_eq!(duration(999.7), "1.00 s");
+        assert_eq!(duration(4321.0), "4.32 s");
+        assert_eq!(duration(f64::NAN), "–");
+        assert_eq!(rate(1285.4), "1,285/s");
+        assert_eq!(rate(2.54), "2.5/s");
+    }
+
+    fn config(label: &str, median: f64, ok: i64, attempted: i64) -> ConfigSummary {
+        let handshake = (ok > 0).then(|| Distribution {
+            n: ok as usize,
+            mean: median,
+            sd: 0.1,
+            median,
+            p90: median * 1.5,
+            p99: median * 2.0,
+            p999: median * 2.5,
+            min: median / 2.0,
+            max: median * 3.0,
+            mean_ci: [median * 0.9, median * 1.1],
+        });
+        ConfigSummary {
+            label: label.into(),
+            attempted,
+            ok,
+            errors: if attempted > ok {
+                [("refused".to_string(), attempted - ok)].into()
+            } else {
+                Default::default()
+            },
+            error_examples: Default::default(),
+            diagnoses: [(
+                "refused".to_string(),
+                "nothing accepts connections".to_string(),
+            )]
+            .into(),
+            handshake_ms: handshake,
+            transport: "tcp".into(),
+            ttfb_ms: None,
+            client_hello_bytes: Some(216),
+            server_flight_bytes: Some(805),
+            early_data: None,
+            replay: None,
+            ech: Vec::new(),
+            phase_medians_ms: [("server_response".to_string(), median / 3.0)].into(),
+            handshakes_per_second: Some(1234.0),
+            server_cpu_per_handshake_ms: Some(0.15),
+            client_cpu_per_handshake_ms: Some(0.27),
+            client_cpu_utilization: Some(0.3),
+            bottleneck: None,
+            server_peak_rss_bytes: None,
+            client_peak_rss_bytes: 1,
+            resumed: None,
+            full: None,
+            insecure: false,
+            trust: None,
+            stopping: None,
+            network: None,
+            open_loop: None,
+        }
+    }
+
+    fn summary(configs: Vec<ConfigSummary>) -> RunSummary {
+        RunSummary {
+            store: "results.db".into(),
+            started_at: String::new(),
+            complete: true,
+            reason: None,
+            seed: Some(7),
+            duration_s: Some(1.0),
+            attempted: configs.iter().map(|c| c.attempted).sum(),
+            errors: configs.iter().map(|c| c.attempted - c.ok).sum(),
+            insecure: false,
+            configs,
+            warnings: vec!["'tls1.3 aes128gcm x25519 c4': the client used 95% of all cores".into()],
+            comparisons: None,
+            comparison_metric: "handshake".into(),
+            dimensions: Vec::new(),
+            factorials: Vec::new(),
+            gains: Vec::new(),
+            knees: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_default_summary_is_a_table_and_the_details_wait_for_verbose() {
+        let run = summary(vec![
+            config("tls1.2 aes128gcm x25519 c1", 0.345, 200, 200),
+            config("tls1.3 aes128gcm x25519 c4", 1.01, 180, 200),
+            config("tls1.3 aes128gcm x25519 c1", 0.0, 0, 200),
+        ]);
+        let text = render_text(&run, &TextOptions::default());
+        assert!(
+            text.starts_with("all: aes128gcm x25519\nhandshake "),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "\ntls1.2 c1  200   345 µs   518 µs   690 µs   862 µs  1.03 ms  1,234/s       0\n"
+            ),
+            "{text}"
+        );
+        // Nothing succeeded: no statistics and no rate.
+        assert!(
+            text.contains(
+                "\ntls1.3 c1    0        –        –        –        –        –        –     200\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("failed: 'tls1.3 c4' 20 refused: why: nothing accepts connections\n"),
+            "{text}"
+        );
+        // Warnings name Configs by their distinguishing words.
+        assert!(
+            text.contains("warning: 'tls1.3 c4': the client used 95% of all cores\n"),
+            "{text}"
+        );
+        assert!(!text.contains("phases"), "{text}");
+        assert!(
+            text.lines().all(|line| line.chars().count() <= 80),
+            "{text}"
+        );
+        let verbose = render_text(
+            &run,
+            &TextOptions {
+                verbose: true,
+                width: None,
+            },
+        );
+        assert_eq!(verbose.matches("\n  phases     ").count(), 3, "{verbose}");
+        assert!(
+            verbose.contains("\n  bytes      ClientHello 216"),
+            "{verbose}"
+        );
+    }
+
+    #[test]
+    fn names_too_wide_for_the_terminal_go_above_their_numbers() {
+        let long = "tls1.3 chacha20 x25519mlkem768 rsa4096 chain5 http1.1 rtt50ms";
+        let run = summary(vec![
+            config(&format!("{long} c1"), 2.0, 10, 10),
+            config(&format!("tls1.2 {long} c4"), f64::NAN, 10, 10),
+        ]);
+        let text = render_text(
+            &run,
+            &TextOptions {
+                verbose: false,
+                width: Some(60),
+            },
+        );
+        assert!(
+            text.contains("\nhandshake\n   n   median      p90")
+                && text.contains("\nc1\n  10  2.00 ms  3.00 ms"),
+            "{text}"
+        );
+        // The table fits; the binary fits the words around it (`output::fit`).
+        let table = text.split("\n\n").next().unwrap_or_default();
+        assert!(
+            table.lines().skip(1).all(|line| line.chars().count() <= 60),
+            "{text}"
+        );
+        // A lone Config: its label above, its row unnamed.
+        let one = summary(vec![config(&format!("{long} c1"), 2.0, 10, 10)]);
+        let text = render_text(&one, &TextOptions::default());
+        assert!(
+            text.starts_with(&format!("all: {long} c1\nhandshake ")),
+            "{text}"
+        );
     }
 }

@@ -413,6 +413,11 @@ pub struct RunArgs {
     #[arg(long)]
     #[arg(help_heading = "Output")]
     pub json: bool,
+    /// Print each Config's details under the table (phases, limit, CPU, bytes, trust,
+    /// network) and every comparison's full statistics (per stratum, tests, effect sizes).
+    #[arg(short, long)]
+    #[arg(help_heading = "Output")]
+    pub verbose: bool,
     /// Print the experiment as TOML and exit without running.
     #[arg(long)]
     #[arg(help_heading = "Output")]
@@ -676,7 +681,8 @@ pub struct CompareArgs {
     /// Compare by one dimension with every other held fixed (tls, suite, group, cert,
     /// chain, concurrency, transport, http, resume, early-data, cert-cache, hello-retry, mtls,
     /// client-backend, server-backend, ech, rtt, loss, target): one contrast per stratum,
-    /// then a pooled ratio, van Elteren's test and the dimensions it depends on.
+    /// then a pooled ratio, van Elteren's test and the dimensions it depends on. `none`:
+    /// every config against the baseline config, as without --by.
     #[arg(long, value_name = "DIMENSION")]
     pub by: Option<String>,
     /// The phase or event compared (handshake, server_response, cert_validation, total, ...);

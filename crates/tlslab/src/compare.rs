@@ -46,7 +46,9 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
         seed: args.seed,
         ..CompareOptions::default()
     };
-    if let Some(by) = &args.by {
+    // `--by none` is the plain baseline comparison, said explicitly (as a script that
+    // builds the flag from a variable may).
+    if let Some(by) = args.by.as_deref().filter(|by| *by != "none") {
         let [store] = args.inputs.as_slice() else {
             return Err(CliError::usage(
                 "--by compares the Configs of one results store",

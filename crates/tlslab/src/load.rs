@@ -98,6 +98,7 @@ pub fn load(args: &LoadArgs) -> Result<i32, CliError> {
     }
     let format = args.format.clone();
     let json = args.run.json;
+    let verbose = args.run.verbose;
     let print = move |store: &Store, summary: &RunSummary| -> Result<(), CliError> {
         let load = LoadSummary::from_store(store)?;
         if json {
@@ -107,6 +108,10 @@ pub fn load(args: &LoadArgs) -> Result<i32, CliError> {
             return output::print(render_ab(&load));
         }
         let mut text = render_load_text(&load);
+        if verbose {
+            // What the run summary knows beyond the load figures: phases, limit, bytes.
+            text.push_str(&tlslab_report::render_details_of_each(summary));
+        }
         for warning in &summary.warnings {
             text.push_str(&format!("warning: {warning}\n"));
         }

@@ -91,7 +91,11 @@ pub fn print_summary(path: &Path, json: bool, report: &Report) -> Result<(), Cli
             output::json(&serde_json::json!({ "summary": summary, "capture": describe(report) }))
         ))
     } else {
-        output::print_fitted(&render_text(&summary))?;
+        let options = tlslab_report::TextOptions {
+            verbose: false,
+            width: output::width(),
+        };
+        output::print_fitted(&render_text(&summary, &options))?;
         output::print_fitted(&notes(report))
     }
 }

@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tlslab_core::{Experiment, Plan};
 use tlslab_engine::{Progress, RunOptions, Stop};
-use tlslab_report::{render_text, RunSummary};
+use tlslab_report::{render_text, RunSummary, TextOptions};
 use tlslab_store::Store;
 
 use crate::cli::RunArgs;
@@ -186,7 +186,11 @@ pub fn run(args: &RunArgs) -> Result<i32, CliError> {
         if args.json {
             output::print(format_args!("{}\n", output::json(summary)))?;
         } else {
-            output::print_fitted(&render_text(summary))?;
+            let options = TextOptions {
+                verbose: args.verbose,
+                width: output::width(),
+            };
+            output::print_fitted(&render_text(summary, &options))?;
         }
         Ok(())
     };

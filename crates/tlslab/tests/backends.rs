@@ -9,7 +9,7 @@ use support::*;
 fn ech_is_accepted_on_every_sample_and_compared_with_the_studys_statistics() {
     let dir = scratch("backend-ech");
     let Finished { db, summary, .. } = Run::new(&dir, "ech")
-        .args("--backend openssl --ech on,off -n 100")
+        .args("--backend openssl --ech on,off -n 100 --verbose")
         .succeeds();
     assert_eq!(
         count_samples(
@@ -203,6 +203,7 @@ fn the_ech_example_runs_both_arms_and_compares_them() {
     let dir = scratch("example-ech");
     let Finished { db, summary, .. } = Run::new(&dir, "ech-example")
         .arg(example("ech.toml"))
+        .arg("--verbose")
         .succeeds();
     assert_eq!(
         count(

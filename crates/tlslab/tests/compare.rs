@@ -283,6 +283,13 @@ fn compare_by_tls_holds_every_other_dimension_fixed() {
     let text = stdout(&tlslab(&["compare", db, "--by", "tls"]));
     assert!(text.contains("1.3 vs 1.2: ratio "), "{text}");
     assert!(text.contains("across 9 strata"), "{text}");
+    // `--by none` is the plain comparison: every Config against the first.
+    let plain = stdout(&tlslab(&["compare", db, "--by", "none"]));
+    assert_eq!(plain, stdout(&tlslab(&["compare", db])));
+    assert!(
+        plain.contains("each config against baseline 'tls1.2 aes128gcm"),
+        "{plain}"
+    );
     // A dimension the run did not vary, or none at all, is a usage error.
     assert_user_error(
         &tlslab(&["compare", db, "--by", "cert"]),

@@ -114,7 +114,7 @@ fn relay_emulator_delays_data_and_says_it_is_lower_fidelity() {
     // The relay needs no privileges, so this runs everywhere.
     let dir = scratch("relay");
     let Finished { db, summary, .. } = Run::new(&dir, "relay")
-        .args("--rtt 40ms --tls 1.3 -n 8 --warmup 1 --emulator relay")
+        .args("--rtt 40ms --tls 1.3 -n 8 --warmup 1 --emulator relay --verbose")
         .succeeds();
     // The relay answers TCP locally, so TLS 1.3 waits one emulated round trip.
     let handshake = median(phase_ms(&db, "%tls1.3%", "handshake"));

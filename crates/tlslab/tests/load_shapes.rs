@@ -83,7 +83,7 @@ fn an_open_loop_shows_a_stall_that_a_closed_loop_hides() {
     // Open loop: 200 handshakes a second for 3 s, 50 agents sharing the schedule; the server
     // stops for 500 ms a second in. Every attempt scheduled during the stall waits for it.
     let open = Run::new(&dir, "open")
-        .args("--tls 1.3 --insecure --arrival-rate 200/s -c 50 -n 600 --block 600 --warmup 0")
+        .args("--tls 1.3 --insecure --arrival-rate 200/s -c 50 -n 600 --block 600 --warmup 0 --verbose")
         .option("--target", &target);
     let stalling = server.stall_later(Duration::from_secs(1), stall);
     let finished = open.succeeds();

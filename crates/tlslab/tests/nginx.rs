@@ -329,7 +329,7 @@ fn a_self_signed_certificate_made_with_openssl_req_is_trusted_by_both_clients() 
     let against = |name: &str, arguments: &str| {
         Run::new(&dir, name)
             .option("--target", &target)
-            .args("--warmup 0 --client-backend rustls,openssl")
+            .args("--warmup 0 --client-backend rustls,openssl --verbose")
             .args(arguments)
     };
     let run = against("self-signed", "--sni localhost --tls 1.2,1.3 -n 5")
@@ -545,7 +545,7 @@ fn failures_are_explained_in_the_servers_terms() {
         let port = ports.iter().find(|(name, _)| *name == server).unwrap().1;
         let mut run = Run::new(&dir, &format!("{server}-{}", cause.replace(' ', "-")))
             .option("--target", format!("127.0.0.1:{port}"))
-            .args("--client-backend rustls,openssl -n 2 --warmup 0")
+            .args("--client-backend rustls,openssl -n 2 --warmup 0 --verbose")
             .args(&flags.replace("--no-ca", ""));
         if !flags.contains("--sni") {
             run = run.args("--sni localhost");
@@ -723,7 +723,7 @@ http {{
     }
     let run = |name: &str, port: u16, arguments: &str| {
         against(&dir, name, &format!("127.0.0.1:{port}"), &root)
-            .args("--client-backend rustls,openssl --tls 1.2,1.3 --warmup 0 --http 1.1")
+            .args("--client-backend rustls,openssl --tls 1.2,1.3 --warmup 0 --http 1.1 --verbose")
             .args(arguments)
     };
 

@@ -336,8 +336,14 @@ fn a_saturated_lab_server_is_diagnosed_as_the_limit_and_an_idle_one_is_not() {
     let busy = Run::new(&dir, "busy")
         .args("--cert rsa4096 -c 16 -n 1500 --warmup 50")
         .succeeds();
+    // Said without --verbose, on one line of its own: as the limit, or as the queue its CPU
+    // made of the latency.
     assert!(
-        busy.summary.contains("  limit      the lab server"),
+        busy.summary.lines().any(|line| {
+            (line.starts_with("limit: ") && line.contains("the lab server (its CPU"))
+                || (line.starts_with("warning: ")
+                    && line.contains("queueing at the lab server (its CPU was the limit)"))
+        }),
         "{}",
         busy.summary
     );
@@ -368,28 +374,145 @@ fn a_saturated_lab_server_is_diagnosed_as_the_limit_and_an_idle_one_is_not() {
 #[test]
 fn with_columns_80_the_summary_fits_80_columns() {
     let dir = scratch("columns");
-    let output = Run::new(&dir, "four")
-        .args("--tls 1.2,1.3 --group x25519,secp256r1 -n 20 --warmup 0")
-        .command()
-        .env("COLUMNS", "80")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
-    let summary = stdout(&output);
-    let longest = summary
-        .lines()
-        .map(|line| line.chars().count())
-        .max()
-        .unwrap();
-    assert!(longest <= 80, "a line of {longest} characters:\n{summary}");
-    // Nothing is lost in the fitting: the four Configs and their statistics are there.
+    let four = "--tls 1.2,1.3 --group x25519,secp256r1 -n 20 --warmup 0";
+    let fitted = |name: &str, extra: &str| {
+        let output = Run::new(&dir, name)
+            .args(four)
+            .args(extra)
+            .command()
+            .env("COLUMNS", "80")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+        let summary = stdout(&output);
+        let longest = summary
+            .lines()
+            .map(|line| line.chars().count())
+            .max()
+            .unwrap();
+        assert!(longest <= 80, "a line of {longest} characters:\n{summary}");
+        summary
+    };
+    // The default summary: the shared words once, then one row per Config of 20 handshakes.
+    let summary = fitted("four", "");
+    assert!(
+        summary.starts_with("all: aes128gcm ecdsa-p256 chain1 c1\nhandshake "),
+        "{summary}"
+    );
+    for name in [
+        "tls1.2 x25519",
+        "tls1.2 secp256r1",
+        "tls1.3 x25519",
+        "tls1.3 secp256r1",
+    ] {
+        assert!(
+            summary
+                .lines()
+                .any(|line| line.starts_with(name) && line.split_whitespace().nth(2) == Some("20")),
+            "no row for {name}:\n{summary}"
+        );
+    }
+    // Nothing is lost in the fitting of the details either: the four Configs and their
+    // statistics are there.
+    let verbose = fitted("four-verbose", "--verbose");
     assert_eq!(
-        summary.matches("  outcomes   20 ok of 20 attempts").count(),
-        4
+        verbose.matches("  outcomes   20 ok of 20 attempts").count(),
+        4,
+        "{verbose}"
     );
     // Piped without COLUMNS, lines stay whole for tools that read them.
     let whole = Run::new(&dir, "piped")
-        .args("--tls 1.2,1.3 --group x25519,secp256r1 -n 20 --warmup 0")
+        .args(four)
+        .args("--verbose")
         .succeeds();
     assert!(whole.summary.lines().any(|line| line.chars().count() > 80));
+}
+
+#[test]
+fn a_crossed_matrix_is_answered_per_dimension_never_across_two() {
+    let dir = scratch("crossed");
+    let crossed = "--tls 1.2,1.3 -c 1,4 --warmup 0";
+    let finished = Run::new(&dir, "crossed")
+        .args(crossed)
+        .args("-n 100")
+        .succeeds();
+    let summary = &finished.summary;
+    assert!(
+        summary.starts_with("all: aes128gcm x25519 ecdsa-p256 chain1\n"),
+        "{summary}"
+    );
+    let names = ["tls1.2 c1", "tls1.2 c4", "tls1.3 c1", "tls1.3 c4"];
+    for name in names {
+        assert_eq!(
+            summary
+                .lines()
+                .filter(|line| line.starts_with(name))
+                .count(),
+            1,
+            "one row for {name}:\n{summary}"
+        );
+    }
+    // One pooled answer per dimension, each across its two strata.
+    for answer in ["  tls 1.3 vs 1.2: ", "  concurrency 4 vs 1: "] {
+        let line = summary
+            .lines()
+            .find(|line| line.starts_with(answer))
+            .unwrap_or_else(|| panic!("no '{answer}' line:\n{summary}"));
+        assert!(line.contains(", 2 strata)"), "{line}");
+    }
+    // No line sets two Configs against each other: no baseline comparison, and no line
+    // names two of them.
+    assert!(!summary.contains("against"), "{summary}");
+    for line in summary.lines() {
+        let named = names.iter().filter(|name| line.contains(*name)).count();
+        assert!(named <= 1, "a line compares Configs: {line}");
+    }
+    // The details stay behind --verbose.
+    assert!(!summary.contains("  phases "), "{summary}");
+
+    let verbose = Run::new(&dir, "crossed-verbose")
+        .args(crossed)
+        .args("-n 20 --verbose")
+        .succeeds()
+        .summary;
+    assert_eq!(verbose.matches("\n  phases     ").count(), 4, "{verbose}");
+    // The strata of each dimension, each a contrast that changes that dimension alone.
+    assert!(
+        verbose.contains("handshake by tls: each value against 1.2")
+            && verbose.contains("handshake by concurrency: each value against 1"),
+        "{verbose}"
+    );
+    assert_eq!(
+        verbose
+            .matches("  per stratum (Holm across all 2):")
+            .count(),
+        2
+    );
+
+    // The JSON carries the factorial comparisons beside everything it carried before.
+    let json = Run::new(&dir, "crossed-json")
+        .args(crossed)
+        .args("-n 20 --json")
+        .succeeds()
+        .json();
+    assert_eq!(
+        json["dimensions"],
+        serde_json::json!(["tls", "concurrency"])
+    );
+    let factorials = json["factorials"].as_array().unwrap();
+    assert_eq!(factorials.len(), 2, "{json}");
+    assert_eq!(factorials[0]["by"], "tls");
+    assert_eq!(factorials[0]["contrasts"].as_array().unwrap().len(), 2);
+    assert_eq!(factorials[1]["pooled"][0]["strata"], 2);
+    assert_eq!(
+        json["comparisons"]["comparisons"].as_array().unwrap().len(),
+        3
+    );
+    for config in json["configs"].as_array().unwrap() {
+        let handshake = &config["handshake_ms"];
+        assert!(
+            handshake["p999"].as_f64().unwrap() >= handshake["p99"].as_f64().unwrap(),
+            "{config}"
+        );
+    }
 }

@@ -9,7 +9,7 @@ use support::*;
 fn quic_handshakes_with_http3_record_every_phase_and_the_path() {
     let dir = scratch("quic-h3");
     let Finished { db, summary, .. } = Run::new(&dir, "quic")
-        .args("--transport quic --http 3 --body 3000 -n 60 -c 2")
+        .args("--transport quic --http 3 --body 3000 -n 60 -c 2 --verbose")
         .succeeds();
     assert_eq!(
         count(&db, "SELECT COUNT(*) FROM samples WHERE outcome = 'ok'"),
@@ -117,7 +117,7 @@ fn zero_rtt_is_accepted_and_every_replay_is_rejected() {
     // flight at once and must be drained while the handshake is still running.
     let Finished { db, summary, .. } = Run::new(&dir, "0rtt")
         .args("--transport tcp,quic --resume tickets --early-data 600 --body 40000")
-        .args("--replay -n 100 -c 2")
+        .args("--replay -n 100 -c 2 --verbose")
         .succeeds();
     for transport in ["tcp", "quic"] {
         let attempts = count_samples(&db, &format!("c.transport = '{transport}' AND s.warmup = 0 AND s.early_data_accepted IS NOT NULL"));
@@ -215,7 +215,7 @@ fn at_rtt_50ms_quic_saves_one_round_trip_and_0rtt_another() {
             .option("--transport", transport)
             .args("--resume tickets --early-data 0,600")
             .option("--http", http)
-            .args("--rtt 50ms -n 40 -c 4")
+            .args("--rtt 50ms -n 40 -c 4 --verbose")
             .succeeds();
         let resumed = median(phase_ms(&db, "%tickets rtt50ms", "ttfb"));
         let early = median(phase_ms(&db, "%0rtt rtt50ms", "ttfb"));
