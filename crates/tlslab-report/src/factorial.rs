@@ -45,10 +45,10 @@ const DIMENSIONS: &[Dimension] = &[
     ("http", |c| c.http.clone()),
     ("resume", |c| c.resumption.clone()),
     ("early-data", |c| c.early_data_bytes.to_string()),
-    ("cert-cache", |c| c.cert_cache.to_string()),
-    ("hello-retry", |c| c.hello_retry.to_string()),
-    ("mtls", |c| c.mtls.to_string()),
-    ("keep-alive", |c| c.keep_alive.to_string()),
+    ("cert-cache", |c| switch(c.cert_cache)),
+    ("hello-retry", |c| switch(c.hello_retry)),
+    ("mtls", |c| switch(c.mtls)),
+    ("keep-alive", |c| switch(c.keep_alive)),
     ("scheme", |c| c.scheme.clone()),
     ("client-backend", |c| text(&c.client_backend)),
     ("server-backend", |c| text(&c.server_backend)),
@@ -59,6 +59,11 @@ const DIMENSIONS: &[Dimension] = &[
     ("loss", |c| number(c.loss)),
     ("target", |c| text(&c.target)),
 ];
+
+/// An on/off dimension's value as its flag takes it (`--mtls off,on`, `--baseline off`).
+fn switch(on: bool) -> String {
+    if on { "on" } else { "off" }.to_string()
+}
 
 /// Whether the Configs hold more than one value of a dimension.
 fn varies(configs: &[ConfigRow], value: fn(&ConfigRow) -> String) -> bool {
