@@ -10,7 +10,10 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, draw_legend, legend_height, ChartError, LegendEntry, Style, TickedAxis};
+use super::{
+    color, draw_legend, draw_median_and_tail, legend_height, ChartError, LegendEntry, LevelChart,
+    Style, TickedAxis,
+};
 use crate::data::ReportData;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -226,6 +229,55 @@ impl Scale {
     }
 }
 
+/// One panel: the levels along x, 0 to `top` up y, its descriptions (x only on the lower
+/// panel), and the knees' band.
+fn panel<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    scale: &Scale,
+    knees: &[(f64, f64)],
+    top: f64,
+    (x_description, y_description): (Option<&str>, &str),
+    style: &Style,
+) -> Result<LevelChart<'a, DB>, ChartError>
+where
+    DB::ErrorType: 'static,
+{
+    let mut chart = ChartBuilder::on(area)
+        .margin(style.px(10.0))
+        .x_label_area_size(style.px(if x_description.is_some() { 40.0 } else { 30.0 }))
+        .y_label_area_size(style.px(70.0))
+        .build_cartesian_2d(scale.axis(), 0.0..top)?;
+    let label = |x: &f64| scale.label(*x);
+    // Whole numbers above 100 (rates), one decimal below (milliseconds).
+    let number = |value: &f64| {
+        if top >= 100.0 {
+            format!("{value:.0}")
+        } else {
+            format!("{value:.1}")
+        }
+    };
+    let mut mesh = chart.configure_mesh();
+    mesh.x_labels(scale.levels.len())
+        .x_label_formatter(&label)
+        .y_label_formatter(&number)
+        .y_desc(y_description)
+        .label_style(style.text())
+        .axis_desc_style(style.text())
+        .light_line_style(WHITE)
+        .bold_line_style(RGBColor(210, 210, 210));
+    if let Some(x_description) = x_description {
+        mesh.x_desc(x_description);
+    }
+    mesh.draw()?;
+    for &(from, to) in knees {
+        chart.draw_series(std::iter::once(Rectangle::new(
+            [(scale.position(from), 0.0), (scale.position(to), top)],
+            KNEE.mix(0.6).filled(),
+        )))?;
+    }
+    Ok(chart)
+}
+
 pub(super) fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     data: &ReportData,
@@ -256,7 +308,6 @@ where
     };
     let (upper, lower) = plot_area.split_vertically(plot_area.dim_in_pixel().1 / 2);
     let marker = style.px(4.0) as i32;
-    let label = |x: &f64| scale.label(*x);
 
     // Above: the rate.
     let top_rate = lines
@@ -271,34 +322,18 @@ where
         )
         .fold(0.0, f64::max)
         * 1.08;
-    let mut chart = ChartBuilder::on(&upper)
-        .margin(style.px(10.0))
-        .x_label_area_size(style.px(30.0))
-        .y_label_area_size(style.px(70.0))
-        .build_cartesian_2d(scale.axis(), 0.0..top_rate.max(1.0))?;
-    chart
-        .configure_mesh()
-        .x_labels(scale.levels.len())
-        .x_label_formatter(&label)
-        .y_label_formatter(&|rate: &f64| format!("{rate:.0}"))
-        .y_desc(match axis {
-            Axis::Concurrency => "requests per second",
-            Axis::ArrivalRate => "achieved requests per second",
-        })
-        .label_style(style.text())
-        .axis_desc_style(style.text())
-        .light_line_style(WHITE)
-        .bold_line_style(RGBColor(210, 210, 210))
-        .draw()?;
-    for &(from, to) in &knees {
-        chart.draw_series(std::iter::once(Rectangle::new(
-            [
-                (scale.position(from), 0.0),
-                (scale.position(to), top_rate.max(1.0)),
-            ],
-            KNEE.mix(0.6).filled(),
-        )))?;
-    }
+    let y_description = match axis {
+        Axis::Concurrency => "requests per second",
+        Axis::ArrivalRate => "achieved requests per second",
+    };
+    let mut chart = panel(
+        &upper,
+        &scale,
+        &knees,
+        top_rate.max(1.0),
+        (None, y_description),
+        style,
+    )?;
     if axis == Axis::ArrivalRate {
         let diagonal: Vec<(f64, f64)> = scale
             .levels
@@ -335,36 +370,19 @@ where
         .flat_map(|line| line.points.iter().filter_map(|p| p.p99.or(p.median)))
         .fold(0.0, f64::max)
         * 1.05;
-    let mut chart = ChartBuilder::on(&lower)
-        .margin(style.px(10.0))
-        .x_label_area_size(style.px(40.0))
-        .y_label_area_size(style.px(70.0))
-        .build_cartesian_2d(scale.axis(), 0.0..top_time.max(1e-3))?;
-    chart
-        .configure_mesh()
-        .x_labels(scale.levels.len())
-        .x_label_formatter(&label)
-        .x_desc(x_description)
-        .y_desc(match axis {
-            Axis::Concurrency => "request time, ms",
-            Axis::ArrivalRate => "latency from intended start, ms",
-        })
-        .label_style(style.text())
-        .axis_desc_style(style.text())
-        .light_line_style(WHITE)
-        .bold_line_style(RGBColor(210, 210, 210))
-        .draw()?;
-    for &(from, to) in &knees {
-        chart.draw_series(std::iter::once(Rectangle::new(
-            [
-                (scale.position(from), 0.0),
-                (scale.position(to), top_time.max(1e-3)),
-            ],
-            KNEE.mix(0.6).filled(),
-        )))?;
-    }
+    let y_description = match axis {
+        Axis::Concurrency => "request time, ms",
+        Axis::ArrivalRate => "latency from intended start, ms",
+    };
+    let mut chart = panel(
+        &lower,
+        &scale,
+        &knees,
+        top_time.max(1e-3),
+        (Some(x_description), y_description),
+        style,
+    )?;
     for (index, line) in lines.iter().enumerate() {
-        let stroke = style.line(color(index), 2.0);
         let medians: Vec<(f64, f64)> = line
             .points
             .iter()
@@ -375,23 +393,7 @@ where
             .iter()
             .filter_map(|p| Some((scale.position(p.level), p.p99?)))
             .collect();
-        chart.draw_series(LineSeries::new(medians.clone(), stroke))?;
-        chart.draw_series(
-            medians
-                .iter()
-                .map(|point| Circle::new(*point, marker, color(index).filled())),
-        )?;
-        chart.draw_series(DashedLineSeries::new(
-            tails.clone(),
-            style.px(6.0),
-            style.px(4.0),
-            stroke,
-        ))?;
-        chart.draw_series(
-            tails
-                .iter()
-                .map(|point| TriangleMarker::new(*point, marker + 1, color(index).filled())),
-        )?;
+        draw_median_and_tail(&mut chart, index, medians, tails, style)?;
     }
     Ok(())
 }

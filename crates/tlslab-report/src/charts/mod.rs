@@ -490,3 +490,40 @@ pub(crate) fn config_legend(data: &ReportData) -> Vec<LegendEntry> {
 pub(crate) fn row_labels(data: &ReportData) -> Vec<String> {
     data.configs.iter().map(|c| c.short_label.clone()).collect()
 }
+
+/// A chart whose x axis is ticked at measured levels and whose y axis is a number.
+pub(crate) type LevelChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<TickedAxis, RangedCoordf64>>;
+
+/// One series' median (solid line, dots) and 99th percentile (dashed line, triangles), in the
+/// series' colour: how the scaling and load charts draw a line of levels.
+pub(crate) fn draw_median_and_tail<DB: DrawingBackend>(
+    chart: &mut LevelChart<'_, DB>,
+    index: usize,
+    medians: Vec<(f64, f64)>,
+    tails: Vec<(f64, f64)>,
+    style: &Style,
+) -> Result<(), ChartError>
+where
+    DB::ErrorType: 'static,
+{
+    let marker = style.px(4.0) as i32;
+    let stroke = style.line(color(index), 2.0);
+    chart.draw_series(LineSeries::new(medians.clone(), stroke))?;
+    chart.draw_series(
+        medians
+            .iter()
+            .map(|point| Circle::new(*point, marker, color(index).filled())),
+    )?;
+    chart.draw_series(DashedLineSeries::new(
+        tails.clone(),
+        style.px(6.0),
+        style.px(4.0),
+        stroke,
+    ))?;
+    chart.draw_series(
+        tails
+            .iter()
+            .map(|point| TriangleMarker::new(*point, marker + 1, color(index).filled())),
+    )?;
+    Ok(())
+}

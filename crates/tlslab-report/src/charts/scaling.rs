@@ -7,7 +7,10 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, draw_legend, legend_height, ChartError, LegendEntry, Style, TickedAxis};
+use super::{
+    color, draw_legend, draw_median_and_tail, legend_height, ChartError, LegendEntry, Style,
+    TickedAxis,
+};
 use crate::data::{ConfigData, ReportData};
 
 /// The dimension on the x axis.
@@ -173,28 +176,10 @@ where
             ))?;
         }
     }
-    let marker = style.px(4.0) as i32;
     for (index, line) in lines.iter().enumerate() {
-        let stroke = style.line(color(index), 2.0);
         let medians: Vec<(f64, f64)> = line.points.iter().map(|p| (position(p.0), p.1)).collect();
         let tails: Vec<(f64, f64)> = line.points.iter().map(|p| (position(p.0), p.2)).collect();
-        chart.draw_series(LineSeries::new(medians.clone(), stroke))?;
-        chart.draw_series(
-            medians
-                .iter()
-                .map(|point| Circle::new(*point, marker, color(index).filled())),
-        )?;
-        chart.draw_series(DashedLineSeries::new(
-            tails.clone(),
-            style.px(6.0),
-            style.px(4.0),
-            stroke,
-        ))?;
-        chart.draw_series(
-            tails
-                .iter()
-                .map(|point| TriangleMarker::new(*point, marker + 1, color(index).filled())),
-        )?;
+        draw_median_and_tail(&mut chart, index, medians, tails, style)?;
     }
     Ok(())
 }
