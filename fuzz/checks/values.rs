@@ -75,6 +75,9 @@ pub fn check(bytes: &[u8]) {
     .into_iter()
     .flatten()
     {
-        assert_eq!(page.to_string().parse::<tlslab_core::Page>().ok(), Some(page));
+        assert_eq!(
+            page.to_string().parse::<tlslab_core::Page>().ok(),
+            Some(page)
+        );
     }
 }
