@@ -107,6 +107,56 @@ pub fn describe(certificate: &[u8]) -> String {
     )
 }
 
+/// A moment as a certificate's dates and a clock are compared: `2021-01-01 00:00:00 UTC`.
+fn utc(time: x509_parser::time::ASN1Time) -> String {
+    let moment = time.to_datetime();
+    format!(
+        "{} {:02}:{:02}:{:02} UTC",
+        moment.date(),
+        moment.hour(),
+        moment.minute(),
+        moment.second()
+    )
+}
+
+/// Why `certificate` is not valid at `now` (seconds since the Unix epoch, the verifying
+/// client's clock), with the date it crossed and the clock, so that a wrong clock can be
+/// told from an expired certificate: `None` when it is valid then or does not parse. Both
+/// clients put this in their refusal; the diagnosis quotes it.
+pub fn outside_validity(certificate: &[u8], now: i64) -> Option<String> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(certificate).ok()?;
+    let clock = utc(x509_parser::time::ASN1Time::from_timestamp(now).ok()?);
+    let validity = parsed.validity();
+    if now < validity.not_before.timestamp() {
+        Some(format!(
+            "certificate not yet valid: not valid before {} (this machine's clock read {clock})",
+            utc(validity.not_before)
+        ))
+    } else if now > validity.not_after.timestamp() {
+        Some(format!(
+            "certificate expired on {} (this machine's clock read {clock})",
+            utc(validity.not_after)
+        ))
+    } else {
+        None
+    }
+}
+
+/// The end of the chain a server sent, when no trusted certificate issued it: how many
+/// certificates it sent and who issued the last, which is the certificate the verifier
+/// looked for (the missing intermediate of an incomplete chain, or an untrusted root).
+/// `chain` is in the order sent, the server's own first.
+pub fn chain_end<'a>(chain: impl IntoIterator<Item = &'a [u8]>) -> Option<String> {
+    let chain: Vec<&[u8]> = chain.into_iter().collect();
+    let (_, last) = x509_parser::parse_x509_certificate(chain.last()?).ok()?;
+    let count = chain.len();
+    Some(format!(
+        "chain sent: {count} certificate{}, the last issued by '{}'",
+        if count == 1 { "" } else { "s" },
+        last.issuer()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,5 +165,8 @@ mod tests {
     fn what_does_not_parse_is_described_and_never_pinned() {
         assert!(describe(b"not a certificate").contains("does not parse"));
         assert!(!pinned(&Pins(vec![[0; 32]]), b"not a certificate"));
+        assert_eq!(outside_validity(b"not a certificate", 0), None);
+        assert_eq!(chain_end([&b"not a certificate"[..]]), None);
+        assert_eq!(chain_end(std::iter::empty()), None);
     }
 }

@@ -654,19 +654,31 @@ impl Progress {
             .any(|message| message.direction == Direction::Received && message.kind == 2);
         let verified = ssl.verify_result();
         if verified != X509VerifyResult::OK {
+            let refused = self.rejected.clone().or_else(|| {
+                ssl.peer_certificate()
+                    .and_then(|certificate| certificate.to_der().ok())
+            });
+            let code = verified.as_raw();
             let reason = if self.pin_rejected {
                 "the server's public key is not pinned".to_string()
+            } else if code == openssl_sys::X509_V_ERR_CERT_HAS_EXPIRED
+                || code == openssl_sys::X509_V_ERR_CERT_NOT_YET_VALID
+            {
+                // The dates and the clock, as the rustls client says them; OpenSSL's words
+                // when the server's own certificate is within its dates (an intermediate
+                // is not).
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |since| since.as_secs() as i64);
+                refused
+                    .as_deref()
+                    .and_then(|der| tlslab_backend::certificate::outside_validity(der, now))
+                    .unwrap_or_else(|| verified.error_string().to_string())
             } else {
                 verified.error_string().to_string()
             };
             // What the server sent, in words.
-            let sent = self
-                .rejected
-                .clone()
-                .or_else(|| {
-                    ssl.peer_certificate()
-                        .and_then(|certificate| certificate.to_der().ok())
-                })
+            let sent = refused
                 .map(|der| {
                     format!(
                         ": the server sent {}",
@@ -674,7 +686,27 @@ impl Progress {
                     )
                 })
                 .unwrap_or_default();
-            return Failure::new(ErrorClass::Certificate, format!("{reason}{sent}"));
+            // No trusted issuer: who issued the last certificate sent (the intermediate an
+            // incomplete chain lacks).
+            let unknown_issuer = [
+                openssl_sys::X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT,
+                openssl_sys::X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY,
+                openssl_sys::X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE,
+            ]
+            .contains(&code);
+            let chain = ssl
+                .peer_cert_chain()
+                .filter(|_| unknown_issuer)
+                .and_then(|chain| {
+                    let chain: Vec<Vec<u8>> = chain
+                        .iter()
+                        .filter_map(|certificate| certificate.to_der().ok())
+                        .collect();
+                    tlslab_backend::certificate::chain_end(chain.iter().map(Vec::as_slice))
+                })
+                .map(|end| format!("; {end}"))
+                .unwrap_or_default();
+            return Failure::new(ErrorClass::Certificate, format!("{reason}{sent}{chain}"));
         }
         if let Some(alert) = received_alert(error) {
             return alert;

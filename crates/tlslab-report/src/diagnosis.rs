@@ -23,6 +23,34 @@ fn sent(example: &str) -> &str {
         .map_or(after, |(sent, _)| sent)
 }
 
+/// The text between `start` and the next `end` in `text`.
+fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
+    let (_, after) = text.split_once(start)?;
+    after.split_once(end).map(|(inside, _)| inside)
+}
+
+/// The dates and the clock both clients write when the server's certificate is outside its
+/// validity (`certificate expired on DATE (this machine's clock read CLOCK)`): `(DATE, CLOCK)`.
+fn dates<'a>(example: &'a str, phrase: &str) -> Option<(&'a str, &'a str)> {
+    let date = between(example, phrase, " (this machine's clock read ")?;
+    let clock = between(example, "(this machine's clock read ", ")")?;
+    Some((date, clock))
+}
+
+/// How many certificates the server sent ("2 certificates") and who issued the last, as
+/// both clients write it when no trusted certificate issued it (`chain sent: N
+/// certificates, the last issued by 'NAME'`, then `; ...` or the end).
+fn chain_end(example: &str) -> Option<(&str, &str)> {
+    let count = between(example, "chain sent: ", ",")?;
+    let (_, after) = example.split_once("the last issued by '")?;
+    // The name may hold quotes itself: it ends at the quote before "; " or the end.
+    let issuer = match after.split_once("'; ") {
+        Some((issuer, _)) => issuer,
+        None => after.strip_suffix('\'')?,
+    };
+    Some((count, issuer))
+}
+
 /// The cause and the fix of failures of `class` whose example is `example`, or `None`
 /// when the example says nothing more than the class.
 pub fn diagnose(class: &str, example: &str, config: &ConfigRow) -> Option<String> {
@@ -37,10 +65,15 @@ pub fn diagnose(class: &str, example: &str, config: &ConfigRow) -> Option<String
             "the server does not enable TLS {version} (it answered protocol_version): enable it \
              (nginx: ssl_protocols ... TLSv{version}; before nginx 1.23.4 the default has no TLS 1.3)"
         ),
+        // handshake_failure carries no choice of the server's, so what it would have taken
+        // is not known: the hint says what was offered and where each is set.
         "alert" if mentions(example, &["alert 40 "]) => format!(
-            "the server shares no cipher suite or key-exchange group with this Config (it \
-             answered handshake_failure to {} with {} in TLS {version}): choose --suite and \
-             --group values the server enables",
+            "the server shares no cipher suite or no key-exchange group with this Config: it \
+             answered handshake_failure to a TLS {version} ClientHello offering the suite {} \
+             and the group {} (first among its groups), and that alert does not say which it lacks or what it would \
+             choose: enable them on the server (nginx: ssl_ciphers, or ssl_conf_command \
+             Ciphersuites for TLS 1.3; ssl_ecdh_curve for groups) or choose --suite and --group \
+             values it enables",
             config.suite, config.group
         ),
         "alert" if mentions(example, &["alert 116 "]) => {
@@ -56,13 +89,35 @@ pub fn diagnose(class: &str, example: &str, config: &ConfigRow) -> Option<String
             "the server's key is not one of --pin's: the error shows the pin of the key it sent".into()
         }
         "certificate" if mentions(example, &["NotValidForName", "hostname mismatch"]) => {
-            "the certificate does not name the server name sent: give --sni with one of the names the error lists".into()
+            // The names the certificate holds, from the description of what was sent.
+            match between(sent(example), "(names ", ";") {
+                Some(names) => format!(
+                    "the certificate does not name the server name sent (it names {names}): \
+                     give --sni with one of those names, or give the server a certificate for \
+                     the name used"
+                ),
+                None => "the certificate does not name the server name sent: give --sni with one of the names the error lists".into(),
+            }
         }
         "certificate" if mentions(example, &["Expired", "certificate has expired"]) => {
-            "the server's certificate has expired (or this machine's clock is wrong): renew it, or check the clock".into()
+            match dates(example, "certificate expired on ") {
+                Some((date, clock)) => format!(
+                    "the server's certificate expired on {date}, and this machine's clock read \
+                     {clock}: renew it (nginx: the file in ssl_certificate), or set the clock \
+                     right if it is wrong"
+                ),
+                None => "the server's certificate has expired (or this machine's clock is wrong): renew it, or check the clock".into(),
+            }
         }
         "certificate" if mentions(example, &["NotValidYet", "not yet valid"]) => {
-            "the server's certificate is not valid yet: check this machine's clock".into()
+            match dates(example, "not valid before ") {
+                Some((date, clock)) => format!(
+                    "the server's certificate is not valid before {date}, and this machine's \
+                     clock read {clock}: check this machine's clock, or give the server a \
+                     certificate valid now"
+                ),
+                None => "the server's certificate is not valid yet: check this machine's clock".into(),
+            }
         }
         // The description of what the server sent says "self-signed;".
         "certificate"
@@ -79,6 +134,10 @@ pub fn diagnose(class: &str, example: &str, config: &ConfigRow) -> Option<String
         {
             "the server's certificate is self-signed: give that very certificate with --ca (or pin its key with --pin)".into()
         }
+        // Issued by a CA, yet a CA itself: rustls refuses it as the server's own.
+        "certificate" if mentions(example, &["CaUsedAsEndEntity"]) => {
+            "the server's certificate is a CA certificate (basicConstraints CA:TRUE), which rustls refuses as a server's own where OpenSSL and curl accept it: issue the server an end-entity certificate (CA:FALSE), or trust that exact certificate with --ca FILE, or its key with --pin".into()
+        }
         "certificate"
             if mentions(
                 example,
@@ -89,7 +148,17 @@ pub fn diagnose(class: &str, example: &str, config: &ConfigRow) -> Option<String
                 ],
             ) =>
         {
-            "the chain does not lead to a trusted root: give the issuing CA with --ca; if it is the right CA, the server sends an incomplete chain (add the intermediate certificates to its certificate file, as nginx's ssl_certificate)".into()
+            match chain_end(example) {
+                Some((count, issuer)) => format!(
+                    "the chain does not lead to a trusted root: the chain the server sent \
+                     ({count}) ends with a certificate issued by '{issuer}', which it did not \
+                     send and which is not trusted: if '{issuer}' is an intermediate of the CA \
+                     you trust, the server sends an incomplete chain (add that certificate after \
+                     the server's own in its certificate file, as nginx's ssl_certificate); \
+                     otherwise give its CA with --ca"
+                ),
+                None => "the chain does not lead to a trusted root: give the issuing CA with --ca; if it is the right CA, the server sends an incomplete chain (add the intermediate certificates to its certificate file, as nginx's ssl_certificate)".into(),
+            }
         }
         "reset" => "the server reset the connection during the handshake: a TLS-terminating proxy or load balancer in front of it, or a server that refuses this ClientHello".into(),
         "refused" => "nothing accepts connections on the port: check the address and that the server runs".into(),
@@ -97,4 +166,45 @@ pub fn diagnose(class: &str, example: &str, config: &ConfigRow) -> Option<String
         _ => return None,
     };
     Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_dates_and_the_clock_are_read_from_either_clients_words() {
+        let example = "invalid peer certificate: certificate expired on 2021-01-01 00:00:00 UTC \
+                       (this machine's clock read 2026-11-25 13:37:46 UTC): the server sent 'CN=x'";
+        assert_eq!(
+            dates(example, "certificate expired on "),
+            Some(("2021-01-01 00:00:00 UTC", "2026-11-25 13:37:46 UTC"))
+        );
+        // OpenSSL's own words carry no dates.
+        assert_eq!(
+            dates("certificate has expired", "certificate expired on "),
+            None
+        );
+    }
+
+    #[test]
+    fn the_end_of_the_chain_is_read_whether_more_follows_or_not() {
+        let rustls = "UnknownIssuer: the server sent 'CN=a' (...); chain sent: 2 certificates, \
+                      the last issued by 'O=Lab, CN=Lab's CA'; trusted: --ca holds 'CN=r'";
+        assert_eq!(
+            chain_end(rustls),
+            Some(("2 certificates", "O=Lab, CN=Lab's CA"))
+        );
+        let openssl = "unable to get local issuer certificate: the server sent 'CN=a' (...); \
+                       chain sent: 1 certificate, the last issued by 'CN=Intermediate'";
+        assert_eq!(
+            chain_end(openssl),
+            Some(("1 certificate", "CN=Intermediate"))
+        );
+        // Cut short: no name rather than a wrong one.
+        assert_eq!(
+            chain_end("chain sent: 1 certificate, the last issued by 'CN=In"),
+            None
+        );
+    }
 }

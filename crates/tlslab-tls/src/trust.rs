@@ -13,7 +13,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, Error, OtherError, SignatureScheme};
-use tlslab_backend::certificate::{describe, pinned};
+use tlslab_backend::certificate::{chain_end, describe, outside_validity, pinned};
 use tlslab_core::Pins;
 
 /// A rejection that says what the server sent, in words.
@@ -122,11 +122,33 @@ impl ServerCertVerifier for RootsOrExact {
                         Error::InvalidCertificate(CertificateError::Other(other)) => {
                             other.0.to_string()
                         }
+                        // The dates and the clock, rather than rustls' Debug of two Unix
+                        // times (or none); `None` when an intermediate is the one out of
+                        // its dates.
+                        Error::InvalidCertificate(
+                            reason @ (CertificateError::Expired
+                            | CertificateError::ExpiredContext { .. }
+                            | CertificateError::NotValidYet
+                            | CertificateError::NotValidYetContext { .. }),
+                        ) => outside_validity(end_entity, now.as_secs() as i64)
+                            .unwrap_or_else(|| format!("{reason:?}")),
                         Error::InvalidCertificate(reason) => format!("{reason:?}"),
                         other => other.to_string(),
                     };
+                    // An unknown issuer: who issued the last certificate sent, the one
+                    // missing from an incomplete chain.
+                    let chain = match &error {
+                        Error::InvalidCertificate(CertificateError::UnknownIssuer) => chain_end(
+                            std::iter::once(end_entity)
+                                .chain(intermediates)
+                                .map(|certificate| certificate.as_ref()),
+                        )
+                        .map(|end| format!("; {end}"))
+                        .unwrap_or_default(),
+                        _ => String::new(),
+                    };
                     return Err(rejected(format!(
-                        "{reason}: the server sent {}; trusted: {trusted}",
+                        "{reason}: the server sent {}{chain}; trusted: {trusted}",
                         describe(end_entity),
                     )));
                 }

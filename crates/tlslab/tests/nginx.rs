@@ -401,6 +401,130 @@ fn a_self_signed_certificate_made_with_openssl_req_is_trusted_by_both_clients() 
     );
 }
 
+/// A certificate for `localhost` valid from `dates.0` to `dates.1` (OpenSSL's
+/// YYYYMMDDHHMMSSZ) with `extension`, issued by the lab chain's intermediate with
+/// `openssl ca` (OpenSSL 3.0's `req` and `x509` cannot set past or future dates):
+/// `(certificate with the intermediate after it, key)` paths.
+fn issued_by_intermediate(
+    dir: &Path,
+    path_of: &impl Fn(&str) -> String,
+    name: &str,
+    dates: (&str, &str),
+    extension: &str,
+) -> (String, String) {
+    let chain = std::fs::read_to_string(path_of("chain")).unwrap();
+    let marker = "-----END CERTIFICATE-----";
+    let end = chain.find(marker).unwrap() + marker.len();
+    let intermediate = chain[end..].trim_start();
+    let intermediate_key = Path::new(&path_of("key")).with_file_name("intermediate1.key");
+    let ca = dir.join("ca");
+    std::fs::create_dir_all(&ca).unwrap();
+    if !ca.join("ca.cnf").exists() {
+        std::fs::write(ca.join("intermediate.pem"), intermediate).unwrap();
+        std::fs::write(ca.join("index.txt"), "").unwrap();
+        std::fs::write(ca.join("serial"), "01\n").unwrap();
+        // The extensions of the request are the certificate's: `ca` adds none of its own.
+        std::fs::write(
+            ca.join("ca.cnf"),
+            "[ca]\ndefault_ca = lab\n[lab]\ndatabase = index.txt\nnew_certs_dir = .\n\
+             serial = serial\ndefault_md = sha256\npolicy = anything\ncopy_extensions = copy\n\
+             unique_subject = no\n[anything]\ncommonName = supplied\n",
+        )
+        .unwrap();
+    }
+    let (key, request, certificate) = (
+        format!("{name}.key"),
+        format!("{name}.csr"),
+        format!("{name}.pem"),
+    );
+    let requested = openssl_in(
+        &ca,
+        &[
+            "req",
+            "-new",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-subj",
+            "/O=tlslab/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost",
+            "-addext",
+            extension,
+            "-keyout",
+            &key,
+            "-out",
+            &request,
+        ],
+    );
+    let signed = requested
+        && openssl_in(
+            &ca,
+            &[
+                "ca",
+                "-batch",
+                "-notext",
+                "-config",
+                "ca.cnf",
+                "-cert",
+                "intermediate.pem",
+                "-keyfile",
+                intermediate_key.to_str().unwrap(),
+                "-startdate",
+                dates.0,
+                "-enddate",
+                dates.1,
+                "-in",
+                &request,
+                "-out",
+                &certificate,
+            ],
+        );
+    assert!(signed, "openssl ca could not issue {name}");
+    // nginx sends the file's certificates in order: the server's, then its issuer.
+    let leaf = std::fs::read_to_string(ca.join(&certificate)).unwrap();
+    let served = ca.join(format!("{name}-chain.pem"));
+    std::fs::write(&served, format!("{leaf}{intermediate}")).unwrap();
+    (
+        served.display().to_string(),
+        ca.join(key).display().to_string(),
+    )
+}
+
+/// A TLS-terminating proxy that gives up: it accepts each connection, reads the ClientHello
+/// and resets the connection (SO_LINGER 0, then close). Returns its port.
+fn resetting_proxy() -> u16 {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut hello = [0u8; 4096];
+            let _ = stream.read(&mut hello);
+            let linger = libc::linger {
+                l_onoff: 1,
+                l_linger: 0,
+            };
+            // SAFETY: a live socket, and a linger struct of the size given.
+            unsafe {
+                libc::setsockopt(
+                    stream.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_LINGER,
+                    (&linger as *const libc::linger).cast(),
+                    std::mem::size_of::<libc::linger>() as libc::socklen_t,
+                );
+            }
+            // Dropped with linger 0: the kernel sends RST instead of FIN.
+        }
+    });
+    port
+}
+
 /// nginx with one server per way a real server commonly fails a client, on free ports:
 /// (name, port).
 fn misconfigured_nginx(binary: &Path, dir: &Path) -> (Nginx, Vec<(&'static str, u16)>) {
@@ -418,6 +542,10 @@ fn misconfigured_nginx(binary: &Path, dir: &Path) -> (Nginx, Vec<(&'static str, 
         "chacha-only",
         "leaf-only",
         "self-signed",
+        "secp384r1-only",
+        "expired",
+        "not-yet-valid",
+        "ca-as-leaf",
     ]
     .into_iter()
     .map(|name| (name, closed_port()))
@@ -441,6 +569,27 @@ fn misconfigured_nginx(binary: &Path, dir: &Path) -> (Nginx, Vec<(&'static str, 
         .stderr(Stdio::null())
         .status();
     assert!(made.is_ok_and(|status| status.success()), "openssl req");
+    // Certificates for localhost issued by the lab chain's intermediate (so --ca root
+    // trusts their issuer) with the dates and flags each case needs.
+    let issued = |name: &str, dates: (&str, &str), extension: &str| {
+        issued_by_intermediate(dir, &path_of, name, dates, extension)
+    };
+    let (expired, expired_key) = issued(
+        "expired",
+        ("20200101000000Z", "20210101000000Z"),
+        "basicConstraints=critical,CA:FALSE",
+    );
+    let (future, future_key) = issued(
+        "not-yet-valid",
+        ("20990101000000Z", "21000101000000Z"),
+        "basicConstraints=critical,CA:FALSE",
+    );
+    // A CA certificate (basicConstraints CA:TRUE) that names the server, served as its own.
+    let (ca_leaf, ca_leaf_key) = issued(
+        "ca-as-leaf",
+        ("20250101000000Z", "20450101000000Z"),
+        "basicConstraints=critical,CA:TRUE",
+    );
     let dir_text = dir.display();
     let server = |name: &str, tls: &str| {
         format!(
@@ -456,7 +605,7 @@ http {{
   access_log off;
   client_body_temp_path {dir_text}/body; proxy_temp_path {dir_text}/proxy;
   fastcgi_temp_path {dir_text}/fastcgi; uwsgi_temp_path {dir_text}/uwsgi; scgi_temp_path {dir_text}/scgi;
-  {}{}{}{}{}}}
+  {}{}{}{}{}{}{}{}{}}}
 ",
         server(
             "tls12-only",
@@ -483,6 +632,35 @@ http {{
                 "ssl; ssl_certificate {}; ssl_certificate_key {}; ssl_protocols TLSv1.2 TLSv1.3;",
                 self_signed.display(),
                 self_signed_key.display()
+            )
+        ),
+        // The client offers x25519 alone in TLS 1.3; this server takes P-384 only.
+        server(
+            "secp384r1-only",
+            &format!(
+                "ssl; ssl_certificate {full}; ssl_certificate_key {key}; \
+                 ssl_protocols TLSv1.3; ssl_ecdh_curve secp384r1;"
+            )
+        ),
+        server(
+            "expired",
+            &format!(
+                "ssl; ssl_certificate {expired}; ssl_certificate_key {expired_key}; \
+                 ssl_protocols TLSv1.2 TLSv1.3;"
+            )
+        ),
+        server(
+            "not-yet-valid",
+            &format!(
+                "ssl; ssl_certificate {future}; ssl_certificate_key {future_key}; \
+                 ssl_protocols TLSv1.2 TLSv1.3;"
+            )
+        ),
+        server(
+            "ca-as-leaf",
+            &format!(
+                "ssl; ssl_certificate {ca_leaf}; ssl_certificate_key {ca_leaf_key}; \
+                 ssl_protocols TLSv1.2 TLSv1.3;"
             )
         ),
     );
@@ -525,25 +703,90 @@ fn failures_are_explained_in_the_servers_terms() {
     let (_nginx, ports) = misconfigured_nginx(&binary, &dir);
     let root = lab_paths("ecdsa-p256", "2")("root");
     // (server, flags, what the hint must say), for both clients.
-    let cases = [
-        ("tls12-only", "--tls 1.3", "does not enable TLS 1.3"),
-        ("plain-http", "--tls 1.3", "does not speak TLS"),
+    // (server, flags, the class stored, what the hint must say), for both clients.
+    let cases: [(&str, &str, &str, &[&str]); 10] = [
+        (
+            "tls12-only",
+            "--tls 1.3",
+            "alert",
+            &["does not enable TLS 1.3"],
+        ),
+        (
+            "plain-http",
+            "--tls 1.3",
+            "not_tls",
+            &["does not speak TLS"],
+        ),
         (
             "chacha-only",
             "--tls 1.2 --suite aes128gcm",
-            "shares no cipher suite",
+            "alert",
+            &["shares no cipher suite", "ssl_ciphers"],
         ),
-        ("leaf-only", "--tls 1.3", "incomplete chain"),
-        ("self-signed", "--tls 1.3 --no-ca", "self-signed"),
+        (
+            "leaf-only",
+            "--tls 1.3",
+            "certificate",
+            // The missing intermediate, by name.
+            &[
+                "incomplete chain",
+                "'O=tlslab, CN=tlslab intermediate 1 (ecdsa-p256)'",
+            ],
+        ),
+        (
+            "self-signed",
+            "--tls 1.3 --no-ca",
+            "certificate",
+            &["self-signed"],
+        ),
         (
             "tls12-only",
             "--tls 1.2 --sni elsewhere.test",
-            "does not name",
+            "certificate",
+            &["does not name", "it names localhost, 127.0.0.1, ::1"],
+        ),
+        (
+            "secp384r1-only",
+            "--tls 1.3 --group x25519",
+            "alert",
+            &[
+                "no key-exchange group",
+                "the group x25519",
+                "ssl_ecdh_curve",
+            ],
+        ),
+        (
+            "expired",
+            "--tls 1.3",
+            "certificate",
+            &[
+                "expired on 2021-01-01 00:00:00 UTC",
+                "this machine's clock read 20",
+            ],
+        ),
+        (
+            "not-yet-valid",
+            "--tls 1.2",
+            "certificate",
+            &[
+                "not valid before 2099-01-01 00:00:00 UTC",
+                "this machine's clock read 20",
+            ],
+        ),
+        (
+            "proxy-reset",
+            "--tls 1.3",
+            "reset",
+            &["reset the connection", "proxy"],
         ),
     ];
-    for (server, flags, cause) in cases {
-        let port = ports.iter().find(|(name, _)| *name == server).unwrap().1;
-        let mut run = Run::new(&dir, &format!("{server}-{}", cause.replace(' ', "-")))
+    let proxy = resetting_proxy();
+    for (server, flags, class, causes) in cases {
+        let port = ports
+            .iter()
+            .find(|(name, _)| *name == server)
+            .map_or(proxy, |(_, port)| *port);
+        let mut run = Run::new(&dir, &format!("{server}-{}", flags.replace([' ', '.'], "")))
             .option("--target", format!("127.0.0.1:{port}"))
             .args("--client-backend rustls,openssl -n 2 --warmup 0 --verbose")
             .args(&flags.replace("--no-ca", ""));
@@ -553,19 +796,68 @@ fn failures_are_explained_in_the_servers_terms() {
         if !flags.contains("--no-ca") {
             run = run.option("--ca", &root);
         }
-        let finished = run.fails(1, cause);
+        // Exit 1 (the run finished, failures above --max-error-rate), the hint on stderr.
+        let finished = run.fails(1, causes[0]);
+        // Each client's failure explained, each explanation naming the cause.
+        let whys: Vec<&str> = finished
+            .summary
+            .lines()
+            .filter_map(|line| line.trim_start().strip_prefix("why: "))
+            .collect();
+        assert_eq!(whys.len(), 2, "{server}: {}", finished.summary);
+        for cause in causes {
+            assert!(
+                whys.iter().all(|why| why.contains(cause)),
+                "{server}: '{cause}' not in every why: line: {}",
+                finished.summary
+            );
+            assert!(
+                finished.stderr.contains(cause),
+                "{server}: {}",
+                finished.stderr
+            );
+        }
         assert_eq!(
-            finished.summary.matches("why: the ").count(),
-            2,
-            "{server}: both clients' failures explained: {}",
-            finished.summary
-        );
-        assert!(
-            finished.summary.contains(cause),
+            count_samples(
+                &finished.db,
+                &format!("s.outcome = 'error' AND s.error = '{class}'")
+            ),
+            4,
             "{server}: {}",
             finished.summary
         );
     }
+
+    // A CA certificate (CA:TRUE) served as the server's own: rustls refuses it as an end
+    // entity, OpenSSL (and curl) accept it.
+    let port = ports
+        .iter()
+        .find(|(name, _)| *name == "ca-as-leaf")
+        .unwrap()
+        .1;
+    let finished = against(&dir, "ca-as-leaf", &format!("127.0.0.1:{port}"), &root)
+        .args("--client-backend rustls,openssl -n 2 --warmup 0 --tls 1.3")
+        .fails(1, "is a CA certificate");
+    assert_eq!(
+        finished
+            .summary
+            .matches("why: the server's certificate is a CA certificate")
+            .count(),
+        1,
+        "{}",
+        finished.summary
+    );
+    assert!(finished.summary.contains("--pin"), "{}", finished.summary);
+    assert_eq!(
+        count_samples(
+            &finished.db,
+            "(c.client_backend = 'rustls' AND s.error = 'certificate') \
+             OR (c.client_backend = 'openssl' AND s.outcome = 'ok')"
+        ),
+        4,
+        "{}",
+        finished.summary
+    );
 }
 
 /// Runs the openssl command line in `dir`; false when it is missing or fails.
