@@ -448,6 +448,69 @@ impl Pooled {
     }
 }
 
+/// One value's pooled answer against the baseline, as the summary and the reports say it.
+pub(crate) struct Answer<'a> {
+    pub dimension: &'a str,
+    pub level: &'a str,
+    pub baseline: &'a str,
+    pub ratio: f64,
+    pub interval: [f64; 2],
+    pub detected: bool,
+    pub strata: usize,
+    /// van Elteren's p, when the strata allowed the test.
+    pub p_value: Option<f64>,
+    /// The dimensions the effect depends on.
+    pub depends: Vec<&'a str>,
+}
+
+/// Every pooled answer of `factorials`, in order.
+pub(crate) fn answers(factorials: &[Factorial], alpha: f64) -> Vec<Answer<'_>> {
+    let mut answers = Vec::new();
+    for factorial in factorials {
+        for pooled in &factorial.pooled {
+            // One stratum has no spread of ratios to give an interval: its own contrast's
+            // interval and verdict are the answer.
+            let single = (pooled.strata == 1)
+                .then(|| {
+                    factorial
+                        .contrasts
+                        .iter()
+                        .find(|contrast| contrast.level == pooled.level)
+                })
+                .flatten();
+            let (interval, detected, p_value) = match single {
+                Some(contrast) => (
+                    contrast.comparison.ratio_median_ci,
+                    contrast.comparison.detects_difference(alpha),
+                    Some(contrast.comparison.mann_whitney_p),
+                ),
+                None => (
+                    pooled.ratio_ci,
+                    pooled.detects_difference(alpha),
+                    pooled.van_elteren.map(|test| test.p_value),
+                ),
+            };
+            answers.push(Answer {
+                dimension: &factorial.by,
+                level: &pooled.level,
+                baseline: &factorial.baseline,
+                ratio: pooled.ratio,
+                interval,
+                detected,
+                strata: pooled.strata,
+                p_value,
+                depends: pooled
+                    .interactions
+                    .iter()
+                    .filter(|interaction| interaction.depends)
+                    .map(|interaction| interaction.dimension.as_str())
+                    .collect(),
+            });
+        }
+    }
+    answers
+}
+
 /// The pooled answers of several factorial comparisons, one line per value: the change in
 /// words, the ratio of medians with its interval, the strata, and the dimensions the effect
 /// depends on. The run summary's comparison when its Configs cross dimensions; the strata
@@ -462,52 +525,27 @@ pub fn render_pooled(factorials: &[Factorial], alpha: f64) -> String {
         "{} by each dimension, the others held fixed (median ratio, 95% CI over strata):",
         first.metric
     );
-    for factorial in factorials {
-        for pooled in &factorial.pooled {
-            // One stratum has no spread of ratios to give an interval: its own contrast's
-            // interval and verdict are the answer.
-            let single = (pooled.strata == 1)
-                .then(|| {
-                    factorial
-                        .contrasts
-                        .iter()
-                        .find(|contrast| contrast.level == pooled.level)
-                })
-                .flatten();
-            let (interval, detected) = match single {
-                Some(contrast) => (
-                    contrast.comparison.ratio_median_ci,
-                    contrast.comparison.detects_difference(alpha),
-                ),
-                None => (pooled.ratio_ci, pooled.detects_difference(alpha)),
-            };
-            let depends: Vec<&str> = pooled
-                .interactions
-                .iter()
-                .filter(|interaction| interaction.depends)
-                .map(|interaction| interaction.dimension.as_str())
-                .collect();
-            let _ = writeln!(
-                out,
-                "  {} {} vs {}: {} ({}, {} {}){}",
-                factorial.by,
-                pooled.level,
-                factorial.baseline,
-                crate::comparison::change_in_words(pooled.ratio, detected),
-                crate::comparison::ratio_with_interval(pooled.ratio, interval),
-                pooled.strata,
-                if pooled.strata == 1 {
-                    "stratum"
-                } else {
-                    "strata"
-                },
-                if depends.is_empty() {
-                    String::new()
-                } else {
-                    format!("; depends on {}", depends.join(" and "))
-                }
-            );
-        }
+    for answer in answers(factorials, alpha) {
+        let _ = writeln!(
+            out,
+            "  {} {} vs {}: {} ({}, {} {}){}",
+            answer.dimension,
+            answer.level,
+            answer.baseline,
+            crate::comparison::change_in_words(answer.ratio, answer.detected),
+            crate::comparison::ratio_with_interval(answer.ratio, answer.interval),
+            answer.strata,
+            if answer.strata == 1 {
+                "stratum"
+            } else {
+                "strata"
+            },
+            if answer.depends.is_empty() {
+                String::new()
+            } else {
+                format!("; depends on {}", answer.depends.join(" and "))
+            }
+        );
     }
     out
 }

@@ -131,6 +131,12 @@ pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
         out.push_str("</ul>\n");
     }
 
+    if let Some(table) = tables::factorial(data) {
+        out.push_str("<h2 id=\"by-dimension\">By dimension</h2>\n");
+        let _ = writeln!(out, "<p>{}</p>", escape(tables::FACTORIAL_NOTE));
+        write_table(&mut out, &table);
+    }
+
     if let (Some(table), Some(note)) = (tables::comparisons(data), tables::comparison_note(data)) {
         out.push_str("<h2 id=\"comparisons\">Comparisons</h2>\n");
         let _ = writeln!(out, "<p>{}</p>", escape(&note));
@@ -201,7 +207,7 @@ pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
     let _ = writeln!(
         out,
         "<p>Command line: <code>{}</code></p>",
-        escape(&data.run.command_line)
+        escape(&tables::command_line(&data.run.command_line))
     );
     if data.run.source == "active" {
         let _ = writeln!(

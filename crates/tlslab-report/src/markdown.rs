@@ -87,6 +87,11 @@ pub fn render_markdown(data: &ReportData, chart_links: Option<&str>) -> String {
     }
     out.push_str("## Summary\n\n");
     write_table(&mut out, &tables::summary(data));
+    if let Some(table) = tables::factorial(data) {
+        out.push_str("## By dimension\n\n");
+        let _ = writeln!(out, "{}\n", text_line(tables::FACTORIAL_NOTE));
+        write_table(&mut out, &table);
+    }
     if let (Some(table), Some(note)) = (tables::comparisons(data), tables::comparison_note(data)) {
         out.push_str("## Comparisons\n\n");
         let _ = writeln!(out, "{}\n", text_line(&note));
@@ -132,7 +137,8 @@ pub fn render_markdown(data: &ReportData, chart_links: Option<&str>) -> String {
     if data.run.source == "active" {
         let _ = writeln!(
             out,
-            "## Experiment\n\n{}\n",
+            "## Experiment\n\nCommand line:\n\n{}\n\n{}\n",
+            code_block("sh", &tables::command_line(&data.run.command_line)),
             code_block("toml", data.run.experiment.trim_end())
         );
     } else {

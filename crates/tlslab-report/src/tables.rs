@@ -135,6 +135,61 @@ pub fn comparisons(data: &ReportData) -> Option<Table> {
     Some(table)
 }
 
+/// With Configs that cross two or more dimensions: one row per dimension's value against its
+/// baseline, every other dimension held fixed (the summary's answer lines), or `None`.
+pub fn factorial(data: &ReportData) -> Option<Table> {
+    let factorials = &data.summary.factorials;
+    if factorials.is_empty() {
+        return None;
+    }
+    let alpha = tlslab_stats::CompareOptions::default().alpha;
+    let mut table = Table::new(&[
+        "dimension",
+        "value vs baseline",
+        "verdict",
+        "median ratio (95% CI over strata)",
+        "strata",
+        "p",
+        "depends on",
+    ]);
+    table.text_columns.extend([1, 2, 6]);
+    for answer in crate::factorial::answers(factorials, alpha) {
+        table.rows.push(vec![
+            answer.dimension.to_string(),
+            format!("{} vs {}", answer.level, answer.baseline),
+            crate::comparison::change_in_words(answer.ratio, answer.detected),
+            format!(
+                "{:.3} ({:.3}–{:.3})",
+                answer.ratio, answer.interval[0], answer.interval[1]
+            ),
+            answer.strata.to_string(),
+            answer.p_value.map_or_else(
+                || "–".into(),
+                |p| p_value(p).trim_start_matches("= ").to_string(),
+            ),
+            if answer.depends.is_empty() {
+                "–".into()
+            } else {
+                answer.depends.join(", ")
+            },
+        ]);
+    }
+    Some(table)
+}
+
+/// The run's command line as a shell reads it, so it can be pasted: the store keeps it as a
+/// JSON array of arguments; each is quoted for a POSIX shell where it needs it (`shlex`). A
+/// store whose field is not such an array shows the field as it is.
+pub fn command_line(stored: &str) -> String {
+    serde_json::from_str::<Vec<String>>(stored)
+        .ok()
+        .and_then(|arguments| shlex::try_join(arguments.iter().map(String::as_str)).ok())
+        .unwrap_or_else(|| stored.to_string())
+}
+
+/// What the by-dimension table holds, in a sentence.
+pub const FACTORIAL_NOTE: &str = "Each value of a dimension against its baseline with every other dimension held fixed: the median of the per-stratum ratios of medians with a bootstrap interval over strata, van Elteren's stratified test (with one stratum, that stratum's own interval and Mann-Whitney test), and the dimensions the effect depends on (Kruskal-Wallis across their levels).";
+
 /// A sentence on the comparisons: the baseline and the Kruskal-Wallis test across all Configs.
 pub fn comparison_note(data: &ReportData) -> Option<String> {
     let set = data.summary.comparisons.as_ref()?;
@@ -350,4 +405,18 @@ pub fn open_loops(data: &ReportData) -> Option<Table> {
         ]);
     }
     (!table.rows.is_empty()).then_some(table)
+}
+
+#[cfg(test)]
+mod command_line_tests {
+    use super::command_line;
+
+    #[test]
+    fn the_command_line_is_quoted_for_a_shell() {
+        assert_eq!(
+            command_line(r#"["tlslab","run","--threshold","p99<5ms","--label","a b's"]"#),
+            r#"tlslab run --threshold 'p99<5ms' --label "a b's""#
+        );
+        assert_eq!(command_line("not json"), "not json");
+    }
 }

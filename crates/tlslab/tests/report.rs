@@ -46,6 +46,7 @@ fn html_report_is_self_contained_and_holds_every_section() {
     }
     for section in [
         "id=\"summary\"",
+        "id=\"by-dimension\"",
         "id=\"comparisons\"",
         "id=\"phases\"",
         "id=\"errors\"",
@@ -124,8 +125,20 @@ fn markdown_report_renders_as_tables_and_links_png_charts() {
         assert!(row > index + 1, "a table without rows");
     }
     assert!(
-        tables >= 4,
-        "summary, comparisons, phases, environment: {text}"
+        tables >= 5,
+        "summary, by dimension, comparisons, phases, environment: {text}"
+    );
+    // The answers the summary gives, one row per dimension's value.
+    let by_dimension = &text[text
+        .find("## By dimension")
+        .expect("the by-dimension table")..];
+    assert!(
+        by_dimension.contains("| tls | 1.3 vs 1.2 |"),
+        "{by_dimension}"
+    );
+    assert!(
+        by_dimension.contains("| concurrency | 4 vs 1 |"),
+        "{by_dimension}"
     );
     for id in CHART_IDS {
         assert!(
