@@ -136,6 +136,24 @@ pub(crate) fn change_in_words(ratio: f64, detected: bool) -> String {
     }
 }
 
+/// [`change_in_words`], saying when the test and the interval disagree: a rank test below
+/// `alpha` while the median's interval still holds 1 means the distributions differ (their
+/// tails or spread) but no change of the median was found, which "no detectable difference"
+/// next to "p < 0.001" would leave a reader to puzzle out.
+pub(crate) fn verdict_in_words(
+    ratio: f64,
+    detected: bool,
+    p_value: Option<f64>,
+    alpha: f64,
+) -> String {
+    match p_value {
+        Some(p) if !detected && p < alpha => {
+            "no detectable change of the median (the distributions differ)".into()
+        }
+        _ => change_in_words(ratio, detected),
+    }
+}
+
 /// A ratio and its interval as `×0.982 [0.951, 1.013]`.
 pub(crate) fn ratio_with_interval(ratio: f64, interval: [f64; 2]) -> String {
     format!("×{ratio:.3} [{:.3}, {:.3}]", interval[0], interval[1])
@@ -164,9 +182,11 @@ pub fn render_comparisons_brief(
             out,
             "  {}: {} ({}, p {})",
             names(&comparison.other),
-            change_in_words(
+            verdict_in_words(
                 comparison.ratio_median,
-                comparison.detects_difference(alpha)
+                comparison.detects_difference(alpha),
+                Some(comparison.mann_whitney_p_holm),
+                alpha
             ),
             ratio_with_interval(comparison.ratio_median, comparison.ratio_median_ci),
             p_value(comparison.mann_whitney_p_holm)
@@ -188,5 +208,18 @@ mod tests {
         assert_eq!(change_in_words(3.42, false), "no detectable difference");
         assert_eq!(change_in_words(f64::NAN, true), "different");
         assert_eq!(change_in_words(0.0, true), "different");
+        // The interval holds 1 but the ranks differ: said so, not "no difference".
+        assert_eq!(
+            verdict_in_words(0.976, false, Some(0.0001), 0.05),
+            "no detectable change of the median (the distributions differ)"
+        );
+        assert_eq!(
+            verdict_in_words(0.976, false, Some(0.4), 0.05),
+            "no detectable difference"
+        );
+        assert_eq!(
+            verdict_in_words(0.8, true, Some(0.0001), 0.05),
+            "20.0% faster"
+        );
     }
 }

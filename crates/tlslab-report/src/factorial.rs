@@ -532,7 +532,12 @@ pub fn render_pooled(factorials: &[Factorial], alpha: f64) -> String {
             answer.dimension,
             answer.level,
             answer.baseline,
-            crate::comparison::change_in_words(answer.ratio, answer.detected),
+            crate::comparison::verdict_in_words(
+                answer.ratio,
+                answer.detected,
+                answer.p_value,
+                alpha
+            ),
             crate::comparison::ratio_with_interval(answer.ratio, answer.interval),
             answer.strata,
             if answer.strata == 1 {

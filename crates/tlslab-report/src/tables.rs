@@ -157,7 +157,12 @@ pub fn factorial(data: &ReportData) -> Option<Table> {
         table.rows.push(vec![
             answer.dimension.to_string(),
             format!("{} vs {}", answer.level, answer.baseline),
-            crate::comparison::change_in_words(answer.ratio, answer.detected),
+            crate::comparison::verdict_in_words(
+                answer.ratio,
+                answer.detected,
+                answer.p_value,
+                alpha,
+            ),
             format!(
                 "{:.3} ({:.3}–{:.3})",
                 answer.ratio, answer.interval[0], answer.interval[1]
