@@ -40,6 +40,12 @@ pub fn experiment(args: &RunArgs, base: Experiment) -> Result<Experiment, CliErr
         }
     }
     experiment.apply(&overrides)?;
+    if overrides.client_cert_profile.is_some() && !experiment.mtls.contains(&tlslab_core::Mtls::On)
+    {
+        crate::output::note(format_args!(
+            "warning: --client-cert-profile has no effect without --mtls on (the lab server asks for no client certificate)"
+        ));
+    }
     if args.rate.is_some() {
         crate::output::note(format_args!(
             "warning: --rate is now --bandwidth; --rate will be removed in the next release"

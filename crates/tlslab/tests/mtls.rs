@@ -155,3 +155,18 @@ fn a_lab_server_that_requires_a_client_certificate_refuses_a_client_without_one_
     let _ = server.kill();
     let _ = server.wait();
 }
+
+#[test]
+fn a_client_certificate_profile_without_mtls_on_is_said_to_do_nothing() {
+    let dir = scratch("mtls-profile-alone");
+    let finished = Run::new(&dir, "alone")
+        .args("-n 5 --warmup 0 --client-cert-profile rsa2048")
+        .succeeds();
+    assert!(
+        finished
+            .stderr
+            .contains("warning: --client-cert-profile has no effect without --mtls on"),
+        "{}",
+        finished.stderr
+    );
+}
