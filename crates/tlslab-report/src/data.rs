@@ -2,7 +2,7 @@
 //! sorted handshake times that the charts draw.
 
 use tlslab_stats::{median_ci, quantile};
-use tlslab_store::{RunRow, Store, StoreError};
+use tlslab_store::{ConfigRow, RunRow, Store, StoreError};
 
 use crate::summary::RunSummary;
 
@@ -48,6 +48,89 @@ pub struct ReportData {
     pub common_label: String,
     /// Requests under load, when every Config sent one (`tlslab load`, `run --http`).
     pub load: Option<crate::load::LoadSummary>,
+    /// With Configs that cross two or more dimensions: the median against one, a line per
+    /// level of another (the interaction chart).
+    pub interaction: Option<Interaction>,
+}
+
+/// The median handshake against the levels of one dimension (`x`), one line per level of
+/// another (`line`); Configs that differ in further dimensions are pooled by the median of
+/// their medians.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interaction {
+    pub x: String,
+    pub line: String,
+    pub x_levels: Vec<String>,
+    /// Per level of `line`: the median (ms) at each of `x_levels`, where Configs measured it.
+    pub lines: Vec<(String, Vec<Option<f64>>)>,
+}
+
+/// Levels in numeric order when every level is a number (concurrency, RTT), else in the
+/// order the Configs have them.
+fn ordered_levels(mut levels: Vec<String>) -> Vec<String> {
+    let number = |level: &str| level.trim_end_matches("ms").parse::<f64>().ok();
+    if levels.iter().all(|level| number(level).is_some()) {
+        levels.sort_by(|a, b| {
+            number(a)
+                .unwrap_or(0.0)
+                .total_cmp(&number(b).unwrap_or(0.0))
+        });
+    }
+    levels
+}
+
+impl Interaction {
+    fn of(rows: &[ConfigRow], configs: &[ConfigData], dimensions: &[String]) -> Option<Self> {
+        if dimensions.len() < 2 {
+            return None;
+        }
+        let values = |name: &str| -> Vec<String> {
+            let mut levels: Vec<String> = Vec::new();
+            for row in rows {
+                let value = crate::factorial::dimension_value(name, row).unwrap_or_default();
+                if !levels.contains(&value) {
+                    levels.push(value);
+                }
+            }
+            ordered_levels(levels)
+        };
+        // The dimension with the most levels along x (a sweep reads best there), the next
+        // as lines.
+        let mut by_levels: Vec<(&String, Vec<String>)> =
+            dimensions.iter().map(|name| (name, values(name))).collect();
+        by_levels.sort_by_key(|(_, levels)| std::cmp::Reverse(levels.len()));
+        let (x, x_levels) = by_levels[0].clone();
+        let (line, line_levels) = by_levels[1].clone();
+        let lines = line_levels
+            .iter()
+            .map(|line_level| {
+                let medians = x_levels
+                    .iter()
+                    .map(|x_level| {
+                        let mut medians: Vec<f64> = rows
+                            .iter()
+                            .zip(configs)
+                            .filter(|(row, _)| {
+                                crate::factorial::dimension_value(x, row).as_ref() == Some(x_level)
+                                    && crate::factorial::dimension_value(line, row).as_ref()
+                                        == Some(line_level)
+                            })
+                            .filter_map(|(_, config)| config.quantile(0.5))
+                            .collect();
+                        medians.sort_by(f64::total_cmp);
+                        (!medians.is_empty()).then(|| quantile(&medians, 0.5))
+                    })
+                    .collect();
+                (line_level.clone(), medians)
+            })
+            .collect();
+        Some(Interaction {
+            x: x.clone(),
+            line: line.clone(),
+            x_levels,
+            lines,
+        })
+    }
 }
 
 impl ReportData {
@@ -118,12 +201,14 @@ impl ReportData {
         } else {
             None
         };
+        let interaction = Interaction::of(&rows, &configs, &summary.dimensions);
         Ok(ReportData {
             summary,
             run,
             configs,
             common_label,
             load,
+            interaction,
         })
     }
 

@@ -65,6 +65,14 @@ fn switch(on: bool) -> String {
     if on { "on" } else { "off" }.to_string()
 }
 
+/// A Config's value of the dimension named `name` (as `compare --by` names it).
+pub(crate) fn dimension_value(name: &str, config: &ConfigRow) -> Option<String> {
+    DIMENSIONS
+        .iter()
+        .find(|(dimension, _)| *dimension == name)
+        .map(|(_, value)| value(config))
+}
+
 /// Whether the Configs hold more than one value of a dimension.
 fn varies(configs: &[ConfigRow], value: fn(&ConfigRow) -> String) -> bool {
     let first = configs.first().map(value);

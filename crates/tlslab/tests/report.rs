@@ -25,12 +25,14 @@ fn report_of_a_run(name: &str) -> (PathBuf, PathBuf) {
     (run.db, html)
 }
 
-const CHART_IDS: [&str; 6] = [
+/// In report order; `interaction` because the run crosses version and concurrency.
+const CHART_IDS: [&str; 7] = [
     "phases",
     "median-ci",
     "ecdf",
     "box-plot",
     "concurrency",
+    "interaction",
     "cpu-per-handshake",
 ];
 

@@ -8,6 +8,7 @@
 
 mod box_plot;
 mod ecdf;
+mod interaction;
 mod load;
 mod median_interval;
 mod phases;
@@ -38,6 +39,8 @@ pub enum ChartKind {
     BoxPlot,
     Concurrency,
     Rtt,
+    /// The median against one dimension, a line per level of another (a crossed matrix).
+    Interaction,
     Usage,
     /// Requests per second and request time against concurrency (`tlslab load -c 1,20,...`).
     Requests,
@@ -46,7 +49,7 @@ pub enum ChartKind {
 }
 
 impl ChartKind {
-    pub const ALL: [ChartKind; 9] = [
+    pub const ALL: [ChartKind; 10] = [
         ChartKind::Requests,
         ChartKind::ArrivalRate,
         ChartKind::Phases,
@@ -55,6 +58,7 @@ impl ChartKind {
         ChartKind::BoxPlot,
         ChartKind::Concurrency,
         ChartKind::Rtt,
+        ChartKind::Interaction,
         ChartKind::Usage,
     ];
 
@@ -68,6 +72,7 @@ impl ChartKind {
             ChartKind::Concurrency => "concurrency",
             ChartKind::Rtt => "rtt",
             ChartKind::Usage => "cpu-per-handshake",
+            ChartKind::Interaction => "interaction",
             ChartKind::Requests => "requests",
             ChartKind::ArrivalRate => "arrival-rate",
         }
@@ -82,6 +87,9 @@ impl ChartKind {
             ChartKind::Concurrency => "Median and p99 handshake against concurrency",
             ChartKind::Rtt => "Median and p99 handshake against round-trip time",
             ChartKind::Usage => "CPU per handshake",
+            ChartKind::Interaction => {
+                "Interaction: the median against one dimension, a line per level of another"
+            }
             ChartKind::Requests => "Requests per second and request time against concurrency",
             ChartKind::ArrivalRate => "Achieved rate and latency against the asked arrival rate",
         }
@@ -97,6 +105,7 @@ impl ChartKind {
             ChartKind::Concurrency => "Solid lines and dots: median; dashed lines and triangles: 99th percentile; one line per combination of the other dimensions.",
             ChartKind::Rtt => "Solid lines and dots: median; dashed lines and triangles: 99th percentile; grey dashes: the round-trip floors of a full handshake over TCP (2 × RTT for TLS 1.3, 3 × RTT for TLS 1.2). A median below its floor means the emulation failed.",
             ChartKind::Usage => "CPU time (user + system) per measured attempt: the lab server's (dark) and the load generator's own (light). Client CPU includes the results writer.",
+            ChartKind::Interaction => "Each line is one level of the second dimension; Configs that differ in further dimensions are pooled by the median of their medians. Parallel lines: the second dimension's effect does not depend on the first; converging, diverging or crossing lines: it does (the by-dimension table tests it).",
             ChartKind::Requests => "Above: requests per second of each Config (complete requests over the time taken). Below: request time, median (solid lines, dots) and 99th percentile (dashed lines, triangles). One line per combination of the other dimensions, HTTPS and plain HTTP side by side.",
             ChartKind::ArrivalRate => "Each ramp's steps. Above: the rate achieved against the rate asked; on the grey diagonal the schedule was kept. Below: latency from each request's intended start (no coordinated omission), median (solid) and 99th percentile (dashed). The shaded band is the knee: where the median doubled or the rate fell below 95% of the asked.",
         }
@@ -106,6 +115,7 @@ impl ChartKind {
     pub fn applies(self, data: &ReportData) -> bool {
         let any_samples = data.configs.iter().any(|c| !c.handshake_ms.is_empty());
         match self {
+            ChartKind::Interaction => interaction::applies(data),
             ChartKind::Requests => load::applies(data, load::Axis::Concurrency),
             ChartKind::ArrivalRate => load::applies(data, load::Axis::ArrivalRate),
             ChartKind::Concurrency => any_samples && data.concurrency_varies(),
@@ -128,6 +138,7 @@ impl ChartKind {
             ChartKind::Concurrency => scaling::size(data, style, scaling::Axis::Concurrency),
             ChartKind::Rtt => scaling::size(data, style, scaling::Axis::Rtt),
             ChartKind::Usage => usage::size(data, style),
+            ChartKind::Interaction => interaction::size(data, style),
             ChartKind::Requests => load::size(data, style, load::Axis::Concurrency),
             ChartKind::ArrivalRate => load::size(data, style, load::Axis::ArrivalRate),
         }
@@ -150,6 +161,7 @@ impl ChartKind {
             ChartKind::Concurrency => scaling::draw(root, data, style, scaling::Axis::Concurrency),
             ChartKind::Rtt => scaling::draw(root, data, style, scaling::Axis::Rtt),
             ChartKind::Usage => usage::draw(root, data, style),
+            ChartKind::Interaction => interaction::draw(root, data, style),
             ChartKind::Requests => load::draw(root, data, style, load::Axis::Concurrency),
             ChartKind::ArrivalRate => load::draw(root, data, style, load::Axis::ArrivalRate),
         }
