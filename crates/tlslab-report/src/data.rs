@@ -266,6 +266,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn numeric_levels_sort_as_numbers_and_names_keep_their_order() {
+        let levels = |list: &[&str]| list.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            ordered_levels(levels(&["16", "1", "4"])),
+            levels(&["1", "4", "16"])
+        );
+        assert_eq!(
+            ordered_levels(levels(&["50ms", "5ms", "20ms"])),
+            levels(&["5ms", "20ms", "50ms"])
+        );
+        assert_eq!(
+            ordered_levels(levels(&["1.3", "1.2", "quic"])),
+            levels(&["1.3", "1.2", "quic"])
+        );
+    }
+
+    #[test]
     fn shared_words_are_said_once() {
         let names: Vec<String> = [
             "tls1.2 aes128gcm x25519 c1",
