@@ -233,6 +233,42 @@ pub(crate) fn queue_warning(label: &str, bottleneck: &crate::bottleneck::Bottlen
     )
 }
 
+/// A warning when requests were answered, but not with success: the server's status says
+/// why (ab's "Non-2xx responses"), and for the statuses a misconfigured run causes, what to
+/// change. The requests still count as complete, as ab counts them.
+fn status_warning(config: &ConfigRow, statuses: &[(i64, i64)]) -> Option<String> {
+    let answered: i64 = statuses.iter().map(|(_, count)| count).sum();
+    let failed: Vec<&(i64, i64)> = statuses
+        .iter()
+        .filter(|(status, _)| !(200..300).contains(status))
+        .collect();
+    let &(status, _) = *failed.first()?;
+    let counts: Vec<String> = failed
+        .iter()
+        .map(|(status, count)| format!("{count} × {status}"))
+        .collect();
+    let client_certificate = config
+        .trust
+        .as_deref()
+        .is_some_and(|trust| trust.contains("client certificate"));
+    let cause = match status {
+        // nginx's `ssl_verify_client on` completes the handshake without a certificate and
+        // answers every request "400 No required SSL certificate was sent".
+        400 if config.target.is_some() && !client_certificate => {
+            "; a server that asks for a client certificate at the HTTP layer (nginx's ssl_verify_client on) answers 400 without one: pass --client-cert FILE --client-key FILE"
+        }
+        404 => "; check the request's path (--path, or the URL's)",
+        421 => "; the server name does not select this site on the server (--sni)",
+        _ => "",
+    };
+    Some(format!(
+        "'{}': {} of {answered} responses were not a success ({}){cause}",
+        config.label,
+        failed.iter().map(|(_, count)| count).sum::<i64>(),
+        counts.join(", ")
+    ))
+}
+
 /// One Config's summary.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ConfigSummary {
@@ -471,6 +507,12 @@ impl RunSummary {
                 .and_then(|open| open.warning(&config.label, config.concurrency))
             {
                 warnings.push(warning);
+            }
+            if config.http != "none" {
+                let statuses = store.status_counts(config.id)?;
+                if let Some(warning) = status_warning(&config, &statuses) {
+                    warnings.push(warning);
+                }
             }
             let replay = store.replay(config.id)?;
             if let Some(replay) = replay.filter(|r| r.accepted > 0) {

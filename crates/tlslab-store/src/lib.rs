@@ -573,6 +573,15 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// Completed measured requests per HTTP status, in status order.
+    pub fn status_counts(&self, config_id: i64) -> Result<Vec<(i64, i64)>, StoreError> {
+        let mut statement = self.connection.prepare(
+            "SELECT http_status, COUNT(*) FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok' AND http_status IS NOT NULL GROUP BY http_status ORDER BY http_status",
+        )?;
+        let rows = statement.query_map([config_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// The replay probe's result for a Config, when the run had one.
     pub fn replay(&self, config_id: i64) -> Result<Option<ReplayRow>, StoreError> {
         Ok(self

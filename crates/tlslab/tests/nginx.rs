@@ -1057,6 +1057,24 @@ http {{
         "{log}"
     );
 
+    // Without one, `ssl_verify_client on` alone lets the handshake complete and answers each
+    // request 400: the run completes, and the summary says why the answers were no success.
+    let finished = run("unverified", verify, "-n 2").succeeds();
+    assert_eq!(
+        count_samples(&finished.db, "s.outcome = 'ok' AND s.http_status = 400"),
+        8
+    );
+    let warning = "2 of 2 responses were not a success (2 × 400); a server that asks for a \
+                   client certificate at the HTTP layer (nginx's ssl_verify_client on) answers \
+                   400 without one: pass --client-cert FILE --client-key FILE";
+    assert_eq!(
+        finished.stderr.matches(warning).count() + finished.summary.matches(warning).count(),
+        4,
+        "{}\n{}",
+        finished.summary,
+        finished.stderr
+    );
+
     // Without one: TLS 1.2 servers answer handshake_failure, TLS 1.3 ones certificate_required
     // after the client's Finished (read with the response); both clients say why.
     let finished = run("without", require, "-n 2").fails(1, "client certificate");
