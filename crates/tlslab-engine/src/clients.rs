@@ -138,12 +138,7 @@ impl ConfigClient {
             }
             KeptChannel::Openssl(channel) => exchange(channel, attempt, request, false).await,
             KeptChannel::Plain(channel) => exchange(channel, attempt, request, false).await,
-            KeptChannel::Http2(session) => {
-                let origin = self.origin(&());
-                session
-                    .request(attempt, origin.scheme, &origin.authority, &origin.path)
-                    .await
-            }
+            KeptChannel::Http2(session) => self.request_on(session, attempt).await,
         };
         match result {
             Ok(()) => {
@@ -180,12 +175,33 @@ impl ConfigClient {
     }
 
     /// Where page mode's requests go, with how to open another connection.
+    /// `https` or `http`, as a request's URI names it.
+    fn scheme_name(&self) -> &'static str {
+        match self.config.scheme {
+            Scheme::Https => "https",
+            Scheme::Http => "http",
+        }
+    }
+
+    /// The Config's request on a kept HTTP/2 connection (a new stream).
+    async fn request_on(
+        &self,
+        session: &mut page::Http2Session,
+        attempt: &mut Attempt,
+    ) -> Result<(), Failure> {
+        session
+            .request(
+                attempt,
+                self.scheme_name(),
+                &self.authority,
+                &self.config.path,
+            )
+            .await
+    }
+
     fn origin<'a, Open>(&self, open: &'a Open) -> Origin<'a, Open> {
         Origin {
-            scheme: match self.config.scheme {
-                Scheme::Https => "https",
-                Scheme::Http => "http",
-            },
+            scheme: self.scheme_name(),
             authority: self.authority.clone(),
             path: self.config.path.clone(),
             http: self.config.http,
@@ -326,10 +342,7 @@ impl Connector for ConfigClient {
                 }
                 _ => return Err(another_library()),
             };
-            let origin = self.origin(&());
-            session
-                .request(attempt, origin.scheme, &origin.authority, &origin.path)
-                .await?;
+            self.request_on(&mut session, attempt).await?;
             return keep(KeptChannel::Http2(session)).await;
         }
         match (&self.library, &agent.sessions) {

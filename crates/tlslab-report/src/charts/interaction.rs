@@ -6,19 +6,19 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, draw_legend, legend_height, ChartError, LegendEntry, Style, TickedAxis};
+use super::{
+    draw_legend, draw_line_with_dots, legend_height, series_legend, ChartError, LegendEntry, Style,
+    TickedAxis,
+};
 use crate::data::{Interaction, ReportData};
 
 fn legend(interaction: &Interaction) -> Vec<LegendEntry> {
-    interaction
-        .lines
-        .iter()
-        .enumerate()
-        .map(|(index, (level, _))| LegendEntry {
-            text: format!("{} {level}", interaction.line),
-            color: color(index),
-        })
-        .collect()
+    series_legend(
+        interaction
+            .lines
+            .iter()
+            .map(|(level, _)| format!("{} {level}", interaction.line)),
+    )
 }
 
 pub(super) fn applies(data: &ReportData) -> bool {
@@ -91,22 +91,13 @@ where
         .light_line_style(WHITE)
         .bold_line_style(RGBColor(210, 210, 210))
         .draw()?;
-    let marker = style.px(4.0) as i32;
     for (index, (_, medians)) in interaction.lines.iter().enumerate() {
         let points: Vec<(f64, f64)> = medians
             .iter()
             .enumerate()
             .filter_map(|(level, median)| Some((level as f64, (*median)?)))
             .collect();
-        chart.draw_series(LineSeries::new(
-            points.clone(),
-            style.line(color(index), 2.0),
-        ))?;
-        chart.draw_series(
-            points
-                .iter()
-                .map(|point| Circle::new(*point, marker, color(index).filled())),
-        )?;
+        draw_line_with_dots(&mut chart, index, points, style)?;
     }
     Ok(())
 }

@@ -11,8 +11,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{
-    color, draw_legend, draw_median_and_tail, legend_height, ChartError, LegendEntry, LevelChart,
-    Style, TickedAxis,
+    draw_legend, draw_line_with_dots, draw_median_and_tail, legend_height, series_legend,
+    ChartError, LegendEntry, LevelChart, Style, TickedAxis,
 };
 use crate::data::ReportData;
 
@@ -154,14 +154,7 @@ pub(super) fn applies(data: &ReportData, axis: Axis) -> bool {
 }
 
 fn legend(lines: &[Line], axis: Axis, knees: bool) -> Vec<LegendEntry> {
-    let mut entries: Vec<LegendEntry> = lines
-        .iter()
-        .enumerate()
-        .map(|(index, line)| LegendEntry {
-            text: line.name.clone(),
-            color: color(index),
-        })
-        .collect();
+    let mut entries = series_legend(lines.iter().map(|line| line.name.clone()));
     if axis == Axis::ArrivalRate {
         entries.push(LegendEntry {
             text: "achieved = asked".into(),
@@ -307,7 +300,6 @@ where
         (Axis::ArrivalRate, true) => "asked arrival rate, requests/s (log scale)",
     };
     let (upper, lower) = plot_area.split_vertically(plot_area.dim_in_pixel().1 / 2);
-    let marker = style.px(4.0) as i32;
 
     // Above: the rate.
     let top_rate = lines
@@ -353,15 +345,7 @@ where
             .iter()
             .filter_map(|p| Some((scale.position(p.level), p.rate?)))
             .collect();
-        chart.draw_series(LineSeries::new(
-            points.clone(),
-            style.line(color(index), 2.0),
-        ))?;
-        chart.draw_series(
-            points
-                .iter()
-                .map(|point| Circle::new(*point, marker, color(index).filled())),
-        )?;
+        draw_line_with_dots(&mut chart, index, points, style)?;
     }
 
     // Below: the request time, median and p99.

@@ -506,6 +506,38 @@ pub(crate) fn row_labels(data: &ReportData) -> Vec<String> {
 /// A chart whose x axis is ticked at measured levels and whose y axis is a number.
 pub(crate) type LevelChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<TickedAxis, RangedCoordf64>>;
 
+/// One legend entry per series, in the series' colours (by position, as the lines are drawn).
+pub(crate) fn series_legend(names: impl IntoIterator<Item = String>) -> Vec<LegendEntry> {
+    names
+        .into_iter()
+        .enumerate()
+        .map(|(index, text)| LegendEntry {
+            text,
+            color: color(index),
+        })
+        .collect()
+}
+
+/// Series `index` as a solid line with a dot at each point, in its colour.
+pub(crate) fn draw_line_with_dots<DB: DrawingBackend>(
+    chart: &mut LevelChart<'_, DB>,
+    index: usize,
+    points: Vec<(f64, f64)>,
+    style: &Style,
+) -> Result<(), ChartError>
+where
+    DB::ErrorType: 'static,
+{
+    let marker = style.px(4.0) as i32;
+    chart.draw_series(
+        points
+            .iter()
+            .map(|point| Circle::new(*point, marker, color(index).filled())),
+    )?;
+    chart.draw_series(LineSeries::new(points, style.line(color(index), 2.0)))?;
+    Ok(())
+}
+
 /// One series' median (solid line, dots) and 99th percentile (dashed line, triangles), in the
 /// series' colour: how the scaling and load charts draw a line of levels.
 pub(crate) fn draw_median_and_tail<DB: DrawingBackend>(
@@ -520,12 +552,7 @@ where
 {
     let marker = style.px(4.0) as i32;
     let stroke = style.line(color(index), 2.0);
-    chart.draw_series(LineSeries::new(medians.clone(), stroke))?;
-    chart.draw_series(
-        medians
-            .iter()
-            .map(|point| Circle::new(*point, marker, color(index).filled())),
-    )?;
+    draw_line_with_dots(chart, index, medians, style)?;
     chart.draw_series(DashedLineSeries::new(
         tails.clone(),
         style.px(6.0),

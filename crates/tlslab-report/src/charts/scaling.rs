@@ -8,8 +8,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{
-    color, draw_legend, draw_median_and_tail, legend_height, ChartError, LegendEntry, Style,
-    TickedAxis,
+    draw_legend, draw_median_and_tail, legend_height, series_legend, ChartError, LegendEntry,
+    Style, TickedAxis,
 };
 use crate::data::{ConfigData, ReportData};
 
@@ -83,14 +83,7 @@ fn lines(data: &ReportData, axis: Axis) -> Vec<Line> {
 }
 
 fn legend(lines: &[Line], axis: Axis) -> Vec<LegendEntry> {
-    let mut entries: Vec<LegendEntry> = lines
-        .iter()
-        .enumerate()
-        .map(|(index, line)| LegendEntry {
-            text: line.name.clone(),
-            color: color(index),
-        })
-        .collect();
+    let mut entries = series_legend(lines.iter().map(|line| line.name.clone()));
     if axis == Axis::Rtt {
         entries.push(LegendEntry {
             text: "round-trip floors (2 × RTT, 3 × RTT)".into(),
