@@ -7,8 +7,8 @@
 //! time of the packet that carried it; `tls` frames records and handshake messages and turns
 //! them into the events of the phase model; `flows` keeps the connections in progress and
 //! hands each on when its handshake is over; `samples` makes the Sample and the key of the
-//! Config it belongs to (what was negotiated). Depends on `tlslab-core` alone: no TLS
-//! library, no store.
+//! Config it belongs to (what was negotiated); `filter` is `--filter`. Depends on
+//! `tlslab-core` and libpcap (for its BPF compiler) alone: no TLS library, no store.
 //!
 //! ```no_run
 //! use tlslab_capture::Analyser;
@@ -25,6 +25,7 @@
 //! [`Sink`]: tlslab_core::Sink
 
 pub mod crosscheck;
+pub mod filter;
 mod flows;
 pub mod keys;
 pub mod live;
@@ -75,6 +76,8 @@ pub struct Analyser<'a> {
     failure: Option<SinkError>,
     /// Set (by a signal) to stop: the rest of the input is skipped.
     stop: Option<Arc<AtomicBool>>,
+    /// `--filter`: the packets of files it leaves out are not analysed.
+    filter: Option<filter::Filter>,
 }
 
 impl<'a> Analyser<'a> {
@@ -89,6 +92,7 @@ impl<'a> Analyser<'a> {
             report: Report::default(),
             failure: None,
             stop: None,
+            filter: None,
         }
     }
 
@@ -97,6 +101,12 @@ impl<'a> Analyser<'a> {
         let keys = Arc::new(keys);
         self.quic.keys = Some(keys.clone());
         self.flows.keys = Some(keys);
+    }
+
+    /// Reads only the packets of files that `filter` passes (a live capture filters in the
+    /// kernel instead: [`live::Live::open`]).
+    pub fn use_filter(&mut self, filter: filter::Filter) {
+        self.filter = Some(filter);
     }
 
     /// Stops analysing once `flag` is set: what was read is written, the rest skipped.
@@ -121,7 +131,12 @@ impl<'a> Analyser<'a> {
         let name = path.display().to_string();
         let source = self.sources.len();
         self.sources.push(name.clone());
-        let summary = packets::read(path, |segment| self.segment(source, segment))?;
+        let mut filter = self.filter.take();
+        let summary = packets::read_filtered(path, filter.as_mut(), |segment| {
+            self.segment(source, segment)
+        });
+        self.filter = filter;
+        let summary = summary?;
         self.report.files.push((name, summary));
         Ok(())
     }

@@ -18,13 +18,47 @@ use nix::errno::Errno;
 use nix::libc;
 use nix::sys::socket::{
     bind, recvmsg, setsockopt, socket, sockopt, AddressFamily, ControlMessageOwned, LinkAddr,
-    MsgFlags, SockFlag, SockProtocol, SockType, SockaddrLike,
+    MsgFlags, SockFlag, SockType, SockaddrLike,
 };
 use nix::sys::time::TimeVal;
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::{DataLink, Endianness, TsResolution};
 
+use crate::filter::Filter;
 use crate::packets::CaptureError;
+
+/// Attaches `filter`'s program to `socket`. nix has no socket option for it: a classic BPF
+/// program is handed to setsockopt as a `sock_fprog`.
+fn attach(socket: &OwnedFd, filter: &Filter) -> Result<(), CaptureError> {
+    let mut instructions = filter.kernel_instructions();
+    let program = libc::sock_fprog {
+        len: instructions.len() as u16,
+        filter: instructions.as_mut_ptr(),
+    };
+    // SAFETY: `program` points at `instructions`, both alive for the call; the kernel copies
+    // the program and checks every instruction before it runs one.
+    let result = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_FILTER,
+            (&program as *const libc::sock_fprog).cast(),
+            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if result != 0 {
+        return Err(CaptureError {
+            message: format!(
+                "cannot attach --filter '{}' to the capture: {}",
+                filter.expression(),
+                Errno::last()
+            ),
+            hint: "the kernel refused libpcap's program; report the expression as a tlslab bug"
+                .into(),
+        });
+    }
+    Ok(())
+}
 
 /// The largest IP packet.
 const LARGEST_PACKET: usize = 65_535;
@@ -78,32 +112,53 @@ fn failed(what: &str, error: Errno) -> CaptureError {
 impl Live {
     /// Opens a capture of `interface` (every interface for `None` or `any`).
     pub fn open(interface: Option<&str>) -> Result<Live, CaptureError> {
+        Live::open_filtered(interface, None)
+    }
+
+    /// Opens a capture of `interface` that receives only the packets `filter` passes: the
+    /// kernel runs the program (SO_ATTACH_FILTER) on each packet's IP header onwards, as a
+    /// datagram packet socket presents it, and never copies the others.
+    pub fn open_filtered(
+        interface: Option<&str>,
+        filter: Option<&Filter>,
+    ) -> Result<Live, CaptureError> {
+        // Protocol 0: the socket receives nothing until it is bound below, so no packet
+        // arrives before the filter is attached (one opened with ETH_P_ALL would queue
+        // packets unfiltered in between).
         let socket = socket(
             AddressFamily::Packet,
             SockType::Datagram,
             SockFlag::SOCK_CLOEXEC,
-            SockProtocol::EthAll,
+            None,
         )
         .map_err(|error| failed("open a packet socket", error))?;
-        if let Some(name) = interface.filter(|name| *name != "any") {
-            let index = nix::net::if_::if_nametoindex(name)
-                .map_err(|error| failed(&format!("find the interface {name}"), error))?;
-            // SAFETY: an all-zero sockaddr_ll is a valid value of that plain C struct.
-            let mut address: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-            address.sll_family = libc::AF_PACKET as u16;
-            address.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
-            address.sll_ifindex = index as i32;
-            // SAFETY: the pointer and length describe the sockaddr_ll above, alive here.
-            let link = unsafe {
-                LinkAddr::from_raw(
-                    (&address as *const libc::sockaddr_ll).cast(),
-                    Some(std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t),
-                )
-            }
-            .ok_or_else(|| failed(&format!("address the interface {name}"), Errno::EINVAL))?;
-            bind(socket.as_raw_fd(), &link)
-                .map_err(|error| failed(&format!("capture on {name}"), error))?;
+        if let Some(filter) = filter {
+            attach(&socket, filter)?;
         }
+        let (index, name) = match interface.filter(|name| *name != "any") {
+            Some(name) => (
+                nix::net::if_::if_nametoindex(name)
+                    .map_err(|error| failed(&format!("find the interface {name}"), error))?,
+                name,
+            ),
+            // Index 0 binds to every interface.
+            None => (0, "any"),
+        };
+        // SAFETY: an all-zero sockaddr_ll is a valid value of that plain C struct.
+        let mut address: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        address.sll_family = libc::AF_PACKET as u16;
+        address.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+        address.sll_ifindex = index as i32;
+        // SAFETY: the pointer and length describe the sockaddr_ll above, alive here.
+        let link = unsafe {
+            LinkAddr::from_raw(
+                (&address as *const libc::sockaddr_ll).cast(),
+                Some(std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t),
+            )
+        }
+        .ok_or_else(|| failed(&format!("address the interface {name}"), Errno::EINVAL))?;
+        bind(socket.as_raw_fd(), &link)
+            .map_err(|error| failed(&format!("capture on {name}"), error))?;
         setsockopt(&socket, sockopt::ReceiveTimestampns, &true)
             .map_err(|error| failed("ask for receive timestamps", error))?;
         let timeout = TimeVal::new(0, READ_TIMEOUT.as_micros() as libc::suseconds_t);

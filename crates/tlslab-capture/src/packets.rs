@@ -31,6 +31,8 @@ use pcap_parser::{
 
 use decode::Link;
 
+use crate::filter::Filter;
+
 /// One TCP or UDP packet from a capture, decoded down to its transport payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Segment<'a> {
@@ -136,6 +138,8 @@ pub struct Summary {
     /// The file ended in the middle of a record (a capture cut off, e.g. tcpdump killed): what
     /// came before was read.
     pub truncated: bool,
+    /// Packets a `--filter` left out (not counted as skipped: they were not wanted).
+    pub filtered: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -168,6 +172,16 @@ const LARGEST_RECORD_BYTES: usize = 16 << 20;
 /// by their magic bytes, not the file name) and calls `each` with every TCP and UDP segment,
 /// in file order.
 pub fn read(path: &Path, each: impl FnMut(&Segment<'_>)) -> Result<Summary, CaptureError> {
+    read_filtered(path, None, each)
+}
+
+/// [`read`], keeping only the packets `filter` passes (the others are counted in
+/// [`Summary::filtered`]).
+pub fn read_filtered(
+    path: &Path,
+    filter: Option<&mut Filter>,
+    each: impl FnMut(&Segment<'_>),
+) -> Result<Summary, CaptureError> {
     let name = path.display().to_string();
     let file = File::open(path).map_err(|problem| {
         error(
@@ -187,7 +201,12 @@ pub fn read(path: &Path, each: impl FnMut(&Segment<'_>)) -> Result<Summary, Capt
     match Compression::of(head) {
         Some(Compression::Gzip) => {
             // Multi-member, as `cat a.gz b.gz` and parallel compressors make them.
-            read_from(flate2::read::MultiGzDecoder::new(input), &name, each)
+            read_from_filtered(
+                flate2::read::MultiGzDecoder::new(input),
+                &name,
+                filter,
+                each,
+            )
         }
         Some(Compression::Zstd) => {
             let decoder = zstd::stream::read::Decoder::new(input).map_err(|problem| {
@@ -196,9 +215,9 @@ pub fn read(path: &Path, each: impl FnMut(&Segment<'_>)) -> Result<Summary, Capt
                     "check that the file is a complete zstd stream",
                 )
             })?;
-            read_from(decoder, &name, each)
+            read_from_filtered(decoder, &name, filter, each)
         }
-        None => read_from(input, &name, each),
+        None => read_from_filtered(input, &name, filter, each),
     }
 }
 
@@ -224,6 +243,16 @@ pub fn decode_ip(
 pub fn read_from(
     reader: impl Read,
     name: &str,
+    each: impl FnMut(&Segment<'_>),
+) -> Result<Summary, CaptureError> {
+    read_from_filtered(reader, name, None, each)
+}
+
+/// [`read_from`] through `filter`.
+pub fn read_from_filtered(
+    reader: impl Read,
+    name: &str,
+    filter: Option<&mut Filter>,
     each: impl FnMut(&Segment<'_>),
 ) -> Result<Summary, CaptureError> {
     let status = InputStatus::default();
@@ -261,7 +290,8 @@ pub fn read_from(
         inner: head.chain(input.inner),
         status: &status,
     };
-    let reading = Reading::new(name, &status, format, each);
+    let mut reading = Reading::new(name, &status, format, each);
+    reading.filter = filter;
     match format {
         Format::Legacy => match LegacyPcapReader::new(BUFFER_BYTES, input) {
             Ok(reader) => reading.run(reader),
@@ -430,6 +460,10 @@ impl<R: Read> Read for WholeReads<'_, R> {
 /// The state of reading one file.
 struct Reading<'s, F> {
     name: &'s str,
+    filter: Option<&'s mut Filter>,
+    filtered: u64,
+    /// A filter that cannot apply to the file's link type: reading stops with it.
+    failure: Option<CaptureError>,
     status: &'s InputStatus,
     format: Format,
     each: F,
@@ -580,6 +614,9 @@ impl<'s, F: FnMut(&Segment<'_>)> Reading<'s, F> {
     fn new(name: &'s str, status: &'s InputStatus, format: Format, each: F) -> Self {
         Reading {
             name,
+            filter: None,
+            filtered: 0,
+            failure: None,
             status,
             format,
             each,
@@ -626,6 +663,9 @@ impl<'s, F: FnMut(&Segment<'_>)> Reading<'s, F> {
             let step = match reader.next() {
                 Ok((length, block)) => {
                     self.take(block);
+                    if let Some(failure) = self.failure.take() {
+                        return Err(failure);
+                    }
                     Step::Consume(length)
                 }
                 Err(PcapError::Eof) => Step::End,
@@ -884,6 +924,19 @@ impl<'s, F: FnMut(&Segment<'_>)> Reading<'s, F> {
         let Some(timestamp_ns) = timestamp_ns else {
             return self.skip(SkipReason::NoTimestamp, None);
         };
+        if let Some(filter) = self.filter.as_deref_mut() {
+            match filter.matches(link.dlt(), data) {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.filtered += 1;
+                    return;
+                }
+                Err(failure) => {
+                    self.failure.get_or_insert(failure);
+                    return;
+                }
+            }
+        }
         if (data.len() as u64) < u64::from(original_length) {
             return self.skip(SkipReason::CutBySnapLength, None);
         }
@@ -924,6 +977,7 @@ impl<'s, F: FnMut(&Segment<'_>)> Reading<'s, F> {
             skipped,
             link_types: self.link_types,
             truncated: self.status.cut_short.get(),
+            filtered: self.filtered,
         }
     }
 }

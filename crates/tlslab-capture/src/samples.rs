@@ -101,28 +101,57 @@ fn suite_name(code_point: u16) -> String {
     )
 }
 
+/// Whether a capture at `vantage` sees the events of the phase model. Every event is the
+/// client's (bytes handed to its kernel, or read from it), so a packet's time is the event's
+/// time only where the client's packets are captured:
+///
+/// | vantage | start … first_byte (every event a packet marks) | cert_verify_* | network RTT |
+/// | --- | --- | --- | --- |
+/// | `client` | yes | NULL | SYN → SYN-ACK |
+/// | `local` (loopback, one host) | yes | NULL | SYN → SYN-ACK |
+/// | `server` | NULL | NULL | SYN-ACK → ACK |
+/// | `middle` | NULL | NULL | SYN → SYN-ACK → ACK |
+/// | `unknown` (no SYN exchange: QUIC, a capture begun mid-flow) | yes, as the client's | NULL | SYN → SYN-ACK when seen |
+///
+/// At the server, a packet from the client arrives a one-way delay after the client sent it,
+/// and one to the client leaves a one-way delay before the client reads it; the delays are
+/// not known per packet (jitter, queues, the rate), so no event, and no phase between two
+/// of them, is the client's. Those stay NULL rather than a guess; the sample still carries
+/// its vantage, what was negotiated, and the network round trip. The middle is the same
+/// with part of each delay on either side. Certificate verification happens inside the
+/// client and never shows in packets.
+pub fn sees_client_events(vantage: Vantage) -> bool {
+    match vantage {
+        Vantage::Client | Vantage::Local | Vantage::Unknown => true,
+        Vantage::Server | Vantage::Middle => false,
+    }
+}
+
 /// The Config key and the Sample of `connection`; `run_start` is the capture's first packet
 /// (Samples' `started_at` counts from it), `source` the file or interface.
 pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigKey, Sample) {
     let handshake = &connection.handshake;
     let start = connection.syn.unwrap_or(connection.first_packet);
     let since = |at: u64| at.saturating_sub(start);
+    let (vantage, network_rtt_ns) = vantage(connection);
     let mut timeline = Timeline::default();
-    timeline.set(Event::Start, 0);
-    if let (Some(_), Some(ack)) = (connection.syn, connection.ack) {
-        timeline.set(Event::TcpConnected, since(ack));
-    }
-    let times = &handshake.times;
-    for (event, at) in [
-        (Event::ClientHelloSent, times.client_hello),
-        (Event::ServerHelloReceived, times.server_hello),
-        (Event::ServerFlightReceived, times.server_flight_end),
-        (Event::ClientFinishedSent, times.client_finished),
-        (Event::HandshakeDone, times.done),
-        (Event::FirstByte, times.first_response_byte),
-    ] {
-        if let Some(at) = at {
-            timeline.set(event, since(at));
+    if sees_client_events(vantage) {
+        timeline.set(Event::Start, 0);
+        if let (Some(_), Some(ack)) = (connection.syn, connection.ack) {
+            timeline.set(Event::TcpConnected, since(ack));
+        }
+        let times = &handshake.times;
+        for (event, at) in [
+            (Event::ClientHelloSent, times.client_hello),
+            (Event::ServerHelloReceived, times.server_hello),
+            (Event::ServerFlightReceived, times.server_flight_end),
+            (Event::ClientFinishedSent, times.client_finished),
+            (Event::HandshakeDone, times.done),
+            (Event::FirstByte, times.first_response_byte),
+        ] {
+            if let Some(at) = at {
+                timeline.set(event, since(at));
+            }
         }
     }
 
@@ -197,7 +226,6 @@ pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigK
         ),
     };
 
-    let (vantage, network_rtt_ns) = vantage(connection);
     let key = ConfigKey {
         transport: connection.transport,
         version: negotiated.version.clone(),

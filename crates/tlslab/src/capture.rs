@@ -24,6 +24,7 @@ fn now_unix_ns() -> u64 {
 }
 
 pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
+    let filter = passive::filter(args.filter.as_deref())?;
     let path = args.out.clone().unwrap_or_else(crate::run::default_output);
     crate::files::check_output(&path, &[])?;
     let duration = args
@@ -42,7 +43,8 @@ pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
     // The capture opens first: without the right to capture, no store is left behind.
     let environment =
         |error: tlslab_capture::CaptureError| CliError::environment(error.message, error.hint);
-    let mut live = Live::open(Some(&args.interface)).map_err(environment)?;
+    let mut live =
+        Live::open_filtered(Some(&args.interface), filter.as_ref()).map_err(environment)?;
     let mut file = args
         .write
         .as_deref()

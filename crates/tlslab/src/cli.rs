@@ -613,6 +613,10 @@ pub struct PcapArgs {
     /// as `tlslab capture --influx`).
     #[arg(long, value_name = "URL")]
     pub influx: Option<String>,
+    /// Read only the packets this BPF expression passes, in tcpdump's syntax (for example
+    /// 'tcp port 443'); libpcap compiles it for each file's link type.
+    #[arg(long, value_name = "BPF")]
+    pub filter: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -620,6 +624,11 @@ pub struct CaptureArgs {
     /// The interface to capture on (`ip link` lists them); `any` for all.
     #[arg(short, long, default_value = "any")]
     pub interface: String,
+    /// Capture only the packets this BPF expression passes, in tcpdump's syntax (for example
+    /// 'tcp port 443'): the kernel filters, so the rest costs nothing. It sees IP packets
+    /// (no link header), as `tlslab pcap --filter` does on files.
+    #[arg(long, value_name = "BPF")]
+    pub filter: Option<String>,
     /// Stop after this long (for example 30s, 10m); default: until Ctrl-C or SIGTERM.
     #[arg(long)]
     pub duration: Option<String>,

@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use tlslab_capture::filter::Filter;
 use tlslab_capture::keys::KeyLog;
 use tlslab_capture::{Report, SkipReason};
 use tlslab_core::{RunEnd, RunInfo, Sink, SinkError, Source};
@@ -16,6 +17,15 @@ use crate::output;
 /// The key log `--keylog` names, read before anything is created.
 pub fn keys(path: Option<&Path>) -> Result<Option<KeyLog>, CliError> {
     path.map(|path| KeyLog::read(path).map_err(|error| CliError::usage(error.message, error.hint)))
+        .transpose()
+}
+
+/// The `--filter` expression, compiled (and so checked) before anything is created.
+pub fn filter(expression: Option<&str>) -> Result<Option<Filter>, CliError> {
+    expression
+        .map(|expression| {
+            Filter::new(expression).map_err(|error| CliError::usage(error.message, error.hint))
+        })
         .transpose()
 }
 
@@ -126,6 +136,9 @@ fn notes(report: &Report) -> String {
                 ""
             }
         ));
+        if summary.filtered > 0 {
+            out.push_str(&format!("  left out by --filter: {}\n", summary.filtered));
+        }
         for (reason, count) in &summary.skipped {
             out.push_str(&format!("  skipped {count}: {}\n", reason.describe()));
         }
@@ -163,6 +176,7 @@ fn describe(report: &Report) -> serde_json::Value {
                 "packets": summary.packets,
                 "decoded": summary.decoded,
                 "truncated": summary.truncated,
+                "filtered": summary.filtered,
                 "skipped": skipped,
             })
         })

@@ -11,6 +11,7 @@ use crate::failure::{CliError, EXIT_INTERRUPTED};
 use crate::passive::{self, Ending};
 
 pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
+    let filter = passive::filter(args.filter.as_deref())?;
     let path = args.out.clone().unwrap_or_else(crate::run::default_output);
     let inputs: Vec<&Path> = args.captures.iter().map(|path| path.as_path()).collect();
     crate::files::check_output(&path, &inputs)?;
@@ -44,6 +45,9 @@ pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
     let mut analyser = Analyser::new(&mut sink);
     if let Some(keys) = keys {
         analyser.use_keys(keys);
+    }
+    if let Some(filter) = filter {
+        analyser.use_filter(filter);
     }
     analyser.stop_when(stop.flag());
     let mut unreadable = None;

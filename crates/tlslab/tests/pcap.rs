@@ -26,12 +26,26 @@ struct Tcpdump {
 /// Starts tcpdump and waits until it captures; `None` (with the reason printed) where it
 /// cannot run.
 fn tcpdump(dir: &Path, name: &str) -> Option<Tcpdump> {
+    tcpdump_in(None, "lo", dir, name)
+}
+
+/// tcpdump on `interface` of network namespace `namespace` (`ip netns exec`), or of this
+/// process's.
+fn tcpdump_in(namespace: Option<&str>, interface: &str, dir: &Path, name: &str) -> Option<Tcpdump> {
     let file = dir.join(format!("{name}.pcap"));
-    let mut child = match Command::new("tcpdump")
+    let mut command = match namespace {
+        Some(namespace) => {
+            let mut command = Command::new("ip");
+            command.args(["netns", "exec", namespace, "tcpdump"]);
+            command
+        }
+        None => Command::new("tcpdump"),
+    };
+    let mut child = match command
         // A large kernel buffer: immediate mode with the default one drops packets under load.
         .args([
             "-i",
-            "lo",
+            interface,
             "--immediate-mode",
             "-B",
             "32768",
@@ -926,4 +940,305 @@ fn a_live_capture_tells_prometheus_and_influxdb_what_it_stores() {
     };
     assert_eq!(times("imported"), times("tlslab"), "{read}");
     assert_eq!(times("imported").as_array().map(Vec::len), Some(30));
+}
+
+/// A lab server of its own (`tlslab serve`) on a port known beforehand, for filters to name.
+struct LabServer {
+    child: Child,
+    port: u16,
+}
+
+impl LabServer {
+    fn start() -> LabServer {
+        let port = closed_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .env("TLSLAB_PKI_DIR", pki_dir())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the lab server did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        LabServer { child, port }
+    }
+}
+
+impl Drop for LabServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `tlslab capture -i lo --filter FILTER` into `db`, once its socket is open.
+fn filtered_agent(db: &Path, filter: &str) -> Child {
+    let mut agent = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .args(["capture", "-i", "lo", "--filter", filter, "--out"])
+        .arg(db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(agent.stderr.take().unwrap()).lines();
+    let first = stderr.next().unwrap().unwrap();
+    assert!(first.contains("capturing TLS handshakes on lo"), "{first}");
+    std::thread::spawn(move || stderr.for_each(drop));
+    agent
+}
+
+#[test]
+fn a_filter_keeps_one_servers_handshakes_live_and_in_files_alike() {
+    if !can_capture() {
+        return;
+    }
+    let _capturing = CAPTURING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let dir = scratch("pcap-filter");
+    let (first, second) = (LabServer::start(), LabServer::start());
+    let Some(unfiltered) = tcpdump(&dir, "unfiltered") else {
+        return;
+    };
+    // One agent per server: each port is the other's excluded port.
+    let first_live = dir.join("first-live.db");
+    let second_live = dir.join("second-live.db");
+    let first_filter = format!("tcp port {}", first.port);
+    let second_filter = format!("tcp port {}", second.port);
+    let first_agent = filtered_agent(&first_live, &first_filter);
+    let second_agent = filtered_agent(&second_live, &second_filter);
+    // Different counts, so that a filter that let both through, or the wrong one, shows.
+    let runs = [(&first, 6, "first"), (&second, 4, "second")].map(|(server, n, name)| {
+        Run::new(&dir, name)
+            .args(&format!("--tls 1.2,1.3 --insecure -n {n} --warmup 0"))
+            .option("--target", format!("127.0.0.1:{}", server.port))
+            .succeeds()
+            .db
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    for agent in [first_agent, second_agent] {
+        let _ = Command::new("kill")
+            .args(["-INT", &agent.id().to_string()])
+            .status();
+        let output = agent.wait_with_output().unwrap();
+        assert!(output.status.success(), "Ctrl-C is how a capture ends");
+    }
+    let file = unfiltered.stop();
+    let ok = "s.outcome = 'ok'";
+    let successes = runs.each_ref().map(|db| count_samples(db, ok));
+    assert_eq!(successes, [12, 8]);
+    // Live, the kernel kept each server's packets alone.
+    let key = "version || ' ' || suite || ' ' || \"group\"";
+    for (live, active, server) in [
+        (&first_live, &runs[0], &first),
+        (&second_live, &runs[1], &second),
+    ] {
+        assert_eq!(count_samples(live, ok), count_samples(active, ok));
+        assert_eq!(
+            count_samples(live, &format!("s.server NOT LIKE '%:{}'", server.port)),
+            0
+        );
+        assert_eq!(negotiated(live, key), negotiated(active, key));
+    }
+    // The same filters on tcpdump's file (Ethernet frames, compiled for that link type)
+    // keep the same handshakes.
+    for (filter, expected) in [
+        (&first_filter, successes[0]),
+        (&second_filter, successes[1]),
+    ] {
+        let read = dir.join(format!("read-{}.db", filter.replace(' ', "-")));
+        tlslab_succeeds(&[
+            "pcap",
+            file.to_str().unwrap(),
+            "--filter",
+            filter,
+            "--out",
+            read.to_str().unwrap(),
+        ]);
+        assert_eq!(count_samples(&read, ok), expected, "{filter}");
+    }
+}
+
+#[test]
+fn a_filter_that_does_not_compile_is_a_usage_error() {
+    let dir = scratch("pcap-bad-filter");
+    let out = dir.join("never.db");
+    let out = out.to_str().unwrap();
+    // Checked before the capture opens (no right to capture is needed to be told) and
+    // before any file is read.
+    let output = tlslab(&["capture", "-i", "lo", "--filter", "tcp port", "--out", out]);
+    assert_user_error(&output, 2, "syntax error");
+    let capture = dir.join("any.pcap");
+    let capture = capture.to_str().unwrap();
+    let output = tlslab(&["pcap", capture, "--filter", "tcp port", "--out", out]);
+    assert_user_error(&output, 2, "syntax error");
+    // Link-layer terms: a live capture never sees a link header, so neither path takes them.
+    let ether = "ether host 00:11:22:33:44:55";
+    let output = tlslab(&["pcap", capture, "--filter", ether, "--out", out]);
+    assert_user_error(&output, 2, "link-layer");
+    let output = tlslab(&["capture", "-i", "lo", "--filter", ether, "--out", out]);
+    assert_user_error(&output, 2, "link-layer");
+    assert!(!dir.join("never.db").exists());
+}
+
+/// A child process killed (and waited for) when the test ends, however it ends.
+struct Stopped(Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `ip netns exec NAMESPACE tlslab ARGS...`, on the shared PKI cache.
+fn tlslab_in(namespace: &str, args: &[&str]) -> Command {
+    let mut command = Command::new("ip");
+    command
+        .args(["netns", "exec", namespace, env!("CARGO_BIN_EXE_tlslab")])
+        .args(args)
+        .env("TLSLAB_PKI_DIR", pki_dir())
+        .env("NO_COLOR", "1");
+    command
+}
+
+#[test]
+fn a_capture_at_the_server_leaves_the_clients_events_null() {
+    use tlslab_emulation::{choose, EmulatorChoice, Network, NetworkProfile};
+    require_emulation!();
+    let dir = scratch("pcap-server-side");
+    let network = Network::create(choose(EmulatorChoice::Auto).unwrap(), "pcapsrv").unwrap();
+    let rtt = std::time::Duration::from_millis(20);
+    network
+        .set_profile(&NetworkProfile {
+            rtt,
+            jitter: std::time::Duration::ZERO,
+            loss: 0.0,
+            rate_bits_per_second: None,
+        })
+        .unwrap();
+    let Some((client, server)) = network.namespace_names() else {
+        println!("skipped: the relay emulator has no namespaces to capture in");
+        return;
+    };
+    // A lab server inside the server namespace, on a namespace of its own: any port is free.
+    let target = format!("{}:8443", network.server_ip());
+    let _lab = Stopped(
+        tlslab_in(server, &["serve", "--listen", &target])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let Some(at_server) = tcpdump_in(Some(server), "any", &dir, "server") else {
+        return;
+    };
+    let Some(at_client) = tcpdump_in(Some(client), "any", &dir, "client") else {
+        return;
+    };
+    let active = dir.join("active.db");
+    // The run retries connecting while the server starts: wait for it from the client side.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !Command::new("ip")
+        .args(["netns", "exec", client, "bash", "-c"])
+        .arg(format!("exec 3<>/dev/tcp/{}/8443", network.server_ip()))
+        .status()
+        .unwrap()
+        .success()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the lab server did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let output = tlslab_in(
+        client,
+        &[
+            "run",
+            "--target",
+            &target,
+            "--insecure",
+            "--tls",
+            "1.2,1.3",
+            "-n",
+            "5",
+        ],
+    )
+    .args(["--warmup", "0", "--out", active.to_str().unwrap()])
+    .output()
+    .unwrap();
+    assert_success(&output);
+    let (server_file, client_file) = (at_server.stop(), at_client.stop());
+    let read = |file: &Path, name: &str| {
+        let db = dir.join(format!("{name}.db"));
+        tlslab_succeeds(&[
+            "pcap",
+            file.to_str().unwrap(),
+            "--out",
+            db.to_str().unwrap(),
+        ]);
+        db
+    };
+    let (server_db, client_db) = (
+        read(&server_file, "at-server"),
+        read(&client_file, "at-client"),
+    );
+    let ok = "s.outcome = 'ok'";
+    // The probe connections above are not TLS; every handshake of the run is found at both
+    // ends, with what it negotiated.
+    assert_eq!(count_samples(&active, ok), 10);
+    let key = "version || ' ' || suite || ' ' || \"group\"";
+    for db in [&server_db, &client_db] {
+        assert_eq!(negotiated(db, key), negotiated(&active, key));
+    }
+    // At the server, the round trip is the SYN-ACK's wait for the ACK; no event of the
+    // client's is seen, so each is NULL, and so is each phase between them.
+    let rtt_ns = rtt.as_nanos() as i64;
+    assert_eq!(
+        count_samples(
+            &server_db,
+            &format!("s.vantage = 'server' AND s.network_rtt_ns >= {rtt_ns}")
+        ),
+        10
+    );
+    let events = [
+        "start",
+        "tcp_connected",
+        "client_hello_sent",
+        "server_hello_received",
+        "server_flight_received",
+        "client_finished_sent",
+        "handshake_done",
+        "server_response",
+        "handshake",
+    ];
+    for event in events {
+        assert_eq!(
+            count_samples(&server_db, &format!("s.{event} IS NOT NULL")),
+            0,
+            "{event} at the server"
+        );
+    }
+    // At the client, every one of them is filled, the wire's round trip included.
+    assert_eq!(
+        count_samples(
+            &client_db,
+            &format!("s.vantage = 'client' AND s.server_response >= {rtt_ns}")
+        ),
+        10
+    );
+    for event in events {
+        assert_eq!(
+            count_samples(&client_db, &format!("{ok} AND s.{event} IS NOT NULL")),
+            10,
+            "{event} at the client"
+        );
+    }
 }

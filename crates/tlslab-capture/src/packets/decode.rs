@@ -44,6 +44,20 @@ impl Link {
             other => Link::Unsupported(other),
         }
     }
+
+    /// libpcap's number for the link type (its DLT), which its filter compiler takes.
+    pub(super) fn dlt(self) -> i32 {
+        match self {
+            Link::Null => 0,
+            Link::Ethernet => 1,
+            // Linux's DLT_RAW; IPv4-only and IPv6-only files are raw IP just as well.
+            Link::RawIp => 12,
+            Link::Loop => 108,
+            Link::LinuxCooked => 113,
+            Link::LinuxCooked2 => 276,
+            Link::Unsupported(other) => other as i32,
+        }
+    }
 }
 
 /// A frame's transport segment, without the capture's time and interface.

@@ -603,6 +603,7 @@ fn skipped_packets_are_counted_by_reason() {
             ]),
             link_types: BTreeMap::new(),
             truncated: false,
+            filtered: 0,
         }
     );
 }

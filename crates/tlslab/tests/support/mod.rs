@@ -68,7 +68,7 @@ pub fn stderr(output: &Output) -> String {
 }
 
 /// Asserts exit code 0 (showing both streams otherwise) and returns stdout.
-fn assert_success(output: &Output) -> String {
+pub fn assert_success(output: &Output) -> String {
     let text = stdout(output);
     assert_eq!(
         output.status.code(),
