@@ -94,6 +94,27 @@ impl KeyLog {
         self.entries.get(client_random)
     }
 
+    /// The secrets whose server handshake key opens `record` (the server's first encrypted
+    /// record, under TLS 1.3 suite `suite`), whatever client random names them. For an
+    /// accepted Encrypted ClientHello: the handshake continued with the inner ClientHello,
+    /// whose random (and so the key log's name for its secrets) never shows on the wire.
+    /// Tries every entry (an HKDF expansion and one AEAD open each), which is why only such
+    /// handshakes ask; the AEAD's tag makes a wrong match impossible.
+    pub fn opening_server_record(
+        &self,
+        suite: u16,
+        header: &[u8; 5],
+        payload: &[u8],
+    ) -> Option<&Secrets> {
+        self.entries.values().find(|secrets| {
+            secrets
+                .server_handshake
+                .as_deref()
+                .and_then(|secret| Protection::new(suite, secret))
+                .is_some_and(|mut protection| protection.open(header, payload).is_some())
+        })
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }

@@ -167,8 +167,15 @@ pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigK
         resumed: (hello.offers_session || resumed).then_some(resumed),
         // Whether the server took the early data is in its encrypted extensions.
         early_data: handshake.early_data(),
-        // Only the absence of ECH is certain without keys.
-        ech: (!hello.offers_ech).then_some(tlslab_core::EchStatus::NotOffered),
+        // Only the absence of ECH is certain without keys; with them, the secrets that open
+        // the server's flight tell which ClientHello it answered. A GREASE extension looks
+        // like a real one on the wire, so it shows as rejected.
+        ech: match (hello.offers_ech, handshake.ech_accepted) {
+            (false, _) => Some(tlslab_core::EchStatus::NotOffered),
+            (true, Some(true)) => Some(tlslab_core::EchStatus::Accepted),
+            (true, Some(false)) => Some(tlslab_core::EchStatus::Rejected),
+            (true, None) => None,
+        },
         // Known once the server answered, with a ServerHello or a HelloRetryRequest.
         hello_retry: (server.is_some() || handshake.hello_retry).then_some(handshake.hello_retry),
         // A TLS 1.3 CertificateRequest is encrypted; not read from captures yet.

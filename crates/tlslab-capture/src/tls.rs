@@ -157,6 +157,13 @@ pub struct Handshake {
     pub decrypting: bool,
     /// The server's EncryptedExtensions took the early data (read only when decrypting).
     early_data_accepted: bool,
+    /// Whether the server accepted the Encrypted ClientHello the client offered: known only
+    /// with a key log (`Some(true)` when the secrets that open the server's flight are not
+    /// those of the outer ClientHello's random, `Some(false)` when they are).
+    pub ech_accepted: Option<bool>,
+    /// ECH was offered and the key log has no secrets for the outer ClientHello: the
+    /// server's first encrypted record is tried against every secret in it.
+    ech_search: bool,
     pub client_hello: Option<ClientHello>,
     pub server_hello: Option<ServerHello>,
     pub hello_retry: bool,
@@ -254,7 +261,22 @@ impl Handshake {
         if server.version != 0x0304 {
             return;
         }
-        let Some(secrets) = keys.secrets(&hello.random) else {
+        let keys = Arc::clone(keys);
+        let offers_ech = hello.offers_ech;
+        match keys.secrets(&hello.random) {
+            Some(secrets) => {
+                if offers_ech {
+                    self.ech_accepted = Some(false);
+                }
+                self.use_secrets(secrets);
+            }
+            None => self.ech_search = offers_ech,
+        }
+    }
+
+    /// Decrypts this handshake's TLS 1.3 records with `secrets` from here on.
+    fn use_secrets(&mut self, secrets: &crate::keys::Secrets) {
+        let (Some(hello), Some(server)) = (&self.client_hello, &self.server_hello) else {
             return;
         };
         let protect = |secret: &Option<Vec<u8>>| {
@@ -285,6 +307,22 @@ impl Handshake {
         self.client.protections = client;
         self.server.protections = server;
         self.decrypting = true;
+    }
+
+    /// ECH offered, the outer ClientHello's secrets not in the key log: the secrets that open
+    /// the server's first encrypted record, if any, are the inner ClientHello's, so the
+    /// server accepted ECH. Only that record is tried; none opening it leaves acceptance
+    /// unknown (the key log lacks this handshake).
+    fn search_inner_secrets(&mut self, header: &[u8; 5], payload: &[u8]) {
+        self.ech_search = false;
+        let (Some(keys), Some(server)) = (&self.keys, &self.server_hello) else {
+            return;
+        };
+        let keys = Arc::clone(keys);
+        if let Some(secrets) = keys.opening_server_record(server.suite, header, payload) {
+            self.ech_accepted = Some(true);
+            self.use_secrets(secrets);
+        }
     }
 
     /// Stream bytes in order, with the capture time of the packet that carried them.
@@ -399,6 +437,9 @@ impl Handshake {
     ) {
         let content_type = header[0];
         let size = 5 + payload.len();
+        if content_type == APPLICATION_DATA && direction == Direction::ToClient && self.ech_search {
+            self.search_inner_secrets(header, payload);
+        }
         if content_type == APPLICATION_DATA && self.decrypting {
             let side = match direction {
                 Direction::ToServer => &mut self.client,

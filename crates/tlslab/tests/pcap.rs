@@ -288,12 +288,14 @@ fn a_run_writes_a_private_key_log_that_decrypts_its_tls13_handshakes() {
 }
 
 #[test]
-fn an_encrypted_client_hello_is_seen_as_offered() {
+fn an_encrypted_client_hello_is_seen_as_offered_and_with_keys_as_accepted() {
     let dir = scratch("pcap-ech");
+    let keys = dir.join("keys.log");
+    let keys = keys.to_str().unwrap();
     let Some((active, passive)) = captured_run(
         &dir,
         "ech",
-        "--tls 1.3 --backend openssl --ech on,off -n 4 --warmup 0",
+        &format!("--tls 1.3 --backend openssl --ech on,off -n 4 --warmup 0 --keylog {keys}"),
         &[],
     ) else {
         return;
@@ -304,6 +306,38 @@ fn an_encrypted_client_hello_is_seen_as_offered() {
     assert_eq!(count_samples(&passive, "c.ech = 'on' AND s.ech IS NULL"), 4);
     assert_eq!(
         count_samples(&passive, "c.ech = 'off' AND s.ech = 'not_offered'"),
+        4
+    );
+    // With the run's key log: the secrets that open an accepted handshake's server flight
+    // are named by the inner ClientHello's random, which no packet shows, so acceptance is
+    // told apart from rejection. Each sample (found by its client port) says what the run's
+    // own sample says.
+    let file = dir.join("ech.pcap");
+    let decrypted = dir.join("ech-decrypted.db");
+    tlslab_succeeds(&[
+        "pcap",
+        file.to_str().unwrap(),
+        "--keylog",
+        keys,
+        "--out",
+        decrypted.to_str().unwrap(),
+    ]);
+    let status = |db: &Path| {
+        rows::<(String, String)>(
+            db,
+            "SELECT client, ech FROM samples WHERE outcome = 'ok' ORDER BY client",
+            [],
+        )
+    };
+    let statuses = status(&active);
+    assert_eq!(statuses.len(), 8);
+    assert_eq!(status(&decrypted), statuses);
+    // Decrypted, an accepted handshake is timed to its Finished like any other.
+    assert_eq!(
+        count_samples(
+            &decrypted,
+            "s.ech = 'accepted' AND s.signature_scheme IS NOT NULL"
+        ),
         4
     );
 }
