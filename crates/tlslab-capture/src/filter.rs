@@ -1,12 +1,18 @@
 //! BPF filters (`--filter 'tcp port 443'`), in tcpdump's syntax: libpcap compiles the
-//! expression (through the `pcap` crate, on a "dead" capture of the link type the packets
-//! have), the kernel runs the program on a live socket so that it never copies what is left
-//! out, and libpcap's own interpreter runs it on the packets of a file. Both are libpcap's
-//! code, so a file and a live interface keep exactly the same packets, as tcpdump would.
+//! expression (on a "dead" capture of the link type the packets have), the kernel runs the
+//! program on a live socket so that it never copies what is left out, and libpcap's own
+//! interpreter runs it on the packets of a file. Both are libpcap's code, so a file and a live
+//! interface keep exactly the same packets, as tcpdump would.
+//!
+//! libpcap is loaded when a filter is first asked for, not linked: the `pcap` crate links it at
+//! build time, which would make every build need libpcap's headers (`libpcap-dev`) and every
+//! binary need the library even when no filter is used. Six functions of its stable C API are
+//! all this needs, so they are looked up with `libloading` (hand-written declarations, below,
+//! of what libpcap's `pcap/pcap.h` and `pcap/bpf.h` declare).
 
 use std::collections::HashMap;
-
-use pcap::{BpfProgram, Capture, Linktype};
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
+use std::sync::OnceLock;
 
 use crate::packets::CaptureError;
 
@@ -15,11 +21,162 @@ use crate::packets::CaptureError;
 /// capture's datagram socket hands them to its filter.
 const DLT_RAW: i32 = 12;
 
+/// `PCAP_NETMASK_UNKNOWN`: no netmask, so `ip broadcast` is refused rather than guessed.
+const NETMASK_UNKNOWN: u32 = 0xffff_ffff;
+
+/// libpcap's `struct bpf_insn`, the same layout as the kernel's `struct sock_filter`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct Instruction {
+    code: u16,
+    jt: u8,
+    jf: u8,
+    k: u32,
+}
+
+/// libpcap's `struct bpf_program`.
+#[repr(C)]
+struct RawProgram {
+    length: c_uint,
+    instructions: *mut Instruction,
+}
+
+/// libpcap's `struct pcap_pkthdr`.
+#[repr(C)]
+struct PacketHeader {
+    timestamp: nix::libc::timeval,
+    captured: u32,
+    length: u32,
+}
+
+/// The libpcap functions a filter needs, looked up once per process.
+struct Libpcap {
+    open_dead: unsafe extern "C" fn(c_int, c_int) -> *mut c_void,
+    compile: unsafe extern "C" fn(*mut c_void, *mut RawProgram, *const c_char, c_int, u32) -> c_int,
+    error_text: unsafe extern "C" fn(*mut c_void) -> *mut c_char,
+    free_code: unsafe extern "C" fn(*mut RawProgram),
+    close: unsafe extern "C" fn(*mut c_void),
+    offline_filter:
+        unsafe extern "C" fn(*const RawProgram, *const PacketHeader, *const u8) -> c_int,
+    /// Kept loaded for as long as the process runs (the pointers above point into it).
+    _library: libloading::Library,
+}
+
+/// The names Debian and other distributions give the runtime library (package `libpcap0.8`,
+/// which tcpdump and tshark depend on), newest ABI name last.
+const LIBRARY_NAMES: [&str; 3] = ["libpcap.so.0.8", "libpcap.so.1", "libpcap.so"];
+
+impl Libpcap {
+    fn load() -> Result<Libpcap, String> {
+        let mut reasons = Vec::new();
+        for name in LIBRARY_NAMES {
+            // SAFETY: loading libpcap runs no initialisers with preconditions of ours.
+            match unsafe { libloading::Library::new(name) } {
+                Ok(library) => return Libpcap::bind(library).map_err(|error| error.to_string()),
+                Err(error) => reasons.push(error.to_string()),
+            }
+        }
+        Err(reasons.join("; "))
+    }
+
+    fn bind(library: libloading::Library) -> Result<Libpcap, libloading::Error> {
+        // SAFETY: each symbol is declared with the signature pcap.h gives it (libpcap >= 1.0).
+        unsafe {
+            Ok(Libpcap {
+                open_dead: *library.get(b"pcap_open_dead\0")?,
+                compile: *library.get(b"pcap_compile\0")?,
+                error_text: *library.get(b"pcap_geterr\0")?,
+                free_code: *library.get(b"pcap_freecode\0")?,
+                close: *library.get(b"pcap_close\0")?,
+                offline_filter: *library.get(b"pcap_offline_filter\0")?,
+                _library: library,
+            })
+        }
+    }
+
+    /// The process's libpcap, loaded on first use.
+    fn get() -> Result<&'static Libpcap, String> {
+        static LIBPCAP: OnceLock<Result<Libpcap, String>> = OnceLock::new();
+        LIBPCAP
+            .get_or_init(Libpcap::load)
+            .as_ref()
+            .map_err(|reason| format!("cannot load libpcap, which compiles filters ({reason})"))
+    }
+}
+
+/// A compiled program: libpcap's instructions, copied out of libpcap's allocation.
+struct Program {
+    instructions: Vec<Instruction>,
+}
+
+impl Program {
+    /// Whether libpcap's interpreter passes `data`.
+    fn passes(&self, libpcap: &Libpcap, data: &[u8]) -> bool {
+        let Ok(length) = u32::try_from(data.len()) else {
+            return false;
+        };
+        let program = RawProgram {
+            length: self.instructions.len() as c_uint,
+            // libpcap only reads the instructions; the cast is what its C signature asks.
+            instructions: self.instructions.as_ptr().cast_mut(),
+        };
+        let header = PacketHeader {
+            timestamp: nix::libc::timeval {
+                tv_sec: 0,
+                tv_usec: 0,
+            },
+            captured: length,
+            length,
+        };
+        // SAFETY: the program and header live through the call, and `data` holds `length`
+        // bytes, all that the interpreter reads (it bounds every load by `captured`).
+        unsafe { (libpcap.offline_filter)(&program, &header, data.as_ptr()) != 0 }
+    }
+}
+
+/// The program for link type `dlt`, or libpcap's reason.
+fn compile(expression: &str, dlt: i32) -> Result<Program, String> {
+    let libpcap = Libpcap::get()?;
+    let text =
+        CString::new(expression).map_err(|_| "the expression holds a NUL character".to_string())?;
+    // SAFETY: a dead capture needs no device; it is closed below on every path.
+    let capture = unsafe { (libpcap.open_dead)(dlt, 262_144) };
+    if capture.is_null() {
+        return Err(format!("libpcap does not know link type {dlt}"));
+    }
+    let mut program = RawProgram {
+        length: 0,
+        instructions: std::ptr::null_mut(),
+    };
+    // SAFETY: `capture` is a live pcap_t, `program` a writable bpf_program, `text` a C string.
+    let status =
+        unsafe { (libpcap.compile)(capture, &mut program, text.as_ptr(), 1, NETMASK_UNKNOWN) };
+    let result = if status == 0 {
+        let instructions = if program.instructions.is_null() {
+            Vec::new()
+        } else {
+            // SAFETY: on success libpcap filled `length` instructions at `instructions`.
+            unsafe { std::slice::from_raw_parts(program.instructions, program.length as usize) }
+                .to_vec()
+        };
+        // SAFETY: the program was filled by pcap_compile and is freed once.
+        unsafe { (libpcap.free_code)(&mut program) };
+        Ok(Program { instructions })
+    } else {
+        // SAFETY: pcap_geterr returns the capture's NUL-terminated message buffer.
+        let message = unsafe { CStr::from_ptr((libpcap.error_text)(capture)) };
+        Err(message.to_string_lossy().into_owned())
+    };
+    // SAFETY: closed once; nothing refers to it any more.
+    unsafe { (libpcap.close)(capture) };
+    result
+}
+
 /// A filter expression, compiled once per link type met.
 pub struct Filter {
     expression: String,
     /// By libpcap link type (DLT): the program, or why the expression does not apply.
-    programs: HashMap<i32, Result<BpfProgram, String>>,
+    programs: HashMap<i32, Result<Program, String>>,
 }
 
 impl std::fmt::Debug for Filter {
@@ -34,22 +191,19 @@ impl std::fmt::Debug for Filter {
 const SYNTAX_HINT: &str = "the expression is in tcpdump's syntax (man pcap-filter), for example \
      --filter 'tcp port 443' or --filter 'host 192.0.2.7 and (tcp or udp port 443)'";
 
-/// The program for link type `dlt`, or libpcap's reason.
-fn compile(expression: &str, dlt: i32) -> Result<BpfProgram, String> {
-    let capture = Capture::dead(Linktype(dlt)).map_err(|error| error.to_string())?;
-    capture.compile(expression, true).map_err(|error| {
-        // "libpcap error: syntax error" says libpcap once.
-        let text = error.to_string();
-        text.strip_prefix("libpcap error: ")
-            .map_or(text.clone(), str::to_string)
-    })
-}
-
 impl Filter {
     /// Checks `expression` by compiling it for IP packets (what every link type carries and
     /// the live capture sees); link-layer expressions (`ether host ...`) are refused, since
     /// a live capture never sees a link header.
     pub fn new(expression: &str) -> Result<Filter, CaptureError> {
+        if let Err(reason) = Libpcap::get() {
+            return Err(CaptureError {
+                message: format!("--filter '{expression}': {reason}"),
+                hint: "install libpcap's runtime library (Debian: apt install libpcap0.8; \
+                       tcpdump brings it), or capture without --filter"
+                    .to_string(),
+            });
+        }
         let program = compile(expression, DLT_RAW).map_err(|reason| CaptureError {
             message: format!("--filter '{expression}': {reason}"),
             hint: format!(
@@ -75,21 +229,14 @@ impl Filter {
         let Some(Ok(program)) = self.programs.get(&DLT_RAW) else {
             return Vec::new();
         };
-        // pcap's BpfInstruction wraps libpcap's `struct bpf_insn` (code u16, jt u8, jf u8, k
-        // u32) and shows only its Display, "code jt jf k": read back from there, so that no
-        // layout is assumed.
         program
-            .get_instructions()
+            .instructions
             .iter()
-            .filter_map(|instruction| {
-                let text = instruction.to_string();
-                let mut fields = text.split(' ');
-                Some(nix::libc::sock_filter {
-                    code: fields.next()?.parse().ok()?,
-                    jt: fields.next()?.parse().ok()?,
-                    jf: fields.next()?.parse().ok()?,
-                    k: fields.next()?.parse().ok()?,
-                })
+            .map(|instruction| nix::libc::sock_filter {
+                code: instruction.code,
+                jt: instruction.jt,
+                jf: instruction.jf,
+                k: instruction.k,
             })
             .collect()
     }
@@ -102,8 +249,15 @@ impl Filter {
             .programs
             .entry(dlt)
             .or_insert_with(|| compile(expression, dlt));
-        match program {
-            Ok(program) => Ok(program.filter(data)),
+        let passes = match Libpcap::get() {
+            Ok(libpcap) => program
+                .as_ref()
+                .map(|program| program.passes(libpcap, data))
+                .map_err(String::clone),
+            Err(reason) => Err(reason),
+        };
+        match passes {
+            Ok(passes) => Ok(passes),
             Err(reason) => Err(CaptureError {
                 message: format!(
                     "--filter '{expression}' does not apply to link type {dlt}: {reason}"
