@@ -133,31 +133,41 @@ pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
             let _ = writeln!(out, "warning: {warning}");
         }
     } else {
-        // Queueing is said once for every Config it concerns; the rest one line each.
-        let queued: Vec<String> = summary
-            .configs
-            .iter()
-            .filter_map(|config| {
-                let bottleneck = config.bottleneck.as_ref()?;
-                bottleneck
-                    .mostly_queue()
-                    .then(|| crate::summary::queue_warning(&config.label, bottleneck))
-            })
-            .collect();
-        for warning in summary
-            .warnings
-            .iter()
-            .filter(|warning| !queued.contains(warning))
-        {
-            let warning = shorten_labels(warning, &labels, &short);
+        for warning in brief_warnings(summary, &labels, &short) {
             let _ = writeln!(out, "warning: {warning}");
         }
-        if let Some(line) = queue_line(summary, &short) {
-            let _ = writeln!(out, "warning: {line}");
-        }
     }
-    let _ = writeln!(
-        out,
+    let _ = writeln!(out, "{}", result_line(summary));
+    out
+}
+
+/// The warnings of a summary without `--verbose`: queueing said once for every Config it
+/// concerns, the rest one line each, labels shortened to the words in the table (`short`).
+fn brief_warnings(summary: &RunSummary, labels: &[String], short: &[String]) -> Vec<String> {
+    let queued: Vec<String> = summary
+        .configs
+        .iter()
+        .filter_map(|config| {
+            let bottleneck = config.bottleneck.as_ref()?;
+            bottleneck
+                .mostly_queue()
+                .then(|| crate::summary::queue_warning(&config.label, bottleneck))
+        })
+        .collect();
+    let mut lines: Vec<String> = summary
+        .warnings
+        .iter()
+        .filter(|warning| !queued.contains(warning))
+        .map(|warning| shorten_labels(warning, labels, short))
+        .collect();
+    lines.extend(queue_line(summary, short));
+    lines
+}
+
+/// The summary's last line: how many attempts, how many failed, how long, the seed and the
+/// results file. `run --quiet` prints this line alone.
+pub fn result_line(summary: &RunSummary) -> String {
+    format!(
         "{} attempts, {} errors{}{} · results: {}",
         summary.attempted,
         summary.errors,
@@ -168,8 +178,21 @@ pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
             .seed
             .map_or(String::new(), |seed| format!(" · seed {seed}")),
         summary.store
-    );
-    out
+    )
+}
+
+/// What `run --quiet` says on stderr: the warnings, each with its Config's whole label (there
+/// is no table to shorten them against), one `warning: ` line each.
+pub fn quiet_warnings(summary: &RunSummary) -> Vec<String> {
+    let labels: Vec<String> = summary
+        .configs
+        .iter()
+        .map(|config| config.label.clone())
+        .collect();
+    brief_warnings(summary, &labels, &labels)
+        .into_iter()
+        .map(|warning| format!("warning: {warning}"))
+        .collect()
 }
 
 /// `'full label'` as `'short label'` wherever a warning quotes a Config.

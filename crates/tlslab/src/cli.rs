@@ -426,8 +426,11 @@ pub struct RunArgs {
     #[arg(long)]
     #[arg(help_heading = "Output")]
     pub pki_dir: Option<PathBuf>,
-    /// Hide the progress bar.
-    #[arg(long)]
+    /// Print only the last line of the summary (attempts, errors, seed, results file, and
+    /// the report with --report) on stdout, and warnings and errors on stderr, as `curl -sS`
+    /// does: for scripts, which read the results file or the exit code. No progress bar.
+    /// With --json the JSON is still printed (it is what was asked for).
+    #[arg(short, long)]
     #[arg(help_heading = "Output")]
     pub quiet: bool,
     /// Write every handshake's secrets here (SSLKEYLOGFILE format, mode 0600), so a capture

@@ -429,6 +429,73 @@ fn with_columns_80_the_summary_fits_80_columns() {
 }
 
 #[test]
+fn quiet_prints_one_result_line_and_keeps_warnings_errors_and_json() {
+    let dir = scratch("quiet");
+    let db = dir.join("quiet.db");
+    let html = dir.join("quiet.html");
+    let _ = std::fs::remove_file(&html);
+    // --insecure makes a warning; --report a file the line names.
+    let run = Run::new(&dir, "quiet")
+        .args("--quiet --insecure --report --tls 1.2,1.3 -n 20 --warmup 0")
+        .succeeds();
+    let lines: Vec<&str> = run.summary.lines().collect();
+    assert_eq!(lines.len(), 1, "one line on stdout:\n{}", run.summary);
+    assert!(
+        lines[0].starts_with("40 attempts, 0 errors in "),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[0].contains(&format!("results: {}", db.display()))
+            && lines[0].ends_with(&format!("report: {}", html.display())),
+        "{}",
+        lines[0]
+    );
+    assert!(html.exists(), "the report was written");
+    assert!(
+        run.stderr
+            .contains("warning: certificate verification was OFF"),
+        "the warning still goes to stderr: {}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("handshake "),
+        "no table: {}",
+        run.stderr
+    );
+
+    // Without --quiet the same line ends the summary, after the table.
+    let loud = Run::new(&dir, "loud")
+        .args("--tls 1.2,1.3 -n 20 --warmup 0")
+        .succeeds();
+    assert!(loud.summary.lines().count() > 3, "{}", loud.summary);
+    assert!(loud
+        .summary
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with("40 attempts, 0 errors in "));
+
+    // --json is output a script asked for: --quiet keeps it.
+    let json = Run::new(&dir, "json")
+        .args("--quiet --json -n 10 --warmup 0")
+        .succeeds();
+    assert_eq!(json.json()["configs"].as_array().unwrap().len(), 1);
+
+    // A broken threshold still says which and exits 4, with the line on stdout.
+    let output = Run::new(&dir, "threshold")
+        .args("-q -n 10 --warmup 0 --threshold p99<1us")
+        .output();
+    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("error: threshold 'p99<1us'"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(stdout(&output).lines().count(), 1, "{}", stdout(&output));
+}
+
+#[test]
 fn a_crossed_matrix_is_answered_per_dimension_never_across_two() {
     let dir = scratch("crossed");
     let crossed = "--tls 1.2,1.3 -c 1,4 --warmup 0";
