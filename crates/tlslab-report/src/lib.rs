@@ -19,6 +19,7 @@ mod data;
 mod diagnosis;
 pub mod factorial;
 mod html;
+mod levels;
 pub mod load;
 mod markdown;
 mod samples;

@@ -678,7 +678,8 @@ pub struct CompareArgs {
     #[arg(required = true, num_args = 1..=2)]
     pub inputs: Vec<PathBuf>,
     /// The config the others are compared with (default: the first); with --by, the
-    /// dimension's baseline value (default: its first).
+    /// dimension's baseline value (default: its first as listed: the smallest for numbers
+    /// such as concurrency or RTT, else the first Config's).
     #[arg(long)]
     pub baseline: Option<String>,
     /// Compare by one dimension with every other held fixed (tls, suite, group, cert,
