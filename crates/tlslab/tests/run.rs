@@ -428,6 +428,70 @@ fn with_columns_80_the_summary_fits_80_columns() {
     assert!(whole.summary.lines().any(|line| line.chars().count() > 80));
 }
 
+/// Measured samples whose additive phases do not add up to the handshake exactly.
+const PARTS_MISMATCH: &str = "SELECT COUNT(*) FROM samples WHERE warmup = 0 AND \
+     COALESCE(dns, 0) + COALESCE(tcp_connect, 0) + client_hello_build + server_response \
+     + server_flight + COALESCE(cert_validation, 0) + client_finish + server_finish != handshake";
+
+#[test]
+fn insecure_handshakes_leave_cert_validation_unmeasured_and_the_phases_add_up() {
+    let dir = scratch("insecure");
+    for (name, matrix) in [
+        ("tcp", "--tls 1.2,1.3 --backend rustls,openssl"),
+        ("quic", "--transport quic"),
+    ] {
+        let run = Run::new(&dir, name)
+            .args(matrix)
+            .args("--insecure -n 20 --warmup 0 --verbose")
+            .succeeds();
+        let db = &run.db;
+        assert!(count(db, "SELECT COUNT(*) FROM samples WHERE outcome = 'ok'") > 0);
+        // Nothing was validated: no event, no phase, on any backend or transport.
+        assert_eq!(
+            count(
+                db,
+                "SELECT COUNT(*) FROM samples WHERE cert_validation IS NOT NULL \
+                 OR cert_verify_start IS NOT NULL OR cert_verify_end IS NOT NULL"
+            ),
+            0,
+            "{name}"
+        );
+        // The client still reacted to the server's flight: that moment is kept.
+        assert_eq!(
+            count(
+                db,
+                "SELECT COUNT(*) FROM samples WHERE warmup = 0 AND (server_flight_received IS NULL \
+                 OR client_finish IS NULL)"
+            ),
+            0,
+            "{name}"
+        );
+        assert_eq!(count(db, PARTS_MISMATCH), 0, "{name}");
+        assert!(
+            !run.summary.contains("cert_validation 0"),
+            "{}",
+            run.summary
+        );
+        assert!(
+            run.summary.contains("cert_validation is not measured"),
+            "{}",
+            run.summary
+        );
+    }
+    // Verified, the same handshakes do have it, and still add up.
+    let verified = Run::new(&dir, "verified")
+        .args("--tls 1.2,1.3 --backend rustls,openssl -n 10 --warmup 0")
+        .succeeds();
+    assert_eq!(
+        count(
+            &verified.db,
+            "SELECT COUNT(*) FROM samples WHERE cert_validation IS NULL OR cert_validation <= 0"
+        ),
+        0
+    );
+    assert_eq!(count(&verified.db, PARTS_MISMATCH), 0);
+}
+
 #[test]
 fn quiet_prints_one_result_line_and_keeps_warnings_errors_and_json() {
     let dir = scratch("quiet");
