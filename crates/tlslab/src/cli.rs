@@ -123,7 +123,10 @@ pub struct LoadArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// An experiment file (TOML); flags given too override its values.
+    /// An experiment file (TOML); flags given too override its values. Its `[[config]]`
+    /// tables (exact Configs over the defaults) run alone, or after the crossed matrix when
+    /// the file's top level or a flag names a dimension (or `matrix = true`): each Config
+    /// once (examples/explicit-configs.toml).
     pub experiment: Option<PathBuf>,
     /// TLS versions: 1.2, 1.3.
     #[arg(long, value_delimiter = ',')]

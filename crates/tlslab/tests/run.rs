@@ -327,6 +327,32 @@ fn an_experiment_with_three_config_tables_runs_exactly_three_configs() {
         ),
         15
     );
+
+    // Next to the crossed matrix a flag describes: its two Configs first, then the three.
+    let union = Run::new(&dir, "union")
+        .arg(example("explicit-configs.toml"))
+        .args("--tls 1.2,1.3 -n 5 --warmup 0")
+        .succeeds();
+    let labels: Vec<String> = column(&union.db, "SELECT label FROM configs ORDER BY id", []);
+    assert_eq!(labels.len(), 5, "{labels:?}");
+    assert!(labels[0].starts_with("tls1.2 aes128gcm"), "{labels:?}");
+    assert!(labels[1].starts_with("tls1.3 aes128gcm"), "{labels:?}");
+    assert_eq!(
+        labels[2..],
+        [
+            "ecdhe-rsa aes128gcm",
+            "ecdhe-ecdsa aes256gcm",
+            "tls1.3 chacha20 ed25519"
+        ]
+    );
+    assert_eq!(count_samples(&union.db, "s.outcome = 'ok'"), 25);
+    // A file that turns the matrix off refuses the flag rather than ignore it.
+    let off = dir.join("tables-alone.toml");
+    std::fs::write(&off, "matrix = false\n[[config]]\ncert = \"rsa2048\"\n").unwrap();
+    Run::new(&dir, "refused")
+        .arg(off.to_str().unwrap())
+        .args("--tls 1.2 -n 5")
+        .fails(2, "matrix = false");
 }
 
 #[test]
