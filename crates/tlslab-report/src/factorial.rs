@@ -158,6 +158,9 @@ pub struct Factorial {
     pub pooled: Vec<Pooled>,
 }
 
+/// One stratum: its key (`name=value` of each other dimension) and its Configs by level.
+type Stratum<'a> = (Vec<String>, BTreeMap<String, &'a ConfigRow>);
+
 /// One stratum's samples of a value and of the baseline, and their ratio of medians.
 struct StratumSamples {
     /// Each other dimension's level, as its position in that dimension's ordered levels.
@@ -221,8 +224,7 @@ pub fn factorial(
         .iter()
         .map(|(_, value)| crate::levels::distinct_ordered(configs.iter().map(value)))
         .collect();
-    let mut strata: BTreeMap<Vec<usize>, (Vec<String>, BTreeMap<String, &ConfigRow>)> =
-        BTreeMap::new();
+    let mut strata: BTreeMap<Vec<usize>, Stratum> = BTreeMap::new();
     for config in &configs {
         let positions: Vec<usize> = varying
             .iter()

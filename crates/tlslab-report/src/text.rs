@@ -160,7 +160,7 @@ fn brief_warnings(summary: &RunSummary, labels: &[String], short: &[String]) -> 
         .filter(|warning| !queued.contains(warning))
         .map(|warning| shorten_labels(warning, labels, short))
         .collect();
-    lines.extend(queue_line(summary, short));
+    lines.extend(queue_lines(summary, short));
     lines
 }
 
@@ -346,8 +346,8 @@ fn render_notes(summary: &RunSummary, names: &[String]) -> String {
             let _ = writeln!(out, "failed: {}{count} {class}: {why}", quoted(name));
         }
     }
-    for limit in ["server", "client"] {
-        // A queue is warned about on its own (`queue_line`).
+    for limit in ["server", "client", "link"] {
+        // A queue is warned about on its own (`queue_lines`).
         let limited: Vec<(&crate::summary::ConfigSummary, &String)> = summary
             .configs
             .iter()
@@ -365,6 +365,19 @@ fn render_notes(summary: &RunSummary, names: &[String]) -> String {
                 if let Some(bottleneck) = &config.bottleneck {
                     let _ = writeln!(out, "limit: {}{}", quoted(name), bottleneck.describe());
                 }
+            }
+            several if limit == "link" => {
+                let _ = writeln!(
+                    out,
+                    "limit: the emulated link in {} (its bandwidth queue full)",
+                    which(
+                        &several
+                            .iter()
+                            .map(|(_, name)| name.as_str())
+                            .collect::<Vec<_>>(),
+                        summary.configs.len()
+                    )
+                );
             }
             several => {
                 let utilization = |config: &crate::summary::ConfigSummary| {
@@ -430,8 +443,9 @@ fn which(names: &[&str], total: usize) -> String {
     }
 }
 
-/// One warning for every Config whose latency mostly measured the lab server's queue.
-fn queue_line(summary: &RunSummary, names: &[String]) -> Option<String> {
+/// The warnings for the Configs whose latency mostly measured a queue: one line for all
+/// those whose queue was in the same place (the lab server, the emulated link).
+fn queue_lines(summary: &RunSummary, names: &[String]) -> Vec<String> {
     let queued: Vec<(&crate::bottleneck::Bottleneck, &String)> = summary
         .configs
         .iter()
@@ -441,39 +455,48 @@ fn queue_line(summary: &RunSummary, names: &[String]) -> Option<String> {
             bottleneck.mostly_queue().then_some((bottleneck, name))
         })
         .collect();
-    if queued.is_empty() {
-        return None;
-    }
-    let (low, high) = span(
-        queued
-            .iter()
-            .map(|(bottleneck, _)| bottleneck.queueing_share.unwrap_or(0.0)),
-    );
-    let server = queued
-        .iter()
-        .all(|(bottleneck, _)| bottleneck.limit == "server");
-    let who = match queued.as_slice() {
-        [(_, name)] if name.is_empty() => String::new(),
-        _ => format!(
-            "{}: ",
-            which(
-                &queued
-                    .iter()
-                    .map(|(_, name)| name.as_str())
-                    .collect::<Vec<_>>(),
-                summary.configs.len()
-            )
-        ),
-    };
-    Some(format!(
-        "{who}{} of the median handshake was queueing at the lab server ({}): the latency measures the queue; lower the concurrency",
-        percent_span(low, high),
-        if server {
-            "its CPU was the limit"
-        } else {
-            "a saturated side"
+    let mut places: Vec<&'static str> = Vec::new();
+    for (bottleneck, _) in &queued {
+        if !places.contains(&bottleneck.queue_place()) {
+            places.push(bottleneck.queue_place());
         }
-    ))
+    }
+    places
+        .into_iter()
+        .map(|place| {
+            let here: Vec<&(&crate::bottleneck::Bottleneck, &String)> = queued
+                .iter()
+                .filter(|(bottleneck, _)| bottleneck.queue_place() == place)
+                .collect();
+            let (low, high) = span(
+                here.iter()
+                    .map(|(bottleneck, _)| bottleneck.queueing_share.unwrap_or(0.0)),
+            );
+            let link = here.iter().any(|(bottleneck, _)| bottleneck.limit == "link");
+            let who = match here.as_slice() {
+                [(_, name)] if name.is_empty() => String::new(),
+                _ => format!(
+                    "{}: ",
+                    which(
+                        &here
+                            .iter()
+                            .map(|(_, name)| name.as_str())
+                            .collect::<Vec<_>>(),
+                        summary.configs.len()
+                    )
+                ),
+            };
+            format!(
+                "{who}{} of the median handshake was queueing {place}: the latency measures the queue; {}",
+                percent_span(low, high),
+                if link {
+                    "lower the concurrency or raise --bandwidth"
+                } else {
+                    "lower the concurrency"
+                }
+            )
+        })
+        .collect()
 }
 
 /// `'name' ` to say which Config a note is about; nothing for a lone Config, whose label is

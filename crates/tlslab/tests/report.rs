@@ -255,7 +255,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
         &results,
         "SELECT count(*) FROM configs WHERE rtt_ns IS NULL",
     );
-    assert_eq!((version, loopback), (9, 4));
+    assert_eq!((version, loopback), (10, 4));
     let active = count(
         &results,
         "SELECT count(*) FROM runs WHERE source = 'active'",
@@ -314,7 +314,7 @@ fn a_schema_6_store_is_upgraded_when_opened() {
     let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
     assert!(export.contains("latency"), "{export}");
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     let closed = count(
         &results,
         "SELECT count(*) FROM configs WHERE arrival_rate IS NULL",
@@ -353,7 +353,7 @@ fn a_schema_7_store_is_upgraded_when_opened() {
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     let unresolved = count(
         &results,
         "SELECT count(*) FROM samples WHERE dns IS NULL AND resolved IS NULL AND address_family IS NULL",
@@ -386,7 +386,7 @@ fn a_schema_8_store_is_upgraded_when_opened() {
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     let without = count(
         &results,
         "SELECT count(*) FROM configs WHERE mtls = 0 AND client_cert_profile IS NULL",
@@ -401,6 +401,42 @@ fn a_schema_8_store_is_upgraded_when_opened() {
         unknown, all,
         "old samples did not record client authentication"
     );
+}
+
+#[test]
+fn a_schema_9_store_gains_the_links_columns_empty() {
+    let (results, _) = report_of_a_run("report-upgrade-9");
+    {
+        // What tlslab wrote before it counted the emulated link's traffic per trial.
+        let connection = rusqlite::Connection::open(&results).unwrap();
+        for column in [
+            "link_bytes_to_server",
+            "link_bytes_to_client",
+            "link_queue_drops",
+        ] {
+            connection
+                .execute_batch(&format!("ALTER TABLE trials DROP COLUMN {column}"))
+                .unwrap();
+        }
+        connection.execute_batch("PRAGMA user_version = 9").unwrap();
+    }
+    let html = results.with_file_name("upgraded-9.html");
+    tlslab_succeeds(&[
+        "report",
+        results.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let version: i64 = value(&results, "PRAGMA user_version");
+    assert_eq!(version, 10);
+    let trials = count(&results, "SELECT count(*) FROM trials");
+    let empty = count(
+        &results,
+        "SELECT count(*) FROM trials WHERE link_bytes_to_server IS NULL \
+         AND link_bytes_to_client IS NULL AND link_queue_drops IS NULL",
+    );
+    assert!(trials > 0);
+    assert_eq!(empty, trials, "old trials carried no counted link");
 }
 
 fn decode_png(path: &Path) -> (u32, u32, Vec<u8>) {
