@@ -159,6 +159,90 @@ fn markdown_report_renders_as_tables_and_links_png_charts() {
 }
 
 #[test]
+fn reports_carry_the_time_to_first_byte_and_the_technique_gains_of_the_summary() {
+    let dir = scratch("report-techniques");
+    // examples/session-techniques.toml's matrix on loopback (its 50 ms RTT needs root): a
+    // full handshake, the certificate cache, tickets, tickets with 0-RTT, each with a GET.
+    let run = Run::new(&dir, "techniques")
+        .args("--tls 1.3 --cert rsa2048 --chain 2 --http 1.1 --resume off,tickets")
+        .args("--early-data 0,1024 --cert-cache off,on --skip-invalid -c 4 -n 40 --warmup 2")
+        .succeeds();
+    // The summary's gains: `  resumption (tickets)   40.7% [36.5%, 44.0%] of ttfb (...)`.
+    let gains: Vec<(String, String)> = run
+        .summary
+        .lines()
+        .skip_while(|line| !line.starts_with("gains over the full handshake"))
+        .skip(1)
+        .take_while(|line| line.starts_with("  "))
+        .map(|line| {
+            let (technique, rest) = line.trim().split_once("  ").unwrap();
+            let rest = rest.trim_start();
+            let gain = rest.split(" of ").next().unwrap();
+            let (point, interval) = gain.split_once(" [").unwrap();
+            let (low, high) = interval.trim_end_matches(']').split_once(", ").unwrap();
+            (technique.to_string(), format!("{point} ({low} to {high})"))
+        })
+        .collect();
+    let techniques: Vec<&str> = gains
+        .iter()
+        .map(|(technique, _)| technique.as_str())
+        .collect();
+    assert_eq!(
+        techniques,
+        [
+            "certificate cache",
+            "resumption (tickets)",
+            "0-RTT (tickets)"
+        ],
+        "{}",
+        run.summary
+    );
+    let db = run.db.to_str().unwrap();
+    let markdown = dir.join("techniques.md");
+    let html = dir.join("techniques.html");
+    tlslab_succeeds(&["report", db, "-o", markdown.to_str().unwrap()]);
+    tlslab_succeeds(&["report", db, "-o", html.to_str().unwrap()]);
+    let markdown = std::fs::read_to_string(&markdown).unwrap();
+    let html = std::fs::read_to_string(&html).unwrap();
+    let section = |heading: &str| -> Vec<String> {
+        markdown
+            .split(&format!("## {heading}\n"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("no {heading} section:\n{markdown}"))
+            .split("\n## ")
+            .next()
+            .unwrap()
+            .lines()
+            .filter(|line| line.starts_with("| ") && !line.starts_with("| ---"))
+            .skip(1)
+            .map(String::from)
+            .collect()
+    };
+    // Every Config sent a request: four rows of time to first byte, each of 40 measured.
+    let ttfb = section("Time to first byte");
+    assert_eq!(ttfb.len(), 4, "{ttfb:?}");
+    assert!(ttfb.iter().all(|row| row.contains(" | 40 | ")), "{ttfb:?}");
+    // Each technique with the summary's gain and interval, in the report as on the terminal.
+    let rows = section("Session techniques");
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    for ((technique, gain), row) in gains.iter().zip(&rows) {
+        assert!(row.starts_with(&format!("| {technique} | ")), "{row}");
+        assert!(row.contains(" | ttfb | "), "{row}");
+        assert!(
+            row.contains(&format!(" | {gain} | ")),
+            "{gain} not in {row}"
+        );
+        assert!(
+            html.contains(gain.as_str()),
+            "{gain} not in the HTML report"
+        );
+    }
+    for id in ["id=\"ttfb\"", "id=\"techniques\""] {
+        assert!(html.contains(id), "{id} missing from the HTML report");
+    }
+}
+
+#[test]
 fn reports_of_bad_input_say_what_and_how() {
     let dir = scratch("report-errors");
     let missing = dir.join("missing.db");
