@@ -128,11 +128,19 @@ pub struct Experiment {
     pub thresholds: Vec<String>,
     /// Labels for the Configs, in matrix order (default: automatic labels).
     pub labels: Vec<String>,
-    /// Exact Configs (`[[config]]` tables), each a partial Config over the values above: when
-    /// given, the run has these Configs and not the crossed matrix. A table names dimensions
-    /// (one value, or a list that it crosses) and optionally its `label`.
+    /// Exact Configs (`[[config]]` tables), each a partial Config over the default
+    /// dimensions (not the values above) and the run-level values. A table names dimensions
+    /// (one value, or a list that it crosses) and optionally its `label`. Whether the crossed
+    /// matrix runs too is `matrix`.
     #[serde(rename = "config", skip_serializing_if = "Vec::is_empty")]
     pub explicit: Vec<toml::Table>,
+    /// With `[[config]]` tables: whether the crossed matrix of the dimensions above runs
+    /// next to them. The run then has the union: the matrix's Configs, then each table's that
+    /// the matrix lacks (a Config both make runs once, named by the table's label if it has
+    /// one). Unset, a file's tables run alone unless its top level names a dimension (`tls`,
+    /// `suite`, ...), and a dimension flag (`--tls`, ...) given with the file sets it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matrix: Option<bool>,
     /// TLS libraries: each value is one Config whose client and lab server both use it.
     pub backend: Vec<Backend>,
     /// Client libraries, crossed with `server_backend`; either list replaces `backend` on
@@ -218,6 +226,7 @@ impl Default for Experiment {
             thresholds: Vec::new(),
             labels: Vec::new(),
             explicit: Vec::new(),
+            matrix: None,
             backend: vec![Backend::Rustls],
             client_backend: Vec::new(),
             server_backend: Vec::new(),
@@ -259,20 +268,37 @@ fn resume_values<'de, D: serde::Deserializer<'de>>(
 impl Experiment {
     /// Reads an experiment file; the error names the file and the offending key.
     pub fn from_toml(text: &str) -> Result<Experiment, InvalidValue> {
-        toml::from_str(text).map_err(|error| InvalidValue(error.to_string()))
+        let mut experiment: Experiment =
+            toml::from_str(text).map_err(|error| InvalidValue(error.to_string()))?;
+        if !experiment.explicit.is_empty() && experiment.matrix.is_none() {
+            // A file that crosses dimensions at its top level and lists tables asks for both.
+            let table: toml::Table =
+                toml::from_str(text).map_err(|error| InvalidValue(error.to_string()))?;
+            if table.keys().any(|key| crate::config::is_dimension_key(key)) {
+                experiment.matrix = Some(true);
+            }
+        }
+        Ok(experiment)
     }
 
     /// The experiment as a TOML document that reproduces it.
     pub fn to_toml(&self) -> String {
+        // The dump writes every dimension at the top: with tables that run alone it must say
+        // so, or reading it back would cross the matrix too.
+        if !self.explicit.is_empty() && self.matrix.is_none() {
+            let mut dumped = self.clone();
+            dumped.matrix = Some(false);
+            return dumped.to_toml();
+        }
         toml::to_string(self).expect("an experiment always serializes")
     }
 
     /// Expands the matrix into labelled Configs, validating every combination.
     pub fn configs(&self) -> Result<Vec<Config>, ConfigError> {
-        if self.explicit.is_empty() {
-            expand(self)
-        } else {
-            crate::config::expand_explicit(self)
+        match (self.explicit.is_empty(), self.matrix) {
+            (true, _) => expand(self),
+            (false, Some(true)) => crate::config::expand_matrix_and_tables(self),
+            (false, _) => crate::config::expand_explicit(self),
         }
     }
 

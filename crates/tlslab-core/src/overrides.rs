@@ -73,6 +73,41 @@ pub struct Overrides {
     pub server_cmd: Option<String>,
 }
 
+impl Overrides {
+    /// The first matrix dimension the flags set, by its flag (`--tls`), if any.
+    fn dimension_flag(&self) -> Option<&'static str> {
+        let lists = [
+            (self.tls.is_some(), "--tls"),
+            (self.suite.is_some(), "--suite"),
+            (self.group.is_some(), "--group"),
+            (self.cert.is_some(), "--cert"),
+            (self.chain.is_some(), "--chain"),
+            (self.concurrency.is_some(), "--concurrency"),
+            (self.arrival_rate.is_some(), "--arrival-rate"),
+            (self.resume.is_some(), "--resume"),
+            (self.early_data.is_some(), "--early-data"),
+            (self.cert_cache.is_some(), "--cert-cache"),
+            (self.hello_retry.is_some(), "--hello-retry"),
+            (self.mtls.is_some(), "--mtls"),
+            (self.keep_alive.is_some(), "--keep-alive"),
+            (self.scheme.is_some(), "--scheme"),
+            (self.transport.is_some(), "--transport"),
+            (self.http.is_some(), "--http"),
+            (self.backend.is_some(), "--backend"),
+            (self.client_backend.is_some(), "--client-backend"),
+            (self.server_backend.is_some(), "--server-backend"),
+            (self.ech.is_some(), "--ech"),
+            (self.rtt.is_some(), "--rtt"),
+            (self.jitter.is_some(), "--jitter"),
+            (self.loss.is_some(), "--loss"),
+            (self.bandwidth.is_some(), "--bandwidth"),
+        ];
+        lists
+            .into_iter()
+            .find_map(|(given, flag)| given.then_some(flag))
+    }
+}
+
 /// A dimension's values, each parsed; the hint says how `option` takes them.
 fn list<T: FromStr>(values: &[String], option: &str) -> Result<Vec<T>, ConfigError>
 where
@@ -130,6 +165,17 @@ impl Experiment {
     /// Applies command-line `overrides` on top of this experiment (a file's, or the default).
     pub fn apply(&mut self, overrides: &Overrides) -> Result<(), ConfigError> {
         let given = overrides;
+        // Flags are the file's top level: with [[config]] tables, a dimension flag describes
+        // the crossed matrix, which then runs next to them (never silently ignored).
+        if let (false, Some(flag)) = (self.explicit.is_empty(), given.dimension_flag()) {
+            if self.matrix == Some(false) {
+                return Err(error(
+                    format!("{flag} sets the crossed matrix, which this file turns off (matrix = false)"),
+                    "set the value in the [[config]] tables, or write matrix = true to run the matrix next to them",
+                ));
+            }
+            self.matrix = Some(true);
+        }
         set(&mut self.tls, &given.tls, |values| list(values, "--tls"))?;
         set(&mut self.suite, &given.suite, |values| {
             list(values, "--suite")

@@ -137,6 +137,19 @@ pub struct TrialRecord {
     pub server: Option<Usage>,
     /// CPU this process spent during the trial: the load generator's own cost.
     pub client: Usage,
+    /// What the emulated link carried during the trial; `None` without one, or with netem
+    /// (its queue is the kernel's).
+    pub link: Option<LinkUsage>,
+}
+
+/// What an emulated link carried during one trial, from its forwarder's statistics: enough
+/// to tell when the link, not a CPU, limited the rate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkUsage {
+    pub bytes_to_server: u64,
+    pub bytes_to_client: u64,
+    /// Packets dropped because the bandwidth queue was full (not the profile's random loss).
+    pub queue_drops: u64,
 }
 
 /// Something a producer streams to the sink.

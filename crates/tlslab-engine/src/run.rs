@@ -8,7 +8,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tlslab_core::{Config, Environment, Experiment, Plan, RunEnd, RunInfo, Sink, Source, Usage};
+use tlslab_core::{
+    Config, Environment, Experiment, LinkUsage, Plan, RunEnd, RunInfo, Sink, Source, Usage,
+};
+use tlslab_emulation::EmulatorKind;
 use tlslab_pki::Pki;
 
 use crate::clients::ConfigClient;
@@ -273,6 +276,27 @@ impl Surroundings for RunSurroundings<'_> {
 
     fn server_usage(&mut self, config: &Config) -> Option<Usage> {
         self.servers.of(config)?.usage()
+    }
+
+    fn link_reset(&mut self) {
+        if let Some(emulated) = self.emulated {
+            emulated.network.reset_statistics();
+        }
+    }
+
+    fn link_usage(&mut self, config: &Config) -> Option<LinkUsage> {
+        let emulated = self.emulated?;
+        // netem's forwarder is the kernel: its statistics are not the forwarder's (empty).
+        if config.network.is_none() || emulated.network.kind() == EmulatorKind::Netem {
+            return None;
+        }
+        let statistics = emulated.network.statistics();
+        Some(LinkUsage {
+            bytes_to_server: statistics.client_to_server.bytes_forwarded,
+            bytes_to_client: statistics.server_to_client.bytes_forwarded,
+            queue_drops: statistics.client_to_server.dropped_queue_full
+                + statistics.server_to_client.dropped_queue_full,
+        })
     }
 }
 

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use tlslab_backend::{Attempt, Failure};
 use tlslab_core::{
-    Config, ErrorClass, Event, Outcome, Phase, Plan, Record, Sample, Trial, TrialRecord, Usage,
+    Config, ErrorClass, Event, LinkUsage, Outcome, Phase, Plan, Record, Sample, Trial, TrialRecord,
+    Usage,
 };
 
 use crate::error::RunError;
@@ -51,6 +52,15 @@ pub trait Surroundings {
 
     /// The CPU time `config`'s lab server has used so far; `None` without a lab server.
     fn server_usage(&mut self, config: &Config) -> Option<Usage>;
+
+    /// Starts counting what the emulated link carries afresh, as a trial starts.
+    fn link_reset(&mut self) {}
+
+    /// What the emulated link carried since [`link_reset`](Self::link_reset); `None` without
+    /// a link whose forwarder counts.
+    fn link_usage(&mut self, _config: &Config) -> Option<LinkUsage> {
+        None
+    }
 }
 
 /// Attempts done and failed so far, for a progress display.
@@ -139,6 +149,7 @@ impl<C: Connector> TrialLoop<'_, C> {
                 pool.push(connector.agent());
             }
             let server_before = surroundings.server_usage(config);
+            surroundings.link_reset();
             let client_before = usage::current();
             let started = Instant::now();
             let block = Block {
@@ -173,6 +184,7 @@ impl<C: Connector> TrialLoop<'_, C> {
                 attempted,
                 server,
                 client,
+                link: surroundings.link_usage(config),
             }));
         }
         // A stop or a server that died during the last trial still ends the run incomplete.

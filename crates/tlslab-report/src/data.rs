@@ -65,34 +65,16 @@ pub struct Interaction {
     pub lines: Vec<(String, Vec<Option<f64>>)>,
 }
 
-/// Levels in numeric order when every level is a number (concurrency, RTT), else in the
-/// order the Configs have them.
-fn ordered_levels(mut levels: Vec<String>) -> Vec<String> {
-    let number = |level: &str| level.trim_end_matches("ms").parse::<f64>().ok();
-    if levels.iter().all(|level| number(level).is_some()) {
-        levels.sort_by(|a, b| {
-            number(a)
-                .unwrap_or(0.0)
-                .total_cmp(&number(b).unwrap_or(0.0))
-        });
-    }
-    levels
-}
-
 impl Interaction {
     fn of(rows: &[ConfigRow], configs: &[ConfigData], dimensions: &[String]) -> Option<Self> {
         if dimensions.len() < 2 {
             return None;
         }
         let values = |name: &str| -> Vec<String> {
-            let mut levels: Vec<String> = Vec::new();
-            for row in rows {
-                let value = crate::factorial::dimension_value(name, row).unwrap_or_default();
-                if !levels.contains(&value) {
-                    levels.push(value);
-                }
-            }
-            ordered_levels(levels)
+            crate::levels::distinct_ordered(
+                rows.iter()
+                    .map(|row| crate::factorial::dimension_value(name, row).unwrap_or_default()),
+            )
         };
         // The dimension with the most levels along x (a sweep reads best there), the next
         // as lines.
@@ -264,23 +246,6 @@ pub fn distinguishing_words(names: &[String]) -> (String, Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn numeric_levels_sort_as_numbers_and_names_keep_their_order() {
-        let levels = |list: &[&str]| list.iter().map(|l| l.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            ordered_levels(levels(&["16", "1", "4"])),
-            levels(&["1", "4", "16"])
-        );
-        assert_eq!(
-            ordered_levels(levels(&["50ms", "5ms", "20ms"])),
-            levels(&["5ms", "20ms", "50ms"])
-        );
-        assert_eq!(
-            ordered_levels(levels(&["1.3", "1.2", "quic"])),
-            levels(&["1.3", "1.2", "quic"])
-        );
-    }
 
     #[test]
     fn shared_words_are_said_once() {

@@ -158,9 +158,13 @@ pub struct Factorial {
     pub pooled: Vec<Pooled>,
 }
 
+/// One stratum: its key (`name=value` of each other dimension) and its Configs by level.
+type Stratum<'a> = (Vec<String>, BTreeMap<String, &'a ConfigRow>);
+
 /// One stratum's samples of a value and of the baseline, and their ratio of medians.
 struct StratumSamples {
-    key: Vec<String>,
+    /// Each other dimension's level, as its position in that dimension's ordered levels.
+    positions: Vec<usize>,
     baseline: Vec<f64>,
     other: Vec<f64>,
     ratio: f64,
@@ -195,13 +199,8 @@ pub fn factorial(
             *name != by && varies(&configs, *value) && !tied(&configs, value_of, *value)
         })
         .collect();
-    let mut levels: Vec<String> = Vec::new();
-    for config in &configs {
-        let level = value_of(config);
-        if !levels.contains(&level) {
-            levels.push(level);
-        }
-    }
+    // Numbers in numeric order (concurrency 1, 20, 100), as everywhere levels are listed.
+    let levels = crate::levels::distinct_ordered(configs.iter().map(value_of));
     if levels.len() < 2 {
         return Err(input(
             format!("the run has one value of {by} ({})", levels.join("")),
@@ -218,16 +217,31 @@ pub fn factorial(
             ))
         }
     };
-    // Configs by stratum, then by level.
-    let mut strata: BTreeMap<Vec<String>, BTreeMap<String, &ConfigRow>> = BTreeMap::new();
+    // Configs by stratum, then by level. Strata go in the order of their levels (each
+    // dimension's position in its ordered levels), not as text: concurrency=100 would come
+    // before concurrency=20.
+    let orders: Vec<Vec<String>> = varying
+        .iter()
+        .map(|(_, value)| crate::levels::distinct_ordered(configs.iter().map(value)))
+        .collect();
+    let mut strata: BTreeMap<Vec<usize>, Stratum> = BTreeMap::new();
     for config in &configs {
+        let positions: Vec<usize> = varying
+            .iter()
+            .zip(&orders)
+            .map(|((_, value), order)| {
+                let level = value(config);
+                order.iter().position(|known| *known == level).unwrap_or(0)
+            })
+            .collect();
         let key: Vec<String> = varying
             .iter()
             .map(|(name, value)| format!("{name}={}", value(config)))
             .collect();
         strata
-            .entry(key)
-            .or_default()
+            .entry(positions)
+            .or_insert_with(|| (key, BTreeMap::new()))
+            .1
             .insert(value_of(config), config);
     }
     let values = |config: &ConfigRow| -> Result<Vec<f64>, StoreError> {
@@ -239,7 +253,7 @@ pub fn factorial(
     };
     let mut contrasts = Vec::new();
     let mut by_level: BTreeMap<String, Vec<StratumSamples>> = BTreeMap::new();
-    for (key, members) in &strata {
+    for (positions, (key, members)) in &strata {
         let Some(base) = members.get(&baseline) else {
             continue;
         };
@@ -263,7 +277,7 @@ pub fn factorial(
                 .entry(level.clone())
                 .or_default()
                 .push(StratumSamples {
-                    key: key.clone(),
+                    positions: positions.clone(),
                     baseline: base_values.clone(),
                     other: other_values,
                     ratio: comparison.ratio_median,
@@ -310,12 +324,12 @@ pub fn factorial(
             .map(|row| (row.baseline.as_slice(), row.other.as_slice()))
             .collect();
         let mut interactions = Vec::new();
-        for (position, (name, _)) in varying.iter().enumerate() {
-            // The stratum key's entry for this dimension is its level.
-            let mut groups: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+        for (position, ((name, _), order)) in varying.iter().zip(&orders).enumerate() {
+            // By the level's position, so that the ratios are listed in the levels' order.
+            let mut groups: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
             for row in rows {
                 groups
-                    .entry(row.key[position].as_str())
+                    .entry(row.positions[position])
                     .or_default()
                     .push(row.ratio);
             }
@@ -338,7 +352,7 @@ pub fn factorial(
                     .iter()
                     .map(|(level, ratios)| {
                         (
-                            level.split_once('=').map_or(*level, |(_, v)| v).to_string(),
+                            order.get(*level).cloned().unwrap_or_default(),
                             median(ratios),
                         )
                     })

@@ -143,6 +143,16 @@ pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
         write_table(&mut out, &table);
     }
 
+    if let Some(table) = tables::time_to_first_byte(data) {
+        out.push_str("<h2 id=\"ttfb\">Time to first byte</h2>\n");
+        out.push_str("<p>From each attempt's start to the first byte of its response: the handshake and the request, what a user waits for.</p>\n");
+        write_table(&mut out, &table);
+    }
+    if let Some(table) = tables::gains(data) {
+        out.push_str("<h2 id=\"techniques\">Session techniques</h2>\n");
+        let _ = writeln!(out, "<p>{}</p>", escape(tables::GAINS_NOTE));
+        write_table(&mut out, &table);
+    }
     if let Some(table) = tables::load(data) {
         out.push_str("<h2 id=\"load\">Requests under load</h2>\n");
         out.push_str("<p>ApacheBench's figures with its definitions: connect is the time to an open connection (TLS included; 0 on a kept one), waiting from there to the first response byte, total the whole request; time per request is concurrency × time taken / requests.</p>\n");

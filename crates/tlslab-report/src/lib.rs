@@ -19,6 +19,7 @@ mod data;
 mod diagnosis;
 pub mod factorial;
 mod html;
+mod levels;
 pub mod load;
 mod markdown;
 mod samples;
@@ -38,7 +39,9 @@ pub use html::{escape, render_html};
 pub use markdown::render_markdown;
 pub use samples::{parse_samples, SampleFileError};
 pub use summary::{ConfigSummary, Distribution, RunSummary};
-pub use text::{duration, render_details_of_each, render_text, TextOptions};
+pub use text::{
+    duration, quiet_warnings, render_details_of_each, render_text, result_line, TextOptions,
+};
 
 /// Why a report could not be made, and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq)]

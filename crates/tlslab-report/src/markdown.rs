@@ -97,6 +97,15 @@ pub fn render_markdown(data: &ReportData, chart_links: Option<&str>) -> String {
         let _ = writeln!(out, "{}\n", text_line(&note));
         write_table(&mut out, &table);
     }
+    if let Some(table) = tables::time_to_first_byte(data) {
+        out.push_str("## Time to first byte\n\n");
+        write_table(&mut out, &table);
+    }
+    if let Some(table) = tables::gains(data) {
+        out.push_str("## Session techniques\n\n");
+        let _ = writeln!(out, "{}\n", text_line(tables::GAINS_NOTE));
+        write_table(&mut out, &table);
+    }
     if let Some(table) = tables::load(data) {
         out.push_str("## Requests under load\n\n");
         write_table(&mut out, &table);

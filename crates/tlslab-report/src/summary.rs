@@ -210,11 +210,44 @@ fn physics(label: &str, median_ms: f64, floor_ms: f64, round_trips: u32) -> Opti
 
 /// The TCP connect is one round trip: its median must be the emulated RTT, give or take the
 /// loopback cost.
-fn connect_check(label: &str, connect_ms: f64, rtt_ms: f64) -> Option<String> {
-    (connect_ms < rtt_ms || connect_ms > rtt_ms * 1.25 + 2.0).then(|| {
+/// `link_queue`: the emulated link was full, so a connect longer than the round trip is its
+/// queue, not a fault; one shorter than the round trip is still impossible.
+fn connect_check(label: &str, connect_ms: f64, rtt_ms: f64, link_queue: bool) -> Option<String> {
+    let slow = !link_queue && connect_ms > rtt_ms * 1.25 + 2.0;
+    (connect_ms < rtt_ms || slow).then(|| {
         format!(
             "'{label}': the median TCP connect ({connect_ms:.1} ms) should be one emulated RTT ({rtt_ms:.1} ms); packets were delayed by something else"
         )
+    })
+}
+
+/// What a Config's emulated link carried, for the diagnosis: the median over its trials of
+/// the busier direction's share of the bandwidth (a trial starts and ends with the link part
+/// idle, and one stalled trial should not hide the others), and its queue's drops.
+fn link_of(
+    trials: &[tlslab_store::LinkTrial],
+    rate_bps: Option<i64>,
+) -> Option<crate::bottleneck::Link> {
+    if trials.is_empty() {
+        return None;
+    }
+    let utilization = rate_bps.filter(|rate| *rate > 0).and_then(|rate| {
+        let shares: Vec<f64> = trials
+            .iter()
+            .filter(|trial| trial.duration_ns > 0)
+            .map(|trial| {
+                let busier = trial.bytes_to_server.max(trial.bytes_to_client) as f64;
+                busier * 8.0 / (rate as f64 * trial.duration_ns as f64 / 1e9)
+            })
+            .collect();
+        (!shares.is_empty()).then(|| tlslab_stats::median(&shares))
+    });
+    Some(crate::bottleneck::Link {
+        utilization,
+        queue_drops: trials
+            .iter()
+            .map(|trial| trial.queue_drops.max(0) as u64)
+            .sum(),
     })
 }
 
@@ -223,12 +256,13 @@ fn connect_check(label: &str, connect_ms: f64, rtt_ms: f64) -> Option<String> {
 /// for all such Configs at once.
 pub(crate) fn queue_warning(label: &str, bottleneck: &crate::bottleneck::Bottleneck) -> String {
     format!(
-        "'{label}': {:.0}% of the median handshake was queueing at the lab server ({}): the latency measures the queue; lower the concurrency",
+        "'{label}': {:.0}% of the median handshake was queueing {}: the latency measures the queue; {}",
         bottleneck.queueing_share.unwrap_or(0.0) * 100.0,
-        if bottleneck.limit == "server" {
-            "its CPU was the limit"
+        bottleneck.queue_place(),
+        if bottleneck.limit == "link" {
+            "lower the concurrency or raise --bandwidth"
         } else {
-            "a saturated side"
+            "lower the concurrency"
         }
     )
 }
@@ -428,6 +462,7 @@ impl RunSummary {
                         phase_medians_ms.get("server_response").copied(),
                         config.rtt_ns.map_or(0.0, |rtt| rtt as f64 / 1e6),
                         per_attempt(server_ns).unwrap_or(0.0),
+                        link_of(&store.link_trials(config.id)?, config.rate_bps),
                     );
                     if bottleneck.mostly_queue() {
                         warnings.push(queue_warning(&config.label, &bottleneck));
@@ -454,7 +489,9 @@ impl RunSummary {
                         .and_then(|h| physics(&config.label, h.median, floor_ms, trips))
                         .or_else(|| {
                             let connect = measured_rtt_ms.filter(|_| emulator != "relay")?;
-                            connect_check(&config.label, connect, rtt_ms)
+                            // A full link's queue delays the SYN too: said by the diagnosis.
+                            let link_queue = bottleneck.as_ref().is_some_and(|b| b.limit == "link");
+                            connect_check(&config.label, connect, rtt_ms, link_queue)
                         });
                     if let Some(problem) = &physics {
                         warnings.push(format!("physics check: {problem}"));

@@ -133,31 +133,41 @@ pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
             let _ = writeln!(out, "warning: {warning}");
         }
     } else {
-        // Queueing is said once for every Config it concerns; the rest one line each.
-        let queued: Vec<String> = summary
-            .configs
-            .iter()
-            .filter_map(|config| {
-                let bottleneck = config.bottleneck.as_ref()?;
-                bottleneck
-                    .mostly_queue()
-                    .then(|| crate::summary::queue_warning(&config.label, bottleneck))
-            })
-            .collect();
-        for warning in summary
-            .warnings
-            .iter()
-            .filter(|warning| !queued.contains(warning))
-        {
-            let warning = shorten_labels(warning, &labels, &short);
+        for warning in brief_warnings(summary, &labels, &short) {
             let _ = writeln!(out, "warning: {warning}");
         }
-        if let Some(line) = queue_line(summary, &short) {
-            let _ = writeln!(out, "warning: {line}");
-        }
     }
-    let _ = writeln!(
-        out,
+    let _ = writeln!(out, "{}", result_line(summary));
+    out
+}
+
+/// The warnings of a summary without `--verbose`: queueing said once for every Config it
+/// concerns, the rest one line each, labels shortened to the words in the table (`short`).
+fn brief_warnings(summary: &RunSummary, labels: &[String], short: &[String]) -> Vec<String> {
+    let queued: Vec<String> = summary
+        .configs
+        .iter()
+        .filter_map(|config| {
+            let bottleneck = config.bottleneck.as_ref()?;
+            bottleneck
+                .mostly_queue()
+                .then(|| crate::summary::queue_warning(&config.label, bottleneck))
+        })
+        .collect();
+    let mut lines: Vec<String> = summary
+        .warnings
+        .iter()
+        .filter(|warning| !queued.contains(warning))
+        .map(|warning| shorten_labels(warning, labels, short))
+        .collect();
+    lines.extend(queue_lines(summary, short));
+    lines
+}
+
+/// The summary's last line: how many attempts, how many failed, how long, the seed and the
+/// results file. `run --quiet` prints this line alone.
+pub fn result_line(summary: &RunSummary) -> String {
+    format!(
         "{} attempts, {} errors{}{} · results: {}",
         summary.attempted,
         summary.errors,
@@ -168,8 +178,21 @@ pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
             .seed
             .map_or(String::new(), |seed| format!(" · seed {seed}")),
         summary.store
-    );
-    out
+    )
+}
+
+/// What `run --quiet` says on stderr: the warnings, each with its Config's whole label (there
+/// is no table to shorten them against), one `warning: ` line each.
+pub fn quiet_warnings(summary: &RunSummary) -> Vec<String> {
+    let labels: Vec<String> = summary
+        .configs
+        .iter()
+        .map(|config| config.label.clone())
+        .collect();
+    brief_warnings(summary, &labels, &labels)
+        .into_iter()
+        .map(|warning| format!("warning: {warning}"))
+        .collect()
 }
 
 /// `'full label'` as `'short label'` wherever a warning quotes a Config.
@@ -323,8 +346,8 @@ fn render_notes(summary: &RunSummary, names: &[String]) -> String {
             let _ = writeln!(out, "failed: {}{count} {class}: {why}", quoted(name));
         }
     }
-    for limit in ["server", "client"] {
-        // A queue is warned about on its own (`queue_line`).
+    for limit in ["server", "client", "link"] {
+        // A queue is warned about on its own (`queue_lines`).
         let limited: Vec<(&crate::summary::ConfigSummary, &String)> = summary
             .configs
             .iter()
@@ -342,6 +365,19 @@ fn render_notes(summary: &RunSummary, names: &[String]) -> String {
                 if let Some(bottleneck) = &config.bottleneck {
                     let _ = writeln!(out, "limit: {}{}", quoted(name), bottleneck.describe());
                 }
+            }
+            several if limit == "link" => {
+                let _ = writeln!(
+                    out,
+                    "limit: the emulated link in {} (its bandwidth queue full)",
+                    which(
+                        &several
+                            .iter()
+                            .map(|(_, name)| name.as_str())
+                            .collect::<Vec<_>>(),
+                        summary.configs.len()
+                    )
+                );
             }
             several => {
                 let utilization = |config: &crate::summary::ConfigSummary| {
@@ -407,8 +443,9 @@ fn which(names: &[&str], total: usize) -> String {
     }
 }
 
-/// One warning for every Config whose latency mostly measured the lab server's queue.
-fn queue_line(summary: &RunSummary, names: &[String]) -> Option<String> {
+/// The warnings for the Configs whose latency mostly measured a queue: one line for all
+/// those whose queue was in the same place (the lab server, the emulated link).
+fn queue_lines(summary: &RunSummary, names: &[String]) -> Vec<String> {
     let queued: Vec<(&crate::bottleneck::Bottleneck, &String)> = summary
         .configs
         .iter()
@@ -418,39 +455,48 @@ fn queue_line(summary: &RunSummary, names: &[String]) -> Option<String> {
             bottleneck.mostly_queue().then_some((bottleneck, name))
         })
         .collect();
-    if queued.is_empty() {
-        return None;
-    }
-    let (low, high) = span(
-        queued
-            .iter()
-            .map(|(bottleneck, _)| bottleneck.queueing_share.unwrap_or(0.0)),
-    );
-    let server = queued
-        .iter()
-        .all(|(bottleneck, _)| bottleneck.limit == "server");
-    let who = match queued.as_slice() {
-        [(_, name)] if name.is_empty() => String::new(),
-        _ => format!(
-            "{}: ",
-            which(
-                &queued
-                    .iter()
-                    .map(|(_, name)| name.as_str())
-                    .collect::<Vec<_>>(),
-                summary.configs.len()
-            )
-        ),
-    };
-    Some(format!(
-        "{who}{} of the median handshake was queueing at the lab server ({}): the latency measures the queue; lower the concurrency",
-        percent_span(low, high),
-        if server {
-            "its CPU was the limit"
-        } else {
-            "a saturated side"
+    let mut places: Vec<&'static str> = Vec::new();
+    for (bottleneck, _) in &queued {
+        if !places.contains(&bottleneck.queue_place()) {
+            places.push(bottleneck.queue_place());
         }
-    ))
+    }
+    places
+        .into_iter()
+        .map(|place| {
+            let here: Vec<&(&crate::bottleneck::Bottleneck, &String)> = queued
+                .iter()
+                .filter(|(bottleneck, _)| bottleneck.queue_place() == place)
+                .collect();
+            let (low, high) = span(
+                here.iter()
+                    .map(|(bottleneck, _)| bottleneck.queueing_share.unwrap_or(0.0)),
+            );
+            let link = here.iter().any(|(bottleneck, _)| bottleneck.limit == "link");
+            let who = match here.as_slice() {
+                [(_, name)] if name.is_empty() => String::new(),
+                _ => format!(
+                    "{}: ",
+                    which(
+                        &here
+                            .iter()
+                            .map(|(_, name)| name.as_str())
+                            .collect::<Vec<_>>(),
+                        summary.configs.len()
+                    )
+                ),
+            };
+            format!(
+                "{who}{} of the median handshake was queueing {place}: the latency measures the queue; {}",
+                percent_span(low, high),
+                if link {
+                    "lower the concurrency or raise --bandwidth"
+                } else {
+                    "lower the concurrency"
+                }
+            )
+        })
+        .collect()
 }
 
 /// `'name' ` to say which Config a note is about; nothing for a lone Config, whose label is

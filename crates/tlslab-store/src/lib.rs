@@ -303,6 +303,16 @@ pub struct TrialTotals {
     pub client_peak_rss_bytes: i64,
 }
 
+/// What an emulated link carried during one trial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkTrial {
+    pub duration_ns: i64,
+    pub bytes_to_server: i64,
+    pub bytes_to_client: i64,
+    /// Packets dropped at the link's full bandwidth queue.
+    pub queue_drops: i64,
+}
+
 /// Whether `path` is a tlslab results store (read without changing it).
 pub fn is_store(path: &Path) -> bool {
     let Ok(connection) = Connection::open_with_flags(
@@ -643,6 +653,28 @@ impl Store {
                 })
             },
         )?)
+    }
+
+    /// Each measured trial of a Config that had a counted emulated link: its duration and
+    /// what the link carried (see [`LinkTrial`]), in trial order.
+    pub fn link_trials(&self, config_id: i64) -> Result<Vec<LinkTrial>, StoreError> {
+        let mut statement = self.connection.prepare(
+            "SELECT duration_ns, link_bytes_to_server, COALESCE(link_bytes_to_client, 0),
+                    COALESCE(link_queue_drops, 0)
+             FROM trials WHERE config_id = ?1 AND warmup = 0 AND link_bytes_to_server IS NOT NULL
+             ORDER BY id",
+        )?;
+        let rows = statement
+            .query_map([config_id], |row| {
+                Ok(LinkTrial {
+                    duration_ns: row.get(0)?,
+                    bytes_to_server: row.get(1)?,
+                    bytes_to_client: row.get(2)?,
+                    queue_drops: row.get(3)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
     }
 
     /// The version, suite and group a Config's handshakes negotiated most often, warm-up

@@ -221,7 +221,7 @@ impl StoreSink {
         let server = record.server;
         self.connection
             .prepare_cached(
-                "INSERT INTO trials (id, run_id, config_id, round, warmup, handshakes, attempted, concurrency, started_at_ns, duration_ns, server_user_ns, server_system_ns, server_peak_rss_bytes, client_user_ns, client_system_ns, client_peak_rss_bytes) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                "INSERT INTO trials (id, run_id, config_id, round, warmup, handshakes, attempted, concurrency, started_at_ns, duration_ns, server_user_ns, server_system_ns, server_peak_rss_bytes, client_user_ns, client_system_ns, client_peak_rss_bytes, link_bytes_to_server, link_bytes_to_client, link_queue_drops) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
             )?
             .execute(params![
                 record.trial.index as i64,
@@ -239,6 +239,9 @@ impl StoreSink {
                 record.client.user_ns as i64,
                 record.client.system_ns as i64,
                 record.client.peak_rss_bytes as i64,
+                record.link.map(|link| link.bytes_to_server as i64),
+                record.link.map(|link| link.bytes_to_client as i64),
+                record.link.map(|link| link.queue_drops as i64),
             ])?;
         Ok(())
     }

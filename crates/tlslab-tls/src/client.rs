@@ -59,7 +59,9 @@ fn apply(attempt: &mut Attempt, observed: Observed) {
         attempt.server_flight_received();
         attempt.server_flight_answered();
     }
-    attempt.verification(observed.verify_start, observed.verify_end);
+    if !observed.checked_nothing {
+        attempt.verification(observed.verify_start, observed.verify_end);
+    }
     if let Some(scheme) = observed.signature_scheme {
         attempt.negotiated.signature_scheme = Some(format!("{scheme:?}"));
     }
@@ -111,6 +113,13 @@ fn ech_status(status: rustls::client::EchStatus) -> EchStatus {
             EchStatus::Rejected
         }
     }
+}
+
+/// Whether the client validates the server's chain: not with `--insecure`. A `--pin` check
+/// then (a hash of the key) is not counted as validation either, as in the OpenSSL client,
+/// whose insecure callback checks pins untimed: `cert_validation` is NULL for every backend.
+fn checks_certificates(settings: &ClientSettings) -> bool {
+    !matches!(settings.trust, Trust::Insecure)
 }
 
 /// The certificate verifier `trust` asks for.
@@ -200,6 +209,7 @@ impl Client {
                 inner: inner.clone(),
                 cache: cache.clone(),
                 report: Report::ThreadLocal,
+                checks: checks_certificates(settings),
             }));
         let mut config = match &settings.client_certificate {
             // rustls checks that the key signs for the certificate, and that this provider
@@ -280,6 +290,7 @@ impl Client {
                     inner: self.verifier.clone(),
                     cache: self.cache.clone(),
                     report: Report::Shared(observed.clone()),
+                    checks: checks_certificates(&self.settings),
                 }));
             config.client_auth_cert_resolver = Arc::new(CertificateRequestProbe {
                 inner: self.client_certificates.clone(),

@@ -27,6 +27,10 @@ pub(crate) struct Observed {
     pub traffic_keys: Option<Instant>,
     /// The server asked for a client certificate: whether the client had one to send.
     pub client_certificate: Option<bool>,
+    /// The verifier was called but validated nothing (`--insecure`): its
+    /// call still marks when the client reacted to the server's flight, but it is no
+    /// `cert_validation` (a microsecond of bookkeeping would pass for one).
+    pub checked_nothing: bool,
 }
 
 thread_local! {
@@ -100,6 +104,8 @@ pub(crate) struct TimedVerifier {
     pub inner: Arc<dyn ServerCertVerifier>,
     pub cache: Option<Arc<VerifiedChains>>,
     pub report: Report,
+    /// Whether `inner` checks anything; see [`Observed::checked_nothing`].
+    pub checks: bool,
 }
 
 impl ServerCertVerifier for TimedVerifier {
@@ -138,8 +144,11 @@ impl ServerCertVerifier for TimedVerifier {
             )
         };
         let end = Instant::now();
-        self.report
-            .update(|observed| observed.verify_end = Some(end));
+        let checks = self.checks;
+        self.report.update(|observed| {
+            observed.verify_end = Some(end);
+            observed.checked_nothing = !checks;
+        });
         if let (Ok(_), false, Some(cache), Some(key)) = (&result, cached, &self.cache, key) {
             cache
                 .chains

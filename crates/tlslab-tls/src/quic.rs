@@ -147,7 +147,7 @@ impl Observer for QuicLog {
                 attempt.server_flight_bytes = Some(flight.iter().map(|(_, n)| *n as u64).sum());
             }
         }
-        if let Some(start) = observed.verify_start {
+        if let Some(start) = observed.verify_start.filter(|_| !observed.checked_nothing) {
             timeline.mark_once(Event::CertVerifyStart, origin, start);
             if let Some(end) = observed.verify_end {
                 timeline.mark_once(Event::CertVerifyEnd, origin, end);

@@ -123,7 +123,10 @@ pub struct LoadArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// An experiment file (TOML); flags given too override its values.
+    /// An experiment file (TOML); flags given too override its values. Its `[[config]]`
+    /// tables (exact Configs over the defaults) run alone, or after the crossed matrix when
+    /// the file's top level or a flag names a dimension (or `matrix = true`): each Config
+    /// once (examples/explicit-configs.toml).
     pub experiment: Option<PathBuf>,
     /// TLS versions: 1.2, 1.3.
     #[arg(long, value_delimiter = ',')]
@@ -426,8 +429,11 @@ pub struct RunArgs {
     #[arg(long)]
     #[arg(help_heading = "Output")]
     pub pki_dir: Option<PathBuf>,
-    /// Hide the progress bar.
-    #[arg(long)]
+    /// Print only the last line of the summary (attempts, errors, seed, results file, and
+    /// the report with --report) on stdout, and warnings and errors on stderr, as `curl -sS`
+    /// does: for scripts, which read the results file or the exit code. No progress bar.
+    /// With --json the JSON is still printed (it is what was asked for).
+    #[arg(short, long)]
     #[arg(help_heading = "Output")]
     pub quiet: bool,
     /// Write every handshake's secrets here (SSLKEYLOGFILE format, mode 0600), so a capture
@@ -684,7 +690,8 @@ pub struct CompareArgs {
     #[arg(required = true, num_args = 1..=2)]
     pub inputs: Vec<PathBuf>,
     /// The config the others are compared with (default: the first); with --by, the
-    /// dimension's baseline value (default: its first).
+    /// dimension's baseline value (default: its first as listed: the smallest for numbers
+    /// such as concurrency or RTT, else the first Config's).
     #[arg(long)]
     pub baseline: Option<String>,
     /// Compare by one dimension with every other held fixed (tls, suite, group, cert,

@@ -270,12 +270,26 @@ pub fn execute(args: &RunArgs, experiment: Experiment, print: Printer) -> Result
 
     let store = Store::open(&path)?;
     let summary = RunSummary::from_store(&store)?;
-    print(&store, &summary)?;
-    if let Some(capture) = &args.capture {
-        crate::crosscheck::print(&store, capture)?;
+    // --quiet (without --json, which is output a script asked for) keeps stdout to the one
+    // line a script reads, after the report so that it can name that too; warnings go to
+    // stderr, as errors do.
+    let quiet = args.quiet && !args.json;
+    if quiet {
+        for warning in tlslab_report::quiet_warnings(&summary) {
+            output::note(warning);
+        }
+    } else {
+        print(&store, &summary)?;
+        if let Some(capture) = &args.capture {
+            crate::crosscheck::print(&store, capture)?;
+        }
     }
+    let mut result_line = tlslab_report::result_line(&summary);
     if args.report {
         match crate::report::report_beside(&path) {
+            Ok(report) if quiet => {
+                result_line.push_str(&format!(" · report: {}", report.display()))
+            }
             Ok(report) => output::note(format_args!("report: {}", report.display())),
             // The samples are stored whatever happens to the report; say how to retry.
             Err(error) => {
@@ -286,6 +300,10 @@ pub fn execute(args: &RunArgs, experiment: Experiment, print: Printer) -> Result
                 ));
             }
         }
+    }
+
+    if quiet {
+        output::print(format_args!("{result_line}\n"))?;
     }
 
     let error_rate = if end.attempted == 0 {

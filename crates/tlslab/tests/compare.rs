@@ -304,6 +304,80 @@ fn compare_by_tls_holds_every_other_dimension_fixed() {
 }
 
 #[test]
+fn numeric_levels_are_listed_in_numeric_order_everywhere() {
+    let dir = scratch("compare-order");
+    // Typed out of order, and 100 before 20 as text would put it.
+    let run = Run::new(&dir, "order")
+        .args("--tls 1.2,1.3 -c 100,1,20 -n 100 --warmup 0")
+        .succeeds();
+    let db = run.db.to_str().unwrap();
+    let position = |text: &str, what: &str| {
+        text.find(what)
+            .unwrap_or_else(|| panic!("no {what:?} in:\n{text}"))
+    };
+    // The summary's pooled answers: concurrency 20 before 100, both against 1.
+    let summary = &run.summary;
+    assert!(
+        position(summary, "concurrency 20 vs 1:") < position(summary, "concurrency 100 vs 1:"),
+        "{summary}"
+    );
+
+    let json: Value =
+        serde_json::from_str(&stdout(&tlslab(&["compare", db, "--by", "tls", "--json"]))).unwrap();
+    let strata: Vec<&str> = json["contrasts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|contrast| contrast["stratum"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        strata,
+        ["concurrency=1", "concurrency=20", "concurrency=100"],
+        "{json}"
+    );
+    let levels: Vec<&str> = json["pooled"][0]["interactions"][0]["ratios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|ratio| ratio[0].as_str().unwrap())
+        .collect();
+    assert_eq!(levels, ["1", "20", "100"], "{json}");
+    let text = stdout(&tlslab(&["compare", db, "--by", "tls"]));
+    assert!(
+        position(&text, "concurrency=20 ·") < position(&text, "concurrency=100 ·"),
+        "{text}"
+    );
+
+    // By concurrency: the baseline is the smallest, the others in numeric order.
+    let json: Value = serde_json::from_str(&stdout(&tlslab(&[
+        "compare",
+        db,
+        "--by",
+        "concurrency",
+        "--json",
+    ])))
+    .unwrap();
+    assert_eq!(json["baseline"], "1", "{json}");
+    let pooled: Vec<&str> = json["pooled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|pooled| pooled["level"].as_str().unwrap())
+        .collect();
+    assert_eq!(pooled, ["20", "100"], "{json}");
+
+    // The Markdown report lists them so too.
+    let markdown = dir.join("order.md");
+    tlslab_succeeds(&["report", db, "-o", markdown.to_str().unwrap()]);
+    let markdown = std::fs::read_to_string(&markdown).unwrap();
+    assert!(
+        position(&markdown, "| concurrency | 20 vs 1 |")
+            < position(&markdown, "| concurrency | 100 vs 1 |"),
+        "{markdown}"
+    );
+}
+
+#[test]
 fn plan_says_how_many_handshakes_a_difference_needs() {
     let dir = scratch("plan");
     let pilot = Run::new(&dir, "pilot")

@@ -152,6 +152,71 @@ fn a_shorter_rtt_does_not_inherit_the_previous_trials_delay() {
     assert!(text.contains("<figure id=\"rtt\""), "no RTT chart");
 }
 
+#[test]
+fn a_saturated_emulated_link_is_named_the_limit_and_a_wide_one_is_not() {
+    require_emulation!();
+    let dir = scratch("link-limit");
+    // Eight agents of about 1 KB of server flight each through 1 Mbit/s: the link carries its
+    // bandwidth's worth and the handshakes queue for it; at 1 Gbit/s it is nearly idle. The
+    // tun emulator counts what its forwarder carries (netem's queue is the kernel's).
+    let run = Run::new(&dir, "link")
+        .args("--emulator tun --bandwidth 1mbit,1gbit -c 8 -n 200 --warmup 0")
+        .succeeds();
+    let db = &run.db;
+    let (bytes, drops): (i64, i64) = row(
+        db,
+        "SELECT SUM(t.link_bytes_to_client), SUM(t.link_queue_drops) FROM trials t
+         JOIN configs c ON c.id = t.config_id WHERE c.rate_bps = 1000000",
+    );
+    // 200 handshakes' server flights: a few hundred bytes each at least.
+    assert!(bytes > 200 * 300, "{bytes} bytes toward the client");
+    assert!(drops >= 0);
+    let summary = &run.summary;
+    // Named as the limit, or (mostly queue) warned about as the link's queue.
+    let narrow = summary
+        .lines()
+        .filter(|line| {
+            line.contains("rate1mbit") || line.starts_with("warning:") || line.starts_with("limit:")
+        })
+        .any(|line| line.contains("rate1mbit") && line.contains("emulated link"));
+    assert!(narrow, "the 1 Mbit/s link is not named:\n{summary}");
+    assert!(
+        !summary
+            .lines()
+            .any(|line| line.contains("rate1gbit") && line.contains("emulated link")),
+        "{summary}"
+    );
+    // Its queue explains the slow connects: no physics warning about them.
+    assert!(!summary.contains("TCP connect"), "{summary}");
+
+    // The report's table says it per Config.
+    let markdown = dir.join("link.md");
+    tlslab_succeeds(&[
+        "report",
+        db.to_str().unwrap(),
+        "-o",
+        markdown.to_str().unwrap(),
+    ]);
+    let markdown = std::fs::read_to_string(&markdown).unwrap();
+    let row_of = |label: &str| {
+        markdown
+            .lines()
+            .find(|line| line.starts_with("| ") && line.contains(&format!(" {label} |")))
+            .unwrap_or_else(|| panic!("no row for {label}:\n{markdown}"))
+            .to_string()
+    };
+    assert!(
+        row_of("rate1mbit").contains("| link"),
+        "{}",
+        row_of("rate1mbit")
+    );
+    assert!(
+        !row_of("rate1gbit").contains("| link"),
+        "{}",
+        row_of("rate1gbit")
+    );
+}
+
 fn namespaces_of(pid: u32) -> Vec<String> {
     let output = Command::new("ip").args(["netns", "list"]).output().unwrap();
     String::from_utf8_lossy(&output.stdout)

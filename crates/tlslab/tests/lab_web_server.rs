@@ -226,7 +226,7 @@ fn ab_keeps_every_connection_alive_over_tls_and_plain_text() {
                 "--format",
                 "ab",
             ])
-            .args(["--quiet", "--out"])
+            .arg("--out")
             .arg(scratch("ab-layout").join("load.db"))
             .env("TLSLAB_PKI_DIR", pki_dir()),
     ));

@@ -10,7 +10,7 @@ use support::*;
 /// `tlslab load` with `args`, its store at `<dir>/<name>.db`; returns the store and stdout.
 fn load(dir: &Path, name: &str, args: &[&str]) -> (std::path::PathBuf, String) {
     let db = dir.join(format!("{name}.db"));
-    let mut line = vec!["load", "--quiet", "--out", db.to_str().unwrap()];
+    let mut line = vec!["load", "--out", db.to_str().unwrap()];
     line.extend_from_slice(args);
     let output = tlslab_succeeds(&line);
     (db, output)

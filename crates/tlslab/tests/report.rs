@@ -159,6 +159,90 @@ fn markdown_report_renders_as_tables_and_links_png_charts() {
 }
 
 #[test]
+fn reports_carry_the_time_to_first_byte_and_the_technique_gains_of_the_summary() {
+    let dir = scratch("report-techniques");
+    // examples/session-techniques.toml's matrix on loopback (its 50 ms RTT needs root): a
+    // full handshake, the certificate cache, tickets, tickets with 0-RTT, each with a GET.
+    let run = Run::new(&dir, "techniques")
+        .args("--tls 1.3 --cert rsa2048 --chain 2 --http 1.1 --resume off,tickets")
+        .args("--early-data 0,1024 --cert-cache off,on --skip-invalid -c 4 -n 40 --warmup 2")
+        .succeeds();
+    // The summary's gains: `  resumption (tickets)   40.7% [36.5%, 44.0%] of ttfb (...)`.
+    let gains: Vec<(String, String)> = run
+        .summary
+        .lines()
+        .skip_while(|line| !line.starts_with("gains over the full handshake"))
+        .skip(1)
+        .take_while(|line| line.starts_with("  "))
+        .map(|line| {
+            let (technique, rest) = line.trim().split_once("  ").unwrap();
+            let rest = rest.trim_start();
+            let gain = rest.split(" of ").next().unwrap();
+            let (point, interval) = gain.split_once(" [").unwrap();
+            let (low, high) = interval.trim_end_matches(']').split_once(", ").unwrap();
+            (technique.to_string(), format!("{point} ({low} to {high})"))
+        })
+        .collect();
+    let techniques: Vec<&str> = gains
+        .iter()
+        .map(|(technique, _)| technique.as_str())
+        .collect();
+    assert_eq!(
+        techniques,
+        [
+            "certificate cache",
+            "resumption (tickets)",
+            "0-RTT (tickets)"
+        ],
+        "{}",
+        run.summary
+    );
+    let db = run.db.to_str().unwrap();
+    let markdown = dir.join("techniques.md");
+    let html = dir.join("techniques.html");
+    tlslab_succeeds(&["report", db, "-o", markdown.to_str().unwrap()]);
+    tlslab_succeeds(&["report", db, "-o", html.to_str().unwrap()]);
+    let markdown = std::fs::read_to_string(&markdown).unwrap();
+    let html = std::fs::read_to_string(&html).unwrap();
+    let section = |heading: &str| -> Vec<String> {
+        markdown
+            .split(&format!("## {heading}\n"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("no {heading} section:\n{markdown}"))
+            .split("\n## ")
+            .next()
+            .unwrap()
+            .lines()
+            .filter(|line| line.starts_with("| ") && !line.starts_with("| ---"))
+            .skip(1)
+            .map(String::from)
+            .collect()
+    };
+    // Every Config sent a request: four rows of time to first byte, each of 40 measured.
+    let ttfb = section("Time to first byte");
+    assert_eq!(ttfb.len(), 4, "{ttfb:?}");
+    assert!(ttfb.iter().all(|row| row.contains(" | 40 | ")), "{ttfb:?}");
+    // Each technique with the summary's gain and interval, in the report as on the terminal.
+    let rows = section("Session techniques");
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    for ((technique, gain), row) in gains.iter().zip(&rows) {
+        assert!(row.starts_with(&format!("| {technique} | ")), "{row}");
+        assert!(row.contains(" | ttfb | "), "{row}");
+        assert!(
+            row.contains(&format!(" | {gain} | ")),
+            "{gain} not in {row}"
+        );
+        assert!(
+            html.contains(gain.as_str()),
+            "{gain} not in the HTML report"
+        );
+    }
+    for id in ["id=\"ttfb\"", "id=\"techniques\""] {
+        assert!(html.contains(id), "{id} missing from the HTML report");
+    }
+}
+
+#[test]
 fn reports_of_bad_input_say_what_and_how() {
     let dir = scratch("report-errors");
     let missing = dir.join("missing.db");
@@ -255,7 +339,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
         &results,
         "SELECT count(*) FROM configs WHERE rtt_ns IS NULL",
     );
-    assert_eq!((version, loopback), (9, 4));
+    assert_eq!((version, loopback), (10, 4));
     let active = count(
         &results,
         "SELECT count(*) FROM runs WHERE source = 'active'",
@@ -314,7 +398,7 @@ fn a_schema_6_store_is_upgraded_when_opened() {
     let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
     assert!(export.contains("latency"), "{export}");
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     let closed = count(
         &results,
         "SELECT count(*) FROM configs WHERE arrival_rate IS NULL",
@@ -353,7 +437,7 @@ fn a_schema_7_store_is_upgraded_when_opened() {
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     let unresolved = count(
         &results,
         "SELECT count(*) FROM samples WHERE dns IS NULL AND resolved IS NULL AND address_family IS NULL",
@@ -386,7 +470,7 @@ fn a_schema_8_store_is_upgraded_when_opened() {
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     let without = count(
         &results,
         "SELECT count(*) FROM configs WHERE mtls = 0 AND client_cert_profile IS NULL",
@@ -401,6 +485,42 @@ fn a_schema_8_store_is_upgraded_when_opened() {
         unknown, all,
         "old samples did not record client authentication"
     );
+}
+
+#[test]
+fn a_schema_9_store_gains_the_links_columns_empty() {
+    let (results, _) = report_of_a_run("report-upgrade-9");
+    {
+        // What tlslab wrote before it counted the emulated link's traffic per trial.
+        let connection = rusqlite::Connection::open(&results).unwrap();
+        for column in [
+            "link_bytes_to_server",
+            "link_bytes_to_client",
+            "link_queue_drops",
+        ] {
+            connection
+                .execute_batch(&format!("ALTER TABLE trials DROP COLUMN {column}"))
+                .unwrap();
+        }
+        connection.execute_batch("PRAGMA user_version = 9").unwrap();
+    }
+    let html = results.with_file_name("upgraded-9.html");
+    tlslab_succeeds(&[
+        "report",
+        results.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let version: i64 = value(&results, "PRAGMA user_version");
+    assert_eq!(version, 10);
+    let trials = count(&results, "SELECT count(*) FROM trials");
+    let empty = count(
+        &results,
+        "SELECT count(*) FROM trials WHERE link_bytes_to_server IS NULL \
+         AND link_bytes_to_client IS NULL AND link_queue_drops IS NULL",
+    );
+    assert!(trials > 0);
+    assert_eq!(empty, trials, "old trials carried no counted link");
 }
 
 fn decode_png(path: &Path) -> (u32, u32, Vec<u8>) {

@@ -327,6 +327,32 @@ fn an_experiment_with_three_config_tables_runs_exactly_three_configs() {
         ),
         15
     );
+
+    // Next to the crossed matrix a flag describes: its two Configs first, then the three.
+    let union = Run::new(&dir, "union")
+        .arg(example("explicit-configs.toml"))
+        .args("--tls 1.2,1.3 -n 5 --warmup 0")
+        .succeeds();
+    let labels: Vec<String> = column(&union.db, "SELECT label FROM configs ORDER BY id", []);
+    assert_eq!(labels.len(), 5, "{labels:?}");
+    assert!(labels[0].starts_with("tls1.2 aes128gcm"), "{labels:?}");
+    assert!(labels[1].starts_with("tls1.3 aes128gcm"), "{labels:?}");
+    assert_eq!(
+        labels[2..],
+        [
+            "ecdhe-rsa aes128gcm",
+            "ecdhe-ecdsa aes256gcm",
+            "tls1.3 chacha20 ed25519"
+        ]
+    );
+    assert_eq!(count_samples(&union.db, "s.outcome = 'ok'"), 25);
+    // A file that turns the matrix off refuses the flag rather than ignore it.
+    let off = dir.join("tables-alone.toml");
+    std::fs::write(&off, "matrix = false\n[[config]]\ncert = \"rsa2048\"\n").unwrap();
+    Run::new(&dir, "refused")
+        .arg(off.to_str().unwrap())
+        .args("--tls 1.2 -n 5")
+        .fails(2, "matrix = false");
 }
 
 #[test]
@@ -426,6 +452,137 @@ fn with_columns_80_the_summary_fits_80_columns() {
         .args("--verbose")
         .succeeds();
     assert!(whole.summary.lines().any(|line| line.chars().count() > 80));
+}
+
+/// Measured samples whose additive phases do not add up to the handshake exactly.
+const PARTS_MISMATCH: &str = "SELECT COUNT(*) FROM samples WHERE warmup = 0 AND \
+     COALESCE(dns, 0) + COALESCE(tcp_connect, 0) + client_hello_build + server_response \
+     + server_flight + COALESCE(cert_validation, 0) + client_finish + server_finish != handshake";
+
+#[test]
+fn insecure_handshakes_leave_cert_validation_unmeasured_and_the_phases_add_up() {
+    let dir = scratch("insecure");
+    for (name, matrix) in [
+        ("tcp", "--tls 1.2,1.3 --backend rustls,openssl"),
+        ("quic", "--transport quic"),
+    ] {
+        let run = Run::new(&dir, name)
+            .args(matrix)
+            .args("--insecure -n 20 --warmup 0 --verbose")
+            .succeeds();
+        let db = &run.db;
+        assert!(count(db, "SELECT COUNT(*) FROM samples WHERE outcome = 'ok'") > 0);
+        // Nothing was validated: no event, no phase, on any backend or transport.
+        assert_eq!(
+            count(
+                db,
+                "SELECT COUNT(*) FROM samples WHERE cert_validation IS NOT NULL \
+                 OR cert_verify_start IS NOT NULL OR cert_verify_end IS NOT NULL"
+            ),
+            0,
+            "{name}"
+        );
+        // The client still reacted to the server's flight: that moment is kept.
+        assert_eq!(
+            count(
+                db,
+                "SELECT COUNT(*) FROM samples WHERE warmup = 0 AND (server_flight_received IS NULL \
+                 OR client_finish IS NULL)"
+            ),
+            0,
+            "{name}"
+        );
+        assert_eq!(count(db, PARTS_MISMATCH), 0, "{name}");
+        assert!(
+            !run.summary.contains("cert_validation 0"),
+            "{}",
+            run.summary
+        );
+        assert!(
+            run.summary.contains("cert_validation is not measured"),
+            "{}",
+            run.summary
+        );
+    }
+    // Verified, the same handshakes do have it, and still add up.
+    let verified = Run::new(&dir, "verified")
+        .args("--tls 1.2,1.3 --backend rustls,openssl -n 10 --warmup 0")
+        .succeeds();
+    assert_eq!(
+        count(
+            &verified.db,
+            "SELECT COUNT(*) FROM samples WHERE cert_validation IS NULL OR cert_validation <= 0"
+        ),
+        0
+    );
+    assert_eq!(count(&verified.db, PARTS_MISMATCH), 0);
+}
+
+#[test]
+fn quiet_prints_one_result_line_and_keeps_warnings_errors_and_json() {
+    let dir = scratch("quiet");
+    let db = dir.join("quiet.db");
+    let html = dir.join("quiet.html");
+    let _ = std::fs::remove_file(&html);
+    // --insecure makes a warning; --report a file the line names.
+    let run = Run::new(&dir, "quiet")
+        .args("--quiet --insecure --report --tls 1.2,1.3 -n 20 --warmup 0")
+        .succeeds();
+    let lines: Vec<&str> = run.summary.lines().collect();
+    assert_eq!(lines.len(), 1, "one line on stdout:\n{}", run.summary);
+    assert!(
+        lines[0].starts_with("40 attempts, 0 errors in "),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[0].contains(&format!("results: {}", db.display()))
+            && lines[0].ends_with(&format!("report: {}", html.display())),
+        "{}",
+        lines[0]
+    );
+    assert!(html.exists(), "the report was written");
+    assert!(
+        run.stderr
+            .contains("warning: certificate verification was OFF"),
+        "the warning still goes to stderr: {}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("handshake "),
+        "no table: {}",
+        run.stderr
+    );
+
+    // Without --quiet the same line ends the summary, after the table.
+    let loud = Run::new(&dir, "loud")
+        .args("--tls 1.2,1.3 -n 20 --warmup 0")
+        .succeeds();
+    assert!(loud.summary.lines().count() > 3, "{}", loud.summary);
+    assert!(loud
+        .summary
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with("40 attempts, 0 errors in "));
+
+    // --json is output a script asked for: --quiet keeps it.
+    let json = Run::new(&dir, "json")
+        .args("--quiet --json -n 10 --warmup 0")
+        .succeeds();
+    assert_eq!(json.json()["configs"].as_array().unwrap().len(), 1);
+
+    // A broken threshold still says which and exits 4, with the line on stdout.
+    let output = Run::new(&dir, "threshold")
+        .args("-q -n 10 --warmup 0 --threshold p99<1us")
+        .output();
+    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("error: threshold 'p99<1us'"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(stdout(&output).lines().count(), 1, "{}", stdout(&output));
 }
 
 #[test]

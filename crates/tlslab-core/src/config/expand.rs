@@ -301,6 +301,60 @@ const CONFIG_TABLE_KEYS: &[&str] = &[
 /// target, ...), expanded (a table with lists crosses them, so a matrix can sit next to
 /// exact Configs).
 pub fn expand_explicit(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
+    let tables = expand_tables(experiment)?;
+    let configs = union(Vec::new(), tables)?;
+    check_plan_size(experiment, &configs)?;
+    Ok(configs)
+}
+
+/// The crossed matrix of an experiment's top-level dimensions and then its `[[config]]`
+/// tables' Configs (`matrix = true`, or a file whose top level names a dimension): their
+/// union, in that order, each Config once ([`union`]).
+pub fn expand_matrix_and_tables(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
+    let mut matrix = experiment.clone();
+    matrix.explicit.clear();
+    let crossed = expand(&matrix)?;
+    let tables = expand_tables(experiment)?;
+    let configs = union(crossed, tables)?;
+    check_plan_size(experiment, &configs)?;
+    Ok(configs)
+}
+
+/// `first` then each of `tables` that is not already there. A Config made twice (by the
+/// matrix and a table, or by two tables: every dimension equal, whatever the labels) runs
+/// once, in its first place; a table's own `label` names it. Labels must then differ.
+fn union(first: Vec<Config>, tables: Vec<(Config, bool)>) -> Result<Vec<Config>, ConfigError> {
+    // Equal but for the name and the place.
+    let same = |one: &Config, other: &Config| {
+        let mut other = other.clone();
+        other.index = one.index;
+        other.label.clone_from(&one.label);
+        *one == other
+    };
+    let mut configs = first;
+    for (config, labelled) in tables {
+        match configs.iter_mut().find(|kept| same(kept, &config)) {
+            Some(kept) if labelled => kept.label = config.label,
+            Some(_) => {}
+            None => configs.push(config),
+        }
+    }
+    let mut seen = HashSet::new();
+    for (index, config) in configs.iter_mut().enumerate() {
+        config.index = index;
+        if !seen.insert(config.label.clone()) {
+            return Err(error(
+                format!("two different Configs are labelled '{}'", config.label),
+                "give each [[config]] table different values or its own label",
+            ));
+        }
+    }
+    Ok(configs)
+}
+
+/// Each `[[config]]` table's Configs, in table order, and whether the table named them
+/// (`label`).
+fn expand_tables(experiment: &Experiment) -> Result<Vec<(Config, bool)>, ConfigError> {
     let serialize = |experiment: &Experiment| {
         toml::Value::try_from(experiment).map_err(|problem| {
             error(
@@ -322,7 +376,7 @@ pub fn expand_explicit(experiment: &Experiment) -> Result<Vec<Config>, ConfigErr
             };
         }
     }
-    let mut configs: Vec<Config> = Vec::new();
+    let mut configs: Vec<(Config, bool)> = Vec::new();
     for (number, table) in experiment.explicit.iter().enumerate() {
         let which = format!("[[config]] {}", number + 1);
         if let Some(key) = table
@@ -379,20 +433,16 @@ pub fn expand_explicit(experiment: &Experiment) -> Result<Vec<Config>, ConfigErr
             }
             expanded[0].label = label.trim().to_string();
         }
-        configs.extend(expanded);
+        let labelled = table.contains_key("label");
+        configs.extend(expanded.into_iter().map(|config| (config, labelled)));
     }
-    let mut seen = HashSet::new();
-    for (index, config) in configs.iter_mut().enumerate() {
-        config.index = index;
-        if !seen.insert(config.label.clone()) {
-            return Err(error(
-                format!("two [[config]] tables make the Config '{}'", config.label),
-                "give each table different values or its own label",
-            ));
-        }
-    }
-    check_plan_size(experiment, &configs)?;
     Ok(configs)
+}
+
+/// Whether `key` at the top of an experiment file sets a matrix dimension (one a
+/// `[[config]]` table could set too).
+pub(crate) fn is_dimension_key(key: &str) -> bool {
+    key != "label" && CONFIG_TABLE_KEYS.contains(&key)
 }
 
 /// The plan holds one trial per block: refuse one too large to lay out, before it is.
@@ -1094,7 +1144,7 @@ mod tests {
     #[test]
     fn config_tables_are_the_configs_and_nothing_else() {
         let experiment = Experiment::from_toml(
-            "tls = [\"1.2\", \"1.3\"]\ngroup = [\"x25519\", \"secp256r1\"]\n\
+            "matrix = false\ntls = [\"1.2\", \"1.3\"]\ngroup = [\"x25519\", \"secp256r1\"]\n\
              [[config]]\ntls = \"1.3\"\nsuite = \"chacha20\"\ncert = \"ed25519\"\n\
              [[config]]\ntls = \"1.2\"\nsuite = \"aes256gcm\"\ncert = \"rsa2048\"\nlabel = \"legacy\"\n\
              [[config]]\ntls = \"1.3\"\ngroup = \"x25519mlkem768\"\ncert = \"mldsa65\"\n",
@@ -1117,6 +1167,87 @@ mod tests {
         );
         let round_trip = Experiment::from_toml(&experiment.to_toml()).unwrap();
         assert_eq!(round_trip.configs().unwrap().len(), 3);
+        // Without a dimension at the top, the tables run alone, and the dump says so.
+        let alone = Experiment::from_toml("handshakes = 5\n[[config]]\ntls = \"1.2\"\n").unwrap();
+        assert_eq!(alone.matrix, None);
+        assert!(alone.to_toml().contains("matrix = false"));
+        assert_eq!(alone.configs().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn config_tables_next_to_a_crossed_matrix_run_the_union_once_each() {
+        let text = "tls = [\"1.2\", \"1.3\"]\nsuite = [\"aes128gcm\", \"chacha20\"]\n\
+             [[config]]\ncert = \"rsa2048\"\n\
+             [[config]]\nlabel = \"the 1.3 default\"\ntls = \"1.3\"\n\
+             [[config]]\ntls = \"1.3\"\nsuite = [\"chacha20\", \"aes256gcm\"]\n";
+        let experiment = Experiment::from_toml(text).unwrap();
+        // The top level names dimensions: the matrix runs next to the tables.
+        assert_eq!(experiment.matrix, Some(true));
+        let configs = experiment.configs().unwrap();
+        let described: Vec<(String, &str, Cipher, &str)> = configs
+            .iter()
+            .map(|config| {
+                let cert = match &config.endpoint {
+                    Endpoint::Lab { cert, .. } => cert.as_str(),
+                    Endpoint::Target { .. } => "target",
+                };
+                (
+                    config.label.clone(),
+                    config.version.as_str(),
+                    config.suite.cipher,
+                    cert,
+                )
+            })
+            .collect();
+        // The matrix's four, then what the tables add: 1.3 with aes128gcm (the defaults) is the
+        // matrix's and takes the table's label; chacha20 at 1.3 is the matrix's too.
+        let expected = [
+            ("1.2", Cipher::Aes128Gcm, "ecdsa-p256"),
+            ("1.2", Cipher::Chacha20, "ecdsa-p256"),
+            ("1.3", Cipher::Aes128Gcm, "ecdsa-p256"),
+            ("1.3", Cipher::Chacha20, "ecdsa-p256"),
+            ("1.3", Cipher::Aes128Gcm, "rsa2048"),
+            ("1.3", Cipher::Aes256Gcm, "ecdsa-p256"),
+        ];
+        assert_eq!(configs.len(), expected.len(), "{described:?}");
+        for (got, want) in described.iter().zip(expected) {
+            assert_eq!((got.1, got.2, got.3), want, "{described:?}");
+        }
+        assert_eq!(described[2].0, "the 1.3 default", "{described:?}");
+        assert_eq!(
+            configs
+                .iter()
+                .map(|config| config.index)
+                .collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4, 5]
+        );
+        // The dump reproduces the union.
+        let dumped = experiment.to_toml();
+        assert!(dumped.contains("matrix = true"), "{dumped}");
+        assert_eq!(
+            Experiment::from_toml(&dumped).unwrap().configs().unwrap(),
+            configs
+        );
+
+        // `matrix = false` runs the tables alone (4 Configs: the third table makes two).
+        let alone = Experiment::from_toml(&format!("matrix = false\n{text}")).unwrap();
+        assert_eq!(alone.configs().unwrap().len(), 4);
+        // A dimension flag given with a tables-only file crosses the matrix too; with
+        // matrix = false it is refused rather than ignored.
+        let flags = crate::Overrides {
+            tls: Some(vec!["1.2".into()]),
+            ..Default::default()
+        };
+        let mut tables = Experiment::from_toml("[[config]]\ncert = \"rsa2048\"\n").unwrap();
+        tables.apply(&flags).unwrap();
+        assert_eq!(tables.configs().unwrap().len(), 2);
+        let mut off = alone.clone();
+        let refused = off.apply(&flags).unwrap_err();
+        assert!(
+            refused.message.contains("--tls sets the crossed matrix"),
+            "{refused}"
+        );
+        assert!(refused.hint.contains("matrix = true"), "{refused}");
     }
 
     #[test]

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use expand::{expand, expand_explicit};
+pub(crate) use expand::is_dimension_key;
+pub use expand::{expand, expand_explicit, expand_matrix_and_tables};
 
 use crate::dimension::{
     Backend, CertProfile, CloseMode, DnsMode, Ech, Group, Http, Resume, Scheme, SuiteSpec,

@@ -126,9 +126,8 @@ pub(crate) use require_emulation;
 
 /// `tlslab run` writing its store to `<dir>/<name>.db`, on the shared PKI cache.
 ///
-/// Every run gets `--quiet`: it only turns off the progress line, which tlslab draws only
-/// when stderr is a terminal, and a test's never is; so the flag changes nothing a test sees
-/// and every run is started the same way.
+/// Runs print their whole summary (no `--quiet`), which tests read; tlslab draws the
+/// progress line only when stderr is a terminal, and a test's never is.
 pub struct Run {
     db: PathBuf,
     args: Vec<String>,
@@ -175,7 +174,7 @@ impl Run {
 
     fn command_line(&self) -> Vec<&str> {
         let db = self.db.to_str().expect("a UTF-8 scratch path");
-        let mut line = vec!["run", "--quiet", "--out", db];
+        let mut line = vec!["run", "--out", db];
         line.extend(self.args.iter().map(String::as_str));
         line
     }
