@@ -289,14 +289,15 @@ pub fn grade(report: &Report) -> Grade {
     } else if certificates.trusted == Some(false) {
         letter = "T".into();
         reasons.push(format!(
-            "T: the chain is not trusted by this system's roots ({})",
+            "T: the chain is not trusted by the {} ({})",
+            certificates.trusted_by.as_deref().unwrap_or("system roots"),
             certificates
                 .trust_error
                 .as_deref()
                 .unwrap_or("unknown issuer")
         ));
     } else if certificates.trusted.is_none() {
-        notes.push("trust not checked (no system roots, or no TLS 1.2+ connection)".into());
+        notes.push("trust not checked (no trust anchors, or no TLS 1.2+ connection)".into());
     }
     Grade {
         letter,

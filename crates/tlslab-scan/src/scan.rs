@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tls_parser::{TlsCipherKx, TlsCipherSuite};
 
-use crate::certificate::{self, Certificates};
+use crate::certificate::{self, Certificates, TrustAnchors};
 use crate::grade::{self, Grade};
 use crate::hello::{
     group_name, groups, legacy_suites, suite_name, ClientHello, Version, TLS13_SUITES,
@@ -82,6 +82,8 @@ pub struct Options {
     pub concurrency: usize,
     /// Per probe: connecting, and waiting for each answer.
     pub timeout: Duration,
+    /// What the certificate chain is judged by (`--ca`); the system's roots when `None`.
+    pub trust_anchors: Option<TrustAnchors>,
 }
 
 impl Default for Options {
@@ -90,6 +92,7 @@ impl Default for Options {
             server_name: None,
             concurrency: 4,
             timeout: Duration::from_secs(5),
+            trust_anchors: None,
         }
     }
 }
@@ -177,8 +180,9 @@ pub struct Report {
     pub versions: Vec<VersionSupport>,
     pub groups_tls13: Option<GroupSupport>,
     pub groups_tls12: Option<GroupSupport>,
-    /// ALPN protocols the server selected when offered alone; `None` for a TLS 1.3-only
-    /// server, whose choice is in its encrypted extensions (not probed yet).
+    /// ALPN protocols the server selected when offered alone (read from a TLS 1.2 or older
+    /// ServerHello, or from a rustls TLS 1.3 handshake when the server speaks only 1.3);
+    /// `None` when no probe could ask.
     pub alpn: Option<Vec<String>>,
     pub certificates: Certificates,
     pub mozilla: Vec<ProfileResult>,
@@ -302,7 +306,13 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
         let tls12 = supported
             .contains(&Version::Tls12)
             .then(|| scope.spawn(move || tls12_groups(prober)));
-        let alpn = legacy_best.map(|version| scope.spawn(move || alpn_of(prober, version)));
+        let alpn = match legacy_best {
+            Some(version) => Some(scope.spawn(move || Some(alpn_of(prober, version)))),
+            None if supported.contains(&Version::Tls13) => {
+                Some(scope.spawn(move || alpn_tls13(prober)))
+            }
+            None => None,
+        };
         let flight =
             legacy_best.map(|version| scope.spawn(move || certificate_flight(prober, version)));
         (
@@ -312,7 +322,7 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
                 .collect::<Vec<_>>(),
             tls13.and_then(|handle| handle.join().ok()),
             tls12.and_then(|handle| handle.join().ok()),
-            alpn.and_then(|handle| handle.join().ok()),
+            alpn.and_then(|handle| handle.join().ok()).flatten(),
             flight
                 .and_then(|handle| handle.join().ok())
                 .unwrap_or_default(),
@@ -325,6 +335,7 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
         &server_name,
         flight,
         supported.contains(&Version::Tls12) || supported.contains(&Version::Tls13),
+        options.trust_anchors.as_ref(),
     );
     let mut report = Report {
         target: target.to_string(),
@@ -540,6 +551,34 @@ fn alpn_of(prober: &Prober, version: Version) -> Vec<String> {
         })
         .map(|protocol| protocol.to_string())
         .collect()
+}
+
+/// Each protocol offered alone in a TLS 1.3 handshake (a server that speaks only TLS 1.3
+/// encrypts its choice, so only a completed handshake reads it). `None` when every
+/// handshake failed: the failures are in the prober's errors, and "none selected" would be
+/// a finding the scan did not make.
+fn alpn_tls13(prober: &Prober) -> Option<Vec<String>> {
+    let mut selected = Vec::new();
+    let mut answered = false;
+    for protocol in ["h2", "http/1.1"] {
+        let result = prober
+            .limiter
+            .with_permit(|| certificate::tls13_alpn(prober, protocol));
+        match result {
+            Ok(choice) => {
+                answered = true;
+                if choice.as_deref() == Some(protocol) {
+                    selected.push(protocol.to_string());
+                }
+            }
+            Err(error) => prober
+                .errors
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner())
+                .push(format!("ALPN (TLS 1.3): {error}")),
+        }
+    }
+    answered.then_some(selected)
 }
 
 /// The chain as sent in the clear by the newest pre-1.3 version the server supports.

@@ -44,9 +44,16 @@ fn nginx_binary() -> Option<PathBuf> {
         .find(|path| path.is_file())
 }
 
-/// The lab ECDSA P-256 chain and key, made by `tlslab pki`.
-fn lab_chain() -> (String, String) {
-    let paths = stdout(&tlslab(&["pki", "--cert", "ecdsa-p256", "--chain", "2"]));
+/// A lab chain (leaf and intermediate), its key and its root, made by `tlslab pki`.
+struct LabChain {
+    chain: String,
+    key: String,
+    root: String,
+}
+
+/// The lab chain of `profile` (`ecdsa-p256`, `rsa-2048`).
+fn lab_chain(profile: &str) -> LabChain {
+    let paths = stdout(&tlslab(&["pki", "--cert", profile, "--chain", "2"]));
     let path_of = |name: &str| {
         paths
             .lines()
@@ -54,13 +61,17 @@ fn lab_chain() -> (String, String) {
             .unwrap_or_else(|| panic!("no {name} in {paths}"))
             .to_string()
     };
-    (path_of("chain"), path_of("key"))
+    LabChain {
+        chain: path_of("chain"),
+        key: path_of("key"),
+        root: path_of("root"),
+    }
 }
 
 /// nginx with `tls` (the ssl_* lines of a Mozilla profile) in the foreground on a free port.
 fn start_nginx(binary: &Path, name: &str, tls: &str) -> Server {
     let dir = scratch(name);
-    let (chain, key) = lab_chain();
+    let LabChain { chain, key, .. } = lab_chain("ecdsa-p256");
     let port = closed_port();
     let dir_text = dir.display();
     let config = format!(
@@ -113,8 +124,15 @@ const MODERN_5_7: &str = "ssl_protocols TLSv1.3;
 
 /// `tlslab scan --json` of one target; its one report.
 fn scan_json(port: u16) -> Value {
+    scan_json_with(port, &[])
+}
+
+/// `tlslab scan --json` of one target with `extra` arguments; its one report.
+fn scan_json_with(port: u16, extra: &[&str]) -> Value {
     let target = format!("127.0.0.1:{port}");
-    let text = tlslab_succeeds(&["scan", &target, "--sni", "localhost", "--json"]);
+    let mut args = vec!["scan", &target, "--sni", "localhost", "--json"];
+    args.extend_from_slice(extra);
+    let text = tlslab_succeeds(&args);
     let reports: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("{text}"));
     assert_eq!(reports.as_array().map(Vec::len), Some(1), "{reports}");
     reports[0].clone()
@@ -224,6 +242,18 @@ fn nginx_as_mozilla_intermediate_and_modern_5_7() {
     // A lab root no system trusts: T, and A+ once trust is set aside (HSTS two years).
     assert_eq!(report["grade"]["letter"], "T");
     assert_eq!(report["grade"]["letter_if_trusted"], "A+");
+    assert!(strings(&report["grade"]["reasons"])
+        .iter()
+        .any(|reason| reason.starts_with("T: the chain is not trusted by the system roots")));
+    // The same server judged by the lab root (--ca): trusted, and the grade is its own.
+    let root = lab_chain("ecdsa-p256").root;
+    let trusted = scan_json_with(nginx.port, &["--ca", &root]);
+    assert_eq!(trusted["certificates"]["trusted"], true, "{trusted}");
+    assert_eq!(
+        trusted["certificates"]["trusted_by"],
+        format!("--ca {root}").as_str()
+    );
+    assert_eq!(trusted["grade"]["letter"], "A+", "{}", trusted["grade"]);
     let connections = report["connections"].as_u64().unwrap();
     assert!(
         (10..=60).contains(&connections),
@@ -235,7 +265,8 @@ fn nginx_as_mozilla_intermediate_and_modern_5_7() {
     let report = scan_json(nginx.port);
     assert_eq!(versions(&report), ["TLS 1.3"], "{report}");
     assert!(report["groups_tls12"].is_null());
-    assert!(report["alpn"].is_null());
+    // TLS 1.3 encrypts the ALPN choice: found by completed rustls handshakes.
+    assert_eq!(strings(&report["alpn"]), ["h2", "http/1.1"], "{report}");
     assert_eq!(
         strings(&report["groups_tls13"]["groups"]),
         ["x25519", "secp256r1", "secp384r1"]
@@ -335,6 +366,14 @@ fn a_closed_port_is_an_environment_error() {
     assert_user_error(&output, 3, "connection refused");
     let output = tlslab(&["scan", "127.0.0.1:notaport"]);
     assert_user_error(&output, 2, "HOST[:PORT]");
+    // A --ca file without a certificate would make every server untrusted: refused first.
+    let dir = scratch("scan-bad-ca");
+    let not_pem = dir.join("not.pem");
+    std::fs::write(&not_pem, "not a certificate\n").unwrap();
+    let output = tlslab(&["scan", &target, "--ca", not_pem.to_str().unwrap()]);
+    assert_user_error(&output, 2, "no CERTIFICATE in it");
+    let output = tlslab(&["scan", &target, "--ca", "/nonexistent/root.pem"]);
+    assert_user_error(&output, 2, "--ca /nonexistent/root.pem");
 }
 
 #[test]
