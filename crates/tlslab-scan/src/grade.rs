@@ -132,13 +132,33 @@ pub fn grade(report: &Report) -> Grade {
         .flat_map(|support| support.group_ids.iter().copied())
         .collect();
     let weakest_group = group_ids.iter().map(|g| group_bits(*g)).min();
+    // Each DHE suite's measured prime; the smallest where versions differ.
+    let mut dhe_bits: std::collections::BTreeMap<u16, u32> = std::collections::BTreeMap::new();
+    for parameters in report.versions.iter().flat_map(|v| &v.dhe) {
+        let bits = dhe_bits
+            .entry(parameters.suite_id)
+            .or_insert(parameters.bits);
+        *bits = (*bits).min(parameters.bits);
+    }
+    let mut dhe_assumed = false;
     let mut exchange_bits: Vec<u32> = Vec::new();
     for suite in &suites {
         exchange_bits.push(match suite.kx {
             TlsCipherKx::Rsa => certificate_bits,
             TlsCipherKx::Ecdhe | TlsCipherKx::Tls13 => weakest_group.unwrap_or(3072),
-            // Finite-field DHE parameters are not read yet: assume the common 2048 bits.
-            TlsCipherKx::Dhe | TlsCipherKx::Dh => 2048,
+            TlsCipherKx::Dhe => match dhe_bits.get(&suite.id.0) {
+                Some(bits) => *bits,
+                None => {
+                    dhe_assumed = true;
+                    2048
+                }
+            },
+            // Static DH takes its group from the certificate, which the scan does not
+            // read for it (no server in use has such a certificate): the common size.
+            TlsCipherKx::Dh => {
+                dhe_assumed = true;
+                2048
+            }
             _ => 0,
         });
         if suite.au == TlsCipherAu::Null && suite.kx != TlsCipherKx::Tls13 {
@@ -251,11 +271,10 @@ pub fn grade(report: &Report) -> Grade {
                 "no)"
             },
     ];
-    if suites
-        .iter()
-        .any(|s| matches!(s.kx, TlsCipherKx::Dhe | TlsCipherKx::Dh))
-    {
-        notes.push("DHE parameters are assumed to be 2048 bits (not read yet)".into());
+    if dhe_assumed {
+        notes.push(
+            "DH parameters of a suite were not read (its probe failed): assumed 2048 bits".into(),
+        );
     }
 
     // A+: an A with no cap and HSTS of at least six months.
@@ -329,6 +348,7 @@ mod tests {
                     version: version.name().into(),
                     suites: Vec::new(),
                     order: Order::Server,
+                    dhe: Vec::new(),
                     protocol: Some(*version),
                     suite_ids: suites.to_vec(),
                 })
@@ -421,6 +441,50 @@ mod tests {
             .any(|r| r.contains("forward secrecy")));
         let export = letter(&[(Version::Tls12, &[0xc02b, 0x0003])]);
         assert_eq!(export.letter, "F");
+    }
+
+    #[test]
+    fn measured_dhe_primes_score_the_key_exchange() {
+        use crate::scan::DheParameters;
+        let dhe_suite = 0x009e; // TLS_DHE_RSA_WITH_AES_128_GCM_SHA256
+        let with_prime = |bits: u32| {
+            let mut server = report(
+                &[(Version::Tls12, &[0xc02b, dhe_suite])],
+                &[groups::X25519],
+                true,
+            );
+            server.versions[0].dhe = vec![DheParameters {
+                suite: "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256".into(),
+                suite_id: dhe_suite,
+                bits,
+                group: None,
+            }];
+            grade(&server)
+        };
+        let ffdhe2048 = with_prime(2048);
+        assert_eq!(
+            (ffdhe2048.letter.as_str(), ffdhe2048.key_exchange_score),
+            ("A", 90)
+        );
+        assert!(!ffdhe2048.notes.iter().any(|note| note.contains("assumed")));
+        let weak = with_prime(1024);
+        assert_eq!((weak.letter.as_str(), weak.key_exchange_score), ("B", 80));
+        assert!(weak
+            .reasons
+            .contains(&"B: key exchange of 1024 bits (under 2048)".to_string()));
+        let broken = with_prime(512);
+        assert_eq!(broken.letter, "F");
+        // Not read: the common size is assumed, and the report says so.
+        let unread = grade(&report(
+            &[(Version::Tls12, &[0xc02b, dhe_suite])],
+            &[groups::X25519],
+            true,
+        ));
+        assert_eq!(unread.key_exchange_score, 90);
+        assert!(unread
+            .notes
+            .iter()
+            .any(|note| note.contains("assumed 2048")));
     }
 
     #[test]

@@ -153,10 +153,55 @@ pub struct VersionSupport {
     /// IANA names; in the server's order when `order` is `server`.
     pub suites: Vec<String>,
     pub order: Order,
+    /// The finite-field group of each DHE suite, from its ServerKeyExchange (TLS 1.2 and
+    /// older; TLS 1.3's finite-field groups are in `groups_tls13`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dhe: Vec<DheParameters>,
     #[serde(skip)]
     pub protocol: Option<Version>,
     #[serde(skip)]
     pub suite_ids: Vec<u16>,
+}
+
+/// The Diffie-Hellman group a DHE suite used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DheParameters {
+    /// The suite's IANA name.
+    pub suite: String,
+    #[serde(skip)]
+    pub suite_id: u16,
+    /// The prime's size in bits (2048 for ffdhe2048).
+    pub bits: u32,
+    /// The RFC 7919 name when the prime is one of its groups (`ffdhe2048`); `None` for a
+    /// custom prime (an `openssl dhparam` file, or a server's built-in one).
+    pub group: Option<String>,
+}
+
+impl DheParameters {
+    fn of(suite_id: u16, prime: &[u8]) -> DheParameters {
+        let bits = prime.first().map_or(0, |top| {
+            (prime.len() as u32 - 1) * 8 + (8 - top.leading_zeros())
+        });
+        // RFC 7919's groups (their generator is 2: the prime alone identifies one).
+        use rustls::ffdhe_groups::{FFDHE2048, FFDHE3072, FFDHE4096, FFDHE6144, FFDHE8192};
+        let named = [
+            (FFDHE2048, 0x0100),
+            (FFDHE3072, 0x0101),
+            (FFDHE4096, 0x0102),
+            (FFDHE6144, 0x0103),
+            (FFDHE8192, 0x0104),
+        ];
+        let group = named
+            .iter()
+            .find(|(group, _)| group.p == prime)
+            .map(|(_, code_point)| group_name(*code_point));
+        DheParameters {
+            suite: suite_name(suite_id),
+            suite_id,
+            bits,
+            group,
+        }
+    }
 }
 
 /// The groups one version's key exchange accepts.
@@ -436,22 +481,44 @@ fn enumerate(candidates: &[u16], ask: impl Fn(&[u16]) -> Option<u16>) -> (Vec<u1
 fn suites_of(prober: &Prober, version: Version) -> VersionSupport {
     let name = prober.server_name.as_deref();
     let what = format!("{} suites", version.name());
+    // Before TLS 1.3 the whole first flight is in the clear: reading it to ServerHelloDone
+    // costs no connection and gives each DHE suite's group (its ServerKeyExchange).
+    let flight = version != Version::Tls13;
+    let dhe = Mutex::new(Vec::new());
     let (suite_ids, order) = enumerate(&offered_suites(version), |offer| {
         let hello = ClientHello::new(version, offer.to_vec(), name);
-        choice(
-            prober,
-            &what,
-            &hello,
-            false,
-            version,
-            |answer| Some(answer.suite),
-            offer,
-        )
+        match prober.probe(&what, &hello, flight) {
+            Ok(Answer::Hello(answer))
+                if answer.version == version.code_point() && offer.contains(&answer.suite) =>
+            {
+                if let Some(prime) = &answer.dh_prime {
+                    let mut dhe = dhe.lock().unwrap_or_else(|poison| poison.into_inner());
+                    if !dhe
+                        .iter()
+                        .any(|known: &DheParameters| known.suite_id == answer.suite)
+                    {
+                        dhe.push(DheParameters::of(answer.suite, prime));
+                    }
+                }
+                Some(answer.suite)
+            }
+            _ => None,
+        }
+    });
+    let mut dhe = dhe
+        .into_inner()
+        .unwrap_or_else(|poison| poison.into_inner());
+    dhe.sort_by_key(|parameters| {
+        suite_ids
+            .iter()
+            .position(|id| *id == parameters.suite_id)
+            .unwrap_or(usize::MAX)
     });
     VersionSupport {
         version: version.name().into(),
         suites: suite_ids.iter().map(|id| suite_name(*id)).collect(),
         order,
+        dhe,
         protocol: Some(version),
         suite_ids,
     }

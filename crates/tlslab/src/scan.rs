@@ -151,7 +151,16 @@ fn print_report(report: &Report) -> Result<(), CliError> {
             version.order.describe()
         ));
         for suite in &version.suites {
-            line(format!("               {suite}"));
+            let dhe = version
+                .dhe
+                .iter()
+                .find(|parameters| parameters.suite == *suite)
+                .map(|parameters| match &parameters.group {
+                    Some(group) => format!("  DH {} bits ({group})", parameters.bits),
+                    None => format!("  DH {} bits", parameters.bits),
+                })
+                .unwrap_or_default();
+            line(format!("               {suite}{dhe}"));
         }
     }
     for (name, groups) in [

@@ -68,10 +68,15 @@ fn lab_chain(profile: &str) -> LabChain {
     }
 }
 
-/// nginx with `tls` (the ssl_* lines of a Mozilla profile) in the foreground on a free port.
+/// nginx with `tls` (the ssl_* lines of a Mozilla profile) in the foreground on a free port,
+/// with the lab ECDSA P-256 chain.
 fn start_nginx(binary: &Path, name: &str, tls: &str) -> Server {
+    start_nginx_with(binary, name, tls, &lab_chain("ecdsa-p256"))
+}
+
+fn start_nginx_with(binary: &Path, name: &str, tls: &str, lab: &LabChain) -> Server {
     let dir = scratch(name);
-    let LabChain { chain, key, .. } = lab_chain("ecdsa-p256");
+    let LabChain { chain, key, .. } = lab;
     let port = closed_port();
     let dir_text = dir.display();
     let config = format!(
@@ -176,6 +181,304 @@ fn mozilla<'a>(report: &'a Value, guideline: &str, level: &str) -> &'a Value {
         .iter()
         .find(|result| result["guideline"] == guideline && result["level"] == level)
         .unwrap_or_else(|| panic!("no {guideline} {level} in {report}"))
+}
+
+/// One level of a Mozilla guideline as shipped in `tlslab-scan/data/mozilla/`: the servers
+/// below are configured from the same file the scan judges by, so "matches" is checked
+/// against Mozilla's data, not against a copy typed into the test.
+struct Level {
+    guideline: &'static str,
+    level: &'static str,
+    /// OpenSSL's names: `TLSv1`, `TLSv1.1`, `TLSv1.2`, `TLSv1.3`.
+    versions: Vec<String>,
+    ciphers_openssl: Vec<String>,
+    ciphers_iana: Vec<String>,
+    ciphersuites: Vec<String>,
+    /// The groups Debian's OpenSSL 3.0 can configure, in the level's order (it has no
+    /// ML-KEM, so 6.0's X25519MLKEM768 is left out and the scan must ask for it).
+    curves: Vec<String>,
+    server_order: bool,
+}
+
+fn mozilla_level(guideline: &'static str, level: &'static str) -> Level {
+    let path = format!(
+        "{}/../tlslab-scan/data/mozilla/server-side-tls-{guideline}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let data: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let profile = &data["configurations"][level];
+    Level {
+        guideline,
+        level,
+        versions: strings(&profile["tls_versions"]),
+        ciphers_openssl: strings(&profile["ciphers"]["openssl"]),
+        ciphers_iana: strings(&profile["ciphers"]["iana"]),
+        ciphersuites: strings(&profile["ciphersuites"]),
+        curves: strings(&profile["tls_curves"])
+            .into_iter()
+            .filter(|curve| !curve.contains("MLKEM"))
+            .collect(),
+        server_order: profile["server_preferred_order"].as_bool().unwrap(),
+    }
+}
+
+impl Level {
+    /// The cipher string; OpenSSL 3 refuses TLS 1.0 and 1.1 handshakes (SHA-1 signatures)
+    /// above security level 0, which Mozilla's generator also sets for the old level.
+    fn cipher_string(&self) -> String {
+        let mut ciphers = self.ciphers_openssl.join(":");
+        if self.versions.iter().any(|v| v == "TLSv1" || v == "TLSv1.1") {
+            ciphers.push_str(":@SECLEVEL=0");
+        }
+        ciphers
+    }
+
+    /// The TLS 1.2 (or older) suites a server with `key` (`ECDSA` or `RSA`) can negotiate
+    /// in `version` (`TLS 1.2`): the level's list, in its order.
+    fn expected_suites(&self, version: &str, key: &str) -> Vec<String> {
+        let authenticated_by = |suite: &str| {
+            if key == "ECDSA" {
+                suite.contains("_ECDSA_")
+            } else {
+                suite.contains("_RSA_")
+            }
+        };
+        // GCM, ChaCha20 and the SHA-256/384 MACs came with TLS 1.2.
+        let tls12_only = |suite: &str| !suite.ends_with("_SHA");
+        // What the servers' OpenSSL can enable at all (Debian's has no 3DES in TLS).
+        let available = self.library_suites();
+        self.ciphers_iana
+            .iter()
+            .filter(|suite| available.contains(suite))
+            .filter(|suite| authenticated_by(suite))
+            .filter(|suite| version == "TLS 1.2" || !tls12_only(suite))
+            .cloned()
+            .collect()
+    }
+
+    /// The level's suites the local OpenSSL lacks, comma-separated; `None` when it has all.
+    fn unavailable_suites(&self) -> Option<String> {
+        let available = self.library_suites();
+        let missing: Vec<&str> = self
+            .ciphers_iana
+            .iter()
+            .filter(|suite| !available.contains(suite))
+            .map(String::as_str)
+            .collect();
+        (!missing.is_empty()).then(|| missing.join(", "))
+    }
+
+    /// What the servers' OpenSSL enables for the level's cipher string (IANA names).
+    fn library_suites(&self) -> Vec<String> {
+        let output = Command::new("openssl")
+            .args(["ciphers", "-stdname", &self.cipher_string()])
+            .output()
+            .expect("openssl runs (apt-get install openssl; .ci/run does)");
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|line| line.split_whitespace().next().map(String::from))
+            .collect()
+    }
+
+    fn scan_versions(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .versions
+            .iter()
+            .map(|v| match v.as_str() {
+                "TLSv1" => "TLS 1.0".to_string(),
+                other => other.replace("TLSv", "TLS "),
+            })
+            .collect();
+        names.reverse();
+        names
+    }
+
+    /// The groups as tlslab names them.
+    fn scan_groups(&self) -> Vec<String> {
+        self.curves
+            .iter()
+            .map(|curve| match curve.as_str() {
+                "X25519" => "x25519".to_string(),
+                "prime256v1" => "secp256r1".to_string(),
+                other => other.to_string(),
+            })
+            .collect()
+    }
+}
+
+/// The lines of nginx's server block for `level`.
+fn nginx_tls(level: &Level, dhparam: Option<&Path>) -> String {
+    let mut tls = format!(
+        "ssl_protocols {};\n    ssl_ecdh_curve {};\n    ssl_conf_command Ciphersuites {};\n    ssl_prefer_server_ciphers {};\n",
+        level.versions.join(" "),
+        level.curves.join(":"),
+        level.ciphersuites.join(":"),
+        if level.server_order { "on" } else { "off" }
+    );
+    if !level.ciphers_openssl.is_empty() {
+        tls.push_str(&format!("    ssl_ciphers {};\n", level.cipher_string()));
+    }
+    if let Some(dhparam) = dhparam {
+        tls.push_str(&format!("    ssl_dhparam {};\n", dhparam.display()));
+    }
+    tls
+}
+
+/// RFC 7919's ffdhe2048 as a PEM DH parameters file (what Mozilla's old and intermediate
+/// levels ask nginx to load), written by `openssl genpkey`, which prints the named group's
+/// fixed parameters: nothing is generated.
+fn ffdhe2048_file(dir: &Path) -> PathBuf {
+    let path = dir.join("ffdhe2048.pem");
+    let output = Command::new("openssl")
+        .args([
+            "genpkey",
+            "-genparam",
+            "-algorithm",
+            "DH",
+            "-pkeyopt",
+            "group:ffdhe2048",
+            "-out",
+        ])
+        .arg(&path)
+        .output()
+        .expect("openssl runs (apt-get install openssl; .ci/run does)");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    path
+}
+
+/// What a scan of a server configured as `level` with a `key` certificate must find.
+fn assert_configured_as(report: &Value, level: &Level, key: &str) {
+    let what = format!("{} {}", level.guideline, level.level);
+    assert_eq!(versions(report), level.scan_versions(), "{what}: {report}");
+    for version in level.scan_versions() {
+        let (found, order) = suites(report, &version);
+        let mut expected = if version == "TLS 1.3" {
+            level.ciphersuites.clone()
+        } else {
+            level.expected_suites(&version, key)
+        };
+        if level.server_order {
+            assert_eq!(order, "server", "{what} {version}");
+        } else {
+            // The server follows the client, who offered by code point: compare the sets.
+            assert_ne!(order, "server", "{what} {version}");
+            let mut sorted = found.clone();
+            sorted.sort();
+            expected.sort();
+            assert_eq!(sorted, expected, "{what} {version}");
+            continue;
+        }
+        assert_eq!(found, expected, "{what} {version}");
+    }
+    let groups = level.scan_groups();
+    if level.versions.iter().any(|v| v == "TLSv1.3") {
+        assert_eq!(strings(&report["groups_tls13"]["groups"]), groups, "{what}");
+    }
+    if level.versions.iter().any(|v| v == "TLSv1.2") {
+        assert_eq!(strings(&report["groups_tls12"]["groups"]), groups, "{what}");
+    }
+    let verdict = mozilla(report, level.guideline, level.level);
+    if level.guideline == "6.0" {
+        // Debian's OpenSSL 3.0 has no ML-KEM: the one change left is the hybrid group.
+        assert_eq!(
+            strings(&verdict["changes"]),
+            ["add groups x25519mlkem768"],
+            "{what}: {verdict}"
+        );
+    } else if let Some(missing) = level.unavailable_suites() {
+        // A suite the level lists but the servers' OpenSSL cannot enable (Debian's has no
+        // 3DES): the server does not offer it, and the scan says so for each version.
+        let expected: Vec<String> = level
+            .scan_versions()
+            .iter()
+            .filter(|version| *version != "TLS 1.3")
+            .map(|version| format!("{version}: add suites {missing}"))
+            .collect();
+        assert_eq!(strings(&verdict["changes"]), expected, "{what}: {verdict}");
+    } else {
+        assert_eq!(verdict["matches"], true, "{what}: {verdict}");
+    }
+    // Every other level of the same guideline lists what to change.
+    for other in ["old", "intermediate", "modern"] {
+        if other != level.level && !(level.guideline == "6.0" && other == "old") {
+            let verdict = mozilla(report, level.guideline, other);
+            assert_eq!(verdict["matches"], false, "{what} as {other}");
+            assert!(!strings(&verdict["changes"]).is_empty());
+        }
+    }
+}
+
+#[test]
+fn nginx_as_mozilla_old_5_7_with_ffdhe2048() {
+    let Some(binary) = nginx_binary() else {
+        eprintln!("SKIPPED: nginx is not installed (apt-get install nginx-light; .ci/run does)");
+        return;
+    };
+    let level = mozilla_level("5.7", "old");
+    let dhparam = ffdhe2048_file(&scratch("scan-old-dhparam"));
+    let tls = nginx_tls(&level, Some(&dhparam));
+    let nginx = start_nginx_with(&binary, "scan-old", &tls, &lab_chain("rsa-2048"));
+    let report = scan_json(nginx.port);
+    assert_configured_as(&report, &level, "RSA");
+    // Each DHE suite's group, read from its ServerKeyExchange and named by its prime.
+    let dhe = report["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|version| version["version"] == "TLS 1.2")
+        .map(|version| version["dhe"].as_array().unwrap().clone())
+        .unwrap();
+    let dhe_suites: Vec<String> = level
+        .expected_suites("TLS 1.2", "RSA")
+        .into_iter()
+        .filter(|suite| suite.starts_with("TLS_DHE_"))
+        .collect();
+    assert_eq!(dhe.len(), dhe_suites.len(), "{dhe:?}");
+    for (parameters, suite) in dhe.iter().zip(&dhe_suites) {
+        assert_eq!(parameters["suite"], suite.as_str());
+        assert_eq!(parameters["bits"], 2048);
+        assert_eq!(parameters["group"], "ffdhe2048");
+    }
+    // The grade weighs the measured 2048 bits (90), and the old level's TLS 1.0 caps it
+    // (at C with 3DES, which Debian's OpenSSL no longer has).
+    let grade = &report["grade"];
+    assert_eq!(grade["key_exchange_score"], 90, "{grade}");
+    let triple_des = level
+        .expected_suites("TLS 1.2", "RSA")
+        .iter()
+        .any(|suite| suite.contains("3DES"));
+    let reasons = strings(&grade["reasons"]);
+    assert_eq!(
+        grade["letter_if_trusted"],
+        if triple_des { "C" } else { "B" },
+        "{grade}"
+    );
+    assert_eq!(
+        reasons.iter().any(|r| r.starts_with("C: 3DES")),
+        triple_des,
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.starts_with("B: TLS 1.0 or 1.1")),
+        "{reasons:?}"
+    );
+    assert!(!strings(&grade["notes"])
+        .iter()
+        .any(|n| n.contains("assumed")));
+    let text = tlslab_succeeds(&[
+        "scan",
+        &format!("127.0.0.1:{}", nginx.port),
+        "--sni",
+        "localhost",
+    ]);
+    assert!(
+        text.contains("TLS_DHE_RSA_WITH_AES_128_GCM_SHA256  DH 2048 bits (ffdhe2048)"),
+        "{text}"
+    );
 }
 
 #[test]
