@@ -6,11 +6,11 @@
 //! (X25519MLKEM768 offered or not) changes no score; the report says so.
 
 use serde::Serialize;
-use tls_parser::{TlsCipherAu, TlsCipherEnc, TlsCipherKx, TlsCipherSuite};
+use tls_parser::{TlsCipherAu, TlsCipherEnc, TlsCipherKx, TlsCipherMac, TlsCipherSuite};
 
 use crate::certificate::{hsts_max_age, KeyKind};
 use crate::hello::{groups, Version};
-use crate::scan::Report;
+use crate::scan::{Order, Report};
 
 /// HSTS for A+: at least six months (the guide's threshold).
 pub const HSTS_MINIMUM_SECONDS: u64 = 15_768_000;
@@ -244,6 +244,62 @@ pub fn grade(report: &Report) -> Grade {
             "no forward secrecy (no ECDHE, DHE or TLS 1.3 suite)".into(),
         );
     }
+    let is_aead = |suite: &TlsCipherSuite| suite.mac == TlsCipherMac::Aead;
+    let is_forward_secret = |suite: &TlsCipherSuite| {
+        matches!(
+            suite.kx,
+            TlsCipherKx::Ecdhe | TlsCipherKx::Dhe | TlsCipherKx::Tls13
+        )
+    };
+    if !suites.is_empty() && !suites.iter().any(|s| is_aead(s)) {
+        limit(
+            "B",
+            "no AEAD suite (GCM, CCM or ChaCha20-Poly1305): CBC only".into(),
+        );
+    }
+    // The guide's A- warnings (2009i, 2014). Modern clients speak TLS 1.3 when the server
+    // does, and every 1.3 suite is AEAD with forward secrecy; otherwise they get the newest
+    // version's first suite when the server enforces its order (with client order they get
+    // their own favourite, an ECDHE AEAD suite when the server has one).
+    if !supported.contains(&Version::Tls13) {
+        let newest = report
+            .versions
+            .iter()
+            .filter(|v| v.order == Order::Server)
+            .max_by_key(|v| v.protocol);
+        if let Some((support, favourite)) = newest.and_then(|support| {
+            let favourite = support
+                .suite_ids
+                .first()
+                .and_then(|id| TlsCipherSuite::from_id(*id))?;
+            Some((support, favourite))
+        }) {
+            if !is_forward_secret(favourite) && suites.iter().any(|s| is_forward_secret(s)) {
+                limit(
+                    "A-",
+                    format!(
+                        "no forward secrecy with modern clients: in {} the server prefers {}",
+                        support.version, favourite.name
+                    ),
+                );
+            }
+            if !is_aead(favourite) && suites.iter().any(|s| is_aead(s)) {
+                limit(
+                    "A-",
+                    format!(
+                        "no AEAD with modern clients: in {} the server prefers {}",
+                        support.version, favourite.name
+                    ),
+                );
+            }
+        }
+    }
+    if report.secure_renegotiation == Some(false) {
+        limit(
+            "A-",
+            "no secure renegotiation (RFC 5746 renegotiation_info not answered)".into(),
+        );
+    }
     if (1..1024).contains(&weakest_exchange) {
         limit("F", format!("key exchange of {weakest_exchange} bits"));
     } else if (1024..2048).contains(&weakest_exchange) {
@@ -334,7 +390,7 @@ pub fn grade(report: &Report) -> Grade {
 mod tests {
     use super::*;
     use crate::certificate::{CertificateSummary, Certificates};
-    use crate::scan::{GroupSupport, Order, VersionSupport};
+    use crate::scan::{GroupSupport, VersionSupport};
 
     fn report(versions: &[(Version, &[u16])], groups: &[u16], trusted: bool) -> Report {
         Report {
@@ -359,6 +415,7 @@ mod tests {
                 group_ids: groups.to_vec(),
             }),
             groups_tls12: None,
+            secure_renegotiation: Some(true),
             alpn: None,
             certificates: Certificates {
                 chain: vec![CertificateSummary {
@@ -441,6 +498,57 @@ mod tests {
             .any(|r| r.contains("forward secrecy")));
         let export = letter(&[(Version::Tls12, &[0xc02b, 0x0003])]);
         assert_eq!(export.letter, "F");
+    }
+
+    #[test]
+    fn warnings_give_a_minus_with_their_reason() {
+        // Server order preferring static RSA with CBC, with ECDHE GCM also on: modern
+        // clients get neither forward secrecy nor AEAD.
+        let mut server = report(
+            &[(Version::Tls12, &[0x002f, 0xc02b])],
+            &[groups::X25519],
+            true,
+        );
+        server.certificates.hsts = Some("max-age=63072000".into());
+        let graded = grade(&server);
+        assert_eq!(graded.letter, "A-", "{graded:?}");
+        assert!(graded.reasons.contains(&"A-: no forward secrecy with modern clients: in TLS 1.2 the server prefers TLS_RSA_WITH_AES_128_CBC_SHA".to_string()), "{graded:?}");
+        assert!(graded
+            .reasons
+            .iter()
+            .any(|r| r.starts_with("A-: no AEAD with modern clients")));
+        // The same suites in the client's order: modern clients pick ECDHE GCM.
+        server.versions[0].order = Order::Client;
+        assert_eq!(grade(&server).letter, "A+");
+        // TLS 1.3 on: modern clients never see the 1.2 order.
+        server.versions[0].order = Order::Server;
+        server.versions.insert(
+            0,
+            VersionSupport {
+                version: "TLS 1.3".into(),
+                suites: Vec::new(),
+                order: Order::Client,
+                dhe: Vec::new(),
+                protocol: Some(Version::Tls13),
+                suite_ids: MODERN.to_vec(),
+            },
+        );
+        assert_eq!(grade(&server).letter, "A+");
+        server.secure_renegotiation = Some(false);
+        let graded = grade(&server);
+        assert_eq!(graded.letter, "A-");
+        assert!(graded
+            .reasons
+            .iter()
+            .any(|r| r.contains("secure renegotiation")));
+        // CBC only: the 2018 rule caps at B.
+        let cbc = grade(&report(
+            &[(Version::Tls12, &[0xc009, 0xc00a])],
+            &[groups::X25519],
+            true,
+        ));
+        assert_eq!(cbc.letter, "B");
+        assert!(cbc.reasons.iter().any(|r| r.starts_with("B: no AEAD")));
     }
 
     #[test]

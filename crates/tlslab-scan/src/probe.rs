@@ -67,6 +67,8 @@ pub struct ServerHello {
     /// TLS 1.2 and older DHE (whole flight read): the ServerKeyExchange's prime p, leading
     /// zeros trimmed (its length is the group's size; RFC 7919's groups are named by it).
     pub dh_prime: Option<Vec<u8>>,
+    /// The ServerHello carried renegotiation_info (RFC 5746): secure renegotiation.
+    pub secure_renegotiation: bool,
     /// The Certificate message's chain (DER), when the probe asked to read the server's whole
     /// flight and the version sends it in the clear (TLS 1.2 and older).
     pub certificates: Vec<Vec<u8>>,
@@ -304,6 +306,9 @@ fn take_message(
                             server_hello.group = data
                                 .get(..2)
                                 .map(|group| u16::from_be_bytes([group[0], group[1]]));
+                        }
+                        TlsExtension::RenegotiationInfo(_) => {
+                            server_hello.secure_renegotiation = true;
                         }
                         TlsExtension::ALPN(protocols) => {
                             server_hello.alpn = protocols

@@ -225,6 +225,9 @@ pub struct Report {
     pub versions: Vec<VersionSupport>,
     pub groups_tls13: Option<GroupSupport>,
     pub groups_tls12: Option<GroupSupport>,
+    /// Whether the newest pre-1.3 version's ServerHello answered the renegotiation_info we
+    /// always send (RFC 5746); `None` for a TLS 1.3-only server (1.3 has no renegotiation).
+    pub secure_renegotiation: Option<bool>,
     /// ALPN protocols the server selected when offered alone (read from a TLS 1.2 or older
     /// ServerHello, or from a rustls TLS 1.3 handshake when the server speaks only 1.3);
     /// `None` when no probe could ask.
@@ -316,6 +319,14 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
         })
         .map(|(version, _)| *version)
         .collect();
+    let secure_renegotiation = answers
+        .iter()
+        .filter(|(version, _)| *version != Version::Tls13 && supported.contains(version))
+        .max_by_key(|(version, _)| *version)
+        .and_then(|(_, answer)| match answer {
+            Ok(Answer::Hello(hello)) => Some(hello.secure_renegotiation),
+            _ => None,
+        });
     if supported.is_empty() {
         let every_error = answers.iter().all(|(_, answer)| answer.is_err());
         return Err(ScanError {
@@ -390,6 +401,7 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
         versions,
         groups_tls13,
         groups_tls12,
+        secure_renegotiation,
         alpn,
         certificates,
         mozilla: Vec::new(),

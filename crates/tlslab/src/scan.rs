@@ -187,6 +187,16 @@ fn print_report(report: &Report) -> Result<(), CliError> {
             Some(alpn) => alpn.join(", "),
         }
     ));
+    if let Some(secure) = report.secure_renegotiation {
+        line(format!(
+            "renegotiation {}",
+            if secure {
+                "secure (RFC 5746)"
+            } else {
+                "NOT secure (no RFC 5746 renegotiation_info)"
+            }
+        ));
+    }
     let certificates = &report.certificates;
     let yes_no = |value: Option<bool>| match value {
         Some(true) => "yes",

@@ -696,3 +696,30 @@ fn a_plain_text_port_is_not_tls() {
     let output = tlslab(&["scan", &format!("127.0.0.1:{port}")]);
     assert_user_error(&output, 3, "does not speak TLS");
 }
+
+#[test]
+fn nginx_preferring_static_rsa_cbc_gets_a_minus() {
+    let Some(binary) = nginx_binary() else {
+        eprintln!("SKIPPED: nginx is not installed (apt-get install nginx-light; .ci/run does)");
+        return;
+    };
+    // TLS 1.2 only, the server's favourite without forward secrecy or AEAD, ECDHE GCM second.
+    let tls = "ssl_protocols TLSv1.2;
+    ssl_ciphers AES128-SHA:ECDHE-RSA-AES128-GCM-SHA256;
+    ssl_prefer_server_ciphers on;";
+    let lab = lab_chain("rsa-2048");
+    let nginx = start_nginx_with(&binary, "scan-a-minus", tls, &lab);
+    let report = scan_json_with(nginx.port, &["--ca", &lab.root]);
+    assert_eq!(report["secure_renegotiation"], true, "{report}");
+    let grade = &report["grade"];
+    assert_eq!(grade["letter"], "A-", "{grade}");
+    let reasons = strings(&grade["reasons"]);
+    assert_eq!(
+        reasons,
+        [
+            "A-: no forward secrecy with modern clients: in TLS 1.2 the server prefers TLS_RSA_WITH_AES_128_CBC_SHA",
+            "A-: no AEAD with modern clients: in TLS 1.2 the server prefers TLS_RSA_WITH_AES_128_CBC_SHA",
+        ],
+        "{grade}"
+    );
+}
