@@ -482,7 +482,16 @@ fn enumerate(candidates: &[u16], ask: impl Fn(&[u16]) -> Option<u16>) -> (Vec<u1
             let reversed: Vec<u16> = accepted.iter().rev().copied().collect();
             match ask(&reversed) {
                 Some(chosen) if chosen == *first => Order::Server,
-                Some(chosen) if chosen == *last => Order::Client,
+                // Taking the client's first may be a rule for that one choice (OpenSSL's
+                // ChaCha20 priority, on by default in haproxy): ask once more with it last.
+                Some(chosen) if chosen == *last => {
+                    let mut rotated = reversed.clone();
+                    rotated.rotate_left(1);
+                    match ask(&rotated) {
+                        Some(chosen) if Some(&chosen) == rotated.first() => Order::Client,
+                        _ => Order::Mixed,
+                    }
+                }
                 _ => Order::Mixed,
             }
         }
@@ -702,6 +711,18 @@ mod tests {
         assert_eq!(
             enumerate(&[1, 2, 3, 4], client),
             (vec![2, 3], Order::Client)
+        );
+        // Server order, except that a client listing 2 first gets it (ChaCha20 priority).
+        let chacha_priority = |offer: &[u16]| {
+            if offer.first() == Some(&2) {
+                Some(2)
+            } else {
+                server_order.iter().copied().find(|s| offer.contains(s))
+            }
+        };
+        assert_eq!(
+            enumerate(&[1, 2, 3, 4], chacha_priority),
+            (vec![3, 1, 2], Order::Mixed)
         );
         let none = |_: &[u16]| None;
         assert_eq!(enumerate(&[1, 2], none), (vec![], Order::Single));

@@ -1,5 +1,6 @@
-//! `tlslab scan` against real servers: nginx configured as Mozilla's 5.7 profiles (Debian's
-//! nginx on its OpenSSL), and the lab server (rustls). No mocks: every assertion is about
+//! `tlslab scan` against real servers: nginx and haproxy configured as Mozilla's 5.7 and 6.0
+//! levels from the guideline files the scan ships (Debian's builds on its OpenSSL 3.0), and
+//! the lab server (rustls). No mocks: every assertion is about
 //! what a real server answered.
 
 mod support;
@@ -350,8 +351,149 @@ fn ffdhe2048_file(dir: &Path) -> PathBuf {
     path
 }
 
+fn haproxy_binary() -> Option<PathBuf> {
+    ["/usr/sbin/haproxy", "/usr/bin/haproxy"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|path| path.is_file())
+}
+
+/// haproxy (HTTP mode, `return 200` and HSTS) in the foreground on a free port, configured
+/// as Mozilla's generator configures it for `level`.
+fn start_haproxy(
+    binary: &Path,
+    name: &str,
+    level: &Level,
+    lab: &LabChain,
+    dhparam: Option<&Path>,
+) -> Server {
+    let dir = scratch(name);
+    // haproxy takes the chain and its key from one file.
+    let combined = dir.join("chain-and-key.pem");
+    let mut pem = std::fs::read_to_string(&lab.chain).unwrap();
+    pem.push_str(&std::fs::read_to_string(&lab.key).unwrap());
+    std::fs::write(&combined, pem).unwrap();
+    let haproxy_version = |v: &str| match v {
+        "TLSv1" => "TLSv1.0".to_string(),
+        other => other.to_string(),
+    };
+    let oldest = level.versions.first().map(|v| haproxy_version(v)).unwrap();
+    let newest = level.versions.last().map(|v| haproxy_version(v)).unwrap();
+    let mut global = format!(
+        "global\n  ssl-default-bind-ciphersuites {}\n  ssl-default-bind-options ssl-min-ver {oldest} ssl-max-ver {newest} no-tls-tickets{}\n",
+        level.ciphersuites.join(":"),
+        if level.server_order { "" } else { " prefer-client-ciphers" }
+    );
+    if !level.ciphers_openssl.is_empty() {
+        global.push_str(&format!(
+            "  ssl-default-bind-ciphers {}\n",
+            level.cipher_string()
+        ));
+    }
+    if let Some(dhparam) = dhparam {
+        global.push_str(&format!("  ssl-dh-param-file {}\n", dhparam.display()));
+    }
+    let port = closed_port();
+    let config = format!(
+        "{global}
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 10s
+  timeout server 10s
+frontend tls
+  bind 127.0.0.1:{port} ssl crt {} alpn h2,http/1.1 curves {}
+  http-after-response set-header Strict-Transport-Security \"max-age=63072000\"
+  http-request return status 200 content-type text/plain string ok
+",
+        combined.display(),
+        level.curves.join(":")
+    );
+    let config_path = dir.join("haproxy.cfg");
+    std::fs::write(&config_path, config).unwrap();
+    let log = dir.join("haproxy.log");
+    let child = Command::new(binary)
+        .arg("-db")
+        .arg("-f")
+        .arg(&config_path)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("haproxy starts");
+    let server = Server { child, port };
+    wait_for(&server, &log);
+    server
+}
+
+/// Mozilla's levels the must-show names, each with the certificate it is served with: the
+/// old level's DHE-RSA and RSA suites need an RSA key (and its DHE the ffdhe2048 file).
+const LEVELS: [(&str, &str, &str); 5] = [
+    ("5.7", "old", "rsa-2048"),
+    ("5.7", "intermediate", "ecdsa-p256"),
+    ("5.7", "modern", "ecdsa-p256"),
+    ("6.0", "intermediate", "ecdsa-p256"),
+    ("6.0", "modern", "ecdsa-p256"),
+];
+
+/// Starts a server as each of [`LEVELS`] (`start` knows which software) and checks the scan.
+fn every_level(software: &str, start: impl Fn(&str, &Level, &LabChain, &Path) -> Server) {
+    let dhparam = ffdhe2048_file(&scratch(&format!("scan-{software}-dhparam")));
+    for (guideline, name, certificate) in LEVELS {
+        let level = mozilla_level(guideline, name);
+        let lab = lab_chain(certificate);
+        let server = start(
+            &format!("scan-{software}-{guideline}-{name}"),
+            &level,
+            &lab,
+            &dhparam,
+        );
+        let report = scan_json(server.port);
+        let key = if certificate.starts_with("rsa") {
+            "RSA"
+        } else {
+            "ECDSA"
+        };
+        assert_configured_as(&report, &level, key, software == "haproxy");
+        assert_eq!(
+            strings(&report["alpn"]),
+            ["h2", "http/1.1"],
+            "{software} {guideline} {name}"
+        );
+        assert_eq!(report["certificates"]["hsts"], "max-age=63072000");
+        assert!(
+            report["probe_errors"].as_array().unwrap().is_empty(),
+            "{software} {guideline} {name}: {}",
+            report["probe_errors"]
+        );
+    }
+}
+
+#[test]
+fn nginx_as_every_mozilla_level() {
+    let Some(binary) = nginx_binary() else {
+        eprintln!("SKIPPED: nginx is not installed (apt-get install nginx-light; .ci/run does)");
+        return;
+    };
+    every_level("nginx", |name, level, lab, dhparam| {
+        let dhparam = (level.level == "old").then_some(dhparam);
+        start_nginx_with(&binary, name, &nginx_tls(level, dhparam), lab)
+    });
+}
+
+#[test]
+fn haproxy_as_every_mozilla_level() {
+    let Some(binary) = haproxy_binary() else {
+        eprintln!("SKIPPED: haproxy is not installed (apt-get install haproxy; .ci/run does)");
+        return;
+    };
+    every_level("haproxy", |name, level, lab, dhparam| {
+        let dhparam = (level.level == "old").then_some(dhparam);
+        start_haproxy(&binary, name, level, lab, dhparam)
+    });
+}
+
 /// What a scan of a server configured as `level` with a `key` certificate must find.
-fn assert_configured_as(report: &Value, level: &Level, key: &str) {
+fn assert_configured_as(report: &Value, level: &Level, key: &str, chacha_priority: bool) {
     let what = format!("{} {}", level.guideline, level.level);
     assert_eq!(versions(report), level.scan_versions(), "{what}: {report}");
     for version in level.scan_versions() {
@@ -362,7 +504,18 @@ fn assert_configured_as(report: &Value, level: &Level, key: &str) {
             level.expected_suites(&version, key)
         };
         if level.server_order {
-            assert_eq!(order, "server", "{what} {version}");
+            // haproxy lets a client that lists ChaCha20 first have it (OpenSSL's
+            // PRIORITIZE_CHACHA). The scan's order check lists the server's last choice
+            // first, so it sees this (and says mixed) when ChaCha20 is that last choice.
+            let chacha = expected
+                .last()
+                .is_some_and(|suite| suite.contains("CHACHA20"));
+            let wanted = if chacha_priority && chacha {
+                "mixed"
+            } else {
+                "server"
+            };
+            assert_eq!(order, wanted, "{what} {version}");
         } else {
             // The server follows the client, who offered by code point: compare the sets.
             assert_ne!(order, "server", "{what} {version}");
@@ -423,7 +576,7 @@ fn nginx_as_mozilla_old_5_7_with_ffdhe2048() {
     let tls = nginx_tls(&level, Some(&dhparam));
     let nginx = start_nginx_with(&binary, "scan-old", &tls, &lab_chain("rsa-2048"));
     let report = scan_json(nginx.port);
-    assert_configured_as(&report, &level, "RSA");
+    assert_configured_as(&report, &level, "RSA", false);
     // Each DHE suite's group, read from its ServerKeyExchange and named by its prime.
     let dhe = report["versions"]
         .as_array()
