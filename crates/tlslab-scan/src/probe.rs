@@ -414,7 +414,7 @@ mod tests {
     fn the_key_exchange_names_a_curve_or_a_prime_by_the_suite() {
         // DHE: p of 768 bytes whose length starts with the byte 3, as ffdhe6144's does.
         let mut dhe = vec![0x03, 0x00, 0x00];
-        dhe.extend(std::iter::repeat(0xff).take(0x2ff));
+        dhe.extend(std::iter::repeat_n(0xff, 0x2ff));
         dhe.extend_from_slice(&[0, 1, 2, 0, 1, 5]);
         let record = hello_and_key_exchange(0x009e, &dhe);
         let Ok(Answer::Hello(hello)) = read_answer(&mut &record[..], true) else {
