@@ -265,8 +265,8 @@ pub fn grade(report: &Report) -> Grade {
         let newest = report
             .versions
             .iter()
-            .filter(|v| v.order == Order::Server)
-            .max_by_key(|v| v.protocol);
+            .max_by_key(|v| v.protocol)
+            .filter(|v| v.order == Order::Server);
         if let Some((support, favourite)) = newest.and_then(|support| {
             let favourite = support
                 .suite_ids
@@ -520,6 +520,18 @@ mod tests {
         // The same suites in the client's order: modern clients pick ECDHE GCM.
         server.versions[0].order = Order::Client;
         assert_eq!(grade(&server).letter, "A+");
+        // An older version's server order is not what modern clients see.
+        server.versions[0].order = Order::Client;
+        server.versions.push(VersionSupport {
+            version: "TLS 1.0".into(),
+            suites: Vec::new(),
+            order: Order::Server,
+            dhe: Vec::new(),
+            protocol: Some(Version::Tls10),
+            suite_ids: vec![0x002f, 0xc009],
+        });
+        assert!(!grade(&server).reasons.iter().any(|r| r.starts_with("A-")));
+        server.versions.pop();
         // TLS 1.3 on: modern clients never see the 1.2 order.
         server.versions[0].order = Order::Server;
         server.versions.insert(
