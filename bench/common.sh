@@ -1,10 +1,12 @@
 # Shared by the bench scripts (sourced, not run).
 
-# write_nginx_conf FILE WORK PORT CHAIN KEY [DIRECTIVES]: a one-worker nginx in the
+# write_nginx_conf FILE WORK PORT CHAIN KEY [DIRECTIVES [TLS]]: a one-worker nginx in the
 # foreground, serving TLS 1.3 with X25519 and no session tickets on 127.0.0.1:PORT, with its
-# state under WORK; DIRECTIVES go into the server block.
+# state under WORK; DIRECTIVES go into the server block; TLS, when given, replaces the
+# protocol, curve and ticket lines (a whole Mozilla profile, say).
 write_nginx_conf() {
     local file=$1 work=$2 port=$3 chain=$4 key=$5 directives=${6:-}
+    local tls=${7:-"ssl_protocols TLSv1.3; ssl_ecdh_curve X25519; ssl_session_tickets off;"}
     cat > "$file" <<CONF
 daemon off; master_process off; worker_processes 1; pid $work/nginx.pid;
 error_log $work/error.log warn;
@@ -16,7 +18,7 @@ http {
   server {
     listen 127.0.0.1:$port ssl;
     ssl_certificate $chain; ssl_certificate_key $key;
-    ssl_protocols TLSv1.3; ssl_ecdh_curve X25519; ssl_session_tickets off;
+    $tls
     $directives
     location / { return 200 "ok\n"; }
   }

@@ -21,7 +21,13 @@ pub fn check(bytes: &[u8]) {
     };
     for flight in [false, true] {
         if let Ok(Answer::Hello(hello)) = read_answer(&mut &bytes[..], flight) {
-            let certificates = inspect(&prober, "localhost", hello.certificates.clone(), false);
+            let certificates = inspect(
+                &prober,
+                "localhost",
+                hello.certificates.clone(),
+                false,
+                None,
+            );
             let _ = certificates.leaf();
         }
     }

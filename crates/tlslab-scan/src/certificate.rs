@@ -18,7 +18,10 @@ use serde::Serialize;
 use x509_parser::prelude::{GeneralName, X509Certificate};
 use x509_parser::public_key::PublicKey;
 
+use rustls_pki_types::pem::PemObject;
+
 use crate::probe::Prober;
+use crate::scan::{ScanError, ScanErrorKind};
 
 /// One certificate, as a person reads it.
 #[derive(Debug, Clone, Serialize)]
@@ -59,11 +62,55 @@ pub struct Certificates {
     pub name_matches: Option<bool>,
     /// Whether each certificate is issued by the next one, as RFC 8446 (4.4.2) asks.
     pub chain_in_order: Option<bool>,
-    /// The system trust store's verdict; `None` when no verified connection was made.
+    /// The trust anchors' verdict; `None` when no verified connection was made.
     pub trusted: Option<bool>,
+    /// What the chain was judged by: `system roots`, or `--ca FILE`.
+    pub trusted_by: Option<String>,
     pub trust_error: Option<String>,
     /// The Strict-Transport-Security header of `GET /`, if any.
     pub hsts: Option<String>,
+}
+
+/// Certificates to trust instead of the system's roots (`--ca`): a lab PKI's root, or a
+/// self-signed server's own certificate.
+#[derive(Debug, Clone)]
+pub struct TrustAnchors {
+    /// Where they came from, as the report names it (`--ca lab-root.pem`).
+    pub source: String,
+    /// DER, one per certificate.
+    pub certificates: Vec<Vec<u8>>,
+}
+
+impl TrustAnchors {
+    /// Every certificate in the PEM file at `path`; a file with none is an error, since
+    /// trusting nothing would grade every server T for a typing mistake.
+    pub fn load(path: &std::path::Path) -> Result<TrustAnchors, ScanError> {
+        let failed = |why: String| {
+            ScanError {
+            kind: ScanErrorKind::Usage,
+            message: format!("--ca {}: {why}", path.display()),
+            hint: "give a PEM file with one or more CERTIFICATE blocks (a CA's root, or the server's own self-signed certificate)".into(),
+        }
+        };
+        let text = std::fs::read(path).map_err(|error| failed(error.to_string()))?;
+        let certificates = CertificateDer::pem_slice_iter(&text)
+            .map(|certificate| certificate.map(|der| der.to_vec()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| failed(format!("not PEM ({error})")))?;
+        if certificates.is_empty() {
+            return Err(failed("no CERTIFICATE in it".into()));
+        }
+        if let Some(bad) = certificates
+            .iter()
+            .position(|der| x509_parser::parse_x509_certificate(der).is_err())
+        {
+            return Err(failed(format!("certificate {} does not parse", bad + 1)));
+        }
+        Ok(TrustAnchors {
+            source: format!("--ca {}", path.display()),
+            certificates,
+        })
+    }
 }
 
 impl Certificates {
@@ -79,6 +126,7 @@ pub fn inspect(
     server_name: &str,
     flight: Vec<Vec<u8>>,
     rustls_can_connect: bool,
+    anchors: Option<&TrustAnchors>,
 ) -> Certificates {
     let mut certificates = Certificates::default();
     let mut chain = flight;
@@ -86,7 +134,13 @@ pub fn inspect(
         certificates.source = Some("TLS 1.2 Certificate message".into());
     }
     if rustls_can_connect {
-        let verified = prober.limiter.with_permit(|| connect(prober, server_name));
+        let verified = prober.limiter.with_permit(|| {
+            connect(
+                prober,
+                server_name,
+                anchors.map(|anchors| anchors.certificates.as_slice()),
+            )
+        });
         match verified {
             Ok(connection) => {
                 if chain.is_empty() && !connection.chain.is_empty() {
@@ -94,6 +148,12 @@ pub fn inspect(
                     certificates.source = Some("TLS 1.3 (rustls)".into());
                 }
                 certificates.trusted = connection.trust.as_ref().map(Result::is_ok);
+                if certificates.trusted.is_some() {
+                    certificates.trusted_by = Some(anchors.map_or_else(
+                        || "system roots".to_string(),
+                        |anchors| anchors.source.clone(),
+                    ));
+                }
                 certificates.trust_error = connection.trust.and_then(Result::err);
                 certificates.hsts = connection.hsts;
             }
@@ -349,11 +409,28 @@ impl ServerCertVerifier for RecordingVerifier {
     }
 }
 
-/// The system's trust anchors, or `None` when there are none to judge by.
-fn system_verifier(provider: &Arc<CryptoProvider>) -> Option<Arc<WebPkiServerVerifier>> {
+/// The trust anchors a chain is judged by: `--ca`'s certificates when given, else the
+/// system's; `None` when there are none to judge by.
+fn trust_verifier(
+    provider: &Arc<CryptoProvider>,
+    anchors: Option<&[Vec<u8>]>,
+) -> Option<Arc<WebPkiServerVerifier>> {
     let mut roots = RootCertStore::empty();
-    let loaded = rustls_native_certs::load_native_certs();
-    let (added, _) = roots.add_parsable_certificates(loaded.certs);
+    let added = match anchors {
+        Some(anchors) => {
+            roots
+                .add_parsable_certificates(
+                    anchors
+                        .iter()
+                        .map(|der| CertificateDer::from(der.as_slice()).into_owned()),
+                )
+                .0
+        }
+        None => {
+            let loaded = rustls_native_certs::load_native_certs();
+            roots.add_parsable_certificates(loaded.certs).0
+        }
+    };
     if added == 0 {
         return None;
     }
@@ -362,27 +439,94 @@ fn system_verifier(provider: &Arc<CryptoProvider>) -> Option<Arc<WebPkiServerVer
         .ok()
 }
 
-/// One rustls handshake (every suite and group aws-lc-rs has) and `GET /` over HTTP/1.1.
-fn connect(prober: &Prober, server_name: &str) -> Result<Connection, String> {
-    let provider = Arc::new(CryptoProvider {
+/// Every suite and group aws-lc-rs has: the scan's rustls connections must reach any server
+/// rustls can talk to, not only one with a default configuration.
+fn every_algorithm() -> Arc<CryptoProvider> {
+    Arc::new(CryptoProvider {
         cipher_suites: aws_lc_rs::ALL_CIPHER_SUITES.to_vec(),
         kx_groups: aws_lc_rs::ALL_KX_GROUPS.to_vec(),
         ..aws_lc_rs::default_provider()
-    });
+    })
+}
+
+/// A rustls client for `versions` whose verifier records the chain and the anchors' verdict.
+fn recording_client(
+    server_name: &str,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+    anchors: Option<&[Vec<u8>]>,
+    alpn: Vec<Vec<u8>>,
+) -> Result<(rustls::ClientConnection, Arc<RecordingVerifier>), String> {
+    let provider = every_algorithm();
     let verifier = Arc::new(RecordingVerifier {
-        inner: system_verifier(&provider),
+        inner: trust_verifier(&provider, anchors),
         provider: provider.clone(),
         seen: Mutex::new((Vec::new(), None)),
     });
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(rustls::ALL_VERSIONS)
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
         .map_err(|error| error.to_string())?
         .dangerous()
         .with_custom_certificate_verifier(verifier.clone())
         .with_no_client_auth();
+    config.alpn_protocols = alpn;
     let name = ServerName::try_from(server_name.to_string()).map_err(|error| error.to_string())?;
     let client =
         rustls::ClientConnection::new(Arc::new(config), name).map_err(|error| error.to_string())?;
+    Ok((client, verifier))
+}
+
+/// The ALPN protocol a TLS 1.3 server selects when a client offers only `protocol`:
+/// `Some(protocol)`, or `None` when it selects none (or refuses the handshake with
+/// no_application_protocol, RFC 7301, 3.2). TLS 1.3 sends the choice in the encrypted
+/// EncryptedExtensions, so a raw ClientHello cannot read it: this completes a real rustls
+/// handshake (certificate not checked: the trust connection judges that) and closes.
+pub fn tls13_alpn(prober: &Prober, protocol: &str) -> Result<Option<String>, String> {
+    let server_name = prober.server_name.as_deref().unwrap_or("localhost");
+    let (client, _) = recording_client(
+        server_name,
+        &[&rustls::version::TLS13],
+        Some(&[]),
+        vec![protocol.as_bytes().to_vec()],
+    )?;
+    let stream = prober.connect().map_err(|error| error.to_string())?;
+    let mut tls = rustls::StreamOwned::new(client, stream);
+    while tls.conn.is_handshaking() {
+        if let Err(error) = tls.conn.complete_io(&mut tls.sock) {
+            let refused = error
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+                .is_some_and(|inner| {
+                    matches!(
+                        inner,
+                        rustls::Error::AlertReceived(
+                            rustls::AlertDescription::NoApplicationProtocol
+                        )
+                    )
+                });
+            return if refused {
+                Ok(None)
+            } else {
+                Err(format!("handshake failed: {error}"))
+            };
+        }
+    }
+    let selected = tls
+        .conn
+        .alpn_protocol()
+        .map(|selected| String::from_utf8_lossy(selected).into_owned());
+    tls.conn.send_close_notify();
+    let _ = tls.conn.complete_io(&mut tls.sock);
+    Ok(selected)
+}
+
+/// One rustls handshake (every suite and group aws-lc-rs has) and `GET /` over HTTP/1.1.
+fn connect(
+    prober: &Prober,
+    server_name: &str,
+    anchors: Option<&[Vec<u8>]>,
+) -> Result<Connection, String> {
+    let (client, verifier) =
+        recording_client(server_name, rustls::ALL_VERSIONS, anchors, Vec::new())?;
     let stream = prober.connect().map_err(|error| error.to_string())?;
     let mut tls = rustls::StreamOwned::new(client, stream);
     let host = if server_name.contains(':') {

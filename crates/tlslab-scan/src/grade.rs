@@ -6,11 +6,11 @@
 //! (X25519MLKEM768 offered or not) changes no score; the report says so.
 
 use serde::Serialize;
-use tls_parser::{TlsCipherAu, TlsCipherEnc, TlsCipherKx, TlsCipherSuite};
+use tls_parser::{TlsCipherAu, TlsCipherEnc, TlsCipherKx, TlsCipherMac, TlsCipherSuite};
 
 use crate::certificate::{hsts_max_age, KeyKind};
 use crate::hello::{groups, Version};
-use crate::scan::Report;
+use crate::scan::{Order, Report};
 
 /// HSTS for A+: at least six months (the guide's threshold).
 pub const HSTS_MINIMUM_SECONDS: u64 = 15_768_000;
@@ -132,13 +132,33 @@ pub fn grade(report: &Report) -> Grade {
         .flat_map(|support| support.group_ids.iter().copied())
         .collect();
     let weakest_group = group_ids.iter().map(|g| group_bits(*g)).min();
+    // Each DHE suite's measured prime; the smallest where versions differ.
+    let mut dhe_bits: std::collections::BTreeMap<u16, u32> = std::collections::BTreeMap::new();
+    for parameters in report.versions.iter().flat_map(|v| &v.dhe) {
+        let bits = dhe_bits
+            .entry(parameters.suite_id)
+            .or_insert(parameters.bits);
+        *bits = (*bits).min(parameters.bits);
+    }
+    let mut dhe_assumed = false;
     let mut exchange_bits: Vec<u32> = Vec::new();
     for suite in &suites {
         exchange_bits.push(match suite.kx {
             TlsCipherKx::Rsa => certificate_bits,
             TlsCipherKx::Ecdhe | TlsCipherKx::Tls13 => weakest_group.unwrap_or(3072),
-            // Finite-field DHE parameters are not read yet: assume the common 2048 bits.
-            TlsCipherKx::Dhe | TlsCipherKx::Dh => 2048,
+            TlsCipherKx::Dhe => match dhe_bits.get(&suite.id.0) {
+                Some(bits) => *bits,
+                None => {
+                    dhe_assumed = true;
+                    2048
+                }
+            },
+            // Static DH takes its group from the certificate, which the scan does not
+            // read for it (no server in use has such a certificate): the common size.
+            TlsCipherKx::Dh => {
+                dhe_assumed = true;
+                2048
+            }
             _ => 0,
         });
         if suite.au == TlsCipherAu::Null && suite.kx != TlsCipherKx::Tls13 {
@@ -224,6 +244,62 @@ pub fn grade(report: &Report) -> Grade {
             "no forward secrecy (no ECDHE, DHE or TLS 1.3 suite)".into(),
         );
     }
+    let is_aead = |suite: &TlsCipherSuite| suite.mac == TlsCipherMac::Aead;
+    let is_forward_secret = |suite: &TlsCipherSuite| {
+        matches!(
+            suite.kx,
+            TlsCipherKx::Ecdhe | TlsCipherKx::Dhe | TlsCipherKx::Tls13
+        )
+    };
+    if !suites.is_empty() && !suites.iter().any(|s| is_aead(s)) {
+        limit(
+            "B",
+            "no AEAD suite (GCM, CCM or ChaCha20-Poly1305): CBC only".into(),
+        );
+    }
+    // The guide's A- warnings (2009i, 2014). Modern clients speak TLS 1.3 when the server
+    // does, and every 1.3 suite is AEAD with forward secrecy; otherwise they get the newest
+    // version's first suite when the server enforces its order (with client order they get
+    // their own favourite, an ECDHE AEAD suite when the server has one).
+    if !supported.contains(&Version::Tls13) {
+        let newest = report
+            .versions
+            .iter()
+            .max_by_key(|v| v.protocol)
+            .filter(|v| v.order == Order::Server);
+        if let Some((support, favourite)) = newest.and_then(|support| {
+            let favourite = support
+                .suite_ids
+                .first()
+                .and_then(|id| TlsCipherSuite::from_id(*id))?;
+            Some((support, favourite))
+        }) {
+            if !is_forward_secret(favourite) && suites.iter().any(|s| is_forward_secret(s)) {
+                limit(
+                    "A-",
+                    format!(
+                        "no forward secrecy with modern clients: in {} the server prefers {}",
+                        support.version, favourite.name
+                    ),
+                );
+            }
+            if !is_aead(favourite) && suites.iter().any(|s| is_aead(s)) {
+                limit(
+                    "A-",
+                    format!(
+                        "no AEAD with modern clients: in {} the server prefers {}",
+                        support.version, favourite.name
+                    ),
+                );
+            }
+        }
+    }
+    if report.secure_renegotiation == Some(false) {
+        limit(
+            "A-",
+            "no secure renegotiation (RFC 5746 renegotiation_info not answered)".into(),
+        );
+    }
     if (1..1024).contains(&weakest_exchange) {
         limit("F", format!("key exchange of {weakest_exchange} bits"));
     } else if (1024..2048).contains(&weakest_exchange) {
@@ -251,11 +327,10 @@ pub fn grade(report: &Report) -> Grade {
                 "no)"
             },
     ];
-    if suites
-        .iter()
-        .any(|s| matches!(s.kx, TlsCipherKx::Dhe | TlsCipherKx::Dh))
-    {
-        notes.push("DHE parameters are assumed to be 2048 bits (not read yet)".into());
+    if dhe_assumed {
+        notes.push(
+            "DH parameters of a suite were not read (its probe failed): assumed 2048 bits".into(),
+        );
     }
 
     // A+: an A with no cap and HSTS of at least six months.
@@ -289,14 +364,15 @@ pub fn grade(report: &Report) -> Grade {
     } else if certificates.trusted == Some(false) {
         letter = "T".into();
         reasons.push(format!(
-            "T: the chain is not trusted by this system's roots ({})",
+            "T: the chain is not trusted by the {} ({})",
+            certificates.trusted_by.as_deref().unwrap_or("system roots"),
             certificates
                 .trust_error
                 .as_deref()
                 .unwrap_or("unknown issuer")
         ));
     } else if certificates.trusted.is_none() {
-        notes.push("trust not checked (no system roots, or no TLS 1.2+ connection)".into());
+        notes.push("trust not checked (no trust anchors, or no TLS 1.2+ connection)".into());
     }
     Grade {
         letter,
@@ -314,7 +390,7 @@ pub fn grade(report: &Report) -> Grade {
 mod tests {
     use super::*;
     use crate::certificate::{CertificateSummary, Certificates};
-    use crate::scan::{GroupSupport, Order, VersionSupport};
+    use crate::scan::{GroupSupport, VersionSupport};
 
     fn report(versions: &[(Version, &[u16])], groups: &[u16], trusted: bool) -> Report {
         Report {
@@ -328,6 +404,7 @@ mod tests {
                     version: version.name().into(),
                     suites: Vec::new(),
                     order: Order::Server,
+                    dhe: Vec::new(),
                     protocol: Some(*version),
                     suite_ids: suites.to_vec(),
                 })
@@ -338,6 +415,7 @@ mod tests {
                 group_ids: groups.to_vec(),
             }),
             groups_tls12: None,
+            secure_renegotiation: Some(true),
             alpn: None,
             certificates: Certificates {
                 chain: vec![CertificateSummary {
@@ -420,6 +498,113 @@ mod tests {
             .any(|r| r.contains("forward secrecy")));
         let export = letter(&[(Version::Tls12, &[0xc02b, 0x0003])]);
         assert_eq!(export.letter, "F");
+    }
+
+    #[test]
+    fn warnings_give_a_minus_with_their_reason() {
+        // Server order preferring static RSA with CBC, with ECDHE GCM also on: modern
+        // clients get neither forward secrecy nor AEAD.
+        let mut server = report(
+            &[(Version::Tls12, &[0x002f, 0xc02b])],
+            &[groups::X25519],
+            true,
+        );
+        server.certificates.hsts = Some("max-age=63072000".into());
+        let graded = grade(&server);
+        assert_eq!(graded.letter, "A-", "{graded:?}");
+        assert!(graded.reasons.contains(&"A-: no forward secrecy with modern clients: in TLS 1.2 the server prefers TLS_RSA_WITH_AES_128_CBC_SHA".to_string()), "{graded:?}");
+        assert!(graded
+            .reasons
+            .iter()
+            .any(|r| r.starts_with("A-: no AEAD with modern clients")));
+        // The same suites in the client's order: modern clients pick ECDHE GCM.
+        server.versions[0].order = Order::Client;
+        assert_eq!(grade(&server).letter, "A+");
+        // An older version's server order is not what modern clients see.
+        server.versions[0].order = Order::Client;
+        server.versions.push(VersionSupport {
+            version: "TLS 1.0".into(),
+            suites: Vec::new(),
+            order: Order::Server,
+            dhe: Vec::new(),
+            protocol: Some(Version::Tls10),
+            suite_ids: vec![0x002f, 0xc009],
+        });
+        assert!(!grade(&server).reasons.iter().any(|r| r.starts_with("A-")));
+        server.versions.pop();
+        // TLS 1.3 on: modern clients never see the 1.2 order.
+        server.versions[0].order = Order::Server;
+        server.versions.insert(
+            0,
+            VersionSupport {
+                version: "TLS 1.3".into(),
+                suites: Vec::new(),
+                order: Order::Client,
+                dhe: Vec::new(),
+                protocol: Some(Version::Tls13),
+                suite_ids: MODERN.to_vec(),
+            },
+        );
+        assert_eq!(grade(&server).letter, "A+");
+        server.secure_renegotiation = Some(false);
+        let graded = grade(&server);
+        assert_eq!(graded.letter, "A-");
+        assert!(graded
+            .reasons
+            .iter()
+            .any(|r| r.contains("secure renegotiation")));
+        // CBC only: the 2018 rule caps at B.
+        let cbc = grade(&report(
+            &[(Version::Tls12, &[0xc009, 0xc00a])],
+            &[groups::X25519],
+            true,
+        ));
+        assert_eq!(cbc.letter, "B");
+        assert!(cbc.reasons.iter().any(|r| r.starts_with("B: no AEAD")));
+    }
+
+    #[test]
+    fn measured_dhe_primes_score_the_key_exchange() {
+        use crate::scan::DheParameters;
+        let dhe_suite = 0x009e; // TLS_DHE_RSA_WITH_AES_128_GCM_SHA256
+        let with_prime = |bits: u32| {
+            let mut server = report(
+                &[(Version::Tls12, &[0xc02b, dhe_suite])],
+                &[groups::X25519],
+                true,
+            );
+            server.versions[0].dhe = vec![DheParameters {
+                suite: "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256".into(),
+                suite_id: dhe_suite,
+                bits,
+                group: None,
+            }];
+            grade(&server)
+        };
+        let ffdhe2048 = with_prime(2048);
+        assert_eq!(
+            (ffdhe2048.letter.as_str(), ffdhe2048.key_exchange_score),
+            ("A", 90)
+        );
+        assert!(!ffdhe2048.notes.iter().any(|note| note.contains("assumed")));
+        let weak = with_prime(1024);
+        assert_eq!((weak.letter.as_str(), weak.key_exchange_score), ("B", 80));
+        assert!(weak
+            .reasons
+            .contains(&"B: key exchange of 1024 bits (under 2048)".to_string()));
+        let broken = with_prime(512);
+        assert_eq!(broken.letter, "F");
+        // Not read: the common size is assumed, and the report says so.
+        let unread = grade(&report(
+            &[(Version::Tls12, &[0xc02b, dhe_suite])],
+            &[groups::X25519],
+            true,
+        ));
+        assert_eq!(unread.key_exchange_score, 90);
+        assert!(unread
+            .notes
+            .iter()
+            .any(|note| note.contains("assumed 2048")));
     }
 
     #[test]

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use tls_parser::{TlsCipherAu, TlsCipherKx, TlsCipherSuite};
+use tls_parser::{TlsCipherAu, TlsCipherKx, TlsCipherMac, TlsCipherSuite};
 
 use crate::certificate::KeyKind;
 use crate::hello::{group_name, groups, Version};
@@ -50,6 +50,8 @@ pub struct Profile {
     pub certificate_curves: Vec<String>,
     pub certificate_signatures: Vec<String>,
     pub rsa_key_size: Option<usize>,
+    /// The smallest finite-field DHE prime the level accepts, in bits.
+    pub dh_param_size: Option<u32>,
     pub maximum_certificate_lifespan: Option<u64>,
 }
 
@@ -122,6 +124,15 @@ fn usable_with(suite: &TlsCipherSuite, key: KeyKind) -> bool {
         TlsCipherAu::Rsa => key == KeyKind::Rsa,
         _ => false,
     }
+}
+
+/// AEAD suites and the SHA-256/384 MACs came with TLS 1.2 (RFC 5246): no server can
+/// negotiate them in TLS 1.0 or 1.1, so a change asking for them there would change nothing.
+fn needs_tls12(suite: &TlsCipherSuite) -> bool {
+    matches!(
+        suite.mac,
+        TlsCipherMac::Aead | TlsCipherMac::HmacSha256 | TlsCipherMac::HmacSha384
+    )
 }
 
 /// Judges `report` against every level of every shipped guideline.
@@ -197,6 +208,7 @@ fn judge(report: &Report, profile: &Profile) -> (Vec<String>, Vec<String>) {
                 TlsCipherSuite::from_name(name).is_some_and(|suite| {
                     usable_with(suite, key)
                         && (version == Version::Tls13) == (suite.kx == TlsCipherKx::Tls13)
+                        && (version >= Version::Tls12 || !needs_tls12(suite))
                 })
             })
             .map(String::as_str)
@@ -208,6 +220,26 @@ fn judge(report: &Report, profile: &Profile) -> (Vec<String>, Vec<String>) {
             changes.push(format!(
                 "{}: enforce the server's suite order",
                 version.name()
+            ));
+        }
+    }
+
+    if let Some(minimum) = profile.dh_param_size {
+        let smallest = report
+            .versions
+            .iter()
+            .filter(|support| {
+                support
+                    .protocol
+                    .is_some_and(|v| wanted_versions.contains(&v))
+            })
+            .flat_map(|support| &support.dhe)
+            .map(|parameters| parameters.bits)
+            .min();
+        if let Some(bits) = smallest.filter(|bits| *bits < minimum) {
+            changes.push(format!(
+                "use DH parameters of at least {minimum} bits (now {bits}; ffdhe{} from RFC 7919)",
+                minimum.max(2048)
             ));
         }
     }

@@ -64,6 +64,11 @@ pub struct ServerHello {
     pub group: Option<u16>,
     pub hello_retry: bool,
     pub alpn: Option<String>,
+    /// TLS 1.2 and older DHE (whole flight read): the ServerKeyExchange's prime p, leading
+    /// zeros trimmed (its length is the group's size; RFC 7919's groups are named by it).
+    pub dh_prime: Option<Vec<u8>>,
+    /// The ServerHello carried renegotiation_info (RFC 5746): secure renegotiation.
+    pub secure_renegotiation: bool,
     /// The Certificate message's chain (DER), when the probe asked to read the server's whole
     /// flight and the version sends it in the clear (TLS 1.2 and older).
     pub certificates: Vec<Vec<u8>>,
@@ -302,6 +307,9 @@ fn take_message(
                                 .get(..2)
                                 .map(|group| u16::from_be_bytes([group[0], group[1]]));
                         }
+                        TlsExtension::RenegotiationInfo(_) => {
+                            server_hello.secure_renegotiation = true;
+                        }
                         TlsExtension::ALPN(protocols) => {
                             server_hello.alpn = protocols
                                 .first()
@@ -327,11 +335,27 @@ fn take_message(
                 .collect();
             Ok(false)
         }
-        // TLS 1.2's ECDHE parameters start with curve_type 3 (named_curve) and the group
-        // (RFC 8422, 5.4): the group a TLS 1.2 server chose is only said here.
+        // ECDHE parameters start with curve_type 3 (named_curve) and the group (RFC 8422,
+        // 5.4): the curve a TLS 1.2 server chose is only said here. DHE parameters start
+        // with dh_p as an opaque<1..2^16-1> (RFC 5246, 7.4.3): the group's prime. Which of
+        // the two it is follows from the suite (a DHE p may also start with the byte 3).
         TlsMessageHandshake::ServerKeyExchange(contents) => {
-            if let (Some(hello), [3, high, low, ..]) = (hello.as_mut(), contents.parameters) {
-                hello.group = Some(u16::from_be_bytes([*high, *low]));
+            let Some(hello) = hello.as_mut() else {
+                return Err(ProbeError::NotTls);
+            };
+            let kx = tls_parser::TlsCipherSuite::from_id(hello.suite).map(|suite| suite.kx);
+            match (kx, contents.parameters) {
+                (Some(tls_parser::TlsCipherKx::Dhe), [high, low, rest @ ..]) => {
+                    let length = usize::from(u16::from_be_bytes([*high, *low]));
+                    if let Some(prime) = rest.get(..length) {
+                        let start = prime.iter().position(|byte| *byte != 0).unwrap_or(length);
+                        hello.dh_prime = Some(prime[start..].to_vec());
+                    }
+                }
+                (Some(tls_parser::TlsCipherKx::Ecdhe), [3, high, low, ..]) => {
+                    hello.group = Some(u16::from_be_bytes([*high, *low]));
+                }
+                _ => {}
             }
             Ok(false)
         }
@@ -365,6 +389,51 @@ mod tests {
         assert_eq!(answers[3], Ok(Answer::Alert(40)));
         assert_eq!(answers[4], Ok(Answer::Alert(0)));
         assert_eq!(answers[5], Ok(Answer::Closed));
+    }
+
+    /// A TLS 1.2 ServerHello choosing `suite`, then a ServerKeyExchange with `parameters`
+    /// and a ServerHelloDone, as one record.
+    fn hello_and_key_exchange(suite: u16, parameters: &[u8]) -> Vec<u8> {
+        let mut hello = vec![0x03, 0x03];
+        hello.extend_from_slice(&[7; 32]);
+        hello.push(0);
+        hello.extend_from_slice(&suite.to_be_bytes());
+        hello.push(0);
+        let mut messages = vec![2, 0, 0, hello.len() as u8];
+        messages.extend_from_slice(&hello);
+        messages.extend_from_slice(&[12, 0, (parameters.len() >> 8) as u8, parameters.len() as u8]);
+        messages.extend_from_slice(parameters);
+        messages.extend_from_slice(&[14, 0, 0, 0]);
+        let mut record = vec![22, 3, 3];
+        record.extend_from_slice(&(messages.len() as u16).to_be_bytes());
+        record.extend_from_slice(&messages);
+        record
+    }
+
+    #[test]
+    fn the_key_exchange_names_a_curve_or_a_prime_by_the_suite() {
+        // DHE: p of 768 bytes whose length starts with the byte 3, as ffdhe6144's does.
+        let mut dhe = vec![0x03, 0x00, 0x00];
+        dhe.extend(std::iter::repeat_n(0xff, 0x2ff));
+        dhe.extend_from_slice(&[0, 1, 2, 0, 1, 5]);
+        let record = hello_and_key_exchange(0x009e, &dhe);
+        let Ok(Answer::Hello(hello)) = read_answer(&mut &record[..], true) else {
+            panic!("no hello");
+        };
+        assert_eq!(hello.group, None);
+        assert_eq!(hello.dh_prime.map(|prime| prime.len()), Some(0x2ff));
+        // ECDHE: named_curve x25519.
+        let record = hello_and_key_exchange(0xc02f, &[3, 0x00, 0x1d, 1, 9]);
+        let Ok(Answer::Hello(hello)) = read_answer(&mut &record[..], true) else {
+            panic!("no hello");
+        };
+        assert_eq!((hello.group, hello.dh_prime), (Some(0x1d), None));
+        // A prime longer than the message: no size rather than a wrong one.
+        let record = hello_and_key_exchange(0x009e, &[0x01, 0x00, 0xff]);
+        let Ok(Answer::Hello(hello)) = read_answer(&mut &record[..], true) else {
+            panic!("no hello");
+        };
+        assert_eq!(hello.dh_prime, None);
     }
 
     #[test]

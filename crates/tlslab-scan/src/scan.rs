@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tls_parser::{TlsCipherKx, TlsCipherSuite};
 
-use crate::certificate::{self, Certificates};
+use crate::certificate::{self, Certificates, TrustAnchors};
 use crate::grade::{self, Grade};
 use crate::hello::{
     group_name, groups, legacy_suites, suite_name, ClientHello, Version, TLS13_SUITES,
@@ -82,6 +82,8 @@ pub struct Options {
     pub concurrency: usize,
     /// Per probe: connecting, and waiting for each answer.
     pub timeout: Duration,
+    /// What the certificate chain is judged by (`--ca`); the system's roots when `None`.
+    pub trust_anchors: Option<TrustAnchors>,
 }
 
 impl Default for Options {
@@ -90,6 +92,7 @@ impl Default for Options {
             server_name: None,
             concurrency: 4,
             timeout: Duration::from_secs(5),
+            trust_anchors: None,
         }
     }
 }
@@ -150,10 +153,55 @@ pub struct VersionSupport {
     /// IANA names; in the server's order when `order` is `server`.
     pub suites: Vec<String>,
     pub order: Order,
+    /// The finite-field group of each DHE suite, from its ServerKeyExchange (TLS 1.2 and
+    /// older; TLS 1.3's finite-field groups are in `groups_tls13`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dhe: Vec<DheParameters>,
     #[serde(skip)]
     pub protocol: Option<Version>,
     #[serde(skip)]
     pub suite_ids: Vec<u16>,
+}
+
+/// The Diffie-Hellman group a DHE suite used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DheParameters {
+    /// The suite's IANA name.
+    pub suite: String,
+    #[serde(skip)]
+    pub suite_id: u16,
+    /// The prime's size in bits (2048 for ffdhe2048).
+    pub bits: u32,
+    /// The RFC 7919 name when the prime is one of its groups (`ffdhe2048`); `None` for a
+    /// custom prime (an `openssl dhparam` file, or a server's built-in one).
+    pub group: Option<String>,
+}
+
+impl DheParameters {
+    fn of(suite_id: u16, prime: &[u8]) -> DheParameters {
+        let bits = prime.first().map_or(0, |top| {
+            (prime.len() as u32 - 1) * 8 + (8 - top.leading_zeros())
+        });
+        // RFC 7919's groups (their generator is 2: the prime alone identifies one).
+        use rustls::ffdhe_groups::{FFDHE2048, FFDHE3072, FFDHE4096, FFDHE6144, FFDHE8192};
+        let named = [
+            (FFDHE2048, 0x0100),
+            (FFDHE3072, 0x0101),
+            (FFDHE4096, 0x0102),
+            (FFDHE6144, 0x0103),
+            (FFDHE8192, 0x0104),
+        ];
+        let group = named
+            .iter()
+            .find(|(group, _)| group.p == prime)
+            .map(|(_, code_point)| group_name(*code_point));
+        DheParameters {
+            suite: suite_name(suite_id),
+            suite_id,
+            bits,
+            group,
+        }
+    }
 }
 
 /// The groups one version's key exchange accepts.
@@ -177,8 +225,12 @@ pub struct Report {
     pub versions: Vec<VersionSupport>,
     pub groups_tls13: Option<GroupSupport>,
     pub groups_tls12: Option<GroupSupport>,
-    /// ALPN protocols the server selected when offered alone; `None` for a TLS 1.3-only
-    /// server, whose choice is in its encrypted extensions (not probed yet).
+    /// Whether the newest pre-1.3 version's ServerHello answered the renegotiation_info we
+    /// always send (RFC 5746); `None` for a TLS 1.3-only server (1.3 has no renegotiation).
+    pub secure_renegotiation: Option<bool>,
+    /// ALPN protocols the server selected when offered alone (read from a TLS 1.2 or older
+    /// ServerHello, or from a rustls TLS 1.3 handshake when the server speaks only 1.3);
+    /// `None` when no probe could ask.
     pub alpn: Option<Vec<String>>,
     pub certificates: Certificates,
     pub mozilla: Vec<ProfileResult>,
@@ -267,6 +319,14 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
         })
         .map(|(version, _)| *version)
         .collect();
+    let secure_renegotiation = answers
+        .iter()
+        .filter(|(version, _)| *version != Version::Tls13 && supported.contains(version))
+        .max_by_key(|(version, _)| *version)
+        .and_then(|(_, answer)| match answer {
+            Ok(Answer::Hello(hello)) => Some(hello.secure_renegotiation),
+            _ => None,
+        });
     if supported.is_empty() {
         let every_error = answers.iter().all(|(_, answer)| answer.is_err());
         return Err(ScanError {
@@ -302,7 +362,13 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
         let tls12 = supported
             .contains(&Version::Tls12)
             .then(|| scope.spawn(move || tls12_groups(prober)));
-        let alpn = legacy_best.map(|version| scope.spawn(move || alpn_of(prober, version)));
+        let alpn = match legacy_best {
+            Some(version) => Some(scope.spawn(move || Some(alpn_of(prober, version)))),
+            None if supported.contains(&Version::Tls13) => {
+                Some(scope.spawn(move || alpn_tls13(prober)))
+            }
+            None => None,
+        };
         let flight =
             legacy_best.map(|version| scope.spawn(move || certificate_flight(prober, version)));
         (
@@ -312,7 +378,7 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
                 .collect::<Vec<_>>(),
             tls13.and_then(|handle| handle.join().ok()),
             tls12.and_then(|handle| handle.join().ok()),
-            alpn.and_then(|handle| handle.join().ok()),
+            alpn.and_then(|handle| handle.join().ok()).flatten(),
             flight
                 .and_then(|handle| handle.join().ok())
                 .unwrap_or_default(),
@@ -325,6 +391,7 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
         &server_name,
         flight,
         supported.contains(&Version::Tls12) || supported.contains(&Version::Tls13),
+        options.trust_anchors.as_ref(),
     );
     let mut report = Report {
         target: target.to_string(),
@@ -334,6 +401,7 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
         versions,
         groups_tls13,
         groups_tls12,
+        secure_renegotiation,
         alpn,
         certificates,
         mozilla: Vec::new(),
@@ -414,7 +482,16 @@ fn enumerate(candidates: &[u16], ask: impl Fn(&[u16]) -> Option<u16>) -> (Vec<u1
             let reversed: Vec<u16> = accepted.iter().rev().copied().collect();
             match ask(&reversed) {
                 Some(chosen) if chosen == *first => Order::Server,
-                Some(chosen) if chosen == *last => Order::Client,
+                // Taking the client's first may be a rule for that one choice (OpenSSL's
+                // ChaCha20 priority, on by default in haproxy): ask once more with it last.
+                Some(chosen) if chosen == *last => {
+                    let mut rotated = reversed.clone();
+                    rotated.rotate_left(1);
+                    match ask(&rotated) {
+                        Some(chosen) if Some(&chosen) == rotated.first() => Order::Client,
+                        _ => Order::Mixed,
+                    }
+                }
                 _ => Order::Mixed,
             }
         }
@@ -425,22 +502,44 @@ fn enumerate(candidates: &[u16], ask: impl Fn(&[u16]) -> Option<u16>) -> (Vec<u1
 fn suites_of(prober: &Prober, version: Version) -> VersionSupport {
     let name = prober.server_name.as_deref();
     let what = format!("{} suites", version.name());
+    // Before TLS 1.3 the whole first flight is in the clear: reading it to ServerHelloDone
+    // costs no connection and gives each DHE suite's group (its ServerKeyExchange).
+    let flight = version != Version::Tls13;
+    let dhe = Mutex::new(Vec::new());
     let (suite_ids, order) = enumerate(&offered_suites(version), |offer| {
         let hello = ClientHello::new(version, offer.to_vec(), name);
-        choice(
-            prober,
-            &what,
-            &hello,
-            false,
-            version,
-            |answer| Some(answer.suite),
-            offer,
-        )
+        match prober.probe(&what, &hello, flight) {
+            Ok(Answer::Hello(answer))
+                if answer.version == version.code_point() && offer.contains(&answer.suite) =>
+            {
+                if let Some(prime) = &answer.dh_prime {
+                    let mut dhe = dhe.lock().unwrap_or_else(|poison| poison.into_inner());
+                    if !dhe
+                        .iter()
+                        .any(|known: &DheParameters| known.suite_id == answer.suite)
+                    {
+                        dhe.push(DheParameters::of(answer.suite, prime));
+                    }
+                }
+                Some(answer.suite)
+            }
+            _ => None,
+        }
+    });
+    let mut dhe = dhe
+        .into_inner()
+        .unwrap_or_else(|poison| poison.into_inner());
+    dhe.sort_by_key(|parameters| {
+        suite_ids
+            .iter()
+            .position(|id| *id == parameters.suite_id)
+            .unwrap_or(usize::MAX)
     });
     VersionSupport {
         version: version.name().into(),
         suites: suite_ids.iter().map(|id| suite_name(*id)).collect(),
         order,
+        dhe,
         protocol: Some(version),
         suite_ids,
     }
@@ -542,6 +641,34 @@ fn alpn_of(prober: &Prober, version: Version) -> Vec<String> {
         .collect()
 }
 
+/// Each protocol offered alone in a TLS 1.3 handshake (a server that speaks only TLS 1.3
+/// encrypts its choice, so only a completed handshake reads it). `None` when every
+/// handshake failed: the failures are in the prober's errors, and "none selected" would be
+/// a finding the scan did not make.
+fn alpn_tls13(prober: &Prober) -> Option<Vec<String>> {
+    let mut selected = Vec::new();
+    let mut answered = false;
+    for protocol in ["h2", "http/1.1"] {
+        let result = prober
+            .limiter
+            .with_permit(|| certificate::tls13_alpn(prober, protocol));
+        match result {
+            Ok(choice) => {
+                answered = true;
+                if choice.as_deref() == Some(protocol) {
+                    selected.push(protocol.to_string());
+                }
+            }
+            Err(error) => prober
+                .errors
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner())
+                .push(format!("ALPN (TLS 1.3): {error}")),
+        }
+    }
+    answered.then_some(selected)
+}
+
 /// The chain as sent in the clear by the newest pre-1.3 version the server supports.
 fn certificate_flight(prober: &Prober, version: Version) -> Vec<Vec<u8>> {
     let hello = ClientHello::new(
@@ -584,6 +711,18 @@ mod tests {
         assert_eq!(
             enumerate(&[1, 2, 3, 4], client),
             (vec![2, 3], Order::Client)
+        );
+        // Server order, except that a client listing 2 first gets it (ChaCha20 priority).
+        let chacha_priority = |offer: &[u16]| {
+            if offer.first() == Some(&2) {
+                Some(2)
+            } else {
+                server_order.iter().copied().find(|s| offer.contains(s))
+            }
+        };
+        assert_eq!(
+            enumerate(&[1, 2, 3, 4], chacha_priority),
+            (vec![3, 1, 2], Order::Mixed)
         );
         let none = |_: &[u16]| None;
         assert_eq!(enumerate(&[1, 2], none), (vec![], Order::Single));

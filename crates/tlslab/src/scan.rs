@@ -5,6 +5,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use clap::Args;
+use tlslab_scan::certificate::TrustAnchors;
 use tlslab_scan::{Options, Report, ScanError, ScanErrorKind, Target};
 
 use crate::failure::{CliError, EXIT_ENVIRONMENT};
@@ -13,7 +14,8 @@ use crate::output;
 const SCAN_EXAMPLES: &str = "Examples:
   tlslab scan example.com
   tlslab scan 127.0.0.1:8443 --sni localhost --json
-  tlslab scan mail.example.com:465 example.org --concurrency 2 --timeout 10s";
+  tlslab scan mail.example.com:465 example.org --concurrency 2 --timeout 10s
+  tlslab scan 127.0.0.1:8443 --sni localhost --ca lab-root.pem";
 
 #[derive(Debug, Args)]
 #[command(after_help = SCAN_EXAMPLES)]
@@ -33,6 +35,10 @@ pub struct ScanArgs {
     /// How long one probe waits to connect, and for each answer.
     #[arg(long, default_value = "5s", value_name = "DURATION")]
     pub timeout: String,
+    /// Judge the certificate chain by these certificates (PEM) instead of the system's
+    /// roots: a lab PKI's root, or a self-signed server's own certificate.
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<std::path::PathBuf>,
 }
 
 fn from_scan_error(error: ScanError) -> CliError {
@@ -65,10 +71,17 @@ pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
         .map(|text| Target::parse(text))
         .collect::<Result<Vec<_>, _>>()
         .map_err(from_scan_error)?;
+    let trust_anchors = args
+        .ca
+        .as_deref()
+        .map(TrustAnchors::load)
+        .transpose()
+        .map_err(from_scan_error)?;
     let options = Options {
         server_name: args.sni.clone(),
         concurrency: args.concurrency,
         timeout,
+        trust_anchors,
     };
     let mut reports = Vec::new();
     let mut failures = Vec::new();
@@ -138,7 +151,16 @@ fn print_report(report: &Report) -> Result<(), CliError> {
             version.order.describe()
         ));
         for suite in &version.suites {
-            line(format!("               {suite}"));
+            let dhe = version
+                .dhe
+                .iter()
+                .find(|parameters| parameters.suite == *suite)
+                .map(|parameters| match &parameters.group {
+                    Some(group) => format!("  DH {} bits ({group})", parameters.bits),
+                    None => format!("  DH {} bits", parameters.bits),
+                })
+                .unwrap_or_default();
+            line(format!("               {suite}{dhe}"));
         }
     }
     for (name, groups) in [
@@ -160,11 +182,21 @@ fn print_report(report: &Report) -> Result<(), CliError> {
     line(format!(
         "ALPN         {}",
         match &report.alpn {
-            None => "not probed (TLS 1.3 only: the choice is encrypted)".to_string(),
+            None => "not found (every ALPN probe failed)".to_string(),
             Some(alpn) if alpn.is_empty() => "none selected".to_string(),
             Some(alpn) => alpn.join(", "),
         }
     ));
+    if let Some(secure) = report.secure_renegotiation {
+        line(format!(
+            "renegotiation {}",
+            if secure {
+                "secure (RFC 5746)"
+            } else {
+                "NOT secure (no RFC 5746 renegotiation_info)"
+            }
+        ));
+    }
     let certificates = &report.certificates;
     let yes_no = |value: Option<bool>| match value {
         Some(true) => "yes",
@@ -175,12 +207,17 @@ fn print_report(report: &Report) -> Result<(), CliError> {
         line("certificate  none read".into());
     } else {
         line(format!(
-            "certificate  {} sent ({}); in order: {}; names {}: {}; trusted: {}{}",
+            "certificate  {} sent ({}); in order: {}; names {}: {}; trusted{}: {}{}",
             certificates.chain.len(),
             certificates.source.as_deref().unwrap_or("?"),
             yes_no(certificates.chain_in_order),
             report.server_name.as_deref().unwrap_or("the host"),
             yes_no(certificates.name_matches),
+            certificates
+                .trusted_by
+                .as_deref()
+                .map(|anchors| format!(" by {anchors}"))
+                .unwrap_or_default(),
             yes_no(certificates.trusted),
             certificates
                 .trust_error

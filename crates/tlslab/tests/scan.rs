@@ -1,5 +1,6 @@
-//! `tlslab scan` against real servers: nginx configured as Mozilla's 5.7 profiles (Debian's
-//! nginx on its OpenSSL), and the lab server (rustls). No mocks: every assertion is about
+//! `tlslab scan` against real servers: nginx and haproxy configured as Mozilla's 5.7 and 6.0
+//! levels from the guideline files the scan ships (Debian's builds on its OpenSSL 3.0), and
+//! the lab server (rustls). No mocks: every assertion is about
 //! what a real server answered.
 
 mod support;
@@ -44,9 +45,16 @@ fn nginx_binary() -> Option<PathBuf> {
         .find(|path| path.is_file())
 }
 
-/// The lab ECDSA P-256 chain and key, made by `tlslab pki`.
-fn lab_chain() -> (String, String) {
-    let paths = stdout(&tlslab(&["pki", "--cert", "ecdsa-p256", "--chain", "2"]));
+/// A lab chain (leaf and intermediate), its key and its root, made by `tlslab pki`.
+struct LabChain {
+    chain: String,
+    key: String,
+    root: String,
+}
+
+/// The lab chain of `profile` (`ecdsa-p256`, `rsa-2048`).
+fn lab_chain(profile: &str) -> LabChain {
+    let paths = stdout(&tlslab(&["pki", "--cert", profile, "--chain", "2"]));
     let path_of = |name: &str| {
         paths
             .lines()
@@ -54,13 +62,22 @@ fn lab_chain() -> (String, String) {
             .unwrap_or_else(|| panic!("no {name} in {paths}"))
             .to_string()
     };
-    (path_of("chain"), path_of("key"))
+    LabChain {
+        chain: path_of("chain"),
+        key: path_of("key"),
+        root: path_of("root"),
+    }
 }
 
-/// nginx with `tls` (the ssl_* lines of a Mozilla profile) in the foreground on a free port.
+/// nginx with `tls` (the ssl_* lines of a Mozilla profile) in the foreground on a free port,
+/// with the lab ECDSA P-256 chain.
 fn start_nginx(binary: &Path, name: &str, tls: &str) -> Server {
+    start_nginx_with(binary, name, tls, &lab_chain("ecdsa-p256"))
+}
+
+fn start_nginx_with(binary: &Path, name: &str, tls: &str, lab: &LabChain) -> Server {
     let dir = scratch(name);
-    let (chain, key) = lab_chain();
+    let LabChain { chain, key, .. } = lab;
     let port = closed_port();
     let dir_text = dir.display();
     let config = format!(
@@ -113,8 +130,15 @@ const MODERN_5_7: &str = "ssl_protocols TLSv1.3;
 
 /// `tlslab scan --json` of one target; its one report.
 fn scan_json(port: u16) -> Value {
+    scan_json_with(port, &[])
+}
+
+/// `tlslab scan --json` of one target with `extra` arguments; its one report.
+fn scan_json_with(port: u16, extra: &[&str]) -> Value {
     let target = format!("127.0.0.1:{port}");
-    let text = tlslab_succeeds(&["scan", &target, "--sni", "localhost", "--json"]);
+    let mut args = vec!["scan", &target, "--sni", "localhost", "--json"];
+    args.extend_from_slice(extra);
+    let text = tlslab_succeeds(&args);
     let reports: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("{text}"));
     assert_eq!(reports.as_array().map(Vec::len), Some(1), "{reports}");
     reports[0].clone()
@@ -158,6 +182,456 @@ fn mozilla<'a>(report: &'a Value, guideline: &str, level: &str) -> &'a Value {
         .iter()
         .find(|result| result["guideline"] == guideline && result["level"] == level)
         .unwrap_or_else(|| panic!("no {guideline} {level} in {report}"))
+}
+
+/// One level of a Mozilla guideline as shipped in `tlslab-scan/data/mozilla/`: the servers
+/// below are configured from the same file the scan judges by, so "matches" is checked
+/// against Mozilla's data, not against a copy typed into the test.
+struct Level {
+    guideline: &'static str,
+    level: &'static str,
+    /// OpenSSL's names: `TLSv1`, `TLSv1.1`, `TLSv1.2`, `TLSv1.3`.
+    versions: Vec<String>,
+    ciphers_openssl: Vec<String>,
+    ciphers_iana: Vec<String>,
+    ciphersuites: Vec<String>,
+    /// The groups Debian's OpenSSL 3.0 can configure, in the level's order (it has no
+    /// ML-KEM, so 6.0's X25519MLKEM768 is left out and the scan must ask for it).
+    curves: Vec<String>,
+    server_order: bool,
+}
+
+fn mozilla_level(guideline: &'static str, level: &'static str) -> Level {
+    let path = format!(
+        "{}/../tlslab-scan/data/mozilla/server-side-tls-{guideline}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let data: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let profile = &data["configurations"][level];
+    Level {
+        guideline,
+        level,
+        versions: strings(&profile["tls_versions"]),
+        ciphers_openssl: strings(&profile["ciphers"]["openssl"]),
+        ciphers_iana: strings(&profile["ciphers"]["iana"]),
+        ciphersuites: strings(&profile["ciphersuites"]),
+        curves: strings(&profile["tls_curves"])
+            .into_iter()
+            .filter(|curve| !curve.contains("MLKEM"))
+            .collect(),
+        server_order: profile["server_preferred_order"].as_bool().unwrap(),
+    }
+}
+
+impl Level {
+    /// The cipher string; OpenSSL 3 refuses TLS 1.0 and 1.1 handshakes (SHA-1 signatures)
+    /// above security level 0, which Mozilla's generator also sets for the old level.
+    fn cipher_string(&self) -> String {
+        let mut ciphers = self.ciphers_openssl.join(":");
+        if self.versions.iter().any(|v| v == "TLSv1" || v == "TLSv1.1") {
+            ciphers.push_str(":@SECLEVEL=0");
+        }
+        ciphers
+    }
+
+    /// The TLS 1.2 (or older) suites a server with `key` (`ECDSA` or `RSA`) can negotiate
+    /// in `version` (`TLS 1.2`): the level's list, in its order.
+    fn expected_suites(&self, version: &str, key: &str) -> Vec<String> {
+        let authenticated_by = |suite: &str| {
+            if key == "ECDSA" {
+                suite.contains("_ECDSA_")
+            } else {
+                suite.contains("_RSA_")
+            }
+        };
+        // GCM, ChaCha20 and the SHA-256/384 MACs came with TLS 1.2.
+        let tls12_only = |suite: &str| !suite.ends_with("_SHA");
+        // What the servers' OpenSSL can enable at all (Debian's has no 3DES in TLS).
+        let available = self.library_suites();
+        self.ciphers_iana
+            .iter()
+            .filter(|suite| available.contains(suite))
+            .filter(|suite| authenticated_by(suite))
+            .filter(|suite| version == "TLS 1.2" || !tls12_only(suite))
+            .cloned()
+            .collect()
+    }
+
+    /// The level's suites the local OpenSSL lacks, comma-separated; `None` when it has all.
+    fn unavailable_suites(&self) -> Option<String> {
+        let available = self.library_suites();
+        let missing: Vec<&str> = self
+            .ciphers_iana
+            .iter()
+            .filter(|suite| !available.contains(suite))
+            .map(String::as_str)
+            .collect();
+        (!missing.is_empty()).then(|| missing.join(", "))
+    }
+
+    /// What the servers' OpenSSL enables for the level's cipher string (IANA names).
+    fn library_suites(&self) -> Vec<String> {
+        let output = Command::new("openssl")
+            .args(["ciphers", "-stdname", &self.cipher_string()])
+            .output()
+            .expect("openssl runs (apt-get install openssl; .ci/run does)");
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|line| line.split_whitespace().next().map(String::from))
+            .collect()
+    }
+
+    fn scan_versions(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .versions
+            .iter()
+            .map(|v| match v.as_str() {
+                "TLSv1" => "TLS 1.0".to_string(),
+                other => other.replace("TLSv", "TLS "),
+            })
+            .collect();
+        names.reverse();
+        names
+    }
+
+    /// The groups as tlslab names them.
+    fn scan_groups(&self) -> Vec<String> {
+        self.curves
+            .iter()
+            .map(|curve| match curve.as_str() {
+                "X25519" => "x25519".to_string(),
+                "prime256v1" => "secp256r1".to_string(),
+                other => other.to_string(),
+            })
+            .collect()
+    }
+}
+
+/// The lines of nginx's server block for `level`.
+fn nginx_tls(level: &Level, dhparam: Option<&Path>) -> String {
+    let mut tls = format!(
+        "ssl_protocols {};\n    ssl_ecdh_curve {};\n    ssl_conf_command Ciphersuites {};\n    ssl_prefer_server_ciphers {};\n",
+        level.versions.join(" "),
+        level.curves.join(":"),
+        level.ciphersuites.join(":"),
+        if level.server_order { "on" } else { "off" }
+    );
+    if !level.ciphers_openssl.is_empty() {
+        tls.push_str(&format!("    ssl_ciphers {};\n", level.cipher_string()));
+    }
+    if let Some(dhparam) = dhparam {
+        tls.push_str(&format!("    ssl_dhparam {};\n", dhparam.display()));
+    }
+    tls
+}
+
+/// RFC 7919's ffdhe2048 as a PEM DH parameters file (what Mozilla's old and intermediate
+/// levels ask nginx to load), written by `openssl genpkey`, which prints the named group's
+/// fixed parameters: nothing is generated.
+fn ffdhe2048_file(dir: &Path) -> PathBuf {
+    let path = dir.join("ffdhe2048.pem");
+    let output = Command::new("openssl")
+        .args([
+            "genpkey",
+            "-genparam",
+            "-algorithm",
+            "DH",
+            "-pkeyopt",
+            "group:ffdhe2048",
+            "-out",
+        ])
+        .arg(&path)
+        .output()
+        .expect("openssl runs (apt-get install openssl; .ci/run does)");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    path
+}
+
+fn haproxy_binary() -> Option<PathBuf> {
+    ["/usr/sbin/haproxy", "/usr/bin/haproxy"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|path| path.is_file())
+}
+
+/// haproxy (HTTP mode, `return 200` and HSTS) in the foreground on a free port, configured
+/// as Mozilla's generator configures it for `level`.
+fn start_haproxy(
+    binary: &Path,
+    name: &str,
+    level: &Level,
+    lab: &LabChain,
+    dhparam: Option<&Path>,
+) -> Server {
+    let dir = scratch(name);
+    // haproxy takes the chain and its key from one file.
+    let combined = dir.join("chain-and-key.pem");
+    let mut pem = std::fs::read_to_string(&lab.chain).unwrap();
+    pem.push_str(&std::fs::read_to_string(&lab.key).unwrap());
+    std::fs::write(&combined, pem).unwrap();
+    let haproxy_version = |v: &str| match v {
+        "TLSv1" => "TLSv1.0".to_string(),
+        other => other.to_string(),
+    };
+    let oldest = level.versions.first().map(|v| haproxy_version(v)).unwrap();
+    let newest = level.versions.last().map(|v| haproxy_version(v)).unwrap();
+    let mut global = format!(
+        "global\n  ssl-default-bind-ciphersuites {}\n  ssl-default-bind-options ssl-min-ver {oldest} ssl-max-ver {newest} no-tls-tickets{}\n",
+        level.ciphersuites.join(":"),
+        if level.server_order { "" } else { " prefer-client-ciphers" }
+    );
+    if !level.ciphers_openssl.is_empty() {
+        global.push_str(&format!(
+            "  ssl-default-bind-ciphers {}\n",
+            level.cipher_string()
+        ));
+    }
+    if let Some(dhparam) = dhparam {
+        global.push_str(&format!("  ssl-dh-param-file {}\n", dhparam.display()));
+    }
+    let port = closed_port();
+    let config = format!(
+        "{global}
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 10s
+  timeout server 10s
+frontend tls
+  bind 127.0.0.1:{port} ssl crt {} alpn h2,http/1.1 curves {}
+  http-after-response set-header Strict-Transport-Security \"max-age=63072000\"
+  http-request return status 200 content-type text/plain string ok
+",
+        combined.display(),
+        level.curves.join(":")
+    );
+    let config_path = dir.join("haproxy.cfg");
+    std::fs::write(&config_path, config).unwrap();
+    let log = dir.join("haproxy.log");
+    let child = Command::new(binary)
+        .arg("-db")
+        .arg("-f")
+        .arg(&config_path)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("haproxy starts");
+    let server = Server { child, port };
+    wait_for(&server, &log);
+    server
+}
+
+/// Mozilla's levels the must-show names, each with the certificate it is served with: the
+/// old level's DHE-RSA and RSA suites need an RSA key (and its DHE the ffdhe2048 file).
+const LEVELS: [(&str, &str, &str); 5] = [
+    ("5.7", "old", "rsa-2048"),
+    ("5.7", "intermediate", "ecdsa-p256"),
+    ("5.7", "modern", "ecdsa-p256"),
+    ("6.0", "intermediate", "ecdsa-p256"),
+    ("6.0", "modern", "ecdsa-p256"),
+];
+
+/// Starts a server as each of [`LEVELS`] (`start` knows which software) and checks the scan.
+fn every_level(software: &str, start: impl Fn(&str, &Level, &LabChain, &Path) -> Server) {
+    let dhparam = ffdhe2048_file(&scratch(&format!("scan-{software}-dhparam")));
+    for (guideline, name, certificate) in LEVELS {
+        let level = mozilla_level(guideline, name);
+        let lab = lab_chain(certificate);
+        let server = start(
+            &format!("scan-{software}-{guideline}-{name}"),
+            &level,
+            &lab,
+            &dhparam,
+        );
+        let report = scan_json(server.port);
+        let key = if certificate.starts_with("rsa") {
+            "RSA"
+        } else {
+            "ECDSA"
+        };
+        assert_configured_as(&report, &level, key, software == "haproxy");
+        assert_eq!(
+            strings(&report["alpn"]),
+            ["h2", "http/1.1"],
+            "{software} {guideline} {name}"
+        );
+        assert_eq!(report["certificates"]["hsts"], "max-age=63072000");
+        assert!(
+            report["probe_errors"].as_array().unwrap().is_empty(),
+            "{software} {guideline} {name}: {}",
+            report["probe_errors"]
+        );
+    }
+}
+
+#[test]
+fn nginx_as_every_mozilla_level() {
+    let Some(binary) = nginx_binary() else {
+        eprintln!("SKIPPED: nginx is not installed (apt-get install nginx-light; .ci/run does)");
+        return;
+    };
+    every_level("nginx", |name, level, lab, dhparam| {
+        let dhparam = (level.level == "old").then_some(dhparam);
+        start_nginx_with(&binary, name, &nginx_tls(level, dhparam), lab)
+    });
+}
+
+#[test]
+fn haproxy_as_every_mozilla_level() {
+    let Some(binary) = haproxy_binary() else {
+        eprintln!("SKIPPED: haproxy is not installed (apt-get install haproxy; .ci/run does)");
+        return;
+    };
+    every_level("haproxy", |name, level, lab, dhparam| {
+        let dhparam = (level.level == "old").then_some(dhparam);
+        start_haproxy(&binary, name, level, lab, dhparam)
+    });
+}
+
+/// What a scan of a server configured as `level` with a `key` certificate must find.
+fn assert_configured_as(report: &Value, level: &Level, key: &str, chacha_priority: bool) {
+    let what = format!("{} {}", level.guideline, level.level);
+    assert_eq!(versions(report), level.scan_versions(), "{what}: {report}");
+    for version in level.scan_versions() {
+        let (found, order) = suites(report, &version);
+        let mut expected = if version == "TLS 1.3" {
+            level.ciphersuites.clone()
+        } else {
+            level.expected_suites(&version, key)
+        };
+        if level.server_order {
+            // haproxy lets a client that lists ChaCha20 first have it (OpenSSL's
+            // PRIORITIZE_CHACHA). The scan's order check lists the server's last choice
+            // first, so it sees this (and says mixed) when ChaCha20 is that last choice.
+            let chacha = expected
+                .last()
+                .is_some_and(|suite| suite.contains("CHACHA20"));
+            let wanted = if chacha_priority && chacha {
+                "mixed"
+            } else {
+                "server"
+            };
+            assert_eq!(order, wanted, "{what} {version}");
+        } else {
+            // The server follows the client, who offered by code point: compare the sets.
+            assert_ne!(order, "server", "{what} {version}");
+            let mut sorted = found.clone();
+            sorted.sort();
+            expected.sort();
+            assert_eq!(sorted, expected, "{what} {version}");
+            continue;
+        }
+        assert_eq!(found, expected, "{what} {version}");
+    }
+    let groups = level.scan_groups();
+    if level.versions.iter().any(|v| v == "TLSv1.3") {
+        assert_eq!(strings(&report["groups_tls13"]["groups"]), groups, "{what}");
+    }
+    if level.versions.iter().any(|v| v == "TLSv1.2") {
+        assert_eq!(strings(&report["groups_tls12"]["groups"]), groups, "{what}");
+    }
+    let verdict = mozilla(report, level.guideline, level.level);
+    if level.guideline == "6.0" {
+        // Debian's OpenSSL 3.0 has no ML-KEM: the one change left is the hybrid group.
+        assert_eq!(
+            strings(&verdict["changes"]),
+            ["add groups x25519mlkem768"],
+            "{what}: {verdict}"
+        );
+    } else if let Some(missing) = level.unavailable_suites() {
+        // A suite the level lists but the servers' OpenSSL cannot enable (Debian's has no
+        // 3DES): the server does not offer it, and the scan says so for each version.
+        let expected: Vec<String> = level
+            .scan_versions()
+            .iter()
+            .filter(|version| *version != "TLS 1.3")
+            .map(|version| format!("{version}: add suites {missing}"))
+            .collect();
+        assert_eq!(strings(&verdict["changes"]), expected, "{what}: {verdict}");
+    } else {
+        assert_eq!(verdict["matches"], true, "{what}: {verdict}");
+    }
+    // Every other level of the same guideline lists what to change.
+    for other in ["old", "intermediate", "modern"] {
+        if other != level.level && !(level.guideline == "6.0" && other == "old") {
+            let verdict = mozilla(report, level.guideline, other);
+            assert_eq!(verdict["matches"], false, "{what} as {other}");
+            assert!(!strings(&verdict["changes"]).is_empty());
+        }
+    }
+}
+
+#[test]
+fn nginx_as_mozilla_old_5_7_with_ffdhe2048() {
+    let Some(binary) = nginx_binary() else {
+        eprintln!("SKIPPED: nginx is not installed (apt-get install nginx-light; .ci/run does)");
+        return;
+    };
+    let level = mozilla_level("5.7", "old");
+    let dhparam = ffdhe2048_file(&scratch("scan-old-dhparam"));
+    let tls = nginx_tls(&level, Some(&dhparam));
+    let nginx = start_nginx_with(&binary, "scan-old", &tls, &lab_chain("rsa-2048"));
+    let report = scan_json(nginx.port);
+    assert_configured_as(&report, &level, "RSA", false);
+    // Each DHE suite's group, read from its ServerKeyExchange and named by its prime.
+    let dhe = report["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|version| version["version"] == "TLS 1.2")
+        .map(|version| version["dhe"].as_array().unwrap().clone())
+        .unwrap();
+    let dhe_suites: Vec<String> = level
+        .expected_suites("TLS 1.2", "RSA")
+        .into_iter()
+        .filter(|suite| suite.starts_with("TLS_DHE_"))
+        .collect();
+    assert_eq!(dhe.len(), dhe_suites.len(), "{dhe:?}");
+    for (parameters, suite) in dhe.iter().zip(&dhe_suites) {
+        assert_eq!(parameters["suite"], suite.as_str());
+        assert_eq!(parameters["bits"], 2048);
+        assert_eq!(parameters["group"], "ffdhe2048");
+    }
+    // The grade weighs the measured 2048 bits (90), and the old level's TLS 1.0 caps it
+    // (at C with 3DES, which Debian's OpenSSL no longer has).
+    let grade = &report["grade"];
+    assert_eq!(grade["key_exchange_score"], 90, "{grade}");
+    let triple_des = level
+        .expected_suites("TLS 1.2", "RSA")
+        .iter()
+        .any(|suite| suite.contains("3DES"));
+    let reasons = strings(&grade["reasons"]);
+    assert_eq!(
+        grade["letter_if_trusted"],
+        if triple_des { "C" } else { "B" },
+        "{grade}"
+    );
+    assert_eq!(
+        reasons.iter().any(|r| r.starts_with("C: 3DES")),
+        triple_des,
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.starts_with("B: TLS 1.0 or 1.1")),
+        "{reasons:?}"
+    );
+    assert!(!strings(&grade["notes"])
+        .iter()
+        .any(|n| n.contains("assumed")));
+    let text = tlslab_succeeds(&[
+        "scan",
+        &format!("127.0.0.1:{}", nginx.port),
+        "--sni",
+        "localhost",
+    ]);
+    assert!(
+        text.contains("TLS_DHE_RSA_WITH_AES_128_GCM_SHA256  DH 2048 bits (ffdhe2048)"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -224,6 +698,18 @@ fn nginx_as_mozilla_intermediate_and_modern_5_7() {
     // A lab root no system trusts: T, and A+ once trust is set aside (HSTS two years).
     assert_eq!(report["grade"]["letter"], "T");
     assert_eq!(report["grade"]["letter_if_trusted"], "A+");
+    assert!(strings(&report["grade"]["reasons"])
+        .iter()
+        .any(|reason| reason.starts_with("T: the chain is not trusted by the system roots")));
+    // The same server judged by the lab root (--ca): trusted, and the grade is its own.
+    let root = lab_chain("ecdsa-p256").root;
+    let trusted = scan_json_with(nginx.port, &["--ca", &root]);
+    assert_eq!(trusted["certificates"]["trusted"], true, "{trusted}");
+    assert_eq!(
+        trusted["certificates"]["trusted_by"],
+        format!("--ca {root}").as_str()
+    );
+    assert_eq!(trusted["grade"]["letter"], "A+", "{}", trusted["grade"]);
     let connections = report["connections"].as_u64().unwrap();
     assert!(
         (10..=60).contains(&connections),
@@ -235,7 +721,8 @@ fn nginx_as_mozilla_intermediate_and_modern_5_7() {
     let report = scan_json(nginx.port);
     assert_eq!(versions(&report), ["TLS 1.3"], "{report}");
     assert!(report["groups_tls12"].is_null());
-    assert!(report["alpn"].is_null());
+    // TLS 1.3 encrypts the ALPN choice: found by completed rustls handshakes.
+    assert_eq!(strings(&report["alpn"]), ["h2", "http/1.1"], "{report}");
     assert_eq!(
         strings(&report["groups_tls13"]["groups"]),
         ["x25519", "secp256r1", "secp384r1"]
@@ -335,6 +822,14 @@ fn a_closed_port_is_an_environment_error() {
     assert_user_error(&output, 3, "connection refused");
     let output = tlslab(&["scan", "127.0.0.1:notaport"]);
     assert_user_error(&output, 2, "HOST[:PORT]");
+    // A --ca file without a certificate would make every server untrusted: refused first.
+    let dir = scratch("scan-bad-ca");
+    let not_pem = dir.join("not.pem");
+    std::fs::write(&not_pem, "not a certificate\n").unwrap();
+    let output = tlslab(&["scan", &target, "--ca", not_pem.to_str().unwrap()]);
+    assert_user_error(&output, 2, "no CERTIFICATE in it");
+    let output = tlslab(&["scan", &target, "--ca", "/nonexistent/root.pem"]);
+    assert_user_error(&output, 2, "--ca /nonexistent/root.pem");
 }
 
 #[test]
@@ -353,4 +848,31 @@ fn a_plain_text_port_is_not_tls() {
     });
     let output = tlslab(&["scan", &format!("127.0.0.1:{port}")]);
     assert_user_error(&output, 3, "does not speak TLS");
+}
+
+#[test]
+fn nginx_preferring_static_rsa_cbc_gets_a_minus() {
+    let Some(binary) = nginx_binary() else {
+        eprintln!("SKIPPED: nginx is not installed (apt-get install nginx-light; .ci/run does)");
+        return;
+    };
+    // TLS 1.2 only, the server's favourite without forward secrecy or AEAD, ECDHE GCM second.
+    let tls = "ssl_protocols TLSv1.2;
+    ssl_ciphers AES128-SHA:ECDHE-RSA-AES128-GCM-SHA256;
+    ssl_prefer_server_ciphers on;";
+    let lab = lab_chain("rsa-2048");
+    let nginx = start_nginx_with(&binary, "scan-a-minus", tls, &lab);
+    let report = scan_json_with(nginx.port, &["--ca", &lab.root]);
+    assert_eq!(report["secure_renegotiation"], true, "{report}");
+    let grade = &report["grade"];
+    assert_eq!(grade["letter"], "A-", "{grade}");
+    let reasons = strings(&grade["reasons"]);
+    assert_eq!(
+        reasons,
+        [
+            "A-: no forward secrecy with modern clients: in TLS 1.2 the server prefers TLS_RSA_WITH_AES_128_CBC_SHA",
+            "A-: no AEAD with modern clients: in TLS 1.2 the server prefers TLS_RSA_WITH_AES_128_CBC_SHA",
+        ],
+        "{grade}"
+    );
 }
