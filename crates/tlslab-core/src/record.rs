@@ -137,6 +137,28 @@ pub struct TrialRecord {
     pub server: Option<Usage>,
     /// CPU this process spent during the trial: the load generator's own cost.
     pub client: Usage,
+    /// Mutual TLS: the lab server's checks of client certificates during the trial (`None`
+    /// without a lab server that asks for them). The lab server reports per trial, not per
+    /// handshake, so this is the trial's sum.
+    pub server_client_verifications: Option<ClientVerifications>,
+}
+
+/// Client certificates a lab server verified (chain and CertificateVerify signature), and
+/// the time that took, summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientVerifications {
+    pub count: u64,
+    pub nanos: u64,
+}
+
+impl ClientVerifications {
+    /// The verifications between `earlier` and `self`.
+    pub fn since(&self, earlier: &ClientVerifications) -> ClientVerifications {
+        ClientVerifications {
+            count: self.count.saturating_sub(earlier.count),
+            nanos: self.nanos.saturating_sub(earlier.nanos),
+        }
+    }
 }
 
 /// Something a producer streams to the sink.

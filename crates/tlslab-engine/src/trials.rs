@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use tlslab_backend::{Attempt, Failure};
 use tlslab_core::{
-    Config, ErrorClass, Event, Outcome, Phase, Plan, Record, Sample, Trial, TrialRecord, Usage,
+    ClientVerifications, Config, ErrorClass, Event, Outcome, Phase, Plan, Record, Sample, Trial,
+    TrialRecord, Usage,
 };
 
 use crate::error::RunError;
@@ -51,6 +52,12 @@ pub trait Surroundings {
 
     /// The CPU time `config`'s lab server has used so far; `None` without a lab server.
     fn server_usage(&mut self, config: &Config) -> Option<Usage>;
+
+    /// Mutual TLS: the client certificates `config`'s lab server has verified so far, and
+    /// the time that took; `None` when it asks for none (or there is no lab server).
+    fn server_client_verifications(&mut self, _config: &Config) -> Option<ClientVerifications> {
+        None
+    }
 }
 
 /// Attempts done and failed so far, for a progress display.
@@ -139,6 +146,7 @@ impl<C: Connector> TrialLoop<'_, C> {
                 pool.push(connector.agent());
             }
             let server_before = surroundings.server_usage(config);
+            let verifications_before = surroundings.server_client_verifications(config);
             let client_before = usage::current();
             let started = Instant::now();
             let block = Block {
@@ -165,6 +173,13 @@ impl<C: Connector> TrialLoop<'_, C> {
                 (Some(before), Some(after)) => Some(after.since(&before)),
                 _ => None,
             };
+            let server_client_verifications = match (
+                verifications_before,
+                surroundings.server_client_verifications(config),
+            ) {
+                (Some(before), Some(after)) => Some(after.since(&before)),
+                _ => None,
+            };
             self.records.send(Record::Trial(TrialRecord {
                 trial: *trial,
                 concurrency: config.concurrency,
@@ -173,6 +188,7 @@ impl<C: Connector> TrialLoop<'_, C> {
                 attempted,
                 server,
                 client,
+                server_client_verifications,
             }));
         }
         // A stop or a server that died during the last trial still ends the run incomplete.
@@ -431,6 +447,7 @@ impl<C: Connector> Block<C> {
             bytes_received,
             client_hello_bytes: attempt.client_hello_bytes,
             server_flight_bytes: attempt.server_flight_bytes,
+            client_certificate_bytes: attempt.client_certificate_bytes,
             response: attempt.response,
             quic: attempt.quic,
             insecure: config.insecure,

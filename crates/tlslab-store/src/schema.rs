@@ -5,12 +5,13 @@ use rusqlite::Connection;
 use crate::columns::{definitions, quoted, sample_columns, CONFIG_COLUMNS};
 
 /// The schema version this build writes, kept in `PRAGMA user_version`.
-pub const VERSION: i64 = 9;
+pub const VERSION: i64 = 10;
 
 pub fn create(connection: &Connection) -> rusqlite::Result<()> {
     let configs = definitions(CONFIG_COLUMNS.iter().map(|(name, sql, _)| (*name, *sql)));
     let samples = definitions(sample_columns().map(|(name, sql, _)| (name, sql)));
     let runs = definitions(RUNS_COLUMNS.iter().copied());
+    let trials = definitions(TRIALS_COLUMNS.iter().copied());
     // `seed` is NULL for a capture (schema 5; older stores keep NOT NULL and only ever hold
     // active runs).
     connection.execute_batch(&format!(
@@ -53,7 +54,7 @@ CREATE TABLE trials (
     server_peak_rss_bytes INTEGER,
     client_user_ns INTEGER NOT NULL,
     client_system_ns INTEGER NOT NULL,
-    client_peak_rss_bytes INTEGER NOT NULL
+    client_peak_rss_bytes INTEGER NOT NULL{trials}
 );
 CREATE TABLE samples (
     id INTEGER PRIMARY KEY,
@@ -72,6 +73,13 @@ PRAGMA user_version = {VERSION};
 const RUNS_COLUMNS: &[(&str, &str)] = &[
     ("source", "TEXT NOT NULL DEFAULT 'active'"),
     ("source_detail", "TEXT"),
+];
+
+/// The trials columns added since schema 1 (schema 10: the lab server's checks of client
+/// certificates during the trial, counted and timed; NULL without mutual TLS).
+const TRIALS_COLUMNS: &[(&str, &str)] = &[
+    ("server_client_verifications", "INTEGER"),
+    ("server_client_verify_ns", "INTEGER"),
 ];
 
 /// The replay probe's results (schema version 3).
@@ -111,6 +119,15 @@ pub fn migrate(connection: &Connection) -> Result<(), String> {
                     if !runs.iter().any(|c| c == name) {
                         statements.push_str(&format!(
                             "ALTER TABLE runs ADD COLUMN {} {sql};\n",
+                            quoted(name)
+                        ));
+                    }
+                }
+                let trials = existing_columns(connection, "trials")?;
+                for (name, sql) in TRIALS_COLUMNS {
+                    if !trials.iter().any(|c| c == name) {
+                        statements.push_str(&format!(
+                            "ALTER TABLE trials ADD COLUMN {} {sql};\n",
                             quoted(name)
                         ));
                     }

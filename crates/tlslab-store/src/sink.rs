@@ -221,7 +221,7 @@ impl StoreSink {
         let server = record.server;
         self.connection
             .prepare_cached(
-                "INSERT INTO trials (id, run_id, config_id, round, warmup, handshakes, attempted, concurrency, started_at_ns, duration_ns, server_user_ns, server_system_ns, server_peak_rss_bytes, client_user_ns, client_system_ns, client_peak_rss_bytes) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                "INSERT INTO trials (id, run_id, config_id, round, warmup, handshakes, attempted, concurrency, started_at_ns, duration_ns, server_user_ns, server_system_ns, server_peak_rss_bytes, client_user_ns, client_system_ns, client_peak_rss_bytes, server_client_verifications, server_client_verify_ns) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
             )?
             .execute(params![
                 record.trial.index as i64,
@@ -239,6 +239,8 @@ impl StoreSink {
                 record.client.user_ns as i64,
                 record.client.system_ns as i64,
                 record.client.peak_rss_bytes as i64,
+                record.server_client_verifications.map(|v| v.count as i64),
+                record.server_client_verifications.map(|v| v.nanos as i64),
             ])?;
         Ok(())
     }
