@@ -255,7 +255,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
         &results,
         "SELECT count(*) FROM configs WHERE rtt_ns IS NULL",
     );
-    assert_eq!((version, loopback), (9, 4));
+    assert_eq!((version, loopback), (10, 4));
     let active = count(
         &results,
         "SELECT count(*) FROM runs WHERE source = 'active'",
@@ -314,7 +314,7 @@ fn a_schema_6_store_is_upgraded_when_opened() {
     let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
     assert!(export.contains("latency"), "{export}");
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     let closed = count(
         &results,
         "SELECT count(*) FROM configs WHERE arrival_rate IS NULL",
@@ -353,7 +353,7 @@ fn a_schema_7_store_is_upgraded_when_opened() {
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     let unresolved = count(
         &results,
         "SELECT count(*) FROM samples WHERE dns IS NULL AND resolved IS NULL AND address_family IS NULL",
@@ -386,7 +386,7 @@ fn a_schema_8_store_is_upgraded_when_opened() {
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     let without = count(
         &results,
         "SELECT count(*) FROM configs WHERE mtls = 0 AND client_cert_profile IS NULL",
@@ -400,6 +400,60 @@ fn a_schema_8_store_is_upgraded_when_opened() {
     assert_eq!(
         unknown, all,
         "old samples did not record client authentication"
+    );
+}
+
+#[test]
+fn a_schema_9_store_is_upgraded_when_opened() {
+    let (results, _) = report_of_a_run("report-upgrade-9");
+    {
+        // What tlslab wrote before each mutual-TLS step was timed: no client signature
+        // events, phase or message bytes on samples, no client verifications on trials.
+        let connection = rusqlite::Connection::open(&results).unwrap();
+        for column in [
+            "client_sign_start",
+            "client_sign_end",
+            "client_signing",
+            "client_certificate_bytes",
+        ] {
+            connection
+                .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
+                .unwrap();
+        }
+        for column in ["server_client_verifications", "server_client_verify_ns"] {
+            connection
+                .execute_batch(&format!("ALTER TABLE trials DROP COLUMN {column}"))
+                .unwrap();
+        }
+        connection.execute_batch("PRAGMA user_version = 9").unwrap();
+    }
+    let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
+    let header: Vec<&str> = export
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split(',')
+        .collect();
+    for column in [
+        "client_certificate_bytes",
+        "client_signing",
+        "client_sign_start",
+    ] {
+        assert!(header.contains(&column), "{column} not in {header:?}");
+    }
+    assert_eq!(value::<i64>(&results, "PRAGMA user_version"), 10);
+    let unsigned = count(
+        &results,
+        "SELECT count(*) FROM samples WHERE client_signing IS NULL AND client_certificate_bytes IS NULL",
+    );
+    let all = count(&results, "SELECT count(*) FROM samples");
+    assert_eq!(unsigned, all, "old samples did not time a client signature");
+    assert_eq!(
+        count(
+            &results,
+            "SELECT count(*) FROM trials WHERE server_client_verifications IS NOT NULL"
+        ),
+        0
     );
 }
 
