@@ -46,6 +46,8 @@ pub struct Attempt {
     /// whether the client sent one; `None` when it did not ask (or the library cannot tell).
     /// It explains failures the server reports only by an alert or a closed connection.
     pub client_certificate: Option<bool>,
+    /// Bytes of the client's Certificate and CertificateVerify messages, when it sent them.
+    pub client_certificate_bytes: Option<u64>,
     /// Byte counts when the handshake ended: what the sample reports.
     handshake_bytes: Option<(u64, u64)>,
     /// When the last read returned, and the bytes received by then.
@@ -78,6 +80,7 @@ impl Attempt {
             connection: None,
             captured: None,
             client_certificate: None,
+            client_certificate_bytes: None,
             handshake_bytes: None,
             last_read: None,
             finished_pending: false,
@@ -102,6 +105,7 @@ impl Attempt {
         self.response = None;
         self.connection = None;
         self.client_certificate = None;
+        self.client_certificate_bytes = None;
         self.handshake_bytes = None;
         self.last_read = None;
         self.finished_pending = false;
@@ -232,6 +236,16 @@ impl Attempt {
                 end.saturating_duration_since(self.origin).as_nanos() as u64,
             );
         }
+    }
+
+    /// Mutual TLS: the client signed its CertificateVerify from `start` to `end` (the
+    /// `client_signing` phase, measured apart from `client_finish` like certificate
+    /// validation).
+    pub fn client_signature(&mut self, start: Instant, end: Instant) {
+        self.timeline
+            .mark_once(Event::ClientSignStart, self.origin, start);
+        self.timeline
+            .mark_once(Event::ClientSignEnd, self.origin, end);
     }
 
     /// The client has its application keys: its Finished goes out with the next write.

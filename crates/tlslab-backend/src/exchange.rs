@@ -126,6 +126,9 @@ pub async fn open_over_tcp<C: Client>(
         exchange(&mut channel, attempt, request, request_sent)
             .await
             .map_err(|failure| failure.explained_by(attempt))?;
+        if let Some(failure) = Failure::refused_at_http(attempt) {
+            return Err(failure);
+        }
     }
     if let (Some(before), true) = (tickets_before, channel.is_tls13()) {
         let patience = attempt.ticket_patience().min(ticket_limit);

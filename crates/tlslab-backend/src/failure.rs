@@ -25,6 +25,22 @@ impl Failure {
         self
     }
 
+    /// A server that asked for a client certificate, got none, completed the handshake all
+    /// the same and answered the request with 400: nginx's plain `ssl_verify_client on`
+    /// ("No required SSL certificate was sent"). The request "succeeded" only in form, so it
+    /// fails in the class servers that refuse in TLS use (`alert`: certificate_required or
+    /// handshake_failure), with the same words for the diagnosis; the status stays recorded.
+    pub fn refused_at_http(attempt: &Attempt) -> Option<Self> {
+        let status = attempt.response.and_then(|response| response.status);
+        (attempt.client_certificate == Some(false) && status == Some(400)).then(|| {
+            Failure::new(
+                ErrorClass::Alert,
+                "HTTP 400 after a CertificateRequest (nginx: No required SSL certificate was sent)",
+            )
+            .explained_by(attempt)
+        })
+    }
+
     pub fn new(class: ErrorClass, detail: impl Into<String>) -> Self {
         Failure {
             class,
@@ -75,5 +91,30 @@ mod tests {
         );
         let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
         assert_eq!(Failure::io(&refused).class, ErrorClass::Refused);
+    }
+
+    #[test]
+    fn a_400_after_an_unanswered_certificate_request_is_a_refusal() {
+        let mut attempt = Attempt::start();
+        attempt.response = Some(tlslab_core::Response {
+            status: Some(400),
+            body_bytes: 0,
+        });
+        // Not asked: a 400 is the server's answer, not a refusal of the client.
+        assert_eq!(Failure::refused_at_http(&attempt), None);
+        attempt.client_certificate = Some(true);
+        assert_eq!(Failure::refused_at_http(&attempt), None);
+        attempt.client_certificate = Some(false);
+        let failure = Failure::refused_at_http(&attempt).unwrap();
+        assert_eq!(failure.class, ErrorClass::Alert);
+        assert!(failure
+            .detail
+            .ends_with("the server asked for a client certificate and none was sent"));
+        // Asked and none sent, but served: nothing failed.
+        attempt.response = Some(tlslab_core::Response {
+            status: Some(200),
+            body_bytes: 3,
+        });
+        assert_eq!(Failure::refused_at_http(&attempt), None);
     }
 }

@@ -157,6 +157,7 @@ mod tests {
             bytes_received: 0,
             client_hello_bytes: None,
             server_flight_bytes: None,
+            client_certificate_bytes: None,
             response: None,
             quic: None,
             insecure: false,

@@ -266,6 +266,7 @@ pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigK
         client_hello_bytes: (handshake.client_hello_bytes > 0)
             .then_some(handshake.client_hello_bytes),
         server_flight_bytes: handshake.server_flight_bytes,
+        client_certificate_bytes: None,
         response: None,
         quic: None,
         insecure: false,

@@ -49,8 +49,8 @@ pub use page::Page;
 pub use pins::Pins;
 pub use plan::{Plan, Trial};
 pub use record::{
-    ConfigRecord, EarlyStop, Environment, LinkUsage, Record, ReplayRecord, RunEnd, RunInfo, Sink,
-    SinkError, Source, TrialRecord, Usage,
+    ClientVerifications, ConfigRecord, EarlyStop, Environment, LinkUsage, Record, ReplayRecord,
+    RunEnd, RunInfo, Sink, SinkError, Source, TrialRecord, Usage,
 };
 pub use resolution::{NameResolution, PinnedAddress};
 pub use sample::{

@@ -140,6 +140,10 @@ pub struct TrialRecord {
     /// What the emulated link carried during the trial; `None` without one, or with netem
     /// (its queue is the kernel's).
     pub link: Option<LinkUsage>,
+    /// Mutual TLS: the lab server's checks of client certificates during the trial (`None`
+    /// without a lab server that asks for them). The lab server reports per trial, not per
+    /// handshake, so this is the trial's sum.
+    pub server_client_verifications: Option<ClientVerifications>,
 }
 
 /// What an emulated link carried during one trial, from its forwarder's statistics: enough
@@ -150,6 +154,24 @@ pub struct LinkUsage {
     pub bytes_to_client: u64,
     /// Packets dropped because the bandwidth queue was full (not the profile's random loss).
     pub queue_drops: u64,
+}
+
+/// Client certificates a lab server verified (chain and CertificateVerify signature), and
+/// the time that took, summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientVerifications {
+    pub count: u64,
+    pub nanos: u64,
+}
+
+impl ClientVerifications {
+    /// The verifications between `earlier` and `self`.
+    pub fn since(&self, earlier: &ClientVerifications) -> ClientVerifications {
+        ClientVerifications {
+            count: self.count.saturating_sub(earlier.count),
+            nanos: self.nanos.saturating_sub(earlier.nanos),
+        }
+    }
 }
 
 /// Something a producer streams to the sink.

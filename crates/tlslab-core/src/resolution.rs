@@ -12,7 +12,8 @@ use crate::dimension::InvalidValue;
 
 /// `--resolve HOST:PORT:ADDR`: connections to HOST on PORT go to ADDR, and no DNS query is
 /// made for that name and port. ADDR is IPv4, or IPv6 in brackets; several addresses are
-/// separated by commas, as curl takes them, and the first is used.
+/// separated by commas, as curl takes them: the first is preferred, the others are where an
+/// attempt goes when it refuses (the engine's `connect_first`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PinnedAddress {
     pub host: String,

@@ -38,6 +38,11 @@ pub enum Event {
     CertVerifyStart,
     /// Certificate verification finished.
     CertVerifyEnd,
+    /// Mutual TLS: the client began signing its CertificateVerify (the server asked for a
+    /// certificate and the client had one).
+    ClientSignStart,
+    /// The client's CertificateVerify signature was made.
+    ClientSignEnd,
     /// The client's Finished was handed to the kernel.
     ClientFinishedSent,
     /// The client may send application data (TLS 1.2: the server's Finished was read).
@@ -49,7 +54,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 12] = [
+    pub const ALL: [Event; 14] = [
         Event::Start,
         Event::Resolved,
         Event::TcpConnected,
@@ -58,6 +63,8 @@ impl Event {
         Event::ServerFlightReceived,
         Event::CertVerifyStart,
         Event::CertVerifyEnd,
+        Event::ClientSignStart,
+        Event::ClientSignEnd,
         Event::ClientFinishedSent,
         Event::HandshakeDone,
         Event::FirstByte,
@@ -75,6 +82,8 @@ impl Event {
             Event::ServerFlightReceived => "server_flight_received",
             Event::CertVerifyStart => "cert_verify_start",
             Event::CertVerifyEnd => "cert_verify_end",
+            Event::ClientSignStart => "client_sign_start",
+            Event::ClientSignEnd => "client_sign_end",
             Event::ClientFinishedSent => "client_finished_sent",
             Event::HandshakeDone => "handshake_done",
             Event::FirstByte => "first_byte",
@@ -100,8 +109,12 @@ pub enum Phase {
     ServerFlight,
     /// cert_verify_start → cert_verify_end.
     CertValidation,
-    /// server_flight_received → client_finished_sent, certificate validation excluded: key
-    /// schedule, Finished, and any tail of the server flight still arriving.
+    /// client_sign_start → client_sign_end: mutual TLS, the client's CertificateVerify
+    /// signature with its certificate's key; `None` when the server asked for no certificate.
+    ClientSigning,
+    /// server_flight_received → client_finished_sent, certificate validation and the client's
+    /// signature excluded: key schedule, Finished, and any tail of the server flight still
+    /// arriving.
     ClientFinish,
     /// client_finished_sent → handshake_done: TLS 1.2's extra round trip for the server's
     /// Finished; about zero in TLS 1.3.
@@ -124,13 +137,14 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 14] = [
+    pub const ALL: [Phase; 15] = [
         Phase::Dns,
         Phase::TcpConnect,
         Phase::ClientHelloBuild,
         Phase::ServerResponse,
         Phase::ServerFlight,
         Phase::CertValidation,
+        Phase::ClientSigning,
         Phase::ClientFinish,
         Phase::ServerFinish,
         Phase::Handshake,
@@ -142,13 +156,14 @@ impl Phase {
     ];
 
     /// The phases that partition `handshake`, in time order.
-    pub const PARTS: [Phase; 8] = [
+    pub const PARTS: [Phase; 9] = [
         Phase::Dns,
         Phase::TcpConnect,
         Phase::ClientHelloBuild,
         Phase::ServerResponse,
         Phase::ServerFlight,
         Phase::CertValidation,
+        Phase::ClientSigning,
         Phase::ClientFinish,
         Phase::ServerFinish,
     ];
@@ -161,6 +176,7 @@ impl Phase {
             Phase::ServerResponse => "server_response",
             Phase::ServerFlight => "server_flight",
             Phase::CertValidation => "cert_validation",
+            Phase::ClientSigning => "client_signing",
             Phase::ClientFinish => "client_finish",
             Phase::ServerFinish => "server_finish",
             Phase::Handshake => "handshake",
@@ -234,9 +250,12 @@ impl Timeline {
             Phase::ServerResponse => span(Event::ClientHelloSent, Event::ServerHelloReceived),
             Phase::ServerFlight => span(Event::ServerHelloReceived, Event::ServerFlightReceived),
             Phase::CertValidation => span(Event::CertVerifyStart, Event::CertVerifyEnd),
+            Phase::ClientSigning => span(Event::ClientSignStart, Event::ClientSignEnd),
             Phase::ClientFinish => {
                 let reacting = span(Event::ServerFlightReceived, Event::ClientFinishedSent)?;
-                Some(reacting.saturating_sub(self.phase(Phase::CertValidation).unwrap_or(0)))
+                let measured_apart = self.phase(Phase::CertValidation).unwrap_or(0)
+                    + self.phase(Phase::ClientSigning).unwrap_or(0);
+                Some(reacting.saturating_sub(measured_apart))
             }
             Phase::ServerFinish => span(Event::ClientFinishedSent, Event::HandshakeDone),
             Phase::Handshake => span(Event::Start, Event::HandshakeDone),
@@ -568,6 +587,10 @@ pub struct Sample {
     pub client_hello_bytes: Option<u64>,
     /// Bytes the server sent until the client had its first flight (`server_flight_received`).
     pub server_flight_bytes: Option<u64>,
+    /// Mutual TLS: bytes of the client's Certificate and CertificateVerify handshake messages
+    /// (their 4-byte headers included, record framing and encryption not), what client
+    /// authentication adds to the client's flight; `None` when it sent no certificate.
+    pub client_certificate_bytes: Option<u64>,
     /// The request's response, when the Config sends one.
     pub response: Option<Response>,
     /// QUIC path statistics, for QUIC attempts.
@@ -659,6 +682,20 @@ mod tests {
         assert_eq!(timeline.phase(Phase::ClientFinish), Some(60_000));
         assert_eq!(timeline.phase(Phase::CertValidation), Some(90_000));
         assert_eq!(timeline.phase(Phase::Ttfb), None);
+        assert_eq!(timeline.phase(Phase::ClientSigning), None);
+    }
+
+    #[test]
+    fn a_client_signature_is_a_part_of_its_own() {
+        // Mutual TLS: the client signed for 25 µs between verifying and its Finished.
+        let mut timeline = full_handshake();
+        timeline.set(Event::ClientSignStart, 525_000);
+        timeline.set(Event::ClientSignEnd, 550_000);
+        assert!(timeline.is_ordered());
+        assert_eq!(timeline.phase(Phase::ClientSigning), Some(25_000));
+        assert_eq!(timeline.phase(Phase::ClientFinish), Some(35_000));
+        let parts: u64 = Phase::PARTS.iter().filter_map(|p| timeline.phase(*p)).sum();
+        assert_eq!(parts, timeline.phase(Phase::Handshake).unwrap());
     }
 
     #[test]
@@ -695,7 +732,7 @@ mod tests {
         let mut timeline = full_handshake();
         timeline.set(Event::CertVerifyEnd, 1);
         assert!(!timeline.is_ordered());
-        assert_eq!(Event::ALL.map(Event::name).len(), 12);
+        assert_eq!(Event::ALL.map(Event::name).len(), 14);
         assert_eq!(
             Phase::from_name("server_response"),
             Some(Phase::ServerResponse)

@@ -1,6 +1,7 @@
 //! Property tests of the phase model: for every timeline a client can record (TCP or QUIC,
 //! with or without a name lookup of its own (`--dns per-attempt`), with or without
-//! certificate verification, with or without a request), the events are in
+//! certificate verification, with or without a client signature (mutual TLS), with or
+//! without a request), the events are in
 //! order and the additive phases add up to the handshake exactly.
 
 use proptest::prelude::*;
@@ -10,13 +11,14 @@ use tlslab_core::{Event, Phase, Timeline};
 /// ones present or not.
 fn timelines() -> impl Strategy<Value = Timeline> {
     (
-        prop::collection::vec(0u64..5_000_000, 11),
+        prop::collection::vec(0u64..5_000_000, 13),
         any::<bool>(), // over TCP (QUIC has no tcp_connected)
         any::<bool>(), // the attempt resolved the name itself
         any::<bool>(), // the certificate was verified (not on resumption or --insecure)
         any::<bool>(), // a request followed
+        any::<bool>(), // the server asked for a client certificate and the client signed
     )
-        .prop_map(|(steps, tcp, resolved, verified, request)| {
+        .prop_map(|(steps, tcp, resolved, verified, request, signed)| {
             let mut timeline = Timeline::default();
             let mut at = 0u64;
             let mut next = |index: usize| {
@@ -39,6 +41,11 @@ fn timelines() -> impl Strategy<Value = Timeline> {
             if verified {
                 timeline.set(Event::CertVerifyStart, verify_start);
                 timeline.set(Event::CertVerifyEnd, verify_end);
+            }
+            let (sign_start, sign_end) = (next(11), next(12));
+            if signed {
+                timeline.set(Event::ClientSignStart, sign_start);
+                timeline.set(Event::ClientSignEnd, sign_end);
             }
             timeline.set(Event::ClientFinishedSent, next(6));
             timeline.set(Event::HandshakeDone, next(7));

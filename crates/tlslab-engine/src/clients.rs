@@ -19,13 +19,16 @@ use tlslab_tls::QuicAttemptOptions;
 
 use crate::error::RunError;
 use crate::routes::Route;
-use crate::transport::{connect, Lookup};
+use crate::transport::{connect_first, Lookup};
 use crate::trials::Connector;
+use tokio::net::TcpStream;
 
 /// One Config's client, and where it goes.
 pub struct ConfigClient {
     config: Arc<Config>,
     address: SocketAddr,
+    /// The name's other addresses, tried when `address` refuses or is slow to answer.
+    fallbacks: Vec<SocketAddr>,
     /// `--dns per-attempt`: each attempt looks the server up before it connects.
     lookup: Option<Lookup>,
     library: Library,
@@ -112,6 +115,7 @@ impl ConfigClient {
         Ok(ConfigClient {
             config: Arc::new(config.clone()),
             address: route.address,
+            fallbacks: route.fallbacks,
             lookup: route.lookup,
             library,
             request: settings.request(),
@@ -159,19 +163,35 @@ impl ConfigClient {
 }
 
 impl ConfigClient {
-    /// Where this attempt connects: the route's address, or, with `--dns per-attempt`,
-    /// what the attempt's own lookup returned (`resolved` marks its end: the `dns` phase).
-    async fn address(&self, attempt: &mut Attempt) -> Result<SocketAddr, Failure> {
-        let address = match &self.lookup {
-            None => self.address,
+    /// Where this attempt may connect, the first preferred: the route's addresses, or, with
+    /// `--dns per-attempt`, what the attempt's own lookup returned (`resolved` marks its end:
+    /// the `dns` phase). The preferred one is the attempt's `peer_address` until a
+    /// connection says which answered.
+    async fn addresses(&self, attempt: &mut Attempt) -> Result<Vec<SocketAddr>, Failure> {
+        let addresses = match &self.lookup {
+            None => std::iter::once(self.address)
+                .chain(self.fallbacks.iter().copied())
+                .collect(),
             Some(lookup) => {
-                let address = lookup.address().await?;
+                let addresses = lookup.addresses().await?;
                 attempt.mark(Event::Resolved);
-                address
+                addresses
             }
         };
+        attempt.peer_address = addresses.first().copied();
+        Ok(addresses)
+    }
+
+    /// The attempt's TCP connection: the first of its addresses to accept
+    /// (`transport::connect_first`), recorded as its `peer_address`, with `tcp_connected`.
+    async fn connect(&self, attempt: &mut Attempt) -> Result<(TcpStream, SocketAddr), Failure> {
+        let addresses = self.addresses(attempt).await?;
+        let (stream, address) = connect_first(&addresses, self.config.close)
+            .await
+            .map_err(|error| Failure::io(&error))?;
+        attempt.mark(Event::TcpConnected);
         attempt.peer_address = Some(address);
-        Ok(address)
+        Ok((stream, address))
     }
 
     /// Where page mode's requests go, with how to open another connection.
@@ -219,11 +239,7 @@ impl ConfigClient {
     ) -> Result<(), Failure> {
         let config = &self.config;
         // The page's other connections reuse the attempt's lookup, as a browser's do.
-        let address = self.address(attempt).await?;
-        let stream = connect(address, config.close)
-            .await
-            .map_err(|error| Failure::io(&error))?;
-        attempt.mark(Event::TcpConnected);
+        let (stream, address) = self.connect(attempt).await?;
         attempt.local_address = stream.local_addr().ok();
         attempt.connection = Some(ConnectionUse {
             id: next_connection(),
@@ -294,7 +310,19 @@ impl Connector for ConfigClient {
                 capture: attempt.captured.is_some(),
                 ticket_deadline: attempt.origin + ticket_limit,
             };
-            let address = self.address(attempt).await?;
+            // QUIC takes the preferred address: a UDP "connection" has no refusal to fall
+            // back on.
+            let address = self
+                .addresses(attempt)
+                .await?
+                .first()
+                .copied()
+                .ok_or_else(|| {
+                    Failure::new(
+                        tlslab_core::ErrorClass::Dns,
+                        "the name resolved to no address",
+                    )
+                })?;
             return client
                 .quic_attempt(session, attempt, address, options)
                 .await;
@@ -307,11 +335,7 @@ impl Connector for ConfigClient {
                 return result;
             }
         }
-        let address = self.address(attempt).await?;
-        let stream = connect(address, config.close)
-            .await
-            .map_err(|error| Failure::io(&error))?;
-        attempt.mark(Event::TcpConnected);
+        let (stream, address) = self.connect(attempt).await?;
         let id = next_connection();
         if self.request.is_some() {
             attempt.connection = Some(ConnectionUse { id, request: 1 });

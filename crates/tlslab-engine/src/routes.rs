@@ -25,6 +25,10 @@ pub struct Route {
     /// Where every attempt connects with `--dns once`; with `per-attempt`, where the lookup
     /// before the run pointed (the stored Config's address).
     pub address: SocketAddr,
+    /// The name's other addresses, in the resolver's order: where an attempt goes when
+    /// `address` refuses or does not answer (`transport::connect_first`); empty for the lab
+    /// server, an address literal, and on the emulated link (which routes one address).
+    pub fallbacks: Vec<SocketAddr>,
     /// `--dns per-attempt`: the lookup each attempt makes before it connects.
     pub lookup: Option<Lookup>,
     pub server_name: String,
@@ -71,7 +75,8 @@ struct Resolver<'a> {
     runtime: &'a tokio::runtime::Runtime,
     emulated: Option<&'a EmulatedNetwork>,
     pins: &'a [PinnedAddress],
-    resolved: HashMap<String, SocketAddr>,
+    /// Each target's addresses as attempts reach them, the first preferred.
+    resolved: HashMap<String, Vec<SocketAddr>>,
     resolutions: Vec<NameResolution>,
     /// Client certificates already read: every Config of a target shares one.
     client_certificates: HashMap<ClientIdentity, Arc<ClientCertificate>>,
@@ -106,9 +111,10 @@ impl Resolver<'_> {
         }
     }
 
-    fn target(&mut self, target: &str, mode: DnsMode) -> Result<SocketAddr, RunError> {
-        if let Some(address) = self.resolved.get(target) {
-            return Ok(*address);
+    /// `target`'s addresses, the first preferred, the others its fallbacks.
+    fn target(&mut self, target: &str, mode: DnsMode) -> Result<Vec<SocketAddr>, RunError> {
+        if let Some(addresses) = self.resolved.get(target) {
+            return Ok(addresses.clone());
         }
         let (addresses, resolver) =
             self.runtime
@@ -120,8 +126,15 @@ impl Resolver<'_> {
                      give an IP address: --target 127.0.0.1:8443",
                     )
                 })?;
-        // The first address, as a client without Happy Eyeballs takes it.
+        // The first address is preferred (the environment records it as used); the others
+        // are fallbacks for attempts it refuses, in the resolver's order (which already
+        // follows RFC 6724's preferences, as RFC 8305 asks). The emulated link routes one
+        // address, so there the first is all.
         let used = addresses[0];
+        let reached = match self.emulated {
+            Some(_) => vec![self.reach(used)?],
+            None => addresses.clone(),
+        };
         self.resolutions.push(NameResolution {
             name: target.to_string(),
             addresses,
@@ -129,8 +142,7 @@ impl Resolver<'_> {
             resolver,
             mode,
         });
-        let reached = self.reach(used)?;
-        self.resolved.insert(target.to_string(), reached);
+        self.resolved.insert(target.to_string(), reached.clone());
         Ok(reached)
     }
 
@@ -168,7 +180,7 @@ impl Resolver<'_> {
                 resolver: format!("{}, for the lab server's name", system_resolver()),
                 mode: DnsMode::PerAttempt,
             });
-            self.resolved.insert(name, address);
+            self.resolved.insert(name, vec![address]);
         }
         Ok(lookup)
     }
@@ -221,7 +233,7 @@ pub fn routes(
         emulated,
         pins,
         resolved: external
-            .map(|(target, address)| (target.to_string(), address))
+            .map(|(target, address)| (target.to_string(), vec![address]))
             .into_iter()
             .collect(),
         resolutions: Vec::new(),
@@ -240,7 +252,7 @@ fn route(
     resolver: &mut Resolver<'_>,
 ) -> Result<Route, RunError> {
     let per_attempt = config.dns == DnsMode::PerAttempt;
-    let (address, lookup, server_name, trust, client_certificate) = match &config.endpoint {
+    let (addresses, lookup, server_name, trust, client_certificate) = match &config.endpoint {
         Endpoint::Lab { .. } => {
             let (Some(server), Some(root)) = (servers.get(config), servers.root(config)) else {
                 return Err(RunError::environment(
@@ -261,7 +273,7 @@ fn route(
             };
             let lookup = per_attempt.then(|| resolver.lab(address)).transpose()?;
             (
-                resolver.reach(address)?,
+                vec![resolver.reach(address)?],
                 lookup,
                 "localhost".to_string(),
                 Trust::Roots(vec![root.clone()]),
@@ -274,7 +286,7 @@ fn route(
             ca,
             client_identity,
         } => {
-            let address = resolver.target(target, config.dns)?;
+            let addresses = resolver.target(target, config.dns)?;
             // Core rejects per-attempt lookups on the emulated link, so the address an
             // attempt resolves is the one it connects to.
             let lookup = per_attempt.then(|| Lookup {
@@ -295,11 +307,18 @@ fn route(
                 .as_ref()
                 .map(|identity| resolver.client_certificate(identity))
                 .transpose()?;
-            (address, lookup, sni.clone(), trust, client_certificate)
+            (addresses, lookup, sni.clone(), trust, client_certificate)
         }
+    };
+    let Some((&address, fallbacks)) = addresses.split_first() else {
+        return Err(RunError::environment(
+            format!("no address for '{}'", config.label),
+            "report this as a bug",
+        ));
     };
     Ok(Route {
         address,
+        fallbacks: fallbacks.to_vec(),
         lookup,
         server_name,
         trust: if config.insecure {

@@ -298,6 +298,19 @@ impl Surroundings for RunSurroundings<'_> {
                 + statistics.server_to_client.dropped_queue_full,
         })
     }
+
+    fn server_client_verifications(
+        &mut self,
+        config: &Config,
+    ) -> Option<tlslab_core::ClientVerifications> {
+        // Only servers that ask for client certificates verify any: others are not asked.
+        config.mtls.as_ref()?;
+        let counters = self.servers.of(config)?.counters()?;
+        Some(tlslab_core::ClientVerifications {
+            count: counters.client_verifications,
+            nanos: counters.client_verify_ns,
+        })
+    }
 }
 
 /// Stops the client, the lab servers, the `--server-cmd` server and the emulated link.

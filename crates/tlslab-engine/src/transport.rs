@@ -53,11 +53,11 @@ pub struct Lookup {
 }
 
 impl Lookup {
-    /// The address this attempt connects to; a failed lookup is the attempt's failure, of
-    /// class `dns`.
-    pub async fn address(&self) -> Result<SocketAddr, Failure> {
-        if let Some(first) = self.pinned.as_ref().and_then(|pinned| pinned.first()) {
-            return Ok(*first);
+    /// The addresses this attempt may connect to, the first preferred (see
+    /// [`connect_first`]); a failed lookup is the attempt's failure, of class `dns`.
+    pub async fn addresses(&self) -> Result<Vec<SocketAddr>, Failure> {
+        if let Some(pinned) = self.pinned.as_ref().filter(|pinned| !pinned.is_empty()) {
+            return Ok(pinned.clone());
         }
         let addresses = resolve_all(&self.name).await.map_err(|error| {
             Failure::new(
@@ -66,8 +66,8 @@ impl Lookup {
             )
         })?;
         match self.required {
-            None => Ok(addresses[0]),
-            Some(required) if addresses.contains(&required) => Ok(required),
+            None => Ok(addresses),
+            Some(required) if addresses.contains(&required) => Ok(vec![required]),
             Some(required) => Err(Failure::new(
                 ErrorClass::Dns,
                 format!(
@@ -131,6 +131,57 @@ pub async fn connect(address: SocketAddr, close: CloseMode) -> io::Result<TcpStr
         socket.set_zero_linger()?;
     }
     socket.connect(address).await
+}
+
+/// How long an attempt waits for a connection to one address before it also tries the
+/// next: RFC 8305's recommended Connection Attempt Delay.
+pub const FALLBACK_DELAY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Connects to the first of `addresses` that accepts, as Happy Eyeballs (RFC 8305 §5) does,
+/// kept simple: the addresses are tried in the resolver's order (no re-sorting by family);
+/// each next one starts when the one before failed, or after [`FALLBACK_DELAY`] without an
+/// answer, racing the connects still pending; the first to connect wins and the others are
+/// dropped (closing their sockets). Returns the stream and the address that answered; when
+/// none did, the last error seen.
+pub async fn connect_first(
+    addresses: &[SocketAddr],
+    close: CloseMode,
+) -> io::Result<(TcpStream, SocketAddr)> {
+    use futures_util::stream::{FuturesUnordered, StreamExt};
+    let attempt = |address: SocketAddr| async move { (address, connect(address, close).await) };
+    let mut waiting = addresses.iter().copied();
+    let mut pending = FuturesUnordered::new();
+    let mut last_error = None;
+    loop {
+        if pending.is_empty() {
+            match waiting.next() {
+                Some(address) => pending.push(attempt(address)),
+                None => {
+                    return Err(last_error.unwrap_or_else(|| {
+                        io::Error::new(io::ErrorKind::NotFound, "no address to connect to")
+                    }))
+                }
+            }
+        }
+        let more = waiting.len() > 0;
+        tokio::select! {
+            Some((address, result)) = pending.next() => match result {
+                Ok(stream) => return Ok((stream, address)),
+                Err(error) => {
+                    last_error = Some(error);
+                    // A refusal needs no waiting: the next address starts at once.
+                    if let Some(address) = waiting.next() {
+                        pending.push(attempt(address));
+                    }
+                }
+            },
+            _ = tokio::time::sleep(FALLBACK_DELAY), if more => {
+                if let Some(address) = waiting.next() {
+                    pending.push(attempt(address));
+                }
+            }
+        }
+    }
 }
 
 /// Binds a listener with a deep accept backlog: thousands of agents connect at once when a
@@ -204,33 +255,61 @@ mod tests {
             required: None,
         };
         assert_eq!(
-            pinned.address().await.unwrap(),
-            "192.0.2.7:443".parse().unwrap()
+            pinned.addresses().await.unwrap(),
+            ["192.0.2.7:443".parse().unwrap()]
         );
         let unknown = Lookup {
             pinned: None,
             ..pinned.clone()
         };
-        assert_eq!(unknown.address().await.unwrap_err().class, ErrorClass::Dns);
+        assert_eq!(
+            unknown.addresses().await.unwrap_err().class,
+            ErrorClass::Dns
+        );
         let literal = Lookup {
             name: "127.0.0.1:8443".into(),
             pinned: None,
             required: Some("127.0.0.1:8443".parse().unwrap()),
         };
         assert_eq!(
-            literal.address().await.unwrap(),
-            "127.0.0.1:8443".parse().unwrap()
+            literal.addresses().await.unwrap(),
+            ["127.0.0.1:8443".parse().unwrap()]
         );
         let elsewhere = Lookup {
             required: Some("127.0.0.2:8443".parse().unwrap()),
             ..literal
         };
-        let failure = elsewhere.address().await.unwrap_err();
+        let failure = elsewhere.addresses().await.unwrap_err();
         assert!(
             failure.detail.contains("not to 127.0.0.2:8443"),
             "{}",
             failure.detail
         );
+    }
+
+    #[tokio::test]
+    async fn an_address_that_refuses_falls_back_to_the_next() {
+        let listener = bind_listener("127.0.0.1:0".parse().unwrap()).unwrap();
+        let open = listener.local_addr().unwrap();
+        // Bind then drop a listener: the port is now known to be closed.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let (_, used) = connect_first(&[closed, open], CloseMode::Reset)
+            .await
+            .unwrap();
+        assert_eq!(used, open);
+        // The first that answers is taken, not the last.
+        let (_, used) = connect_first(&[open, closed], CloseMode::Reset)
+            .await
+            .unwrap();
+        assert_eq!(used, open);
+        // None answers: the last refusal is the error.
+        let error = connect_first(&[closed, closed], CloseMode::Reset)
+            .await
+            .unwrap_err();
+        assert_eq!(ErrorClass::of_io_error(&error), ErrorClass::Refused);
     }
 
     #[test]

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use tlslab_backend::{Attempt, Failure};
 use tlslab_core::{
-    Config, ErrorClass, Event, LinkUsage, Outcome, Phase, Plan, Record, Sample, Trial, TrialRecord,
-    Usage,
+    ClientVerifications, Config, ErrorClass, Event, LinkUsage, Outcome, Phase, Plan, Record,
+    Sample, Trial, TrialRecord, Usage,
 };
 
 use crate::error::RunError;
@@ -59,6 +59,12 @@ pub trait Surroundings {
     /// What the emulated link carried since [`link_reset`](Self::link_reset); `None` without
     /// a link whose forwarder counts.
     fn link_usage(&mut self, _config: &Config) -> Option<LinkUsage> {
+        None
+    }
+
+    /// Mutual TLS: the client certificates `config`'s lab server has verified so far, and
+    /// the time that took; `None` when it asks for none (or there is no lab server).
+    fn server_client_verifications(&mut self, _config: &Config) -> Option<ClientVerifications> {
         None
     }
 }
@@ -150,6 +156,7 @@ impl<C: Connector> TrialLoop<'_, C> {
             }
             let server_before = surroundings.server_usage(config);
             surroundings.link_reset();
+            let verifications_before = surroundings.server_client_verifications(config);
             let client_before = usage::current();
             let started = Instant::now();
             let block = Block {
@@ -176,6 +183,13 @@ impl<C: Connector> TrialLoop<'_, C> {
                 (Some(before), Some(after)) => Some(after.since(&before)),
                 _ => None,
             };
+            let server_client_verifications = match (
+                verifications_before,
+                surroundings.server_client_verifications(config),
+            ) {
+                (Some(before), Some(after)) => Some(after.since(&before)),
+                _ => None,
+            };
             self.records.send(Record::Trial(TrialRecord {
                 trial: *trial,
                 concurrency: config.concurrency,
@@ -185,6 +199,7 @@ impl<C: Connector> TrialLoop<'_, C> {
                 server,
                 client,
                 link: surroundings.link_usage(config),
+                server_client_verifications,
             }));
         }
         // A stop or a server that died during the last trial still ends the run incomplete.
@@ -443,6 +458,7 @@ impl<C: Connector> Block<C> {
             bytes_received,
             client_hello_bytes: attempt.client_hello_bytes,
             server_flight_bytes: attempt.server_flight_bytes,
+            client_certificate_bytes: attempt.client_certificate_bytes,
             response: attempt.response,
             quic: attempt.quic,
             insecure: config.insecure,

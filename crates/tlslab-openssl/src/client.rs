@@ -24,7 +24,7 @@ use tokio::net::TcpStream;
 use crate::ech::EchStatus;
 use crate::ffi;
 use crate::names::{group_name, handshake_message_name, signature_scheme_name, suite_name};
-use crate::probe::{self, observe, Direction, Observed, Pipe};
+use crate::probe::{self, observe, Direction, Observed, Pipe, SeenMessage};
 use crate::settings::{groups_list, suite_list};
 use crate::Error;
 
@@ -568,6 +568,52 @@ struct Progress {
 }
 
 impl Progress {
+    /// Mutual TLS: the client's CertificateVerify (15) is written once its signature is made,
+    /// and the message before it (Certificate in TLS 1.3, ClientKeyExchange in TLS 1.2) was
+    /// written just before the signing began, so the span between the two is the
+    /// `client_signing` phase (OpenSSL has no hook around the signature itself; the span
+    /// also holds the transcript hash, and in TLS 1.2 the master secret's derivation, a few
+    /// microseconds). The message callback gives each message's size, headers included.
+    fn client_signature(&self, attempt: &mut Attempt, observed: &Observed) {
+        let sent = |message: &&SeenMessage| message.direction == Direction::Sent;
+        let Some(verify_index) = observed
+            .messages
+            .iter()
+            .position(|message| message.direction == Direction::Sent && message.kind == 15)
+        else {
+            return;
+        };
+        let verify = &observed.messages[verify_index];
+        let before = observed.messages[..verify_index]
+            .iter()
+            .rev()
+            .find(sent)
+            .map(|message| message.at)
+            .or_else(|| {
+                self.messages
+                    .iter()
+                    .rev()
+                    .find(|message| message.direction == Direction::Sent)
+                    .map(|message| attempt.origin + std::time::Duration::from_nanos(message.at))
+            });
+        if let Some(start) = before {
+            attempt.client_signature(start, verify.at);
+        }
+        let certificate = observed
+            .messages
+            .iter()
+            .find(|message| message.direction == Direction::Sent && message.kind == 11)
+            .map(|message| message.length as u64)
+            .or_else(|| {
+                self.messages
+                    .iter()
+                    .find(|message| message.direction == Direction::Sent && message.kind == 11)
+                    .map(|message| message.length as u64)
+            });
+        attempt.client_certificate_bytes =
+            certificate.map(|certificate| certificate + verify.length as u64);
+    }
+
     fn apply(&mut self, attempt: &mut Attempt, observed: Observed) {
         self.hello_retry |= observed.hello_retry;
         self.pin_rejected |= observed.pin_rejected;
@@ -597,6 +643,7 @@ impl Progress {
         if sent(|kind| kind != 1) {
             attempt.server_flight_answered();
         }
+        self.client_signature(attempt, &observed);
         self.messages
             .extend(observed.messages.iter().map(|message| Message {
                 direction: message.direction,

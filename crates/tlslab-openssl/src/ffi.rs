@@ -94,6 +94,9 @@ pub type MessageCallback = unsafe extern "C" fn(
 pub type CertVerifyCallback =
     unsafe extern "C" fn(ctx: *mut X509_STORE_CTX, arg: *mut c_void) -> c_int;
 
+/// `SSL_CTX_set_msg_callback_arg` is a macro over `SSL_CTX_ctrl` with this command.
+pub const SSL_CTRL_SET_MSG_CALLBACK_ARG: libc::c_int = 16;
+
 extern "C" {
     pub fn SSL_CTX_set_msg_callback(ctx: *mut SSL_CTX, callback: Option<MessageCallback>);
     pub fn SSL_CTX_set_cert_verify_callback(

@@ -121,6 +121,7 @@ pub fn server_config(
     builder.check_private_key()?;
     // The session ID context also lets sessions of verified clients resume.
     builder.set_session_id_context(b"tlslab")?;
+    let counters = Arc::<Counters>::default();
     if !settings.client_roots.is_empty() {
         for root in &settings.client_roots {
             let root = X509::from_der(root)?;
@@ -132,12 +133,12 @@ pub fn server_config(
         // Mutual TLS: every full handshake asks, and one without a certificate fails, as
         // nginx's `ssl_verify_client on` does.
         builder.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
+        time_client_verification(&mut builder, &counters);
     }
     builder.set_alpn_select_callback(|_, offered| {
         // No common protocol: no ALPN at all (a client without ALPN speaks HTTP/1.1).
         select_next_proto(ALPN, offered).ok_or(AlpnError::NOACK)
     });
-    let counters = Arc::<Counters>::default();
     match settings.resumption {
         ServerResumption::Off => {
             builder.set_session_cache_mode(SslSessionCacheMode::OFF);
@@ -190,6 +191,80 @@ pub fn server_config(
         body: settings.body,
         early_data,
     }))
+}
+
+/// Mutual TLS: times the server's checks of each client certificate into `counters`: the
+/// chain (`X509_verify_cert`, inside the verification callback) and the CertificateVerify
+/// signature (from the message callback's report of the client's CertificateVerify, made
+/// before OpenSSL checks it, to its report of the next message, the client's Finished, which
+/// the client writes in the same flight and so is read in the same call on loopback; on a
+/// slow link a Finished split from its CertificateVerify would add that wait).
+fn time_client_verification(builder: &mut SslContextBuilder, counters: &Arc<Counters>) {
+    // One reference per context, handed to OpenSSL for the context's lifetime: connections
+    // hold the context, so it may outlive this `ServerConfig`, and the counters must too.
+    // A lab server makes one context, so this is not a growing leak.
+    let counters = Arc::into_raw(counters.clone()) as *mut libc::c_void;
+    // SAFETY: the context is live; the callbacks only read `counters` through `arg`, which
+    // stays valid for the rest of the process.
+    unsafe {
+        ffi::SSL_CTX_set_cert_verify_callback(builder.as_ptr(), Some(timed_client_chain), counters);
+        ffi::SSL_CTX_set_msg_callback(builder.as_ptr(), Some(timed_client_signature));
+        openssl_sys::SSL_CTX_ctrl(
+            builder.as_ptr(),
+            ffi::SSL_CTRL_SET_MSG_CALLBACK_ARG,
+            0,
+            counters,
+        );
+    }
+}
+
+/// `X509_verify_cert` on the client's chain, timed.
+unsafe extern "C" fn timed_client_chain(
+    context: *mut openssl_sys::X509_STORE_CTX,
+    arg: *mut libc::c_void,
+) -> libc::c_int {
+    let start = std::time::Instant::now();
+    let result = openssl_sys::X509_verify_cert(context);
+    if let Some(counters) = (arg as *const Counters).as_ref() {
+        counters.client_verified(start.elapsed());
+    }
+    result
+}
+
+thread_local! {
+    /// The connection whose client CertificateVerify this thread is checking, and since when.
+    static CHECKING_SIGNATURE: std::cell::Cell<Option<(usize, std::time::Instant)>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// The server's message callback: a received CertificateVerify (15) starts the signature
+/// check, the next message received on the same connection ends it.
+unsafe extern "C" fn timed_client_signature(
+    write_p: libc::c_int,
+    _version: libc::c_int,
+    content_type: libc::c_int,
+    buf: *const libc::c_void,
+    len: libc::size_t,
+    ssl: *mut openssl_sys::SSL,
+    arg: *mut libc::c_void,
+) {
+    if write_p != 0 || content_type != ffi::SSL3_RT_HANDSHAKE || buf.is_null() || len == 0 {
+        return;
+    }
+    let now = std::time::Instant::now();
+    // SAFETY: OpenSSL passes `len` readable bytes; the first is the handshake type.
+    let kind = *(buf as *const u8);
+    let connection = ssl as usize;
+    if let Some((checking, since)) = CHECKING_SIGNATURE.with(std::cell::Cell::take) {
+        if checking == connection {
+            if let Some(counters) = (arg as *const Counters).as_ref() {
+                counters.client_verification_continued(now.saturating_duration_since(since));
+            }
+        }
+    }
+    if kind == 15 {
+        CHECKING_SIGNATURE.with(|cell| cell.set(Some((connection, now))));
+    }
 }
 
 /// The `Cache` mode's sessions: TLS 1.2 sessions stay until evicted (a session ID resumes any

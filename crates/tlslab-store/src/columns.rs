@@ -270,6 +270,11 @@ const FIELDS: &[Field] = &[
     }),
     config("mtls", "mtls"),
     config("client_cert_profile", "client_cert_profile"),
+    // Schema 11: what the client's certificate added to its flight (its signing time is the
+    // `client_signing` phase, between `client_sign_start` and `client_sign_end`).
+    sample("client_certificate_bytes", "INTEGER", |s| {
+        integer(s.client_certificate_bytes)
+    }),
     Field {
         name: "started_at",
         source: Source::Sample {

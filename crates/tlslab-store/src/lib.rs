@@ -38,7 +38,7 @@
 //! sink.record(Record::Sample(Box::new(Sample {
 //!     config: 0, trial: 0, round: 1, agent: 0, warmup: false, started_at: 0, timeline,
 //!     outcome: Outcome::Ok, error: None, error_detail: None, negotiated: Negotiated::default(),
-//!     bytes_sent: 0, bytes_received: 0, client_hello_bytes: None, server_flight_bytes: None,
+//!     bytes_sent: 0, bytes_received: 0, client_hello_bytes: None, server_flight_bytes: None, client_certificate_bytes: None,
 //!     response: None, quic: None, insecure: false, client_address: None, server_address: None, observed: None,
 //!     connection: None, response_wire_bytes: None,
 //! }))).unwrap();

@@ -5,7 +5,7 @@ use rusqlite::Connection;
 use crate::columns::{definitions, quoted, sample_columns, CONFIG_COLUMNS};
 
 /// The schema version this build writes, kept in `PRAGMA user_version`.
-pub const VERSION: i64 = 10;
+pub const VERSION: i64 = 11;
 
 pub fn create(connection: &Connection) -> rusqlite::Result<()> {
     let configs = definitions(CONFIG_COLUMNS.iter().map(|(name, sql, _)| (*name, *sql)));
@@ -76,11 +76,14 @@ const RUNS_COLUMNS: &[(&str, &str)] = &[
 ];
 
 /// The trials columns added since schema 1 (schema 10: what the emulated link carried, from
-/// its forwarder; NULL without one, or with netem).
+/// its forwarder; NULL without one, or with netem. Schema 11: the lab server's checks of
+/// client certificates during the trial, counted and timed; NULL without mutual TLS).
 const TRIALS_COLUMNS: &[(&str, &str)] = &[
     ("link_bytes_to_server", "INTEGER"),
     ("link_bytes_to_client", "INTEGER"),
     ("link_queue_drops", "INTEGER"),
+    ("server_client_verifications", "INTEGER"),
+    ("server_client_verify_ns", "INTEGER"),
 ];
 
 /// The replay probe's results (schema version 3).

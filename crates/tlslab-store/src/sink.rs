@@ -221,7 +221,7 @@ impl StoreSink {
         let server = record.server;
         self.connection
             .prepare_cached(
-                "INSERT INTO trials (id, run_id, config_id, round, warmup, handshakes, attempted, concurrency, started_at_ns, duration_ns, server_user_ns, server_system_ns, server_peak_rss_bytes, client_user_ns, client_system_ns, client_peak_rss_bytes, link_bytes_to_server, link_bytes_to_client, link_queue_drops) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                "INSERT INTO trials (id, run_id, config_id, round, warmup, handshakes, attempted, concurrency, started_at_ns, duration_ns, server_user_ns, server_system_ns, server_peak_rss_bytes, client_user_ns, client_system_ns, client_peak_rss_bytes, link_bytes_to_server, link_bytes_to_client, link_queue_drops, server_client_verifications, server_client_verify_ns) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
             )?
             .execute(params![
                 record.trial.index as i64,
@@ -242,6 +242,8 @@ impl StoreSink {
                 record.link.map(|link| link.bytes_to_server as i64),
                 record.link.map(|link| link.bytes_to_client as i64),
                 record.link.map(|link| link.queue_drops as i64),
+                record.server_client_verifications.map(|v| v.count as i64),
+                record.server_client_verifications.map(|v| v.nanos as i64),
             ])?;
         Ok(())
     }

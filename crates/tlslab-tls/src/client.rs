@@ -54,7 +54,7 @@ pub(crate) fn tls_failure(error: rustls::Error, saw_server_hello: bool) -> Failu
 /// Reports what the probes saw during one `process_new_packets` call to the attempt: the
 /// client reacted to the server's flight by verifying it or, without verification (as on
 /// resumption), by deriving its application keys.
-fn apply(attempt: &mut Attempt, observed: Observed) {
+fn apply(attempt: &mut Attempt, observed: Observed, tls13: bool) {
     if observed.verify_start.is_some() || observed.traffic_keys.is_some() {
         attempt.server_flight_received();
         attempt.server_flight_answered();
@@ -70,6 +70,12 @@ fn apply(attempt: &mut Attempt, observed: Observed) {
     }
     if observed.client_certificate.is_some() {
         attempt.client_certificate = observed.client_certificate;
+    }
+    if let Some((start, end)) = observed.client_signature {
+        attempt.client_signature(start, end);
+        attempt.client_certificate_bytes = observed
+            .client_certificate_sizes
+            .map(|sizes| sizes.message_bytes(tls13));
     }
 }
 
@@ -455,7 +461,8 @@ async fn read_draining(
             .read_tls(&mut data)
             .map_err(|error| Failure::io(&error))?;
         let (processed, observed) = observe(|| connection.process_new_packets());
-        apply(attempt, observed);
+        let tls13 = connection.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3);
+        apply(attempt, observed, tls13);
         if let Err(error) = processed {
             let saw_server_hello = connection.protocol_version().is_some();
             // Tell the server why we give up, as a real client would; failure to do so changes

@@ -31,6 +31,36 @@ pub(crate) struct Observed {
     /// call still marks when the client reacted to the server's flight, but it is no
     /// `cert_validation` (a microsecond of bookkeeping would pass for one).
     pub checked_nothing: bool,
+    /// Mutual TLS: when the client's CertificateVerify signature began and ended.
+    pub client_signature: Option<(Instant, Instant)>,
+    /// Mutual TLS: what the client's Certificate and CertificateVerify carried.
+    pub client_certificate_sizes: Option<CertificateSizes>,
+}
+
+/// What the client's Certificate and CertificateVerify messages carry, to size them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CertificateSizes {
+    /// Certificates in the chain sent, and their DER bytes together.
+    pub certificates: u64,
+    pub der_bytes: u64,
+    /// The signature's bytes (an ECDSA signature's DER length varies by a byte or two).
+    pub signature_bytes: u64,
+}
+
+impl CertificateSizes {
+    /// The bytes of both handshake messages, headers included, as RFC 8446 §4.4.2 and
+    /// §4.4.3 (TLS 1.3) or RFC 5246 §7.4.6 and §7.4.8 (TLS 1.2) encode them. rustls does not
+    /// expose the messages it writes (in TLS 1.3 they leave encrypted), so they are sized
+    /// from what they hold; the OpenSSL client reads the same sizes from its message callback.
+    pub fn message_bytes(&self, tls13: bool) -> u64 {
+        const HEADER: u64 = 4;
+        // TLS 1.3: an empty request context (1 byte) and, per entry, empty extensions (2).
+        let (context, per_entry) = if tls13 { (1, 3 + 2) } else { (0, 3) };
+        let certificate = HEADER + context + 3 + self.der_bytes + per_entry * self.certificates;
+        // Scheme (2), signature length (2), signature.
+        let certificate_verify = HEADER + 2 + 2 + self.signature_bytes;
+        certificate + certificate_verify
+    }
 }
 
 thread_local! {
@@ -433,7 +463,24 @@ impl rustls::client::ResolvesClientCert for CertificateRequestProbe {
         let sent = resolved.is_some();
         self.report
             .update(|observed| observed.client_certificate = Some(sent));
-        resolved
+        // The key signs the CertificateVerify: wrapped, it times the signature.
+        resolved.map(|certified| {
+            let sizes = CertificateSizes {
+                certificates: certified.cert.len() as u64,
+                der_bytes: certified.cert.iter().map(|der| der.len() as u64).sum(),
+                signature_bytes: 0,
+            };
+            self.report
+                .update(|observed| observed.client_certificate_sizes = Some(sizes));
+            Arc::new(rustls::sign::CertifiedKey {
+                cert: certified.cert.clone(),
+                key: Arc::new(TimedSigningKey {
+                    inner: certified.key.clone(),
+                    report: self.report.clone(),
+                }),
+                ocsp: certified.ocsp.clone(),
+            })
+        })
     }
 
     fn only_raw_public_keys(&self) -> bool {
@@ -442,5 +489,76 @@ impl rustls::client::ResolvesClientCert for CertificateRequestProbe {
 
     fn has_certs(&self) -> bool {
         self.inner.has_certs()
+    }
+}
+
+/// The client certificate's key, wrapped so that its signature over the handshake (the
+/// CertificateVerify) is timed: the `client_signing` phase.
+#[derive(Debug)]
+struct TimedSigningKey {
+    inner: Arc<dyn rustls::sign::SigningKey>,
+    report: Report,
+}
+
+impl rustls::sign::SigningKey for TimedSigningKey {
+    fn choose_scheme(&self, offered: &[SignatureScheme]) -> Option<Box<dyn rustls::sign::Signer>> {
+        let inner = self.inner.choose_scheme(offered)?;
+        Some(Box::new(TimedSigner {
+            inner,
+            report: self.report.clone(),
+        }))
+    }
+
+    fn public_key(&self) -> Option<rustls::pki_types::SubjectPublicKeyInfoDer<'_>> {
+        self.inner.public_key()
+    }
+
+    fn algorithm(&self) -> rustls::SignatureAlgorithm {
+        self.inner.algorithm()
+    }
+}
+
+#[derive(Debug)]
+struct TimedSigner {
+    inner: Box<dyn rustls::sign::Signer>,
+    report: Report,
+}
+
+impl rustls::sign::Signer for TimedSigner {
+    fn sign(&self, message: &[u8]) -> Result<Vec<u8>, rustls::Error> {
+        let start = Instant::now();
+        let signature = self.inner.sign(message);
+        let end = Instant::now();
+        let length = signature.as_ref().map_or(0, |bytes| bytes.len() as u64);
+        self.report.update(|observed| {
+            observed.client_signature = Some((start, end));
+            if let Some(sizes) = observed.client_certificate_sizes.as_mut() {
+                sizes.signature_bytes = length;
+            }
+        });
+        signature
+    }
+
+    fn scheme(&self) -> SignatureScheme {
+        self.inner.scheme()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn certificate_messages_are_sized_as_each_version_encodes_them() {
+        // One 500-byte certificate and a 72-byte signature.
+        let sizes = CertificateSizes {
+            certificates: 1,
+            der_bytes: 500,
+            signature_bytes: 72,
+        };
+        // TLS 1.3: 4 + 1 + 3 + (3 + 500 + 2) = 513, and 4 + 2 + 2 + 72 = 80.
+        assert_eq!(sizes.message_bytes(true), 593);
+        // TLS 1.2: 4 + 3 + (3 + 500) = 510, and the same 80.
+        assert_eq!(sizes.message_bytes(false), 590);
     }
 }

@@ -157,6 +157,14 @@ impl Observer for QuicLog {
             attempt.negotiated.signature_scheme = Some(format!("{scheme:?}"));
         }
         attempt.client_certificate = observed.client_certificate;
+        if let Some((start, end)) = observed.client_signature {
+            timeline.mark_once(Event::ClientSignStart, origin, start);
+            timeline.mark_once(Event::ClientSignEnd, origin, end);
+            // QUIC is TLS 1.3 only.
+            attempt.client_certificate_bytes = observed
+                .client_certificate_sizes
+                .map(|sizes| sizes.message_bytes(true));
+        }
         if let Some(keys) = observed.traffic_keys {
             if let Some((at, _)) = datagrams.sent.iter().find(|(at, _)| *at >= keys) {
                 timeline.mark_once(Event::ClientFinishedSent, origin, *at);

@@ -114,10 +114,12 @@ impl StoresServerSessions for CountingCache {
 }
 
 /// Who may connect: anyone (no CertificateRequest), or, with `client_roots` (mutual TLS),
-/// only a client whose certificate chains to one of them. TCP and QUIC share the verifier,
-/// so both transports ask and verify alike.
+/// only a client whose certificate chains to one of them, verified by a [`TimedClientVerifier`]
+/// that counts its time in `counters`. TCP and QUIC share the verifier, so both transports ask
+/// and verify alike.
 fn client_verifier(
     client_roots: &[CertificateDer<'static>],
+    counters: &Arc<Counters>,
 ) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, Error> {
     if client_roots.is_empty() {
         return Ok(rustls::server::WebPkiClientVerifier::no_client_auth());
@@ -128,9 +130,85 @@ fn client_verifier(
             .add(root.clone())
             .map_err(|error| Error::ClientRoots(error.to_string()))?;
     }
-    rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), server_provider())
-        .build()
-        .map_err(|error| Error::ClientRoots(error.to_string()))
+    let inner = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        server_provider(),
+    )
+    .build()
+    .map_err(|error| Error::ClientRoots(error.to_string()))?;
+    Ok(Arc::new(TimedClientVerifier {
+        inner,
+        counters: counters.clone(),
+    }))
+}
+
+/// The lab server's client certificate verifier, timed: the chain check and the
+/// CertificateVerify signature check are summed into the server's [`Counters`], which the
+/// run reads per trial (the server's share of what mutual TLS costs).
+#[derive(Debug)]
+struct TimedClientVerifier {
+    inner: Arc<dyn rustls::server::danger::ClientCertVerifier>,
+    counters: Arc<Counters>,
+}
+
+impl rustls::server::danger::ClientCertVerifier for TimedClientVerifier {
+    fn offer_client_auth(&self) -> bool {
+        self.inner.offer_client_auth()
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        self.inner.client_auth_mandatory()
+    }
+
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        self.inner.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+        let start = std::time::Instant::now();
+        let result = self
+            .inner
+            .verify_client_cert(end_entity, intermediates, now);
+        self.counters.client_verified(start.elapsed());
+        result
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        let start = std::time::Instant::now();
+        let result = self.inner.verify_tls12_signature(message, cert, dss);
+        self.counters.client_verification_continued(start.elapsed());
+        result
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        let start = std::time::Instant::now();
+        let result = self.inner.verify_tls13_signature(message, cert, dss);
+        self.counters.client_verification_continued(start.elapsed());
+        result
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+
+    fn requires_raw_public_keys(&self) -> bool {
+        self.inner.requires_raw_public_keys()
+    }
 }
 
 /// One lab server's TLS configurations (TCP and QUIC share sessions and tickets).
@@ -150,7 +228,7 @@ impl Lab {
         settings: &ServerSettings,
     ) -> Result<Lab, Error> {
         let counters = Arc::<Counters>::default();
-        let client_verifier = client_verifier(&settings.client_roots)?;
+        let client_verifier = client_verifier(&settings.client_roots, &counters)?;
         let mut tcp = ServerConfig::builder_with_provider(server_provider())
             .with_protocol_versions(&[&rustls::version::TLS12, &rustls::version::TLS13])?
             .with_client_cert_verifier(client_verifier.clone())

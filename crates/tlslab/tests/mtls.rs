@@ -93,6 +93,132 @@ fn a_lab_server_that_requires_client_certificates_gets_the_labs_and_costs_more()
 }
 
 #[test]
+fn each_mutual_tls_step_is_timed_on_both_sides_in_every_pairing() {
+    // Every client library against every server library, TLS 1.2 and 1.3, with an RSA and an
+    // ECDSA client certificate in two runs: the client's signature is the `client_signing`
+    // phase of every `on` sample, the messages it added are `client_certificate_bytes`, and
+    // the lab server's checks are counted and timed per trial.
+    let dir = scratch("mtls-steps");
+    for profile in ["rsa2048", "ecdsa-p256"] {
+        let Finished { db, summary, .. } = Run::new(&dir, profile)
+            .args("--mtls off,on --client-backend rustls,openssl --server-backend rustls,openssl")
+            .args("--tls 1.2,1.3 -n 20 --warmup 2")
+            .option("--client-cert-profile", profile)
+            .succeeds();
+        let all = count(&db, "SELECT COUNT(*) FROM samples");
+        assert_eq!(all, 16 * 22, "{summary}");
+        assert_eq!(count_samples(&db, "s.outcome = 'ok'"), all, "{summary}");
+        // On: a signature of its own, after the server's certificate was verified and before
+        // the client's Finished went out; and the messages' bytes.
+        assert_eq!(
+            count_samples(
+                &db,
+                "c.mtls = 1 AND s.client_signing > 0 AND s.client_sign_start >= s.cert_verify_end \
+                 AND s.client_sign_end <= s.client_finished_sent AND s.client_certificate_bytes > 0"
+            ),
+            all / 2,
+            "{profile}: {summary}"
+        );
+        // Off: nothing to sign, nothing sent.
+        assert_eq!(
+            count_samples(
+                &db,
+                "c.mtls = 0 AND s.client_signing IS NULL AND s.client_sign_start IS NULL \
+                 AND s.client_certificate_bytes IS NULL"
+            ),
+            all / 2
+        );
+        // The phases still add up to the handshake, the signature being one of them.
+        assert_eq!(
+            count_samples(
+                &db,
+                "COALESCE(s.dns, 0) + s.tcp_connect + s.client_hello_build + s.server_response \
+                 + s.server_flight + COALESCE(s.cert_validation, 0) + COALESCE(s.client_signing, 0) \
+                 + s.client_finish + s.server_finish = s.handshake"
+            ),
+            all
+        );
+        // Each library sends the same messages every time (an ECDSA signature's DER length
+        // varies by a byte or two). With an RSA client certificate both send the same
+        // chain; with the ECDSA P-256 one, whose root is also the root the client trusts for
+        // the server, OpenSSL completes the chain from its trust store and sends the root too
+        // (its automatic chain building), about 430 bytes more.
+        for version in ["1.2", "1.3"] {
+            let sizes: Vec<(String, i64, i64)> = rows(
+                &db,
+                "SELECT c.client_backend, MIN(s.client_certificate_bytes), MAX(s.client_certificate_bytes) \
+                 FROM samples s JOIN configs c ON c.id = s.config_id \
+                 WHERE c.mtls = 1 AND s.version = ?1 GROUP BY 1 ORDER BY 1",
+                [version],
+            );
+            let [(_, openssl_low, openssl_high), (_, rustls_low, rustls_high)] = sizes[..] else {
+                panic!("{sizes:?}");
+            };
+            assert!(
+                openssl_high - openssl_low <= 4 && rustls_high - rustls_low <= 4,
+                "{sizes:?}"
+            );
+            assert!(rustls_low > 300, "{sizes:?}");
+            let extra = openssl_low - rustls_low;
+            match profile {
+                "rsa2048" => assert!(extra.abs() <= 4, "{profile} TLS {version}: {sizes:?}"),
+                _ => assert!(
+                    (300..600).contains(&extra),
+                    "{profile} TLS {version}: {sizes:?}"
+                ),
+            }
+        }
+        // The server: `on` trials count and time its checks of client certificates, `off`
+        // trials check nothing. Per trial the count need not match the attempts: in TLS 1.3
+        // the client is done once its Finished is sent, so the server may check the last
+        // certificate of a trial during the next trial of that server (or never, when the
+        // client's reset arrives first). Every TLS 1.2 handshake was checked before the server's
+        // Finished, so at least those are counted, and never more than were attempted.
+        let (on_trials, timed, verified, attempted): (i64, i64, i64, i64) = row(
+            &db,
+            "SELECT COUNT(*), SUM(t.server_client_verify_ns IS NOT NULL), \
+             SUM(t.server_client_verifications), SUM(t.attempted) \
+             FROM trials t JOIN configs c ON c.id = t.config_id WHERE c.mtls = 1",
+        );
+        assert_eq!(timed, on_trials);
+        let tls12 = count_samples(&db, "c.mtls = 1 AND s.version = '1.2'");
+        assert!(
+            (tls12..=attempted).contains(&verified),
+            "{profile}: {verified} verified, {attempted} attempted"
+        );
+        assert!(
+            count(
+                &db,
+                "SELECT SUM(t.server_client_verify_ns) FROM trials t JOIN configs c ON c.id = t.config_id \
+                 WHERE c.mtls = 1"
+            ) > 0
+        );
+        assert_eq!(
+            count(
+                &db,
+                "SELECT COUNT(*) FROM trials t JOIN configs c ON c.id = t.config_id \
+                 WHERE c.mtls = 0 AND t.server_client_verifications IS NOT NULL"
+            ),
+            0
+        );
+        // The export carries the new columns.
+        let exported = tlslab_succeeds(&["export", db.to_str().unwrap()]);
+        let header = exported.lines().next().unwrap_or_default();
+        for column in [
+            "client_certificate_bytes",
+            "client_sign_start",
+            "client_sign_end",
+            "client_signing",
+        ] {
+            assert!(
+                header.split(',').any(|name| name == column),
+                "{column} not in {header}"
+            );
+        }
+    }
+}
+
+#[test]
 fn a_lab_server_that_requires_a_client_certificate_refuses_a_client_without_one_and_says_why() {
     // `tlslab serve --client-cert-profile` by hand is the server a target run meets: without
     // --client-cert every attempt fails, and the summary names the missing certificate.

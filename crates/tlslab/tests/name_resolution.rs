@@ -60,8 +60,8 @@ fn localhost() -> IpAddr {
 
 /// Samples whose additive phases do not add up to the handshake (dns included).
 const PARTS_MISMATCH: &str = "s.dns + s.tcp_connect + s.client_hello_build + s.server_response \
-     + s.server_flight + COALESCE(s.cert_validation, 0) + s.client_finish + s.server_finish \
-     != s.handshake";
+     + s.server_flight + COALESCE(s.cert_validation, 0) + COALESCE(s.client_signing, 0) \
+     + s.client_finish + s.server_finish != s.handshake";
 
 fn name_resolution(db: &std::path::Path) -> serde_json::Value {
     let environment: String = value(db, "SELECT environment FROM runs");
@@ -193,6 +193,71 @@ fn a_pinned_name_is_not_looked_up() {
         20
     );
     assert_eq!(count_samples(&per_attempt.db, PARTS_MISMATCH), 0);
+}
+
+#[test]
+fn an_address_that_refuses_falls_back_to_the_next_one() {
+    // A server on 127.0.0.1 only, reached under a name whose first address is ::1, where
+    // nothing listens (or, without IPv6 loopback, nothing can): every attempt goes on to
+    // 127.0.0.1, and each sample says which address and family it used.
+    let dir = scratch("dns-fallback");
+    let server = Server::start(IpAddr::from([127, 0, 0, 1])).unwrap();
+    let port = server.address.port();
+    let target = format!("localhost:{port}");
+    let used = format!("127.0.0.1:{port}");
+    let all_over_ipv4 = |db: &std::path::Path| {
+        assert_eq!(
+            count_samples(
+                db,
+                &format!("s.outcome = 'ok' AND s.address_family = 'ipv4' AND s.server = '{used}'")
+            ),
+            20
+        );
+        assert_eq!(
+            count_samples(
+                db,
+                PARTS_MISMATCH
+                    .replace("s.dns", "COALESCE(s.dns, 0)")
+                    .as_str()
+            ),
+            0
+        );
+    };
+    // The order given by a pin, so the machine's own resolver does not matter.
+    let pin = format!("localhost:{port}:[::1],127.0.0.1");
+    for (name, mode) in [("pinned", "once"), ("pinned-per-attempt", "per-attempt")] {
+        let run = Run::new(&dir, name)
+            .args("--insecure -n 20 --warmup 0")
+            .option("--dns", mode)
+            .option("--target", &target)
+            .option("--resolve", &pin)
+            .succeeds();
+        all_over_ipv4(&run.db);
+        // The environment keeps the resolver's preference; the samples what was used.
+        assert_eq!(
+            name_resolution(&run.db)[0]["used"],
+            format!("[::1]:{port}"),
+            "{name}"
+        );
+    }
+    // The machine's resolver, when it answers ::1 first for localhost.
+    let addresses: Vec<SocketAddr> = ("localhost", port)
+        .to_socket_addrs()
+        .map(Iterator::collect)
+        .unwrap_or_default();
+    if !(addresses.first().is_some_and(SocketAddr::is_ipv6) && addresses.contains(&server.address))
+    {
+        eprintln!(
+            "skipping the unpinned half: localhost resolves to {addresses:?} here, not ::1 first \
+             and then 127.0.0.1"
+        );
+        return;
+    }
+    let run = Run::new(&dir, "resolved")
+        .args("--insecure -n 20 --warmup 0")
+        .option("--target", &target)
+        .succeeds();
+    all_over_ipv4(&run.db);
 }
 
 #[test]

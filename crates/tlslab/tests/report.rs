@@ -398,7 +398,7 @@ fn a_schema_6_store_is_upgraded_when_opened() {
     let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
     assert!(export.contains("latency"), "{export}");
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
     let closed = count(
         &results,
         "SELECT count(*) FROM configs WHERE arrival_rate IS NULL",
@@ -437,7 +437,7 @@ fn a_schema_7_store_is_upgraded_when_opened() {
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
     let unresolved = count(
         &results,
         "SELECT count(*) FROM samples WHERE dns IS NULL AND resolved IS NULL AND address_family IS NULL",
@@ -470,7 +470,7 @@ fn a_schema_8_store_is_upgraded_when_opened() {
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
     let without = count(
         &results,
         "SELECT count(*) FROM configs WHERE mtls = 0 AND client_cert_profile IS NULL",
@@ -512,7 +512,7 @@ fn a_schema_9_store_gains_the_links_columns_empty() {
         html.to_str().unwrap(),
     ]);
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
     let trials = count(&results, "SELECT count(*) FROM trials");
     let empty = count(
         &results,
@@ -521,6 +521,62 @@ fn a_schema_9_store_gains_the_links_columns_empty() {
     );
     assert!(trials > 0);
     assert_eq!(empty, trials, "old trials carried no counted link");
+}
+
+#[test]
+fn a_schema_10_store_is_upgraded_when_opened() {
+    let (results, _) = report_of_a_run("report-upgrade-10");
+    {
+        // What tlslab wrote before each mutual-TLS step was timed: no client signature
+        // events, phase or message bytes on samples, no client verifications on trials.
+        let connection = rusqlite::Connection::open(&results).unwrap();
+        for column in [
+            "client_sign_start",
+            "client_sign_end",
+            "client_signing",
+            "client_certificate_bytes",
+        ] {
+            connection
+                .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
+                .unwrap();
+        }
+        for column in ["server_client_verifications", "server_client_verify_ns"] {
+            connection
+                .execute_batch(&format!("ALTER TABLE trials DROP COLUMN {column}"))
+                .unwrap();
+        }
+        connection
+            .execute_batch("PRAGMA user_version = 10")
+            .unwrap();
+    }
+    let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
+    let header: Vec<&str> = export
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split(',')
+        .collect();
+    for column in [
+        "client_certificate_bytes",
+        "client_signing",
+        "client_sign_start",
+    ] {
+        assert!(header.contains(&column), "{column} not in {header:?}");
+    }
+    assert_eq!(value::<i64>(&results, "PRAGMA user_version"), 11);
+    let unsigned = count(
+        &results,
+        "SELECT count(*) FROM samples WHERE client_signing IS NULL AND client_certificate_bytes IS NULL",
+    );
+    let all = count(&results, "SELECT count(*) FROM samples");
+    assert_eq!(unsigned, all, "old samples did not time a client signature");
+    assert_eq!(
+        count(
+            &results,
+            "SELECT count(*) FROM trials WHERE server_client_verifications IS NOT NULL"
+        ),
+        0
+    );
 }
 
 fn decode_png(path: &Path) -> (u32, u32, Vec<u8>) {

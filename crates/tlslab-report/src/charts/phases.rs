@@ -12,12 +12,16 @@ use crate::data::ReportData;
 
 /// One colour per additive phase, in phase order: network waits in blues, client work in
 /// greens, the server's in oranges.
-const PHASE_COLORS: [RGBColor; 7] = [
+/// One per [`Phase::PARTS`], so no part goes without its colour (a shorter list made `zip`
+/// drop the last parts silently).
+const PHASE_COLORS: [RGBColor; Phase::PARTS.len()] = [
+    RGBColor(198, 219, 239), // dns
     RGBColor(158, 202, 225), // tcp_connect
     RGBColor(116, 196, 118), // client_hello_build
     RGBColor(253, 141, 60),  // server_response
     RGBColor(253, 190, 133), // server_flight
     RGBColor(35, 139, 69),   // cert_validation
+    RGBColor(0, 90, 50),     // client_signing
     RGBColor(161, 217, 155), // client_finish
     RGBColor(49, 130, 189),  // server_finish
 ];
