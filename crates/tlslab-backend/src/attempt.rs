@@ -46,6 +46,9 @@ pub struct Attempt {
     /// whether the client sent one; `None` when it did not ask (or the library cannot tell).
     /// It explains failures the server reports only by an alert or a closed connection.
     pub client_certificate: Option<bool>,
+    /// The response's `Server` field, kept only for the request that opened its connection
+    /// (see [`Attempt::record_server`]).
+    pub server_software: Option<String>,
     /// Byte counts when the handshake ended: what the sample reports.
     handshake_bytes: Option<(u64, u64)>,
     /// When the last read returned, and the bytes received by then.
@@ -78,6 +81,7 @@ impl Attempt {
             connection: None,
             captured: None,
             client_certificate: None,
+            server_software: None,
             handshake_bytes: None,
             last_read: None,
             finished_pending: false,
@@ -102,6 +106,7 @@ impl Attempt {
         self.response = None;
         self.connection = None;
         self.client_certificate = None;
+        self.server_software = None;
         self.handshake_bytes = None;
         self.last_read = None;
         self.finished_pending = false;
@@ -255,6 +260,15 @@ impl Attempt {
             self.mark(Event::ResponseDone);
         }
         progress.complete
+    }
+
+    /// Keeps the response's `Server` field (ab's "Server Software") when this request opened
+    /// its connection: a server does not change on a kept connection, so later requests need
+    /// not store (nor allocate) it again.
+    pub fn record_server(&mut self, server: Option<&str>) {
+        if self.connection.is_none_or(|connection| connection.request == 1) {
+            self.server_software = server.map(str::to_owned);
+        }
     }
 
     /// Hands the attempt an observer whose findings [`Attempt::settle`] folds in.

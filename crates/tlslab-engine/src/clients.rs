@@ -74,6 +74,8 @@ enum KeptChannel {
     Plain(PlainChannel),
     /// HTTP/2 over any of them: hyper's client owns the channel.
     Http2(page::Http2Session),
+    /// HTTP/3: a QUIC connection, each request a new stream.
+    Quic(Box<tlslab_tls::QuicSession>),
 }
 
 /// Connections are numbered from 1 in the order they are opened, across the process (one run).
@@ -139,6 +141,7 @@ impl ConfigClient {
             KeptChannel::Openssl(channel) => exchange(channel, attempt, request, false).await,
             KeptChannel::Plain(channel) => exchange(channel, attempt, request, false).await,
             KeptChannel::Http2(session) => self.request_on(session, attempt).await,
+            KeptChannel::Quic(session) => session.request(attempt, &request.bytes).await,
         };
         match result {
             Ok(()) => {
@@ -290,14 +293,33 @@ impl Connector for ConfigClient {
             else {
                 return Err(another_library());
             };
+            if config.keep_alive {
+                if let Some(result) = self.on_kept(agent, attempt).await {
+                    return result;
+                }
+            }
             let options = QuicAttemptOptions {
                 capture: attempt.captured.is_some(),
                 ticket_deadline: attempt.origin + ticket_limit,
             };
             let address = self.address(attempt).await?;
-            return client
-                .quic_attempt(session, attempt, address, options)
-                .await;
+            let id = next_connection();
+            if self.request.is_some() {
+                attempt.connection = Some(ConnectionUse { id, request: 1 });
+            }
+            if !config.keep_alive {
+                return client
+                    .quic_attempt(session, attempt, address, options)
+                    .await;
+            }
+            let kept = client.quic_open(session, attempt, address, options).await?;
+            *agent.kept.lock().await = Some(Kept {
+                channel: KeptChannel::Quic(Box::new(kept)),
+                address,
+                id,
+                requests: 1,
+            });
+            return Ok(());
         }
         if let Some(page) = &config.page {
             return self.load_page(agent, attempt, page).await;

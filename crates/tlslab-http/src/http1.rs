@@ -126,6 +126,17 @@ fn trim(bytes: &[u8]) -> &[u8] {
     &bytes[start..end]
 }
 
+/// The value of the first field called `name` (ASCII, lowercase) among field lines, as text
+/// (bytes that are not UTF-8 replaced).
+fn field<'a>(mut fields: impl Iterator<Item = &'a [u8]>, name: &[u8]) -> Option<String> {
+    fields.find_map(|line| {
+        let colon = line.iter().position(|&byte| byte == b':')?;
+        line[..colon]
+            .eq_ignore_ascii_case(name)
+            .then(|| String::from_utf8_lossy(trim(&line[colon + 1..])).into_owned())
+    })
+}
+
 /// How a message's body is delimited (RFC 9112 6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Framing {
@@ -358,6 +369,7 @@ pub(crate) struct ResponseParser {
     head: HeadBuffer,
     body: Option<Body>,
     progress: Progress,
+    server: Option<String>,
 }
 
 impl ResponseParser {
@@ -367,6 +379,10 @@ impl ResponseParser {
 
     pub(crate) fn progress(&self) -> Progress {
         self.progress
+    }
+
+    pub(crate) fn server(&self) -> Option<&str> {
+        self.server.as_deref()
     }
 
     pub(crate) fn feed(&mut self, data: &[u8]) -> Result<(), HttpError> {
@@ -407,6 +423,7 @@ impl ResponseParser {
                 continue;
             }
             self.progress.status = Some(status);
+            self.server = field(self::lines(&section).skip(1), b"server");
             // RFC 9112 6.3: 204 and 304 never have a body; HEAD is never sent.
             let framing = if status == 204 || status == 304 {
                 Framing::Length(0)

@@ -40,7 +40,7 @@
 //!     outcome: Outcome::Ok, error: None, error_detail: None, negotiated: Negotiated::default(),
 //!     bytes_sent: 0, bytes_received: 0, client_hello_bytes: None, server_flight_bytes: None,
 //!     response: None, quic: None, insecure: false, client_address: None, server_address: None, observed: None,
-//!     connection: None, response_wire_bytes: None,
+//!     connection: None, response_wire_bytes: None, server_software: None,
 //! }))).unwrap();
 //! sink.finish(&RunEnd { complete: true, reason: None, duration_ns: 1, attempted: 1, errors: 0 })
 //!     .unwrap();
@@ -661,6 +661,18 @@ impl Store {
                 group: row.get(2)?,
             })
         })?;
+        Ok(rows.next().transpose()?)
+    }
+
+    /// The `Server` field of the Config's first response that had one (ab's "Server
+    /// Software"), warm-up included: with keep-alive, warm-up requests open the connections,
+    /// and only a connection's first request stores it.
+    pub fn server_software(&self, config_id: i64) -> Result<Option<String>, StoreError> {
+        let mut statement = self.connection.prepare(
+            "SELECT server_software FROM samples
+             WHERE config_id = ?1 AND server_software IS NOT NULL ORDER BY id LIMIT 1",
+        )?;
+        let mut rows = statement.query_map([config_id], |row| row.get(0))?;
         Ok(rows.next().transpose()?)
     }
 

@@ -230,6 +230,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
             "dns",
             "address_family",
             "client_certificate",
+            "server_software",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
@@ -255,7 +256,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
         &results,
         "SELECT count(*) FROM configs WHERE rtt_ns IS NULL",
     );
-    assert_eq!((version, loopback), (9, 4));
+    assert_eq!((version, loopback), (10, 4));
     let active = count(
         &results,
         "SELECT count(*) FROM runs WHERE source = 'active'",
@@ -304,6 +305,7 @@ fn a_schema_6_store_is_upgraded_when_opened() {
             "dns",
             "address_family",
             "client_certificate",
+            "server_software",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
@@ -314,7 +316,7 @@ fn a_schema_6_store_is_upgraded_when_opened() {
     let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
     assert!(export.contains("latency"), "{export}");
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     let closed = count(
         &results,
         "SELECT count(*) FROM configs WHERE arrival_rate IS NULL",
@@ -334,7 +336,13 @@ fn a_schema_7_store_is_upgraded_when_opened() {
         // What tlslab wrote before per-attempt lookups: no resolved event, dns phase or
         // address family, version 7.
         let connection = rusqlite::Connection::open(&results).unwrap();
-        for column in ["resolved", "dns", "address_family", "client_certificate"] {
+        for column in [
+            "resolved",
+            "dns",
+            "address_family",
+            "client_certificate",
+            "server_software",
+        ] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
                 .unwrap();
@@ -353,7 +361,7 @@ fn a_schema_7_store_is_upgraded_when_opened() {
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     let unresolved = count(
         &results,
         "SELECT count(*) FROM samples WHERE dns IS NULL AND resolved IS NULL AND address_family IS NULL",
@@ -369,9 +377,11 @@ fn a_schema_8_store_is_upgraded_when_opened() {
         // What tlslab wrote before mutual TLS with the lab server: no client_certificate on
         // samples, no mtls or client_cert_profile on configs, version 8.
         let connection = rusqlite::Connection::open(&results).unwrap();
-        connection
-            .execute_batch("ALTER TABLE samples DROP COLUMN client_certificate")
-            .unwrap();
+        for column in ["client_certificate", "server_software"] {
+            connection
+                .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
+                .unwrap();
+        }
         for column in ["mtls", "client_cert_profile"] {
             connection
                 .execute_batch(&format!("ALTER TABLE configs DROP COLUMN {column}"))
@@ -382,11 +392,11 @@ fn a_schema_8_store_is_upgraded_when_opened() {
     let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
     let header = export.lines().next().unwrap_or_default();
     assert!(
-        header.contains(",client_certificate,mtls,client_cert_profile,"),
+        header.contains(",client_certificate,mtls,client_cert_profile,server_software,"),
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     let without = count(
         &results,
         "SELECT count(*) FROM configs WHERE mtls = 0 AND client_cert_profile IS NULL",
