@@ -266,7 +266,10 @@ impl Attempt {
     /// its connection: a server does not change on a kept connection, so later requests need
     /// not store (nor allocate) it again.
     pub fn record_server(&mut self, server: Option<&str>) {
-        if self.connection.is_none_or(|connection| connection.request == 1) {
+        if self
+            .connection
+            .is_none_or(|connection| connection.request == 1)
+        {
             self.server_software = server.map(str::to_owned);
         }
     }

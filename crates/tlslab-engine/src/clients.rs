@@ -46,8 +46,10 @@ enum Library {
 #[derive(Clone)]
 pub struct Agent {
     sessions: Sessions,
-    /// Shared by the agent's clones, which all belong to one task: never contended.
-    kept: Arc<tokio::sync::Mutex<Option<Kept>>>,
+    /// Shared by the agent's clones, which all belong to one task: never contended, and
+    /// never held across an await (the connection is taken out for the request), so a plain
+    /// mutex, cheaper than tokio's.
+    kept: Arc<std::sync::Mutex<Option<Kept>>>,
 }
 
 #[derive(Clone)]
@@ -83,6 +85,12 @@ static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
 
 fn next_connection() -> u64 {
     CONNECTIONS.fetch_add(1, Ordering::Relaxed) + 1
+}
+
+impl Agent {
+    fn lock_kept(&self) -> std::sync::MutexGuard<'_, Option<Kept>> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl ConfigClient {
@@ -126,7 +134,7 @@ impl ConfigClient {
     /// was cut short (a timeout or a stop drops this future, and the connection with it).
     async fn on_kept(&self, agent: &Agent, attempt: &mut Attempt) -> Option<Result<(), Failure>> {
         let request = self.request.as_ref()?;
-        let mut kept = agent.kept.lock().await.take()?;
+        let mut kept = agent.lock_kept().take()?;
         kept.requests = kept.requests.saturating_add(1);
         attempt.without_handshake();
         attempt.peer_address = Some(kept.address);
@@ -145,7 +153,7 @@ impl ConfigClient {
         };
         match result {
             Ok(()) => {
-                *agent.kept.lock().await = Some(kept);
+                *agent.lock_kept() = Some(kept);
                 Some(Ok(()))
             }
             // The server had closed the connection (a keep-alive limit or timeout): nothing
@@ -313,7 +321,7 @@ impl Connector for ConfigClient {
                     .await;
             }
             let kept = client.quic_open(session, attempt, address, options).await?;
-            *agent.kept.lock().await = Some(Kept {
+            *agent.lock_kept() = Some(Kept {
                 channel: KeptChannel::Quic(Box::new(kept)),
                 address,
                 id,
@@ -339,7 +347,7 @@ impl Connector for ConfigClient {
             attempt.connection = Some(ConnectionUse { id, request: 1 });
         }
         let keep = |channel: KeptChannel| async move {
-            *agent.kept.lock().await = Some(Kept {
+            *agent.lock_kept() = Some(Kept {
                 channel,
                 address,
                 id,

@@ -358,10 +358,7 @@ impl Http2Session {
 
 /// An answer's `Server` field as text (a value that is not visible ASCII is left out).
 fn server_text(answer: &Answer) -> Option<&str> {
-    answer
-        .server
-        .as_ref()
-        .and_then(|value| value.to_str().ok())
+    answer.server.as_ref().and_then(|value| value.to_str().ok())
 }
 
 /// Connects to `address` for page mode's additional connections.

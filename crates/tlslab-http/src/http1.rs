@@ -126,14 +126,13 @@ fn trim(bytes: &[u8]) -> &[u8] {
     &bytes[start..end]
 }
 
-/// The value of the first field called `name` (ASCII, lowercase) among field lines, as text
-/// (bytes that are not UTF-8 replaced).
-fn field<'a>(mut fields: impl Iterator<Item = &'a [u8]>, name: &[u8]) -> Option<String> {
+/// The value of the first field called `name` (ASCII, any case) among field lines.
+fn field<'a>(mut fields: impl Iterator<Item = &'a [u8]>, name: &[u8]) -> Option<&'a [u8]> {
     fields.find_map(|line| {
         let colon = line.iter().position(|&byte| byte == b':')?;
         line[..colon]
             .eq_ignore_ascii_case(name)
-            .then(|| String::from_utf8_lossy(trim(&line[colon + 1..])).into_owned())
+            .then(|| trim(&line[colon + 1..]))
     })
 }
 
@@ -369,7 +368,10 @@ pub(crate) struct ResponseParser {
     head: HeadBuffer,
     body: Option<Body>,
     progress: Progress,
-    server: Option<String>,
+    /// The final response's header section, kept (it was allocated anyway) so that
+    /// [`ResponseParser::server`] reads the `Server` field only when asked: a load's
+    /// requests on a kept connection never ask.
+    final_head: Vec<u8>,
 }
 
 impl ResponseParser {
@@ -382,7 +384,8 @@ impl ResponseParser {
     }
 
     pub(crate) fn server(&self) -> Option<&str> {
-        self.server.as_deref()
+        let value = field(lines(&self.final_head).skip(1), b"server")?;
+        std::str::from_utf8(value).ok()
     }
 
     pub(crate) fn feed(&mut self, data: &[u8]) -> Result<(), HttpError> {
@@ -397,7 +400,8 @@ impl ResponseParser {
         if self.body.is_some() {
             return self.feed_body(data);
         }
-        let mut data = data.to_vec();
+        // Borrowed unless an interim response leaves the rest of the bytes to read again.
+        let mut data = std::borrow::Cow::Borrowed(data);
         loop {
             let Some(Head { section, rest }) = self.head.push(&data, "response")? else {
                 if !self.head.starts_with_partial(b"HTTP/") {
@@ -419,11 +423,11 @@ impl ResponseParser {
                     ));
                 }
                 // An interim response; the final one follows in the same bytes or later ones.
-                data = rest;
+                data = std::borrow::Cow::Owned(rest);
                 continue;
             }
             self.progress.status = Some(status);
-            self.server = field(self::lines(&section).skip(1), b"server");
+            self.final_head = section;
             // RFC 9112 6.3: 204 and 304 never have a body; HEAD is never sent.
             let framing = if status == 204 || status == 304 {
                 Framing::Length(0)

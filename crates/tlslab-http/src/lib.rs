@@ -373,7 +373,8 @@ impl ResponseReader {
     }
 
     /// The final response's `Server` field (what ab prints as "Server Software"), once its
-    /// header section has arrived; `None` when the server sent none.
+    /// header section has arrived; `None` when the server sent none (or, over HTTP/1.1, one
+    /// that is not UTF-8).
     pub fn server(&self) -> Option<&str> {
         match &self.parser {
             ResponseParser::Http11(parser) => parser.server(),

@@ -407,7 +407,10 @@ pub fn render_load_text(summary: &LoadSummary) -> String {
         let _ = writeln!(
             out,
             "  server     {} at {}",
-            config.server_software.as_deref().unwrap_or("(no Server field)"),
+            config
+                .server_software
+                .as_deref()
+                .unwrap_or("(no Server field)"),
             config.address
         );
         let mut failed = format!("{} failed", config.failed);

@@ -397,10 +397,16 @@ impl RunSummary {
                     error_examples.insert(class.clone(), example);
                 }
             }
-            let handshake_ms = Distribution::of_nanos(&store.phase_values(config.id, "handshake")?);
+            // Every phase the summary reads, in one pass over the Config's samples.
+            let names: Vec<&str> = ["handshake", "ttfb"]
+                .into_iter()
+                .chain(Phase::PARTS.iter().map(|phase| phase.name()))
+                .collect();
+            let mut timings = store.phases_values(config.id, &names)?.into_iter();
+            let handshake_ms = Distribution::of_nanos(&timings.next().unwrap_or_default());
+            let ttfb_ms = Distribution::of_nanos(&timings.next().unwrap_or_default());
             let mut phase_medians_ms = BTreeMap::new();
-            for phase in Phase::PARTS {
-                let values = store.phase_values(config.id, phase.name())?;
+            for (phase, values) in Phase::PARTS.iter().zip(timings) {
                 if let Some(summary) = Distribution::of_nanos(&values) {
                     phase_medians_ms.insert(phase.name().to_string(), summary.median);
                 }
@@ -530,7 +536,7 @@ impl RunSummary {
                 diagnoses,
                 handshake_ms,
                 transport: config.transport.clone(),
-                ttfb_ms: Distribution::of_nanos(&store.phase_values(config.id, "ttfb")?),
+                ttfb_ms,
                 client_hello_bytes: store.median_bytes(config.id, "client_hello_bytes")?,
                 server_flight_bytes: store.median_bytes(config.id, "server_flight_bytes")?,
                 early_data,

@@ -272,7 +272,9 @@ const FIELDS: &[Field] = &[
     config("client_cert_profile", "client_cert_profile"),
     // Schema 10: the response's `Server` field (ab's "Server Software"), on the request that
     // opened its connection.
-    sample("server_software", "TEXT", |s| text(s.server_software.as_deref())),
+    sample("server_software", "TEXT", |s| {
+        text(s.server_software.as_deref())
+    }),
     Field {
         name: "started_at",
         source: Source::Sample {

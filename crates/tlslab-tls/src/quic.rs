@@ -606,7 +606,10 @@ impl QuicSession {
         record_exchange(attempt, &exchanged);
         let (sent, received) = self.log.totals();
         attempt.sent(sent.saturating_sub(sent_before) as usize, exchanged.done);
-        attempt.received(received.saturating_sub(received_before) as usize, exchanged.done);
+        attempt.received(
+            received.saturating_sub(received_before) as usize,
+            exchanged.done,
+        );
         Ok(())
     }
 

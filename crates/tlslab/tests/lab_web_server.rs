@@ -242,7 +242,11 @@ fn ab_keeps_every_connection_alive_over_tls_and_plain_text() {
     }
     let software = |text: &str| fields(text).get("Server Software").cloned();
     let expected = format!("tlslab/{}", env!("CARGO_PKG_VERSION"));
-    assert_eq!(software(&ab_text).as_deref(), Some(expected.as_str()), "{ab_text}");
+    assert_eq!(
+        software(&ab_text).as_deref(),
+        Some(expected.as_str()),
+        "{ab_text}"
+    );
     assert_eq!(software(&our_text), software(&ab_text), "{our_text}");
 }
 

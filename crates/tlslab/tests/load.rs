@@ -90,7 +90,10 @@ fn https_and_plain_http_side_by_side_with_the_increase_at_each_concurrency() {
         count_samples(&db, "s.connection_request = 1"),
     );
     assert_eq!(
-        count_samples(&db, "s.server_software IS NOT NULL AND s.connection_request > 1"),
+        count_samples(
+            &db,
+            "s.server_software IS NOT NULL AND s.connection_request > 1"
+        ),
         0
     );
     assert!(
@@ -208,20 +211,32 @@ fn http3_keeps_one_quic_connection_per_agent() {
         "h3",
         &["--http", "3", "--transport", "quic", "-n", "300", "-c", "3"],
     );
-    assert!(output.contains("keepalive"), "keep-alive by default:\n{output}");
+    assert!(
+        output.contains("keepalive"),
+        "keep-alive by default:\n{output}"
+    );
     // Every measured request answered 200, each on a stream of a kept connection.
     assert_eq!(
-        count_samples(&db, "s.warmup = 0 AND s.outcome = 'ok' AND s.http_status = 200"),
+        count_samples(
+            &db,
+            "s.warmup = 0 AND s.outcome = 'ok' AND s.http_status = 200"
+        ),
         300
     );
     assert_eq!(count_samples(&db, "s.outcome != 'ok'"), 0);
     // Three agents, three QUIC connections (warm-up included), each opened by one handshake
     // that is stored with the request that opened it.
-    assert_eq!(count(&db, "SELECT COUNT(DISTINCT connection) FROM samples"), 3);
+    assert_eq!(
+        count(&db, "SELECT COUNT(DISTINCT connection) FROM samples"),
+        3
+    );
     assert_eq!(count_samples(&db, "s.connection IS NULL"), 0);
     assert_eq!(count_samples(&db, "s.handshake_done IS NOT NULL"), 3);
     assert_eq!(
-        count_samples(&db, "s.connection_request = 1 AND s.handshake_done IS NOT NULL"),
+        count_samples(
+            &db,
+            "s.connection_request = 1 AND s.handshake_done IS NOT NULL"
+        ),
         3
     );
     // A request on a kept connection shakes no hands but times its own stream.
@@ -245,7 +260,10 @@ fn http3_keeps_one_quic_connection_per_agent() {
         0
     );
     let requests = count(&db, "SELECT MAX(connection_request) FROM samples");
-    assert!(requests > 10, "connections carried {requests} requests at most");
+    assert!(
+        requests > 10,
+        "connections carried {requests} requests at most"
+    );
 }
 
 #[test]
