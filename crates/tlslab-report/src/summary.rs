@@ -397,14 +397,20 @@ impl RunSummary {
                     error_examples.insert(class.clone(), example);
                 }
             }
-            // Every phase the summary reads, in one pass over the Config's samples.
-            let names: Vec<&str> = ["handshake", "ttfb"]
+            // Every value of the successful samples the summary reads, in one pass over the
+            // Config's samples: byte counts, status, then the phases.
+            let names: Vec<&str> = tlslab_store::MEASURED_COUNTS
                 .into_iter()
+                .chain(["handshake", "ttfb"])
                 .chain(Phase::PARTS.iter().map(|phase| phase.name()))
                 .collect();
             let mut timings = store.phases_values(config.id, &names)?.into_iter();
-            let handshake_ms = Distribution::of_nanos(&timings.next().unwrap_or_default());
-            let ttfb_ms = Distribution::of_nanos(&timings.next().unwrap_or_default());
+            let mut next = || timings.next().unwrap_or_default();
+            let client_hello_bytes = Store::median_count(&next());
+            let server_flight_bytes = Store::median_count(&next());
+            let statuses = Store::count_statuses(&next());
+            let handshake_ms = Distribution::of_nanos(&next());
+            let ttfb_ms = Distribution::of_nanos(&next());
             let mut phase_medians_ms = BTreeMap::new();
             for (phase, values) in Phase::PARTS.iter().zip(timings) {
                 if let Some(summary) = Distribution::of_nanos(&values) {
@@ -515,7 +521,6 @@ impl RunSummary {
                 warnings.push(warning);
             }
             if config.http != "none" {
-                let statuses = store.status_counts(config.id)?;
                 if let Some(warning) = status_warning(&config, &statuses) {
                     warnings.push(warning);
                 }
@@ -537,8 +542,8 @@ impl RunSummary {
                 handshake_ms,
                 transport: config.transport.clone(),
                 ttfb_ms,
-                client_hello_bytes: store.median_bytes(config.id, "client_hello_bytes")?,
-                server_flight_bytes: store.median_bytes(config.id, "server_flight_bytes")?,
+                client_hello_bytes,
+                server_flight_bytes,
                 early_data,
                 replay,
                 ech,

@@ -220,6 +220,10 @@ pub struct NegotiatedRow {
     pub group: Option<String>,
 }
 
+/// Sample columns besides the timings that [`Store::phases_values`] reads: what a summary
+/// needs of a Config's successful measured samples.
+pub const MEASURED_COUNTS: [&str; 3] = ["client_hello_bytes", "server_flight_bytes", "http_status"];
+
 /// One measured request (a sample of a Config that sends one), as a load summary reads it;
 /// times in nanoseconds since the attempt started.
 #[derive(Debug, Clone, PartialEq)]
@@ -511,16 +515,17 @@ impl Store {
 
     /// [`Store::phase_values`] of several phases (or events) at once, in the order of
     /// `names`: one pass over the Config's samples instead of one per phase (a summary
-    /// reads ten of them, and on a large store each pass reads every sample's row).
+    /// reads ten of them, and on a large store each pass reads every sample's row). Besides
+    /// timings, `names` may hold the columns of [`MEASURED_COUNTS`].
     pub fn phases_values(
         &self,
         config_id: i64,
         names: &[&str],
     ) -> Result<Vec<Vec<f64>>, StoreError> {
-        if let Some(name) = names
-            .iter()
-            .find(|name| !columns::timing_columns().any(|column| column == **name))
-        {
+        if let Some(name) = names.iter().find(|name| {
+            !MEASURED_COUNTS.contains(name)
+                && !columns::timing_columns().any(|column| column == **name)
+        }) {
             return Err(StoreError::input(
                 format!("unknown metric '{name}'"),
                 format!(
@@ -707,6 +712,24 @@ impl Store {
         )?;
         let mut rows = statement.query_map([config_id], |row| row.get(0))?;
         Ok(rows.next().transpose()?)
+    }
+
+    /// Completed measured requests per HTTP status, in status order, from the values of
+    /// `http_status` ([`Store::phases_values`]): what [`Store::status_counts`] reads.
+    pub fn count_statuses(values: &[f64]) -> Vec<(i64, i64)> {
+        let mut counts = std::collections::BTreeMap::new();
+        for &status in values {
+            *counts.entry(status as i64).or_insert(0) += 1;
+        }
+        counts.into_iter().collect()
+    }
+
+    /// The median of a byte count's values ([`Store::phases_values`]), as
+    /// [`Store::median_bytes`] takes it: the upper middle value.
+    pub fn median_count(values: &[f64]) -> Option<i64> {
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        sorted.get(sorted.len() / 2).map(|&value| value as i64)
     }
 
     /// Every measured request of a Config, by outcome and then in sample order: what a load

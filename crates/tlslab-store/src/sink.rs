@@ -454,6 +454,20 @@ mod tests {
     }
 
     #[test]
+    fn counts_from_one_pass_match_the_queries_they_replace() {
+        // `ORDER BY` and the value at len / 2, as `median_bytes` takes it.
+        assert_eq!(
+            Store::median_count(&[300.0, 100.0, 200.0, 400.0]),
+            Some(300)
+        );
+        assert_eq!(Store::median_count(&[]), None);
+        assert_eq!(
+            Store::count_statuses(&[404.0, 200.0, 200.0]),
+            [(200, 2), (404, 1)]
+        );
+    }
+
+    #[test]
     fn samples_written_together_keep_their_order_around_other_records() {
         let experiment = Experiment {
             handshakes: 1,
