@@ -48,6 +48,9 @@ pub struct Attempt {
     pub client_certificate: Option<bool>,
     /// Bytes of the client's Certificate and CertificateVerify messages, when it sent them.
     pub client_certificate_bytes: Option<u64>,
+    /// The response's `Server` field, kept only for the request that opened its connection
+    /// (see [`Attempt::record_server`]).
+    pub server_software: Option<String>,
     /// Byte counts when the handshake ended: what the sample reports.
     handshake_bytes: Option<(u64, u64)>,
     /// When the last read returned, and the bytes received by then.
@@ -81,6 +84,7 @@ impl Attempt {
             captured: None,
             client_certificate: None,
             client_certificate_bytes: None,
+            server_software: None,
             handshake_bytes: None,
             last_read: None,
             finished_pending: false,
@@ -106,6 +110,7 @@ impl Attempt {
         self.connection = None;
         self.client_certificate = None;
         self.client_certificate_bytes = None;
+        self.server_software = None;
         self.handshake_bytes = None;
         self.last_read = None;
         self.finished_pending = false;
@@ -269,6 +274,18 @@ impl Attempt {
             self.mark(Event::ResponseDone);
         }
         progress.complete
+    }
+
+    /// Keeps the response's `Server` field (ab's "Server Software") when this request opened
+    /// its connection: a server does not change on a kept connection, so later requests need
+    /// not store (nor allocate) it again.
+    pub fn record_server(&mut self, server: Option<&str>) {
+        if self
+            .connection
+            .is_none_or(|connection| connection.request == 1)
+        {
+            self.server_software = server.map(str::to_owned);
+        }
     }
 
     /// Hands the attempt an observer whose findings [`Attempt::settle`] folds in.

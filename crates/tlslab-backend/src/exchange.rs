@@ -264,6 +264,9 @@ async fn answer<C: Channel>(
         channel.write(&acknowledgements)?;
         channel.send(attempt).await?;
     }
+    if progress.complete {
+        attempt.record_server(reader.server());
+    }
     Ok(attempt.record_response(&progress))
 }
 
@@ -397,6 +400,26 @@ mod tests {
         assert_eq!((response.status, response.body_bytes), (Some(200), 2_000));
         assert!(attempt.timeline.get(Event::FirstByte).is_some());
         assert!(attempt.timeline.get(Event::ResponseDone).is_some());
+        // The encoder's response names no server.
+        assert_eq!(attempt.server_software, None);
+    }
+
+    #[test]
+    fn the_server_field_is_kept_for_a_connections_first_request_only() {
+        let answer = b"HTTP/1.1 200 OK\r\nServer: lab/1\r\ncontent-length: 2\r\n\r\nok";
+        let on = |place: u32| {
+            let mut channel = Scripted::new(vec![answer.to_vec()]);
+            let mut attempt = Attempt::start();
+            attempt.handshake_done();
+            attempt.connection = Some(tlslab_core::ConnectionUse {
+                id: 1,
+                request: place,
+            });
+            block_on(exchange(&mut channel, &mut attempt, &request(), false)).unwrap();
+            attempt.server_software
+        };
+        assert_eq!(on(1).as_deref(), Some("lab/1"));
+        assert_eq!(on(2), None);
     }
 
     #[test]

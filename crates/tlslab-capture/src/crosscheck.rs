@@ -165,6 +165,7 @@ mod tests {
             server_address: None,
             connection: None,
             response_wire_bytes: None,
+            server_software: None,
             observed: Some(Box::new(Observed {
                 source: "test".into(),
                 vantage: Vantage::Local,

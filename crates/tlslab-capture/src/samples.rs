@@ -274,6 +274,7 @@ pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigK
         server_address: None,
         connection: None,
         response_wire_bytes: None,
+        server_software: None,
         observed: Some(Box::new(Observed {
             source: source.to_string(),
             vantage,

@@ -611,6 +611,10 @@ pub struct Sample {
     /// Bytes read from the socket for the response (headers, body and, over TLS, record
     /// overhead): what a load tester calls transferred; `None` without a request.
     pub response_wire_bytes: Option<u64>,
+    /// The response's `Server` field (ab's "Server Software"), stored for the request that
+    /// opened its connection only; `None` on later requests of a kept connection and when the
+    /// server sent none.
+    pub server_software: Option<String>,
 }
 
 /// Which connection carried a request, and how many requests it had carried with this one:

@@ -49,8 +49,10 @@ enum Library {
 #[derive(Clone)]
 pub struct Agent {
     sessions: Sessions,
-    /// Shared by the agent's clones, which all belong to one task: never contended.
-    kept: Arc<tokio::sync::Mutex<Option<Kept>>>,
+    /// Shared by the agent's clones, which all belong to one task: never contended, and
+    /// never held across an await (the connection is taken out for the request), so a plain
+    /// mutex, cheaper than tokio's.
+    kept: Arc<std::sync::Mutex<Option<Kept>>>,
 }
 
 #[derive(Clone)]
@@ -77,6 +79,8 @@ enum KeptChannel {
     Plain(PlainChannel),
     /// HTTP/2 over any of them: hyper's client owns the channel.
     Http2(page::Http2Session),
+    /// HTTP/3: a QUIC connection, each request a new stream.
+    Quic(Box<tlslab_tls::QuicSession>),
 }
 
 /// Connections are numbered from 1 in the order they are opened, across the process (one run).
@@ -84,6 +88,12 @@ static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
 
 fn next_connection() -> u64 {
     CONNECTIONS.fetch_add(1, Ordering::Relaxed) + 1
+}
+
+impl Agent {
+    fn lock_kept(&self) -> std::sync::MutexGuard<'_, Option<Kept>> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl ConfigClient {
@@ -128,7 +138,7 @@ impl ConfigClient {
     /// was cut short (a timeout or a stop drops this future, and the connection with it).
     async fn on_kept(&self, agent: &Agent, attempt: &mut Attempt) -> Option<Result<(), Failure>> {
         let request = self.request.as_ref()?;
-        let mut kept = agent.kept.lock().await.take()?;
+        let mut kept = agent.lock_kept().take()?;
         kept.requests = kept.requests.saturating_add(1);
         attempt.without_handshake();
         attempt.peer_address = Some(kept.address);
@@ -143,10 +153,11 @@ impl ConfigClient {
             KeptChannel::Openssl(channel) => exchange(channel, attempt, request, false).await,
             KeptChannel::Plain(channel) => exchange(channel, attempt, request, false).await,
             KeptChannel::Http2(session) => self.request_on(session, attempt).await,
+            KeptChannel::Quic(session) => session.request(attempt, &request.bytes).await,
         };
         match result {
             Ok(()) => {
-                *agent.kept.lock().await = Some(kept);
+                *agent.lock_kept() = Some(kept);
                 Some(Ok(()))
             }
             // The server had closed the connection (a keep-alive limit or timeout): nothing
@@ -306,6 +317,11 @@ impl Connector for ConfigClient {
             else {
                 return Err(another_library());
             };
+            if config.keep_alive {
+                if let Some(result) = self.on_kept(agent, attempt).await {
+                    return result;
+                }
+            }
             let options = QuicAttemptOptions {
                 capture: attempt.captured.is_some(),
                 ticket_deadline: attempt.origin + ticket_limit,
@@ -323,9 +339,23 @@ impl Connector for ConfigClient {
                         "the name resolved to no address",
                     )
                 })?;
-            return client
-                .quic_attempt(session, attempt, address, options)
-                .await;
+            let id = next_connection();
+            if self.request.is_some() {
+                attempt.connection = Some(ConnectionUse { id, request: 1 });
+            }
+            if !config.keep_alive {
+                return client
+                    .quic_attempt(session, attempt, address, options)
+                    .await;
+            }
+            let kept = client.quic_open(session, attempt, address, options).await?;
+            *agent.lock_kept() = Some(Kept {
+                channel: KeptChannel::Quic(Box::new(kept)),
+                address,
+                id,
+                requests: 1,
+            });
+            return Ok(());
         }
         if let Some(page) = &config.page {
             return self.load_page(agent, attempt, page).await;
@@ -341,7 +371,7 @@ impl Connector for ConfigClient {
             attempt.connection = Some(ConnectionUse { id, request: 1 });
         }
         let keep = |channel: KeptChannel| async move {
-            *agent.kept.lock().await = Some(Kept {
+            *agent.lock_kept() = Some(Kept {
                 channel,
                 address,
                 id,

@@ -105,6 +105,8 @@ struct Answer {
     status: u16,
     bytes: u64,
     headers_at: Instant,
+    /// The `Server` field, as text.
+    server: Option<hyper::header::HeaderValue>,
 }
 
 fn request(
@@ -128,6 +130,7 @@ fn request(
 async fn answer(response: hyper::Response<hyper::body::Incoming>) -> Result<Answer, Failure> {
     let headers_at = Instant::now();
     let status = response.status().as_u16();
+    let server = response.headers().get(hyper::header::SERVER).cloned();
     let body = response
         .into_body()
         .collect()
@@ -138,6 +141,7 @@ async fn answer(response: hyper::Response<hyper::body::Incoming>) -> Result<Answ
         status,
         bytes: body.len() as u64,
         headers_at,
+        server,
     })
 }
 
@@ -280,6 +284,7 @@ where
         }
     };
     tally.add(&document);
+    attempt.record_server(server_text(&document));
     attempt.mark(Event::ResponseDone);
     attempt.response = Some(Response {
         status: Some(document.status),
@@ -346,8 +351,14 @@ impl Http2Session {
             status: Some(answer.status),
             body_bytes: answer.bytes,
         });
+        attempt.record_server(server_text(&answer));
         Ok(())
     }
+}
+
+/// An answer's `Server` field as text (a value that is not visible ASCII is left out).
+fn server_text(answer: &Answer) -> Option<&str> {
+    answer.server.as_ref().and_then(|value| value.to_str().ok())
 }
 
 /// Connects to `address` for page mode's additional connections.

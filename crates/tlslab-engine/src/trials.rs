@@ -431,11 +431,11 @@ impl<C: Connector> Block<C> {
         }
         attempt.negotiated.client_certificate = attempt.client_certificate_status();
         let (bytes_sent, bytes_received) = attempt.handshake_bytes();
-        // Everything read after the handshake belongs to the response (QUIC counts its
-        // datagrams elsewhere, and page mode's many connections are not the attempt's: they
-        // report none).
+        // Everything read after the handshake belongs to the response (a QUIC connection
+        // that closes at once also reads its close and tickets, so only a kept one reports
+        // them; page mode's many connections are not the attempt's: they report none).
         let response_wire_bytes = (attempt.response.is_some()
-            && config.transport == tlslab_core::Transport::Tcp
+            && (config.transport == tlslab_core::Transport::Tcp || config.keep_alive)
             && config.page.is_none())
         .then(|| attempt.bytes_received.saturating_sub(bytes_received));
         Sample {
@@ -466,6 +466,7 @@ impl<C: Connector> Block<C> {
             server_address: attempt.peer_address,
             connection: attempt.connection,
             response_wire_bytes,
+            server_software: attempt.server_software,
             observed: None,
         }
     }

@@ -126,6 +126,16 @@ fn trim(bytes: &[u8]) -> &[u8] {
     &bytes[start..end]
 }
 
+/// The value of the first field called `name` (ASCII, any case) among field lines.
+fn field<'a>(mut fields: impl Iterator<Item = &'a [u8]>, name: &[u8]) -> Option<&'a [u8]> {
+    fields.find_map(|line| {
+        let colon = line.iter().position(|&byte| byte == b':')?;
+        line[..colon]
+            .eq_ignore_ascii_case(name)
+            .then(|| trim(&line[colon + 1..]))
+    })
+}
+
 /// How a message's body is delimited (RFC 9112 6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Framing {
@@ -358,6 +368,10 @@ pub(crate) struct ResponseParser {
     head: HeadBuffer,
     body: Option<Body>,
     progress: Progress,
+    /// The final response's header section, kept (it was allocated anyway) so that
+    /// [`ResponseParser::server`] reads the `Server` field only when asked: a load's
+    /// requests on a kept connection never ask.
+    final_head: Vec<u8>,
 }
 
 impl ResponseParser {
@@ -367,6 +381,11 @@ impl ResponseParser {
 
     pub(crate) fn progress(&self) -> Progress {
         self.progress
+    }
+
+    pub(crate) fn server(&self) -> Option<&str> {
+        let value = field(lines(&self.final_head).skip(1), b"server")?;
+        std::str::from_utf8(value).ok()
     }
 
     pub(crate) fn feed(&mut self, data: &[u8]) -> Result<(), HttpError> {
@@ -381,7 +400,8 @@ impl ResponseParser {
         if self.body.is_some() {
             return self.feed_body(data);
         }
-        let mut data = data.to_vec();
+        // Borrowed unless an interim response leaves the rest of the bytes to read again.
+        let mut data = std::borrow::Cow::Borrowed(data);
         loop {
             let Some(Head { section, rest }) = self.head.push(&data, "response")? else {
                 if !self.head.starts_with_partial(b"HTTP/") {
@@ -403,10 +423,11 @@ impl ResponseParser {
                     ));
                 }
                 // An interim response; the final one follows in the same bytes or later ones.
-                data = rest;
+                data = std::borrow::Cow::Owned(rest);
                 continue;
             }
             self.progress.status = Some(status);
+            self.final_head = section;
             // RFC 9112 6.3: 204 and 304 never have a body; HEAD is never sent.
             let framing = if status == 204 || status == 304 {
                 Framing::Length(0)

@@ -603,6 +603,7 @@ fn header_fragment<'a>(header: &FrameHeader, payload: &'a [u8]) -> Result<&'a [u
 struct ClientState {
     connection: Connection,
     progress: Progress,
+    server: Option<String>,
 }
 
 impl ClientState {
@@ -684,7 +685,12 @@ impl ClientState {
         if block.stream != OUR_STREAM || self.progress.complete {
             return Ok(());
         }
-        let interim = apply_response_fields(&mut self.progress, &block.fields, "HTTP/2")?;
+        let interim = apply_response_fields(
+            &mut self.progress,
+            &mut self.server,
+            &block.fields,
+            "HTTP/2",
+        )?;
         if interim {
             if block.end_stream {
                 return Err(HttpError::new(
@@ -713,12 +719,17 @@ impl ResponseParser {
             state: ClientState {
                 connection: Connection::new("server"),
                 progress: Progress::default(),
+                server: None,
             },
         }
     }
 
     pub(crate) fn progress(&self) -> Progress {
         self.state.progress
+    }
+
+    pub(crate) fn server(&self) -> Option<&str> {
+        self.state.server.as_deref()
     }
 
     pub(crate) fn feed(&mut self, data: &[u8]) -> Result<(), HttpError> {

@@ -262,6 +262,7 @@ impl Framer {
 pub(crate) struct ResponseParser {
     framer: Framer,
     progress: Progress,
+    server: Option<String>,
 }
 
 impl ResponseParser {
@@ -269,7 +270,12 @@ impl ResponseParser {
         ResponseParser {
             framer: Framer::new(),
             progress: Progress::default(),
+            server: None,
         }
+    }
+
+    pub(crate) fn server(&self) -> Option<&str> {
+        self.server.as_deref()
     }
 
     pub(crate) fn progress(&self) -> Progress {
@@ -281,7 +287,11 @@ impl ResponseParser {
             return Ok(());
         }
         self.progress.first_byte = true;
-        let Self { framer, progress } = self;
+        let Self {
+            framer,
+            progress,
+            server,
+        } = self;
         framer.feed(data, &mut |event| match event {
             Event::Headers(section) => {
                 let fields = qpack::decode_field_section(section).map_err(|error| {
@@ -289,7 +299,7 @@ impl ResponseParser {
                         "HTTP/3 response field section cannot be decoded: {error}"
                     ))
                 })?;
-                apply_response_fields(progress, &fields, "HTTP/3").map(|_| ())
+                apply_response_fields(progress, server, &fields, "HTTP/3").map(|_| ())
             }
             Event::Data(chunk) => {
                 if progress.status.is_none() {

@@ -276,9 +276,11 @@ fn parse_status(text: &[u8]) -> Option<u16> {
 
 /// Applies a decoded response field section (HTTP/2 or HTTP/3) to `progress`: the first
 /// final status is recorded, interim (1xx) responses are skipped, and a section without
-/// `:status` after the final one is the trailer section. Returns whether it was interim.
+/// `:status` after the final one is the trailer section; the final response's `server` field
+/// goes to `server`. Returns whether it was interim.
 fn apply_response_fields(
     progress: &mut Progress,
+    server: &mut Option<String>,
     fields: &[hpack::HeaderField],
     version: &str,
 ) -> Result<bool, HttpError> {
@@ -299,6 +301,8 @@ fn apply_response_fields(
                 return Ok(true);
             }
             progress.status = Some(status);
+            *server = hpack::find(fields, "server")
+                .map(|value| String::from_utf8_lossy(value).into_owned());
             Ok(false)
         }
         None if progress.status.is_some() => Ok(false),
@@ -365,6 +369,17 @@ impl ResponseReader {
         match &mut self.parser {
             ResponseParser::Http2(parser) => parser.take_output(),
             _ => Vec::new(),
+        }
+    }
+
+    /// The final response's `Server` field (what ab prints as "Server Software"), once its
+    /// header section has arrived; `None` when the server sent none (or, over HTTP/1.1, one
+    /// that is not UTF-8).
+    pub fn server(&self) -> Option<&str> {
+        match &self.parser {
+            ResponseParser::Http11(parser) => parser.server(),
+            ResponseParser::Http2(parser) => parser.server(),
+            ResponseParser::Http3(parser) => parser.server(),
         }
     }
 
@@ -520,6 +535,33 @@ mod tests {
             "{text}"
         );
         assert!(format!("{:?}", RequestReader::new(Version::Http3)).contains("Http3"));
+    }
+
+    #[test]
+    fn the_final_responses_server_field_is_kept() {
+        let mut reader = ResponseReader::new(Version::Http11);
+        reader
+            .feed(b"HTTP/1.1 103 Early Hints\r\nServer: early\r\n\r\n")
+            .unwrap();
+        reader
+            .feed(b"HTTP/1.1 200 OK\r\nSERVER:  nginx/1.22.1 \r\ncontent-length: 0\r\n\r\n")
+            .unwrap();
+        assert_eq!(reader.server(), Some("nginx/1.22.1"));
+        let mut bare = ResponseReader::new(Version::Http11);
+        bare.feed(&encode_response(Version::Http11, 0, 3)).unwrap();
+        assert_eq!(bare.server(), None);
+
+        let field = |name: &str, value: &str| hpack::HeaderField {
+            name: name.as_bytes().to_vec(),
+            value: value.as_bytes().to_vec(),
+        };
+        let (mut progress, mut server) = (Progress::default(), None);
+        let interim = [field(":status", "103"), field("server", "early")];
+        assert!(apply_response_fields(&mut progress, &mut server, &interim, "HTTP/2").unwrap());
+        assert_eq!(server, None);
+        let last = [field(":status", "200"), field("server", "tlslab/0.1.0")];
+        assert!(!apply_response_fields(&mut progress, &mut server, &last, "HTTP/2").unwrap());
+        assert_eq!(server.as_deref(), Some("tlslab/0.1.0"));
     }
 
     #[test]

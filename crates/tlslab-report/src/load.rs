@@ -101,6 +101,8 @@ pub struct LoadConfig {
     pub temp_key: Option<String>,
     /// The server name the client sent (HTTPS).
     pub server_name: Option<String>,
+    /// The first response's `Server` field (ab's "Server Software").
+    pub server_software: Option<String>,
 }
 
 /// A suite as IANA names it, as ab prints it (rustls writes TLS 1.3 suites `TLS13_...`).
@@ -287,6 +289,7 @@ impl LoadConfig {
                         .map_or(target.clone(), |(host, _)| host.to_string()),
                 })
             }),
+            server_software: store.server_software(config.id)?,
         })
     }
 }
@@ -401,6 +404,15 @@ pub fn render_load_text(summary: &LoadSummary) -> String {
     let mut out = String::new();
     for config in &summary.configs {
         let _ = writeln!(out, "{}", config.label);
+        let _ = writeln!(
+            out,
+            "  server     {} at {}",
+            config
+                .server_software
+                .as_deref()
+                .unwrap_or("(no Server field)"),
+            config.address
+        );
         let mut failed = format!("{} failed", config.failed);
         for (class, count) in &config.failures {
             let _ = write!(failed, ", {count} {class}");
@@ -515,6 +527,12 @@ pub fn render_ab(summary: &LoadSummary) -> String {
             config.label
         );
         out.push('\n');
+        // ab prints the line, empty, when the server sent no `Server` field.
+        let _ = writeln!(
+            out,
+            "Server Software:        {}",
+            config.server_software.as_deref().unwrap_or("")
+        );
         let _ = writeln!(out, "Server Hostname:        {host}");
         let _ = writeln!(out, "Server Port:            {port}");
         if let Some(protocol) = &config.tls_protocol {

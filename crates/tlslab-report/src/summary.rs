@@ -431,10 +431,22 @@ impl RunSummary {
                     error_examples.insert(class.clone(), example);
                 }
             }
-            let handshake_ms = Distribution::of_nanos(&store.phase_values(config.id, "handshake")?);
+            // Every value of the successful samples the summary reads, in one pass over the
+            // Config's samples: byte counts, status, then the phases.
+            let names: Vec<&str> = tlslab_store::MEASURED_COUNTS
+                .into_iter()
+                .chain(["handshake", "ttfb"])
+                .chain(Phase::PARTS.iter().map(|phase| phase.name()))
+                .collect();
+            let mut timings = store.phases_values(config.id, &names)?.into_iter();
+            let mut next = || timings.next().unwrap_or_default();
+            let client_hello_bytes = Store::median_count(&next());
+            let server_flight_bytes = Store::median_count(&next());
+            let statuses = Store::count_statuses(&next());
+            let handshake_ms = Distribution::of_nanos(&next());
+            let ttfb_ms = Distribution::of_nanos(&next());
             let mut phase_medians_ms = BTreeMap::new();
-            for phase in Phase::PARTS {
-                let values = store.phase_values(config.id, phase.name())?;
+            for (phase, values) in Phase::PARTS.iter().zip(timings) {
                 if let Some(summary) = Distribution::of_nanos(&values) {
                     phase_medians_ms.insert(phase.name().to_string(), summary.median);
                 }
@@ -546,7 +558,6 @@ impl RunSummary {
                 warnings.push(warning);
             }
             if config.http != "none" {
-                let statuses = store.status_counts(config.id)?;
                 if let Some(warning) = status_warning(&config, &statuses) {
                     warnings.push(warning);
                 }
@@ -567,9 +578,9 @@ impl RunSummary {
                 diagnoses,
                 handshake_ms,
                 transport: config.transport.clone(),
-                ttfb_ms: Distribution::of_nanos(&store.phase_values(config.id, "ttfb")?),
-                client_hello_bytes: store.median_bytes(config.id, "client_hello_bytes")?,
-                server_flight_bytes: store.median_bytes(config.id, "server_flight_bytes")?,
+                ttfb_ms,
+                client_hello_bytes,
+                server_flight_bytes,
                 early_data,
                 replay,
                 ech,

@@ -50,7 +50,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
-use hyper::header::{HeaderValue, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ALLOW, CONTENT_LENGTH, CONTENT_TYPE, SERVER};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -69,6 +69,10 @@ static ZEROS: [u8; CHUNK] = [0; CHUNK];
 
 /// How many HTTP/2 streams one connection may have open: h2load -m 100 and browsers fit.
 const MAX_STREAMS: u32 = 256;
+
+/// The `Server` field of every answer, as nginx sends `nginx/1.22.1`: load generators (ab's
+/// "Server Software", tlslab's own) show which server they measured.
+pub const SERVER_SOFTWARE: &str = concat!("tlslab/", env!("CARGO_PKG_VERSION"));
 
 /// The largest HTTP/2 header list accepted: tlslab pads 0-RTT requests with header fields up
 /// to the early-data limit (16 KiB), above hyper's default.
@@ -113,6 +117,7 @@ impl Site {
             HeaderValue::from_static("application/octet-stream"),
         );
         headers.insert(CONTENT_LENGTH, HeaderValue::from(size));
+        headers.insert(SERVER, HeaderValue::from_static(SERVER_SOFTWARE));
         response
     }
 
@@ -210,6 +215,7 @@ fn text(status: StatusCode, reason: &'static str) -> Response<SiteBody> {
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     headers.insert(CONTENT_LENGTH, HeaderValue::from(reason.len()));
+    headers.insert(SERVER, HeaderValue::from_static(SERVER_SOFTWARE));
     response
 }
 
@@ -302,6 +308,7 @@ mod tests {
         assert_eq!(root.status(), StatusCode::OK);
         assert_eq!(root.headers()[CONTENT_TYPE], "application/octet-stream");
         assert_eq!(root.headers()[CONTENT_LENGTH], "300");
+        assert_eq!(root.headers()[SERVER], SERVER_SOFTWARE);
         assert_eq!(body_of(root).await, vec![0; 300]);
         // Longer than the static buffer: several slices, exactly the length asked for.
         let size = CHUNK * 2 + 12_345;

@@ -275,6 +275,11 @@ const FIELDS: &[Field] = &[
     sample("client_certificate_bytes", "INTEGER", |s| {
         integer(s.client_certificate_bytes)
     }),
+    // Schema 12: the response's `Server` field (ab's "Server Software"), on the request that
+    // opened its connection.
+    sample("server_software", "TEXT", |s| {
+        text(s.server_software.as_deref())
+    }),
     Field {
         name: "started_at",
         source: Source::Sample {

@@ -430,6 +430,7 @@ mod tests {
             server_address: None,
             connection: None,
             response_wire_bytes: None,
+            server_software: None,
             observed: None,
         };
         sample.negotiated.version = Some("TLS 1.3, draft=x".into());

@@ -48,6 +48,6 @@ mod trust;
 
 pub use client::{replay_tcp, AgentSession, Client, Established};
 pub use error::Error;
-pub use quic::{replay_quic, QuicAttemptOptions};
+pub use quic::{replay_quic, QuicAttemptOptions, QuicSession};
 pub use quinn;
 pub use rustls;

@@ -266,11 +266,14 @@ struct Exchanged {
     first_byte: Option<Instant>,
     done: Instant,
     response: Response,
+    /// The response's `Server` field.
+    server: Option<String>,
     /// The HTTP/3 control stream stays open for the connection's life (closing it is an error).
-    _control: quinn::SendStream,
+    control: Option<quinn::SendStream>,
 }
 
-/// Sends the request on a new stream and reads the response to its end.
+/// Opens the connection's HTTP/3 control stream (with its SETTINGS), then sends the request
+/// on a new stream and reads the response to its end.
 async fn exchange_http3(
     connection: &quinn::Connection,
     request: &[u8],
@@ -280,6 +283,17 @@ async fn exchange_http3(
         .write_all(&tlslab_http::http3_control_stream())
         .await
         .map_err(stream_failure)?;
+    let mut exchanged = request_http3(connection, request).await?;
+    exchanged.control = Some(control);
+    Ok(exchanged)
+}
+
+/// Sends the request on a new stream of a connection whose control stream is open, and reads
+/// the response to its end.
+async fn request_http3(
+    connection: &quinn::Connection,
+    request: &[u8],
+) -> Result<Exchanged, Failure> {
     let (mut send, mut receive) = connection.open_bi().await.map_err(connection_failure)?;
     send.write_all(request).await.map_err(stream_failure)?;
     send.finish().map_err(stream_failure)?;
@@ -308,7 +322,8 @@ async fn exchange_http3(
                     status: progress.status,
                     body_bytes: progress.body_bytes,
                 },
-                _control: control,
+                server: reader.server().map(str::to_owned),
+                control: None,
             });
         }
         if ended {
@@ -335,6 +350,7 @@ fn record_exchange(attempt: &mut Attempt, exchanged: &Exchanged) {
         exchanged.done.max(done),
     );
     attempt.response = Some(exchanged.response);
+    attempt.record_server(exchanged.server.as_deref());
 }
 
 /// The client endpoint's configuration. quinn allocates and zeroes a receive buffer of
@@ -369,6 +385,21 @@ impl Client {
         address: SocketAddr,
         options: QuicAttemptOptions,
     ) -> Result<(), Failure> {
+        self.quic_open(session, attempt, address, options)
+            .await?
+            .close();
+        Ok(())
+    }
+
+    /// [`Client::quic_attempt`] without the close: the connection stays open for the agent's
+    /// next requests (HTTP/3 keep-alive), each a new stream ([`QuicSession::request`]).
+    pub async fn quic_open(
+        &self,
+        session: &AgentSession,
+        attempt: &mut Attempt,
+        address: SocketAddr,
+        options: QuicAttemptOptions,
+    ) -> Result<QuicSession, Failure> {
         let observed = session.observed.clone().ok_or_else(|| {
             Failure::new(ErrorClass::Local, "a TCP agent session cannot run QUIC")
         })?;
@@ -496,10 +527,12 @@ impl Client {
             packets_sent: statistics.path.sent_packets,
             packets_lost: statistics.path.lost_packets,
         });
-        connection.close(0u32.into(), b"");
-        drop(exchanged);
-        drop(endpoint);
-        Ok(())
+        Ok(QuicSession {
+            connection,
+            control: exchanged.and_then(|exchanged| exchanged.control),
+            log,
+            endpoint,
+        })
     }
 
     /// What the handshake negotiated. quinn does not expose rustls' session, but the client
@@ -538,6 +571,61 @@ impl Client {
                 .is_some();
             negotiated.resumed = Some(!verified);
         }
+    }
+}
+
+/// A QUIC connection an agent keeps for its HTTP/3 requests (keep-alive, as HTTP/2 keeps
+/// one TCP connection): the handshake was timed by [`Client::quic_open`]; each later request
+/// is a new stream on it.
+pub struct QuicSession {
+    connection: quinn::Connection,
+    /// The HTTP/3 control stream, open for the connection's life (closing it is an error).
+    control: Option<quinn::SendStream>,
+    /// The connection's datagram counts, for each request's bytes on the wire.
+    log: Arc<QuicLog>,
+    /// The endpoint drives the connection's socket: dropped last.
+    endpoint: quinn::Endpoint,
+}
+
+impl fmt::Debug for QuicSession {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("QuicSession")
+            .field("remote", &self.connection.remote_address())
+            .finish_non_exhaustive()
+    }
+}
+
+impl QuicSession {
+    /// One request on a new stream: `first_byte` when its first byte arrives, `response_done`
+    /// at its end, the response, and the datagram bytes sent and received meanwhile as the
+    /// attempt's (one request at a time per connection: they are this request's). A
+    /// connection the server closed fails before `first_byte`.
+    pub async fn request(&mut self, attempt: &mut Attempt, request: &[u8]) -> Result<(), Failure> {
+        let (sent_before, received_before) = self.log.totals();
+        let exchanged = match self.control {
+            Some(_) => request_http3(&self.connection, request).await?,
+            None => {
+                let mut exchanged = exchange_http3(&self.connection, request).await?;
+                self.control = exchanged.control.take();
+                exchanged
+            }
+        };
+        record_exchange(attempt, &exchanged);
+        let (sent, received) = self.log.totals();
+        attempt.sent(sent.saturating_sub(sent_before) as usize, exchanged.done);
+        attempt.received(
+            received.saturating_sub(received_before) as usize,
+            exchanged.done,
+        );
+        Ok(())
+    }
+
+    /// Closes the connection (CONNECTION_CLOSE with no error).
+    pub fn close(self) {
+        self.connection.close(0u32.into(), b"");
+        drop(self.control);
+        drop(self.endpoint);
     }
 }
 

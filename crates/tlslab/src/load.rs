@@ -57,16 +57,11 @@ fn parse_url(text: &str) -> Result<Url, CliError> {
     })
 }
 
-/// A load tester's defaults: HTTP/1.1, and keep-alive unless HTTP/3 is asked for (keep-alive
-/// runs HTTP/1.1 and HTTP/2 over TCP for now) or pages are loaded.
+/// A load tester's defaults: HTTP/1.1, and keep-alive (one connection per agent, TCP for
+/// HTTP/1.1 and HTTP/2, QUIC for HTTP/3) unless pages are loaded.
 fn base(args: &LoadArgs) -> Experiment {
-    let over_tcp = args.run.http.as_ref().is_none_or(|values| {
-        values
-            .iter()
-            .all(|value| matches!(value.parse::<Http>(), Ok(Http::Http11) | Ok(Http::Http2)))
-    });
     // Page mode opens its own connections.
-    let keep_alive = over_tcp && args.run.page.is_none();
+    let keep_alive = args.run.page.is_none();
     Experiment {
         http: vec![Http::Http11],
         keep_alive: vec![if keep_alive {

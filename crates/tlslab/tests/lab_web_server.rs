@@ -8,7 +8,7 @@
 
 mod support;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -201,19 +201,20 @@ fn ab_keeps_every_connection_alive_over_tls_and_plain_text() {
         }
     }
     // `tlslab load --format ab` prints every field ab prints, so scripts that read ab read
-    // tlslab; all but ab's "Server Software" (the response's Server header is not stored).
+    // tlslab, and the server's software as ab read it from the lab server's `Server` field.
     let lab = Lab::start("rustls");
     let url = lab.https("/");
-    let keys = |text: &str| -> BTreeSet<String> {
+    let fields = |text: &str| -> BTreeMap<String, String> {
         text.lines()
             .filter(|line| !line.starts_with(' '))
-            .filter_map(|line| line.split_once(":  ").map(|(key, _)| key.to_string()))
+            .filter_map(|line| line.split_once(":  "))
+            .map(|(key, value)| (key.to_string(), value.trim().to_string()))
             .collect()
     };
-    let theirs = keys(&succeeded(
-        Command::new(&ab).args(["-k", "-n", "200", "-c", "2", &url]),
-    ));
-    let ours = keys(&succeeded(
+    let keys = |text: &str| -> BTreeSet<String> { fields(text).into_keys().collect() };
+    let ab_text = succeeded(Command::new(&ab).args(["-k", "-n", "200", "-c", "2", &url]));
+    let theirs = keys(&ab_text);
+    let our_text = succeeded(
         Command::new(env!("CARGO_BIN_EXE_tlslab"))
             .args([
                 "load",
@@ -229,11 +230,9 @@ fn ab_keeps_every_connection_alive_over_tls_and_plain_text() {
             .arg("--out")
             .arg(scratch("ab-layout").join("load.db"))
             .env("TLSLAB_PKI_DIR", pki_dir()),
-    ));
-    let missing: Vec<&String> = theirs
-        .difference(&ours)
-        .filter(|key| key.as_str() != "Server Software")
-        .collect();
+    );
+    let ours = keys(&our_text);
+    let missing: Vec<&String> = theirs.difference(&ours).collect();
     assert!(
         missing.is_empty(),
         "ab prints {missing:?}, tlslab does not; ab: {theirs:?}, tlslab: {ours:?}"
@@ -241,6 +240,14 @@ fn ab_keeps_every_connection_alive_over_tls_and_plain_text() {
     for key in ["SSL/TLS Protocol", "Server Temp Key", "TLS Server Name"] {
         assert!(ours.contains(key), "{key}: {ours:?}");
     }
+    let software = |text: &str| fields(text).get("Server Software").cloned();
+    let expected = format!("tlslab/{}", env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        software(&ab_text).as_deref(),
+        Some(expected.as_str()),
+        "{ab_text}"
+    );
+    assert_eq!(software(&our_text), software(&ab_text), "{our_text}");
 }
 
 /// h2load's "requests: N total, N started, N done, N succeeded, N failed, N errored" line.

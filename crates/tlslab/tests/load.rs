@@ -83,6 +83,28 @@ fn https_and_plain_http_side_by_side_with_the_increase_at_each_concurrency() {
         count_samples(&db, "s.response_wire_bytes > s.response_bytes") >= 800,
         "the bytes on the wire include the response's headers"
     );
+    // The lab server's `Server` field, stored on each connection's first request only.
+    let software = format!("tlslab/{}", env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        count_samples(&db, &format!("s.server_software = '{software}'")),
+        count_samples(&db, "s.connection_request = 1"),
+    );
+    assert_eq!(
+        count_samples(
+            &db,
+            "s.server_software IS NOT NULL AND s.connection_request > 1"
+        ),
+        0
+    );
+    assert!(
+        output.contains(&format!("  server     {software} at 127.0.0.1:")),
+        "{output}"
+    );
+    let (_, json) = load(&dir, "json", &["-n", "20", "-c", "2", "--json"]);
+    assert!(
+        json.contains(&format!("\"server_software\": \"{software}\"")),
+        "{json}"
+    );
     // The reports carry the same figures.
     let markdown = dir.join("schemes.md");
     tlslab_succeeds(&[
@@ -159,6 +181,10 @@ fn the_ab_layout_reads_with_the_study_scripts_grep_lines() {
     assert_eq!(field("Failed requests:"), vec!["0", "0"]);
     assert_eq!(field("Concurrency Level:"), vec!["3", "3"]);
     assert_eq!(field("Keep-Alive requests:"), vec!["300"]);
+    // The lab server's `Server` field, from a connection's first response: with keep-alive
+    // that is a warm-up request's.
+    let software = format!("tlslab/{}", env!("CARGO_PKG_VERSION"));
+    assert_eq!(field("Server Software:"), vec![software.clone(), software]);
     for rate in field("Requests per second:") {
         // As the study's script read it: `grep "Requests per second" | awk '{print $4}'`.
         let number: f64 = rate.split_whitespace().next().unwrap().parse().unwrap();
@@ -178,20 +204,75 @@ fn the_ab_layout_reads_with_the_study_scripts_grep_lines() {
 }
 
 #[test]
+fn http3_keeps_one_quic_connection_per_agent() {
+    let dir = scratch("load-h3");
+    let (db, output) = load(
+        &dir,
+        "h3",
+        &["--http", "3", "--transport", "quic", "-n", "300", "-c", "3"],
+    );
+    assert!(
+        output.contains("keepalive"),
+        "keep-alive by default:\n{output}"
+    );
+    // Every measured request answered 200, each on a stream of a kept connection.
+    assert_eq!(
+        count_samples(
+            &db,
+            "s.warmup = 0 AND s.outcome = 'ok' AND s.http_status = 200"
+        ),
+        300
+    );
+    assert_eq!(count_samples(&db, "s.outcome != 'ok'"), 0);
+    // Three agents, three QUIC connections (warm-up included), each opened by one handshake
+    // that is stored with the request that opened it.
+    assert_eq!(
+        count(&db, "SELECT COUNT(DISTINCT connection) FROM samples"),
+        3
+    );
+    assert_eq!(count_samples(&db, "s.connection IS NULL"), 0);
+    assert_eq!(count_samples(&db, "s.handshake_done IS NOT NULL"), 3);
+    assert_eq!(
+        count_samples(
+            &db,
+            "s.connection_request = 1 AND s.handshake_done IS NOT NULL"
+        ),
+        3
+    );
+    // A request on a kept connection shakes no hands but times its own stream.
+    assert_eq!(
+        count_samples(
+            &db,
+            "s.connection_request > 1 AND (s.client_hello_sent IS NOT NULL OR s.handshake_done IS NOT NULL)"
+        ),
+        0
+    );
+    assert_eq!(
+        count_samples(
+            &db,
+            "s.first_byte IS NULL OR s.response_done IS NULL OR s.response_done < s.first_byte"
+        ),
+        0
+    );
+    // The datagrams it read carried the response: more bytes than its body.
+    assert_eq!(
+        count_samples(&db, "NOT (s.response_wire_bytes > s.response_bytes)"),
+        0
+    );
+    let requests = count(&db, "SELECT MAX(connection_request) FROM samples");
+    assert!(
+        requests > 10,
+        "connections carried {requests} requests at most"
+    );
+}
+
+#[test]
 fn urls_and_bad_urls() {
     let dir = scratch("load-urls");
     let output = tlslab(&["load", "ftp://example.com/"]);
     assert_user_error(&output, 2, "not http or https");
-    let output = tlslab(&[
-        "load",
-        "--keep-alive",
-        "on",
-        "--http",
-        "3",
-        "--transport",
-        "quic",
-    ]);
-    assert_user_error(&output, 2, "keep-alive runs HTTP/1.1 and HTTP/2 over TCP");
+    let output = tlslab(&["load", "--keep-alive", "on", "--resume", "tickets"]);
+    assert_user_error(&output, 2, "no next handshake to resume");
     // A URL is a target: the lab server of another process, by its plain address.
     let port = closed_port();
     let output = tlslab(&[

@@ -314,6 +314,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
             "dns",
             "address_family",
             "client_certificate",
+            "server_software",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
@@ -388,6 +389,7 @@ fn a_schema_6_store_is_upgraded_when_opened() {
             "dns",
             "address_family",
             "client_certificate",
+            "server_software",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
@@ -398,7 +400,7 @@ fn a_schema_6_store_is_upgraded_when_opened() {
     let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
     assert!(export.contains("latency"), "{export}");
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 11);
+    assert_eq!(version, 12);
     let closed = count(
         &results,
         "SELECT count(*) FROM configs WHERE arrival_rate IS NULL",
@@ -418,7 +420,13 @@ fn a_schema_7_store_is_upgraded_when_opened() {
         // What tlslab wrote before per-attempt lookups: no resolved event, dns phase or
         // address family, version 7.
         let connection = rusqlite::Connection::open(&results).unwrap();
-        for column in ["resolved", "dns", "address_family", "client_certificate"] {
+        for column in [
+            "resolved",
+            "dns",
+            "address_family",
+            "client_certificate",
+            "server_software",
+        ] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
                 .unwrap();
@@ -437,7 +445,7 @@ fn a_schema_7_store_is_upgraded_when_opened() {
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 11);
+    assert_eq!(version, 12);
     let unresolved = count(
         &results,
         "SELECT count(*) FROM samples WHERE dns IS NULL AND resolved IS NULL AND address_family IS NULL",
@@ -453,9 +461,11 @@ fn a_schema_8_store_is_upgraded_when_opened() {
         // What tlslab wrote before mutual TLS with the lab server: no client_certificate on
         // samples, no mtls or client_cert_profile on configs, version 8.
         let connection = rusqlite::Connection::open(&results).unwrap();
-        connection
-            .execute_batch("ALTER TABLE samples DROP COLUMN client_certificate")
-            .unwrap();
+        for column in ["client_certificate", "server_software"] {
+            connection
+                .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
+                .unwrap();
+        }
         for column in ["mtls", "client_cert_profile"] {
             connection
                 .execute_batch(&format!("ALTER TABLE configs DROP COLUMN {column}"))
@@ -466,11 +476,11 @@ fn a_schema_8_store_is_upgraded_when_opened() {
     let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
     let header = export.lines().next().unwrap_or_default();
     assert!(
-        header.contains(",client_certificate,mtls,client_cert_profile,"),
+        header.contains(",client_certificate,mtls,client_cert_profile,server_software,"),
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 11);
+    assert_eq!(version, 12);
     let without = count(
         &results,
         "SELECT count(*) FROM configs WHERE mtls = 0 AND client_cert_profile IS NULL",
@@ -512,7 +522,7 @@ fn a_schema_9_store_gains_the_links_columns_empty() {
         html.to_str().unwrap(),
     ]);
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 11);
+    assert_eq!(version, 12);
     let trials = count(&results, "SELECT count(*) FROM trials");
     let empty = count(
         &results,
@@ -563,7 +573,7 @@ fn a_schema_10_store_is_upgraded_when_opened() {
     ] {
         assert!(header.contains(&column), "{column} not in {header:?}");
     }
-    assert_eq!(value::<i64>(&results, "PRAGMA user_version"), 11);
+    assert_eq!(value::<i64>(&results, "PRAGMA user_version"), 12);
     let unsigned = count(
         &results,
         "SELECT count(*) FROM samples WHERE client_signing IS NULL AND client_certificate_bytes IS NULL",

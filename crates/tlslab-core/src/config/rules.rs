@@ -218,13 +218,8 @@ pub(super) fn invalid_session_reason(version: TlsVersion, session: Session) -> O
         if http == Http::None {
             return Some("keep-alive reuses a connection for requests: give --http 1.1".into());
         }
-        if transport == Transport::Quic || !matches!(http, Http::Http11 | Http::Http2) {
-            return Some(
-                "keep-alive runs HTTP/1.1 and HTTP/2 over TCP for now (--http 1.1,2; HTTP/3 \
-                 keeps one connection per agent in a later release)"
-                    .into(),
-            );
-        }
+        // HTTP/1.1 and HTTP/2 keep a TCP connection, HTTP/3 a QUIC one; a version on the
+        // other transport is refused below.
         if resume != Resume::Off || early_data > 0 {
             return Some(
                 "keep-alive keeps one connection per agent, so there is no next handshake to \
