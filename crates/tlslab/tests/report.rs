@@ -340,7 +340,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
         &results,
         "SELECT count(*) FROM configs WHERE rtt_ns IS NULL",
     );
-    assert_eq!((version, loopback), (10, 4));
+    assert_eq!((version, loopback), (12, 4));
     let active = count(
         &results,
         "SELECT count(*) FROM runs WHERE source = 'active'",
@@ -476,7 +476,7 @@ fn a_schema_8_store_is_upgraded_when_opened() {
     let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
     let header = export.lines().next().unwrap_or_default();
     assert!(
-        header.contains(",client_certificate,mtls,client_cert_profile,server_software,"),
+        header.contains(",client_certificate,mtls,client_cert_profile,client_certificate_bytes,server_software,"),
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
