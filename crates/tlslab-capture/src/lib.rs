@@ -67,7 +67,9 @@ pub struct Analyser<'a> {
     sink: &'a mut dyn Sink,
     flows: flows::Flows,
     quic: quic::QuicFlows,
-    configs: HashMap<ConfigKey, usize>,
+    /// Looked up once per connection: foldhash, seeded per process like the flow table,
+    /// costs less than SipHash on these string keys.
+    configs: HashMap<ConfigKey, usize, foldhash::fast::RandomState>,
     /// The first packet's time: Samples' `started_at` counts from it.
     run_start: Option<u64>,
     sources: Vec<String>,
@@ -86,7 +88,7 @@ impl<'a> Analyser<'a> {
             sink,
             flows: flows::Flows::default(),
             quic: quic::QuicFlows::default(),
-            configs: HashMap::new(),
+            configs: HashMap::default(),
             run_start: None,
             sources: Vec::new(),
             report: Report::default(),
