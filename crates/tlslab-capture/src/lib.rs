@@ -80,6 +80,8 @@ pub struct Analyser<'a> {
     stop: Option<Arc<AtomicBool>>,
     /// `--filter`: the packets of files it leaves out are not analysed.
     filter: Option<filter::Filter>,
+    /// Connections a segment completed, on their way to the sink (empty between segments).
+    done: Vec<flows::Connection>,
 }
 
 impl<'a> Analyser<'a> {
@@ -95,6 +97,7 @@ impl<'a> Analyser<'a> {
             failure: None,
             stop: None,
             filter: None,
+            done: Vec::new(),
         }
     }
 
@@ -154,7 +157,9 @@ impl<'a> Analyser<'a> {
             .report
             .span_ns
             .max(segment.timestamp_ns.saturating_sub(start));
-        let mut done = Vec::new();
+        // The vector is kept between segments: a connection is over a kilobyte, and a new
+        // vector for each handed-on connection cost an allocation of several.
+        let mut done = std::mem::take(&mut self.done);
         match &segment.transport {
             packets::Transport::Tcp(tcp) => self.flows.segment(
                 source,
@@ -173,9 +178,10 @@ impl<'a> Analyser<'a> {
                 &mut |connection| done.push(connection),
             ),
         }
-        for connection in done {
+        for connection in done.drain(..) {
             self.connection(&connection);
         }
+        self.done = done;
     }
 
     /// For a live capture, now and then: connections silent for a minute are given up, and
