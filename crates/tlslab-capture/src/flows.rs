@@ -105,7 +105,9 @@ struct Flow {
 pub struct Flows {
     table: HashMap<(SocketAddr, SocketAddr), Flow, foldhash::fast::RandomState>,
     since_sweep: u32,
-    /// Boxes of handed-on connections, for the next ones (see [`SPARE_STATES`]).
+    /// Boxes of handed-on connections, for the next ones (see [`SPARE_STATES`]): the
+    /// boxes themselves are what is reused, so they stay boxes in the vector.
+    #[allow(clippy::vec_box)]
     spare: Vec<Box<Open>>,
     pub counts: FlowCounts,
     /// A key log to decrypt TLS 1.3 handshakes with.
