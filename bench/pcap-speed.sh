@@ -5,8 +5,8 @@
 #
 #   bench/pcap-speed.sh [MEGABYTES]      (default 1000: a capture of at least 1 GB)
 #
-# The capture is real: tcpdump records active runs on loopback (TLS 1.2 and 1.3, rustls and
-# OpenSSL) until the file reaches the size; it is cached in $TMPDIR/tlslab-bench-<MB>.pcap.
+# The capture is real: tcpdump records active runs on loopback (TLS 1.2 and 1.3 over TCP,
+# rustls and OpenSSL, then a QUIC run) until the file reaches the size; it is cached in $TMPDIR/tlslab-bench-<MB>.pcap.
 # tshark extracts the same fields tlslab reads per handshake message: the frame time, the
 # TCP stream, the handshake types, versions, suites and server names. Needs root (tcpdump)
 # and tshark.
@@ -16,17 +16,26 @@ megabytes=${1:-1000}
 scripts/openssl >/dev/null
 cargo build --release -q -p tlslab
 tlslab=${CARGO_TARGET_DIR:-target}/release/tlslab
+# TLSLAB_RECORDER: another tlslab binary to record with (the capture does not depend on the
+# build under test, so a benchmark of a change can record with the build before it).
+recorder_binary=${TLSLAB_RECORDER:-$tlslab}
 capture=${TMPDIR:-/tmp}/tlslab-bench-$megabytes.pcap
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 if [ ! -s "$capture" ] || [ "$(stat -c %s "$capture")" -lt $((megabytes * 1000000)) ]; then
   echo "recording $capture (${megabytes} MB of handshakes on loopback)"
-  tcpdump -i lo --immediate-mode -B 65536 -Z root -U -w "$capture" tcp 2>"$work/tcpdump.log" &
+  tcpdump -i lo --immediate-mode -B 65536 -Z root -U -w "$capture" tcp or udp \
+    2>"$work/tcpdump.log" &
   recorder=$!
   until grep -q "listening on" "$work/tcpdump.log"; do sleep 0.1; done
   while [ "$(stat -c %s "$capture")" -lt $((megabytes * 1000000)) ]; do
-    $tlslab run --tls 1.2,1.3 --backend rustls,openssl -n 5000 -c 4 --warmup 0 --quiet \
+    $recorder_binary run --tls 1.2,1.3 --backend rustls,openssl -n 5000 -c 4 --warmup 0 \
+      --quiet --out "$work/run.db" > /dev/null
+    rm -f "$work/run.db"
+    # QUIC (TLS 1.3 inside QUIC Initial and Handshake packets): tshark decrypts the Initial
+    # packets and shows their handshake messages under tls.handshake, as tlslab reads them.
+    $recorder_binary run --transport quic -n 2000 -c 4 --warmup 0 --quiet \
       --out "$work/run.db" > /dev/null
     rm -f "$work/run.db"
   done

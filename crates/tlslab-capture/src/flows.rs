@@ -17,6 +17,10 @@ pub const IDLE_TIMEOUT_NS: u64 = 60_000_000_000;
 /// How often (in segments) idle connections are looked for.
 const SWEEP_EVERY: u32 = 8192;
 
+/// Connection states kept for reuse: one is over a kilobyte, and allocating it anew for
+/// every connection made the allocator merge its free lists each time.
+const SPARE_STATES: usize = 64;
+
 /// How a connection's handshake ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ending {
@@ -101,6 +105,10 @@ struct Flow {
 pub struct Flows {
     table: HashMap<(SocketAddr, SocketAddr), Flow, foldhash::fast::RandomState>,
     since_sweep: u32,
+    /// Boxes of handed-on connections, for the next ones (see [`SPARE_STATES`]): the
+    /// boxes themselves are what is reused, so they stay boxes in the vector.
+    #[allow(clippy::vec_box)]
+    spare: Vec<Box<Open>>,
     pub counts: FlowCounts,
     /// A key log to decrypt TLS 1.3 handshakes with.
     pub keys: Option<std::sync::Arc<crate::keys::KeyLog>>,
@@ -137,6 +145,16 @@ impl Flows {
             self.sweep(timestamp, emit);
         }
         let key = key(from, to);
+        // Most segments belong to connections already handed on (the application data,
+        // the ACKs): one look-up settles them. A SYN, a FIN or a reset takes the long way.
+        if !(tcp.syn || tcp.fin || tcp.rst) {
+            if let Some(flow) = self.table.get_mut(&key) {
+                if let State::Finished = flow.state {
+                    flow.last_packet = timestamp;
+                    return;
+                }
+            }
+        }
         // A SYN opens a new connection, unless it is the same SYN again (retransmitted
         // before the SYN-ACK came back).
         let opening = tcp.syn
@@ -181,7 +199,7 @@ impl Flows {
             };
             match roles {
                 Some((client, server)) => {
-                    flow.state = State::Open(Box::new(Open {
+                    let open = Open {
                         client,
                         server,
                         syn: None,
@@ -191,7 +209,14 @@ impl Flows {
                         to_server: Stream::default(),
                         to_client: Stream::default(),
                         handshake: Handshake::with_keys(self.keys.clone()),
-                    }))
+                    };
+                    flow.state = State::Open(match self.spare.pop() {
+                        Some(mut spare) => {
+                            *spare = open;
+                            spare
+                        }
+                        None => Box::new(open),
+                    });
                 }
                 None => {
                     self.counts.not_tls += 1;
@@ -206,10 +231,14 @@ impl Flows {
                 self.counts.not_tls += 1;
                 flow.state = State::Finished;
             } else if open.ready() {
-                let State::Open(open) = std::mem::replace(&mut flow.state, State::Finished) else {
+                let State::Open(mut open) = std::mem::replace(&mut flow.state, State::Finished)
+                else {
                     return;
                 };
                 emit(open.connection(Ending::Done, source));
+                if self.spare.len() < SPARE_STATES {
+                    self.spare.push(open);
+                }
             }
         }
         if let Some(sender) = ended_by {
@@ -244,6 +273,9 @@ impl Flows {
             ending
         };
         emit(open.connection(ending, flow.source));
+        if self.spare.len() < SPARE_STATES {
+            self.spare.push(open);
+        }
     }
 
     /// Ends connections silent for longer than [`IDLE_TIMEOUT_NS`] before `now`.
@@ -326,8 +358,10 @@ impl Open {
         {}
     }
 
-    fn connection(self: Box<Self>, ending: Ending, source: usize) -> Connection {
-        let open = *self;
+    /// The connection as handed on; its handshake is moved out, and the rest of the state
+    /// can be reused.
+    fn connection(&mut self, ending: Ending, source: usize) -> Connection {
+        let open = self;
         Connection {
             client: open.client,
             server: open.server,
@@ -337,7 +371,7 @@ impl Open {
             first_packet: open.first_packet,
             retransmissions: open.to_server.retransmissions + open.to_client.retransmissions,
             missing_bytes: open.to_server.missing_bytes + open.to_client.missing_bytes,
-            handshake: open.handshake,
+            handshake: std::mem::take(&mut open.handshake),
             ending,
             source,
             transport: "tcp",

@@ -67,7 +67,9 @@ pub struct Analyser<'a> {
     sink: &'a mut dyn Sink,
     flows: flows::Flows,
     quic: quic::QuicFlows,
-    configs: HashMap<ConfigKey, usize>,
+    /// Looked up once per connection: foldhash, seeded per process like the flow table,
+    /// costs less than SipHash on these string keys.
+    configs: HashMap<ConfigKey, usize, foldhash::fast::RandomState>,
     /// The first packet's time: Samples' `started_at` counts from it.
     run_start: Option<u64>,
     sources: Vec<String>,
@@ -78,6 +80,8 @@ pub struct Analyser<'a> {
     stop: Option<Arc<AtomicBool>>,
     /// `--filter`: the packets of files it leaves out are not analysed.
     filter: Option<filter::Filter>,
+    /// Connections a segment completed, on their way to the sink (empty between segments).
+    done: Vec<flows::Connection>,
 }
 
 impl<'a> Analyser<'a> {
@@ -86,13 +90,14 @@ impl<'a> Analyser<'a> {
             sink,
             flows: flows::Flows::default(),
             quic: quic::QuicFlows::default(),
-            configs: HashMap::new(),
+            configs: HashMap::default(),
             run_start: None,
             sources: Vec::new(),
             report: Report::default(),
             failure: None,
             stop: None,
             filter: None,
+            done: Vec::new(),
         }
     }
 
@@ -152,7 +157,9 @@ impl<'a> Analyser<'a> {
             .report
             .span_ns
             .max(segment.timestamp_ns.saturating_sub(start));
-        let mut done = Vec::new();
+        // The vector is kept between segments: a connection is over a kilobyte, and a new
+        // vector for each handed-on connection cost an allocation of several.
+        let mut done = std::mem::take(&mut self.done);
         match &segment.transport {
             packets::Transport::Tcp(tcp) => self.flows.segment(
                 source,
@@ -171,9 +178,10 @@ impl<'a> Analyser<'a> {
                 &mut |connection| done.push(connection),
             ),
         }
-        for connection in done {
+        for connection in done.drain(..) {
             self.connection(&connection);
         }
+        self.done = done;
     }
 
     /// For a live capture, now and then: connections silent for a minute are given up, and

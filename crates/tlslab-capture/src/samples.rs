@@ -155,7 +155,8 @@ pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigK
         }
     }
 
-    let hello = handshake.client_hello.clone().unwrap_or_default();
+    let no_hello = crate::tls::ClientHello::default();
+    let hello = handshake.client_hello.as_ref().unwrap_or(&no_hello);
     let server = handshake.server_hello.as_ref();
     let resumed = handshake.resumed();
     let negotiated = Negotiated {

@@ -201,28 +201,54 @@ impl Side {
     }
 }
 
+/// What the front of a stream's bytes holds.
+enum Frame {
+    /// A whole TLS record: its header, and its size with the header.
+    Whole([u8; 5], usize),
+    /// The start of one: more bytes are needed.
+    Incomplete,
+    /// Bytes that are not a TLS record.
+    Broken,
+}
+
+/// The TLS record at the front of `bytes`.
+fn record_frame(bytes: &[u8]) -> Frame {
+    let Some(&[content_type, major, minor, high, low]) = bytes.get(..5) else {
+        return Frame::Incomplete;
+    };
+    let length = usize::from(u16::from_be_bytes([high, low]));
+    if !(CHANGE_CIPHER_SPEC..=24).contains(&content_type) || major != 3 || length > MAX_RECORD {
+        return Frame::Broken;
+    }
+    if bytes.len() < 5 + length {
+        return Frame::Incomplete;
+    }
+    Frame::Whole([content_type, major, minor, high, low], 5 + length)
+}
+
+/// The size (header included) of the handshake message at the front of `bytes`, when it is
+/// all there.
+fn message_size(bytes: &[u8]) -> Option<usize> {
+    let header = bytes.get(..4)?;
+    let length =
+        (usize::from(header[1]) << 16) | (usize::from(header[2]) << 8) | usize::from(header[3]);
+    (bytes.len() >= 4 + length).then_some(4 + length)
+}
+
 /// The complete handshake messages at the front of `buffer`: type, body, and the times of
 /// their first and last byte.
 fn messages(buffer: &mut TimedBuffer) -> Vec<(u8, Vec<u8>, u64, u64)> {
-    // Few handshakes hold more than a handful of messages; the copies are small next to the
-    // records, which are read in place.
+    // Only messages split across records come here (see `handshake_messages`); the
+    // copies are few and small.
     let mut complete = Vec::new();
-    loop {
+    while let Some(size) = message_size(buffer.available()) {
         let available = buffer.available();
-        let Some(header) = available.get(..4) else {
-            return complete;
-        };
-        let kind = header[0];
-        let length =
-            (usize::from(header[1]) << 16) | (usize::from(header[2]) << 8) | usize::from(header[3]);
-        let Some(body) = available.get(4..4 + length) else {
-            return complete;
-        };
-        let body = body.to_vec();
-        let (first, last) = buffer.times(0, 4 + length);
-        buffer.consume(4 + length);
-        complete.push((kind, body, first, last));
+        let body = available[4..size].to_vec();
+        let (first, last) = buffer.times(0, size);
+        complete.push((available[0], body, first, last));
+        buffer.consume(size);
     }
+    complete
 }
 
 impl Handshake {
@@ -336,34 +362,49 @@ impl Handshake {
         }
         // The buffer is taken out while its records are handled, so each is read in place.
         let mut records = std::mem::take(&mut side.records);
-        records.push(bytes, timestamp, timestamp);
+        let mut rest = bytes;
         let mut broken = false;
-        loop {
+        if records.available().is_empty() {
+            // Nothing waits for more bytes (the common case: a segment holds whole records):
+            // the segment's records are read where they are, and only an incomplete last
+            // one is copied into the buffer. Every byte has the segment's time either way.
+            records.clear();
+            loop {
+                match record_frame(rest) {
+                    Frame::Whole(header, size) => {
+                        self.framed_record(
+                            direction,
+                            &header,
+                            &rest[5..size],
+                            timestamp,
+                            timestamp,
+                        );
+                        rest = &rest[size..];
+                    }
+                    Frame::Incomplete => break,
+                    Frame::Broken => {
+                        broken = true;
+                        rest = &[];
+                        break;
+                    }
+                }
+            }
+        }
+        records.push(rest, timestamp, timestamp);
+        while !broken {
             let available = records.available();
-            let Some(header) = available.get(..5) else {
-                break;
-            };
-            let content_type = header[0];
-            let length = usize::from(u16::from_be_bytes([header[3], header[4]]));
-            if !(CHANGE_CIPHER_SPEC..=24).contains(&content_type)
-                || header[1] != 3
-                || length > MAX_RECORD
-            {
-                broken = true;
-                records.clear();
-                break;
+            match record_frame(available) {
+                Frame::Whole(header, size) => {
+                    let (first, last) = records.times(0, size);
+                    self.framed_record(direction, &header, &available[5..size], first, last);
+                    records.consume(size);
+                }
+                Frame::Incomplete => break,
+                Frame::Broken => {
+                    broken = true;
+                    records.clear();
+                }
             }
-            let Some(payload) = available.get(5..5 + length) else {
-                break;
-            };
-            let record_header = [header[0], header[1], header[2], header[3], header[4]];
-            let (first, last) = records.times(0, 5 + length);
-            match direction {
-                Direction::ToServer => self.client.bytes += 5 + length as u64,
-                Direction::ToClient => self.server.bytes += 5 + length as u64,
-            }
-            self.record(direction, &record_header, payload, first, last);
-            records.consume(5 + length);
         }
         let side = match direction {
             Direction::ToServer => &mut self.client,
@@ -371,6 +412,22 @@ impl Handshake {
         };
         side.records = records;
         side.broken |= broken;
+    }
+
+    /// One whole record of `direction`'s stream, counted and read.
+    fn framed_record(
+        &mut self,
+        direction: Direction,
+        header: &[u8; 5],
+        payload: &[u8],
+        first: u64,
+        last: u64,
+    ) {
+        match direction {
+            Direction::ToServer => self.client.bytes += 5 + payload.len() as u64,
+            Direction::ToClient => self.server.bytes += 5 + payload.len() as u64,
+        }
+        self.record(direction, header, payload, first, last);
     }
 
     /// Handshake messages from QUIC CRYPTO frames, in order, with their packet's time: the
@@ -575,7 +632,21 @@ impl Handshake {
             Direction::ToServer => &mut self.client,
             Direction::ToClient => &mut self.server,
         };
-        side.messages.push(payload, first, last);
+        let mut rest = payload;
+        if side.messages.available().is_empty() {
+            // No message waits for more bytes: the record's whole messages are read in
+            // place, with the record's times, as the buffer would give them.
+            side.messages.clear();
+            while let Some(size) = message_size(rest) {
+                self.message(direction, rest[0], &rest[4..size], first, last);
+                rest = &rest[size..];
+            }
+        }
+        let side = match direction {
+            Direction::ToServer => &mut self.client,
+            Direction::ToClient => &mut self.server,
+        };
+        side.messages.push(rest, first, last);
         for (kind, body, first, last) in messages(&mut side.messages) {
             self.message(direction, kind, &body, first, last);
         }

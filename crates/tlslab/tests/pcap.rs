@@ -112,9 +112,12 @@ fn captured_run(
     let active = Run::new(dir, name).args(arguments).succeeds().db;
     let file = capture.stop();
     let passive = dir.join(format!("{name}-passive.db"));
+    let filter = servers_filter(&active);
     let mut command = vec![
         "pcap",
         file.to_str().unwrap(),
+        "--filter",
+        &filter,
         "--out",
         passive.to_str().unwrap(),
     ];
@@ -123,15 +126,32 @@ fn captured_run(
     Some((active, passive))
 }
 
-/// `tlslab pcap` of `capture` into `<dir>/passive.db`.
-fn read_capture(capture: &Path, dir: &Path) -> PathBuf {
+/// A BPF filter (tcpdump's syntax) that passes the packets of the lab servers of the run
+/// stored in `active`, TCP and UDP: a loopback capture read through it leaves out whatever
+/// else (other tests, other processes) used `lo` meanwhile, so its handshakes can be
+/// counted exactly.
+fn servers_filter(active: &Path) -> String {
+    let addresses = rows::<(String,)>(active, "SELECT DISTINCT address FROM configs", []);
+    let ports: Vec<String> = addresses
+        .iter()
+        .map(|(address,)| {
+            let (_, port) = address.rsplit_once(':').unwrap();
+            format!("port {port}")
+        })
+        .collect();
+    assert!(!ports.is_empty(), "the run stored its lab server's address");
+    ports.join(" or ")
+}
+
+/// `tlslab pcap` of `capture` into `<dir>/passive.db`, through `filter` when given.
+fn read_capture(capture: &Path, dir: &Path, filter: Option<&str>) -> PathBuf {
     let passive = dir.join("passive.db");
-    tlslab_succeeds(&[
-        "pcap",
-        capture.to_str().unwrap(),
-        "--out",
-        passive.to_str().unwrap(),
-    ]);
+    let mut command = vec!["pcap", capture.to_str().unwrap()];
+    if let Some(filter) = filter {
+        command.extend(["--filter", filter]);
+    }
+    command.extend(["--out", passive.to_str().unwrap()]);
+    tlslab_succeeds(&command);
     passive
 }
 
@@ -317,6 +337,8 @@ fn an_encrypted_client_hello_is_seen_as_offered_and_with_keys_as_accepted() {
     tlslab_succeeds(&[
         "pcap",
         file.to_str().unwrap(),
+        "--filter",
+        &servers_filter(&active),
         "--keylog",
         keys,
         "--out",
@@ -601,7 +623,7 @@ fn a_run_checks_its_own_timestamps_against_its_packets() {
         count_samples(&finished.db, "s.client LIKE '127.0.0.1:%'"),
         40
     );
-    let passive = read_capture(&capture, &dir);
+    let passive = read_capture(&capture, &dir, Some(&servers_filter(&finished.db)));
     assert_eq!(count_samples(&passive, "s.outcome = 'ok'"), 40);
 }
 
@@ -618,7 +640,7 @@ fn a_capture_in_the_client_namespace_sees_the_emulated_round_trip() {
         .option("--capture", capture.to_str().unwrap())
         .succeeds()
         .db;
-    let passive = read_capture(&capture, &dir);
+    let passive = read_capture(&capture, &dir, None);
     assert_eq!(count_samples(&passive, "s.outcome = 'ok'"), 15);
     // Seen from the client: the SYN exchange takes the round trip, and so does every
     // ServerHello (a lower bound: physics allows no less).
@@ -655,8 +677,12 @@ fn a_live_capture_stores_exactly_the_handshakes_of_a_run_and_stops_on_ctrl_c() {
     let dir = scratch("pcap-live");
     let live = dir.join("live.db");
     let packets = dir.join("live.pcap");
+    // A lab server on a port known beforehand, and a capture of its packets alone: other
+    // tests' handshakes on `lo` at the same time would change the counts.
+    let server = LabServer::start();
     let mut agent = Command::new(env!("CARGO_BIN_EXE_tlslab"))
         .args(["capture", "-i", "lo", "--out", live.to_str().unwrap()])
+        .args(["--filter", &format!("tcp port {}", server.port)])
         // The packets too, in files of about 20 kB each.
         .args(["--write", packets.to_str().unwrap(), "--rotate", "20kB"])
         .stdout(Stdio::piped())
@@ -668,7 +694,8 @@ fn a_live_capture_stores_exactly_the_handshakes_of_a_run_and_stops_on_ctrl_c() {
     let first = stderr.next().unwrap().unwrap();
     assert!(first.contains("capturing TLS handshakes on lo"), "{first}");
     let active = Run::new(&dir, "active")
-        .args("--tls 1.2,1.3 -n 15 --warmup 0")
+        .args("--tls 1.2,1.3 --insecure -n 15 --warmup 0")
+        .option("--target", format!("127.0.0.1:{}", server.port))
         .succeeds()
         .db;
     std::thread::sleep(std::time::Duration::from_millis(500));
@@ -713,7 +740,7 @@ fn every_handshake_survives_loss_and_the_retransmissions_are_counted() {
         .option("--capture", capture.to_str().unwrap())
         .succeeds()
         .db;
-    let passive = read_capture(&capture, &dir);
+    let passive = read_capture(&capture, &dir, None);
     let ok = "s.outcome = 'ok'";
     assert_eq!(count_samples(&passive, ok), count_samples(&active, ok));
     let retransmitted: i64 = value(&passive, "SELECT SUM(retransmissions) FROM samples");
@@ -851,11 +878,17 @@ fn a_live_capture_tells_prometheus_and_influxdb_what_it_stores() {
     let packets = dir.join("live.pcap");
     // The database does not exist yet: the agent creates it, as Telegraf does.
     let influx = format!("http://{}/write?db=tlslab", influxd.address);
+    // Only the handshakes of a lab server of its own are captured: other tests' on `lo`
+    // would change the counts.
+    let server = LabServer::start();
+    let filter = format!("tcp port {}", server.port);
     let mut agent = Command::new(env!("CARGO_BIN_EXE_tlslab"))
         .args([
             "capture",
             "-i",
             "lo",
+            "--filter",
+            &filter,
             "--metrics",
             "127.0.0.1:0",
             "--influx",
@@ -882,7 +915,8 @@ fn a_live_capture_tells_prometheus_and_influxdb_what_it_stores() {
         .unwrap_or_else(|| panic!("{serving}"))
         .to_string();
     Run::new(&dir, "active")
-        .args("--tls 1.2,1.3 -n 15 --warmup 0")
+        .args("--tls 1.2,1.3 --insecure -n 15 --warmup 0")
+        .option("--target", format!("127.0.0.1:{}", server.port))
         .succeeds();
     // Handshakes counted by what they negotiated: (version suite group, count).
     let scrape = || -> Vec<(String, i64)> {
