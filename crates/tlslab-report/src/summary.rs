@@ -343,6 +343,8 @@ pub struct ConfigSummary {
     pub client_cpu_per_handshake_ms: Option<f64>,
     /// Client CPU over trial time and cores: near 1 means the client was the bottleneck.
     pub client_cpu_utilization: Option<f64>,
+    /// Mutual TLS, step by step, when the client sent a certificate.
+    pub mutual_tls: Option<MutualTls>,
     /// Which side limited the rate, and how much of the median was queueing (lab server
     /// Configs, whose server CPU is measured).
     pub bottleneck: Option<crate::bottleneck::Bottleneck>,
@@ -360,6 +362,23 @@ pub struct ConfigSummary {
     pub network: Option<NetworkSummary>,
     /// An open loop's schedule and the latency from each intended start.
     pub open_loop: Option<crate::schedule::OpenLoop>,
+}
+
+/// What mutual TLS cost a Config's handshakes, step by step: the client's CertificateVerify
+/// signature (the `client_signing` phase), the lab server's check of the client's
+/// certificate (chain and signature, counted per trial by the server), and what the client's
+/// Certificate and CertificateVerify messages carried.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MutualTls {
+    /// Median of the `client_signing` phase, in ms.
+    pub client_signing_ms: Option<f64>,
+    /// The lab server's mean time per client certificate checked, in ms; `None` against a
+    /// target (its checks are not visible).
+    pub server_check_ms: Option<f64>,
+    /// Client certificates the lab server checked in the measured trials.
+    pub server_checks: Option<i64>,
+    /// Median bytes of the client's Certificate and CertificateVerify messages.
+    pub certificate_bytes: Option<i64>,
 }
 
 /// A run's summary.
@@ -443,6 +462,7 @@ impl RunSummary {
             let client_hello_bytes = Store::median_count(&next());
             let server_flight_bytes = Store::median_count(&next());
             let statuses = Store::count_statuses(&next());
+            let client_certificate_bytes = Store::median_count(&next());
             let handshake_ms = Distribution::of_nanos(&next());
             let ttfb_ms = Distribution::of_nanos(&next());
             let mut phase_medians_ms = BTreeMap::new();
@@ -452,6 +472,21 @@ impl RunSummary {
                 }
             }
             let totals = store.trial_totals(config.id)?;
+            let client_signing_ms = phase_medians_ms.get("client_signing").copied();
+            let server_checks = totals.client_verifications.filter(|&count| count > 0);
+            let mutual_tls = (client_signing_ms.is_some()
+                || client_certificate_bytes.is_some()
+                || server_checks.is_some())
+            .then(|| MutualTls {
+                client_signing_ms,
+                server_check_ms: server_checks.and_then(|count| {
+                    totals
+                        .client_verify_ns
+                        .map(|nanos| nanos as f64 / count as f64 / 1e6)
+                }),
+                server_checks,
+                certificate_bytes: client_certificate_bytes,
+            });
             let per_attempt = |nanos: i64| {
                 (totals.attempted > 0).then(|| nanos as f64 / totals.attempted as f64 / 1e6)
             };
@@ -589,6 +624,7 @@ impl RunSummary {
                 server_cpu_per_handshake_ms: totals.server_cpu_ns.and_then(per_attempt),
                 client_cpu_per_handshake_ms: per_attempt(totals.client_cpu_ns),
                 client_cpu_utilization,
+                mutual_tls,
                 bottleneck,
                 server_peak_rss_bytes: totals.server_peak_rss_bytes,
                 client_peak_rss_bytes: totals.client_peak_rss_bytes,

@@ -652,6 +652,25 @@ fn render_details(config: &crate::summary::ConfigSummary) -> String {
             thousands(flight as f64)
         );
     }
+    if let Some(mutual) = &config.mutual_tls {
+        let mut steps = Vec::new();
+        if let Some(signing) = mutual.client_signing_ms {
+            steps.push(format!("client signature {} ms (median)", millis(signing)));
+        }
+        if let (Some(check), Some(count)) = (mutual.server_check_ms, mutual.server_checks) {
+            steps.push(format!(
+                "server check {} ms per certificate (mean of {count})",
+                millis(check)
+            ));
+        }
+        if let Some(bytes) = mutual.certificate_bytes {
+            steps.push(format!(
+                "Certificate + CertificateVerify {} bytes (median)",
+                thousands(bytes as f64)
+            ));
+        }
+        let _ = writeln!(out, "  mutual TLS {}", steps.join(" · "));
+    }
     if !config.ech.is_empty() {
         let counts: Vec<String> = config
             .ech
@@ -795,6 +814,7 @@ mod tests {
             server_cpu_per_handshake_ms: Some(0.15),
             client_cpu_per_handshake_ms: Some(0.27),
             client_cpu_utilization: Some(0.3),
+            mutual_tls: None,
             bottleneck: None,
             server_peak_rss_bytes: None,
             client_peak_rss_bytes: 1,

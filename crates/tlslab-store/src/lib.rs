@@ -222,7 +222,12 @@ pub struct NegotiatedRow {
 
 /// Sample columns besides the timings that [`Store::phases_values`] reads: what a summary
 /// needs of a Config's successful measured samples.
-pub const MEASURED_COUNTS: [&str; 3] = ["client_hello_bytes", "server_flight_bytes", "http_status"];
+pub const MEASURED_COUNTS: [&str; 4] = [
+    "client_hello_bytes",
+    "server_flight_bytes",
+    "http_status",
+    "client_certificate_bytes",
+];
 
 /// One measured request (a sample of a Config that sends one), as a load summary reads it;
 /// times in nanoseconds since the attempt started.
@@ -305,6 +310,10 @@ pub struct TrialTotals {
     pub server_peak_rss_bytes: Option<i64>,
     pub client_cpu_ns: i64,
     pub client_peak_rss_bytes: i64,
+    /// Mutual TLS: the client certificates the lab server checked during the measured trials,
+    /// and the time that took; `None` when no trial counted any (no mutual TLS, a target).
+    pub client_verifications: Option<i64>,
+    pub client_verify_ns: Option<i64>,
 }
 
 /// What an emulated link carried during one trial.
@@ -675,7 +684,8 @@ impl Store {
         Ok(self.connection.query_row(
             "SELECT COALESCE(SUM(attempted), 0), COALESCE(SUM(duration_ns), 0),
                     SUM(server_user_ns + server_system_ns), MAX(server_peak_rss_bytes),
-                    COALESCE(SUM(client_user_ns + client_system_ns), 0), COALESCE(MAX(client_peak_rss_bytes), 0)
+                    COALESCE(SUM(client_user_ns + client_system_ns), 0), COALESCE(MAX(client_peak_rss_bytes), 0),
+                    SUM(server_client_verifications), SUM(server_client_verify_ns)
              FROM trials WHERE config_id = ?1 AND warmup = 0",
             [config_id],
             |row| {
@@ -686,6 +696,8 @@ impl Store {
                     server_peak_rss_bytes: row.get(3)?,
                     client_cpu_ns: row.get(4)?,
                     client_peak_rss_bytes: row.get(5)?,
+                    client_verifications: row.get(6)?,
+                    client_verify_ns: row.get(7)?,
                 })
             },
         )?)

@@ -102,9 +102,22 @@ fn each_mutual_tls_step_is_timed_on_both_sides_in_every_pairing() {
     for profile in ["rsa2048", "ecdsa-p256"] {
         let Finished { db, summary, .. } = Run::new(&dir, profile)
             .args("--mtls off,on --client-backend rustls,openssl --server-backend rustls,openssl")
-            .args("--tls 1.2,1.3 -n 20 --warmup 2")
+            .args("--tls 1.2,1.3 -n 20 --warmup 2 --verbose")
             .option("--client-cert-profile", profile)
             .succeeds();
+        // The summary gives each step of the eight `on` Configs, and none for the `off` ones.
+        let steps: Vec<&str> = summary
+            .lines()
+            .filter(|line| line.trim_start().starts_with("mutual TLS client signature"))
+            .collect();
+        assert_eq!(steps.len(), 8, "{summary}");
+        assert!(
+            steps
+                .iter()
+                .all(|line| line.contains("ms per certificate (mean of ")
+                    && line.contains("Certificate + CertificateVerify")),
+            "{steps:?}"
+        );
         let all = count(&db, "SELECT COUNT(*) FROM samples");
         assert_eq!(all, 16 * 22, "{summary}");
         assert_eq!(count_samples(&db, "s.outcome = 'ok'"), all, "{summary}");
