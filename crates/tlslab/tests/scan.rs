@@ -76,6 +76,17 @@ fn start_nginx(binary: &Path, name: &str, tls: &str) -> Server {
 }
 
 fn start_nginx_with(binary: &Path, name: &str, tls: &str, lab: &LabChain) -> Server {
+    start_nginx_beside(binary, name, tls, lab, "")
+}
+
+/// nginx as [`start_nginx_with`], with `beside` (more `server` blocks) in its `http` block.
+fn start_nginx_beside(
+    binary: &Path,
+    name: &str,
+    tls: &str,
+    lab: &LabChain,
+    beside: &str,
+) -> Server {
     let dir = scratch(name);
     let LabChain { chain, key, .. } = lab;
     let port = closed_port();
@@ -96,6 +107,7 @@ http {{
     add_header Strict-Transport-Security \"max-age=63072000\" always;
     location / {{ return 200 \"ok\\n\"; }}
   }}
+  {beside}
 }}
 "
     );
@@ -875,4 +887,116 @@ fn nginx_preferring_static_rsa_cbc_gets_a_minus() {
         ],
         "{grade}"
     );
+}
+
+/// nginx's count of accepted connections (`stub_status`'s "accepts"), read over plain HTTP
+/// from its status port; the reading's own connection is counted in it.
+fn accepted_connections(status_port: u16) -> u64 {
+    use std::io::{Read, Write};
+    let mut stream = TcpStream::connect(("127.0.0.1", status_port)).unwrap();
+    stream
+        .write_all(b"GET /status HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    // "server accepts handled requests\n 12 12 12"
+    let after = text
+        .split("requests")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no stub_status in {text}"));
+    after
+        .split_whitespace()
+        .next()
+        .and_then(|count| count.parse().ok())
+        .unwrap_or_else(|| panic!("no accepts count in {text}"))
+}
+
+#[test]
+fn the_cost_table_times_every_choice_of_mozilla_intermediate() {
+    let Some(binary) = nginx_binary() else {
+        eprintln!("SKIPPED: nginx is not installed (apt-get install nginx-light; .ci/run does)");
+        return;
+    };
+    let status_port = closed_port();
+    let beside = format!(
+        "server {{ listen 127.0.0.1:{status_port}; location /status {{ stub_status; }} }}"
+    );
+    let lab = lab_chain("ecdsa-p256");
+    let nginx = start_nginx_beside(
+        &binary,
+        "scan-cost-intermediate",
+        INTERMEDIATE_5_7,
+        &lab,
+        &beside,
+    );
+
+    // --no-timing: the scan's probes and nothing else reach the server.
+    let before = accepted_connections(status_port);
+    let report = scan_json_with(nginx.port, &["--no-timing"]);
+    let made = accepted_connections(status_port) - before - 1;
+    assert!(report["timing"].is_null(), "{}", report["timing"]);
+    assert_eq!(made, report["connections"].as_u64().unwrap());
+
+    // Timed (against the lab root, so the chain is verified as a client would): every
+    // version × suite × group the scan found has a row, each with its handshakes.
+    let before = accepted_connections(status_port);
+    let report = scan_json_with(
+        nginx.port,
+        &["--timing-handshakes", "5", "--ca", &lab.root],
+    );
+    let made = accepted_connections(status_port) - before - 1;
+    let timing = &report["timing"];
+    assert_eq!(timing["handshakes_per_choice"], 5, "{timing}");
+    assert_eq!(timing["certificate"], "ECDSA P-256");
+    assert_eq!(timing["verified"], true);
+    assert!(timing["error"].is_null(), "{timing}");
+    let rows = timing["rows"].as_array().unwrap();
+    // 3 TLS 1.3 suites × 3 groups, and the 3 ECDSA suites of TLS 1.2 × 3 curves.
+    assert_eq!(rows.len(), 18, "{timing}");
+    for row in rows {
+        assert!(row["not_timed"].is_null(), "{row}");
+        assert_eq!(row["handshakes"], 5, "{row}");
+        assert_eq!(row["errors"], 0, "{row}");
+        assert!(row["median_handshake_ms"].as_f64().unwrap() > 0.0, "{row}");
+        let response = row["median_server_response_ms"].as_f64().unwrap();
+        assert!(response > 0.0, "{row}");
+        // The response is one phase of the handshake.
+        assert!(response <= row["median_handshake_ms"].as_f64().unwrap(), "{row}");
+    }
+    let combination = |version: &str, suite: &str, group: &str| {
+        rows.iter().any(|row| {
+            row["version"] == version && row["suite"] == suite && row["group"] == group
+        })
+    };
+    assert!(combination("TLS 1.3", "TLS_CHACHA20_POLY1305_SHA256", "secp384r1"));
+    assert!(combination(
+        "TLS 1.2",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "x25519"
+    ));
+    // Each timed choice: five measured handshakes and one warm-up, and no more.
+    let timed = timing["connections"].as_u64().unwrap();
+    assert_eq!(timed, 18 * 6, "{timing}");
+    assert_eq!(made, report["connections"].as_u64().unwrap() + timed);
+
+    // The terminal report shows the table.
+    let target = format!("127.0.0.1:{}", nginx.port);
+    let text = tlslab_succeeds(&[
+        "scan",
+        &target,
+        "--sni",
+        "localhost",
+        "--timing-handshakes",
+        "2",
+    ]);
+    assert!(text.contains("cost         2 handshakes per choice"), "{text}");
+    assert!(text.contains("not verified"), "{text}");
+    let line = text
+        .lines()
+        .find(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            words.starts_with(&["TLS", "1.3", "TLS_AES_256_GCM_SHA384", "x25519", "rustls", "2"])
+        })
+        .unwrap_or_else(|| panic!("no cost row in {text}"));
+    assert!(line.trim_end().ends_with(" ms"), "{line}");
 }
