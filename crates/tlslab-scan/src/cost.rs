@@ -64,7 +64,11 @@ pub fn choices(report: &Report) -> Vec<Choice> {
                 }
             };
             // A version with suites but no group found still gets its suites listed.
-            let groups = if groups.is_empty() { vec![None] } else { groups };
+            let groups = if groups.is_empty() {
+                vec![None]
+            } else {
+                groups
+            };
             for group in groups {
                 choices.push(Choice {
                     version,

@@ -17,7 +17,8 @@ const SCAN_EXAMPLES: &str = "Examples:
   tlslab scan mail.example.com:465 example.org --concurrency 2 --timeout 10s
   tlslab scan 127.0.0.1:8443 --sni localhost --ca lab-root.pem
   tlslab scan example.com --timing-handshakes 40 --delay 50ms
-  tlslab scan example.com --no-timing";
+  tlslab scan example.com --no-timing
+  tlslab scan example.com --out scans.db && tlslab report scans.db";
 
 #[derive(Debug, Args)]
 #[command(after_help = SCAN_EXAMPLES)]
@@ -51,6 +52,11 @@ pub struct ScanArgs {
     /// Pause between two timed handshakes to one target (they run one at a time).
     #[arg(long, value_name = "DURATION")]
     pub delay: Option<String>,
+    /// Also store each target's scan in this results store (created if missing; a
+    /// store that exists keeps its runs and earlier scans), for `tlslab report` and
+    /// comparisons over time.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<std::path::PathBuf>,
 }
 
 fn from_scan_error(error: ScanError) -> CliError {
@@ -94,6 +100,15 @@ pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
             "give 1 or more (20 is the default), or --no-timing to skip the table",
         ));
     }
+    if let Some(path) = &args.out {
+        // Checked before the first connection: a scan is not made to be thrown away.
+        if path.exists() && !tlslab_store::is_store(path) {
+            return Err(CliError::usage(
+                format!("--out {}: not a tlslab results store", path.display()),
+                "give a new file (it is created) or a .db file tlslab wrote",
+            ));
+        }
+    }
     // Every target is checked before the first connection.
     let targets = args
         .targets
@@ -116,6 +131,9 @@ pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
     let mut reports = Vec::new();
     let mut failures = Vec::new();
     for target in &targets {
+        let started_unix_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos() as u64);
         match tlslab_scan::scan(target, &options) {
             Ok(mut report) => {
                 if !args.no_timing {
@@ -125,12 +143,13 @@ pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
                         timeout,
                         ca: args.ca.clone(),
                     };
-                    report.timing = Some(crate::scan_cost::time_choices(
-                        &report, target, &timing,
-                    ));
+                    report.timing = Some(crate::scan_cost::time_choices(&report, target, &timing));
                 }
                 if !args.json {
                     print_report(&report)?;
+                }
+                if let Some(path) = &args.out {
+                    store(path, &report, started_unix_ns)?;
                 }
                 reports.push(report);
             }
@@ -153,6 +172,25 @@ pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
     } else {
         EXIT_ENVIRONMENT
     })
+}
+
+/// Adds `report` to the results store at `path`.
+fn store(path: &std::path::Path, report: &Report, started_unix_ns: u64) -> Result<(), CliError> {
+    let json = serde_json::to_value(report)
+        .map_err(|error| CliError::environment(format!("cannot write JSON: {error}"), ""))?;
+    let scan = tlslab_store::NewScan {
+        scanned_at_unix_ns: started_unix_ns,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        command_line: std::env::args().collect(),
+        target: report.target.clone(),
+        address: report.address.clone(),
+        server_name: report.server_name.clone(),
+        grade: report.grade.letter.to_string(),
+        connections: report.connections + report.timing.as_ref().map_or(0, |t| t.connections),
+        report: json,
+    };
+    tlslab_store::add_scan(path, &scan)?;
+    Ok(())
 }
 
 fn print_report(report: &Report) -> Result<(), CliError> {

@@ -148,7 +148,11 @@ pub fn time_choices(report: &Report, target: &Target, options: &TimingOptions) -
     let mut costs = Costs {
         handshakes_per_choice: options.handshakes,
         warmup_per_choice: WARMUP,
-        certificate: report.certificates.chain.first().map(|leaf| leaf.key.clone()),
+        certificate: report
+            .certificates
+            .chain
+            .first()
+            .map(|leaf| leaf.key.clone()),
         verified: !base.insecure,
         ..Costs::default()
     };

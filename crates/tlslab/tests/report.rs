@@ -398,7 +398,7 @@ fn a_schema_6_store_is_upgraded_when_opened() {
     let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
     assert!(export.contains("latency"), "{export}");
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
     let closed = count(
         &results,
         "SELECT count(*) FROM configs WHERE arrival_rate IS NULL",
@@ -437,7 +437,7 @@ fn a_schema_7_store_is_upgraded_when_opened() {
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
     let unresolved = count(
         &results,
         "SELECT count(*) FROM samples WHERE dns IS NULL AND resolved IS NULL AND address_family IS NULL",
@@ -470,7 +470,7 @@ fn a_schema_8_store_is_upgraded_when_opened() {
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
     let without = count(
         &results,
         "SELECT count(*) FROM configs WHERE mtls = 0 AND client_cert_profile IS NULL",
@@ -512,7 +512,7 @@ fn a_schema_9_store_gains_the_links_columns_empty() {
         html.to_str().unwrap(),
     ]);
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
     let trials = count(&results, "SELECT count(*) FROM trials");
     let empty = count(
         &results,

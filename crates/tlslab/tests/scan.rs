@@ -918,9 +918,8 @@ fn the_cost_table_times_every_choice_of_mozilla_intermediate() {
         return;
     };
     let status_port = closed_port();
-    let beside = format!(
-        "server {{ listen 127.0.0.1:{status_port}; location /status {{ stub_status; }} }}"
-    );
+    let beside =
+        format!("server {{ listen 127.0.0.1:{status_port}; location /status {{ stub_status; }} }}");
     let lab = lab_chain("ecdsa-p256");
     let nginx = start_nginx_beside(
         &binary,
@@ -940,10 +939,7 @@ fn the_cost_table_times_every_choice_of_mozilla_intermediate() {
     // Timed (against the lab root, so the chain is verified as a client would): every
     // version × suite × group the scan found has a row, each with its handshakes.
     let before = accepted_connections(status_port);
-    let report = scan_json_with(
-        nginx.port,
-        &["--timing-handshakes", "5", "--ca", &lab.root],
-    );
+    let report = scan_json_with(nginx.port, &["--timing-handshakes", "5", "--ca", &lab.root]);
     let made = accepted_connections(status_port) - before - 1;
     let timing = &report["timing"];
     assert_eq!(timing["handshakes_per_choice"], 5, "{timing}");
@@ -961,14 +957,20 @@ fn the_cost_table_times_every_choice_of_mozilla_intermediate() {
         let response = row["median_server_response_ms"].as_f64().unwrap();
         assert!(response > 0.0, "{row}");
         // The response is one phase of the handshake.
-        assert!(response <= row["median_handshake_ms"].as_f64().unwrap(), "{row}");
+        assert!(
+            response <= row["median_handshake_ms"].as_f64().unwrap(),
+            "{row}"
+        );
     }
     let combination = |version: &str, suite: &str, group: &str| {
-        rows.iter().any(|row| {
-            row["version"] == version && row["suite"] == suite && row["group"] == group
-        })
+        rows.iter()
+            .any(|row| row["version"] == version && row["suite"] == suite && row["group"] == group)
     };
-    assert!(combination("TLS 1.3", "TLS_CHACHA20_POLY1305_SHA256", "secp384r1"));
+    assert!(combination(
+        "TLS 1.3",
+        "TLS_CHACHA20_POLY1305_SHA256",
+        "secp384r1"
+    ));
     assert!(combination(
         "TLS 1.2",
         "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
@@ -989,14 +991,148 @@ fn the_cost_table_times_every_choice_of_mozilla_intermediate() {
         "--timing-handshakes",
         "2",
     ]);
-    assert!(text.contains("cost         2 handshakes per choice"), "{text}");
+    assert!(
+        text.contains("cost         2 handshakes per choice"),
+        "{text}"
+    );
     assert!(text.contains("not verified"), "{text}");
     let line = text
         .lines()
         .find(|line| {
             let words: Vec<&str> = line.split_whitespace().collect();
-            words.starts_with(&["TLS", "1.3", "TLS_AES_256_GCM_SHA384", "x25519", "rustls", "2"])
+            words.starts_with(&[
+                "TLS",
+                "1.3",
+                "TLS_AES_256_GCM_SHA384",
+                "x25519",
+                "rustls",
+                "2",
+            ])
         })
         .unwrap_or_else(|| panic!("no cost row in {text}"));
     assert!(line.trim_end().ends_with(" ms"), "{line}");
+}
+
+#[test]
+fn scans_are_stored_beside_runs_and_reported() {
+    let Some(binary) = nginx_binary() else {
+        eprintln!("SKIPPED: nginx is not installed (apt-get install nginx-light; .ci/run does)");
+        return;
+    };
+    let nginx = start_nginx(&binary, "scan-store", INTERMEDIATE_5_7);
+    let target = format!("127.0.0.1:{}", nginx.port);
+    let dir = scratch("scan-store-files");
+
+    // A run's store as tlslab wrote it before scans were stored (schema 10).
+    let results = dir.join("r.db");
+    let results_text = results.to_str().unwrap();
+    tlslab_succeeds(&[
+        "run",
+        "--target",
+        &target,
+        "--sni",
+        "localhost",
+        "--insecure",
+        "--handshakes",
+        "5",
+        "--warmup",
+        "0",
+        "--out",
+        results_text,
+        "--quiet",
+    ]);
+    {
+        let connection = rusqlite::Connection::open(&results).unwrap();
+        connection
+            .execute_batch("DROP TABLE scans; PRAGMA user_version = 10")
+            .unwrap();
+    }
+    let scan_args = |extra: &[&str]| {
+        let mut args = vec!["scan", &target, "--sni", "localhost", "--out", results_text];
+        args.extend_from_slice(extra);
+        tlslab_succeeds(&args);
+    };
+    scan_args(&["--timing-handshakes", "2"]);
+    let version: i64 = value(&results, "PRAGMA user_version");
+    assert_eq!(version, 11);
+    scan_args(&["--no-timing"]);
+    assert_eq!(count(&results, "SELECT count(*) FROM scans"), 2);
+    assert_eq!(count(&results, "SELECT count(*) FROM runs"), 1);
+    let grades: Vec<String> = column(&results, "SELECT grade FROM scans ORDER BY id", []);
+    assert_eq!(grades, ["T", "T"]);
+    let stored: String = value(&results, "SELECT report FROM scans ORDER BY id LIMIT 1");
+    let stored: Value = serde_json::from_str(&stored).unwrap();
+    assert_eq!(stored["timing"]["rows"].as_array().unwrap().len(), 18);
+
+    // The run's report gains a scan section per scan.
+    let markdown = dir.join("r.md");
+    tlslab_succeeds(&["report", results_text, "-o", markdown.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&markdown).unwrap();
+    assert!(text.contains("## Summary"), "{text}");
+    let scans = text
+        .split("## Scans")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(
+        scans
+            .matches(&format!("### {target} (SNI localhost), "))
+            .count(),
+        2,
+        "{scans}"
+    );
+    for expected in [
+        "| versions | TLS 1.3, TLS 1.2 |",
+        "| TLS 1.3 groups | x25519, secp256r1, secp384r1 (",
+        "| certificate | O=tlslab, CN=localhost, ECDSA P-256, ecdsa-with-SHA256,",
+        "| grade | T (score ",
+        "- T: the chain is not trusted by the system roots",
+        "| 5.7 | intermediate | matches |",
+        "| 5.7 | modern | disable TLS 1.2 |",
+        "2 handshakes per choice after 1 warm-up",
+        "| TLS 1.3 | TLS_AES_128_GCM_SHA256 | x25519 | rustls | 2 | ",
+    ] {
+        assert!(scans.contains(expected), "'{expected}' not in {scans}");
+    }
+    // Only the timed scan has a cost table.
+    assert_eq!(
+        scans.matches("#### Cost of each choice").count(),
+        1,
+        "{scans}"
+    );
+
+    // A store of scans alone: an HTML report of them.
+    let alone = dir.join("scans.db");
+    tlslab_succeeds(&[
+        "scan",
+        &target,
+        "--sni",
+        "localhost",
+        "--timing-handshakes",
+        "2",
+        "--out",
+        alone.to_str().unwrap(),
+    ]);
+    let html = dir.join("scans.html");
+    tlslab_succeeds(&[
+        "report",
+        alone.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<h2 id=\"scans\">Scans</h2>"), "{page}");
+    assert!(page.contains("<h4>Cost of each choice</h4>"), "{page}");
+    assert!(
+        page.contains(
+            "<td>TLS 1.2</td><td class=\"text\">TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256</td>"
+        ),
+        "{page}"
+    );
+
+    // --out onto a file that is not a store: refused before any connection.
+    let text_file = dir.join("notes.txt");
+    std::fs::write(&text_file, "notes").unwrap();
+    let output = tlslab(&["scan", &target, "--out", text_file.to_str().unwrap()]);
+    assert_user_error(&output, 2, "not a tlslab results store");
+    assert_eq!(std::fs::read_to_string(&text_file).unwrap(), "notes");
 }
