@@ -1100,6 +1100,18 @@ fn scans_are_stored_beside_runs_and_reported() {
         "{scans}"
     );
 
+    // tlslab export --scans: one JSON line per scan, the scan's --json object inside.
+    let exported = tlslab_succeeds(&["export", results_text, "--scans"]);
+    let lines: Vec<Value> = exported
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{exported}");
+    assert_eq!(lines[0]["target"], target.as_str());
+    assert_eq!(lines[0]["scan"]["grade"]["letter"], "T");
+    assert_eq!(lines[0]["scan"]["timing"]["handshakes_per_choice"], 2);
+    assert!(lines[1]["scan"]["timing"].is_null());
+
     // A store of scans alone: an HTML report of them.
     let alone = dir.join("scans.db");
     tlslab_succeeds(&[
