@@ -139,3 +139,111 @@ impl Cost {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::certificate::Certificates;
+    use crate::grade::Grade;
+    use crate::scan::{DheParameters, GroupSupport, Order, VersionSupport};
+
+    fn support(
+        version: Version,
+        suites: &[(&str, u16)],
+        dhe: Vec<DheParameters>,
+    ) -> VersionSupport {
+        VersionSupport {
+            version: version.name().into(),
+            suites: suites.iter().map(|(name, _)| name.to_string()).collect(),
+            order: Order::Server,
+            dhe,
+            protocol: Some(version),
+            suite_ids: suites.iter().map(|(_, id)| *id).collect(),
+        }
+    }
+
+    fn groups(names: &[&str]) -> Option<GroupSupport> {
+        Some(GroupSupport {
+            groups: names.iter().map(|name| name.to_string()).collect(),
+            order: Order::Server,
+            group_ids: Vec::new(),
+        })
+    }
+
+    #[test]
+    fn choices_cross_suites_with_the_groups_their_key_exchange_uses() {
+        let report = Report {
+            target: "example.com:443".into(),
+            address: "192.0.2.1:443".into(),
+            server_name: None,
+            versions_offered: Vec::new(),
+            versions: vec![
+                support(
+                    Version::Tls13,
+                    &[("TLS_AES_128_GCM_SHA256", 0x1301)],
+                    Vec::new(),
+                ),
+                support(
+                    Version::Tls12,
+                    &[
+                        ("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", 0xc02f),
+                        ("TLS_DHE_RSA_WITH_AES_128_GCM_SHA256", 0x009e),
+                        ("TLS_RSA_WITH_AES_256_GCM_SHA384", 0x009d),
+                    ],
+                    vec![DheParameters {
+                        suite: "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256".into(),
+                        suite_id: 0x009e,
+                        bits: 2048,
+                        group: Some("ffdhe2048".into()),
+                    }],
+                ),
+                support(
+                    Version::Tls10,
+                    &[("TLS_RSA_WITH_AES_128_CBC_SHA", 0x002f)],
+                    Vec::new(),
+                ),
+            ],
+            groups_tls13: groups(&["x25519", "x25519mlkem768"]),
+            groups_tls12: groups(&["secp256r1"]),
+            secure_renegotiation: Some(true),
+            alpn: None,
+            certificates: Certificates::default(),
+            mozilla: Vec::new(),
+            grade: Grade::default(),
+            connections: 0,
+            seconds: 0.0,
+            probe_errors: Vec::new(),
+            timing: None,
+        };
+        let listed: Vec<(Version, String, Option<String>)> = choices(&report)
+            .into_iter()
+            .map(|choice| (choice.version, choice.suite, choice.group))
+            .collect();
+        let row = |version, suite: &str, group: Option<&str>| {
+            (version, suite.to_string(), group.map(str::to_string))
+        };
+        assert_eq!(
+            listed,
+            [
+                row(Version::Tls13, "TLS_AES_128_GCM_SHA256", Some("x25519")),
+                row(
+                    Version::Tls13,
+                    "TLS_AES_128_GCM_SHA256",
+                    Some("x25519mlkem768")
+                ),
+                row(
+                    Version::Tls12,
+                    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+                    Some("secp256r1")
+                ),
+                row(
+                    Version::Tls12,
+                    "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256",
+                    Some("ffdhe2048")
+                ),
+                row(Version::Tls12, "TLS_RSA_WITH_AES_256_GCM_SHA384", None),
+                row(Version::Tls10, "*", None),
+            ]
+        );
+    }
+}

@@ -634,6 +634,42 @@ fn nginx_as_mozilla_old_5_7_with_ffdhe2048() {
     assert!(!strings(&grade["notes"])
         .iter()
         .any(|n| n.contains("assumed")));
+    // The cost table: OpenSSL times the legacy suites tlslab knows (DHE with the server's
+    // ffdhe2048, CBC), the rest say why they were not timed.
+    let rows = report["timing"]["rows"].as_array().unwrap();
+    let row = |version: &str, suite: &str| {
+        rows.iter()
+            .find(|row| row["version"] == version && row["suite"] == suite)
+            .unwrap_or_else(|| panic!("no {version} {suite} in {rows:?}"))
+    };
+    let dhe = row("TLS 1.2", "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256");
+    assert_eq!(dhe["group"], "ffdhe2048", "{dhe}");
+    assert_eq!(dhe["backend"], "openssl", "{dhe}");
+    assert!(dhe["median_handshake_ms"].as_f64().unwrap() > 0.0, "{dhe}");
+    let cbc = row("TLS 1.2", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA");
+    assert_eq!(cbc["backend"], "openssl", "{cbc}");
+    assert!(cbc["handshakes"].as_u64().unwrap() > 0, "{cbc}");
+    let gcm = rows
+        .iter()
+        .find(|row| row["suite"] == "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")
+        .unwrap();
+    assert_eq!(gcm["backend"], "rustls", "{gcm}");
+    let tls10 = row("TLS 1.0", "*");
+    assert!(
+        tls10["not_timed"]
+            .as_str()
+            .unwrap()
+            .contains("TLS 1.2 and 1.3"),
+        "{tls10}"
+    );
+    let unknown = row("TLS 1.2", "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384");
+    assert!(
+        unknown["not_timed"]
+            .as_str()
+            .unwrap()
+            .contains("do not offer"),
+        "{unknown}"
+    );
     let text = tlslab_succeeds(&[
         "scan",
         &format!("127.0.0.1:{}", nginx.port),
