@@ -141,6 +141,9 @@ fn config_of(base: &Experiment, choice: &Choice) -> Result<(Config, Backend), St
     Err(why)
 }
 
+/// A row's Config (its index) and the client library timing it, or why it has none.
+type Planned = Result<(usize, Backend), String>;
+
 /// Times every choice `report` found; rows in the order of [`choices`].
 pub fn time_choices(report: &Report, target: &Target, options: &TimingOptions) -> Costs {
     let started = Instant::now();
@@ -157,8 +160,7 @@ pub fn time_choices(report: &Report, target: &Target, options: &TimingOptions) -
         ..Costs::default()
     };
     let mut configs: Vec<Config> = Vec::new();
-    // For each row: its Config's index and backend, or why it has none.
-    let mut planned: Vec<(Choice, Result<(usize, Backend), String>)> = Vec::new();
+    let mut planned: Vec<(Choice, Planned)> = Vec::new();
     for choice in choices(report) {
         let entry = config_of(&base, &choice).map(|(mut config, backend)| {
             config.index = configs.len();
