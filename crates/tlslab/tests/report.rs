@@ -325,6 +325,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
                 .unwrap();
         }
         connection.execute_batch("DROP TABLE replays").unwrap();
+        connection.execute_batch("DROP TABLE scans").unwrap();
         connection.execute_batch("PRAGMA user_version = 1").unwrap();
     }
     let html = results.with_file_name("upgraded.html");
@@ -339,7 +340,9 @@ fn a_version_1_store_is_upgraded_when_opened() {
         &results,
         "SELECT count(*) FROM configs WHERE rtt_ns IS NULL",
     );
-    assert_eq!((version, loopback), (10, 4));
+    assert_eq!((version, loopback), (11, 4));
+    // Schema 11's scans table is there, empty.
+    assert_eq!(count(&results, "SELECT count(*) FROM scans"), 0);
     let active = count(
         &results,
         "SELECT count(*) FROM runs WHERE source = 'active'",
