@@ -20,7 +20,9 @@ pub struct TimingOptions {
     /// Measured handshakes per choice (`--timing-handshakes`).
     pub handshakes: u64,
     /// The pause between two handshakes to the target (`--delay`): an open-loop schedule
-    /// at one attempt per delay. `None`: the next starts when the last ends.
+    /// at one attempt per delay, one block per choice (the first handshake of a choice
+    /// follows the last of the one before without it). `None`: the next starts when the
+    /// last ends.
     pub delay: Option<Duration>,
     /// Per handshake (`--timeout`).
     pub timeout: Duration,
@@ -79,6 +81,7 @@ impl Sink for Collector {
 /// The experiment every choice shares: the target, its name, what to trust, how many.
 fn base_experiment(report: &Report, target: &Target, options: &TimingOptions) -> Experiment {
     let verified = report.certificates.trusted == Some(true);
+    let delay = options.delay.filter(|delay| !delay.is_zero());
     Experiment {
         target: Some(target.to_string()),
         sni: report.server_name.clone(),
@@ -88,10 +91,14 @@ fn base_experiment(report: &Report, target: &Target, options: &TimingOptions) ->
         handshakes: options.handshakes,
         warmup: WARMUP,
         concurrency: vec![1],
-        arrival_rate: vec![match options.delay {
-            Some(delay) if !delay.is_zero() => ArrivalRate::PerSecond(1.0 / delay.as_secs_f64()),
-            _ => ArrivalRate::Closed,
+        arrival_rate: vec![match delay {
+            Some(delay) => ArrivalRate::PerSecond(1.0 / delay.as_secs_f64()),
+            None => ArrivalRate::Closed,
         }],
+        // The open loop spaces the attempts of one block; a block starts at once after the
+        // one before it. With a delay each choice is then one block, so only the step from
+        // one choice (or its warm-up) to the next goes without the pause.
+        block: delay.map(|_| options.handshakes),
         timeout: options.timeout,
         // Every handshake is timed; a failed one is counted, not a reason to stop.
         max_error_rate: 1.0,

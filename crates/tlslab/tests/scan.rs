@@ -1017,6 +1017,17 @@ fn the_cost_table_times_every_choice_of_mozilla_intermediate() {
     assert_eq!(timed, 18 * 6, "{timing}");
     assert_eq!(made, report["connections"].as_u64().unwrap() + timed);
 
+    // --delay spaces a choice's handshakes: 18 choices of 2 handshakes 50 ms apart cannot
+    // take less than 18 × 50 ms (a lower bound the schedule guarantees, not a speed).
+    let report = scan_json_with(
+        nginx.port,
+        &["--timing-handshakes", "2", "--delay", "50ms", "--no-timing"],
+    );
+    assert!(report["timing"].is_null());
+    let report = scan_json_with(nginx.port, &["--timing-handshakes", "2", "--delay", "50ms"]);
+    let seconds = report["timing"]["seconds"].as_f64().unwrap();
+    assert!(seconds >= 18.0 * 0.05, "{seconds} s");
+
     // The terminal report shows the table.
     let target = format!("127.0.0.1:{}", nginx.port);
     let text = tlslab_succeeds(&[
