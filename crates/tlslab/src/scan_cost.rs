@@ -17,8 +17,9 @@ use tlslab_scan::{Report, Target, Version};
 
 /// How the choices are timed.
 pub struct TimingOptions {
-    /// Measured handshakes per choice (`--timing-handshakes`).
-    pub handshakes: u64,
+    /// Measured handshakes per choice (`--timing-handshakes`); `None`: [`DEFAULT_HANDSHAKES`],
+    /// fewer when that would take the table past [`CONNECTION_BUDGET`].
+    pub handshakes: Option<u64>,
     /// The pause between two handshakes to the target (`--delay`): an open-loop schedule
     /// at one attempt per delay, one block per choice (the first handshake of a choice
     /// follows the last of the one before without it). `None`: the next starts when the
@@ -28,6 +29,26 @@ pub struct TimingOptions {
     pub timeout: Duration,
     /// What the clients trust (`--ca`); the system roots when `None`.
     pub ca: Option<PathBuf>,
+}
+
+/// Measured handshakes per choice unless told otherwise.
+pub const DEFAULT_HANDSHAKES: u64 = 20;
+
+/// The connections a cost table makes at most unless `--timing-handshakes` is given: a full
+/// scan stays within a few hundred connections (issue 17's politeness rule), so a server
+/// with many choices gets fewer handshakes per choice, never fewer than [`MIN_HANDSHAKES`].
+pub const CONNECTION_BUDGET: u64 = 400;
+
+/// The fewest measured handshakes per choice the budget leaves: a median of fewer is noise.
+pub const MIN_HANDSHAKES: u64 = 5;
+
+/// Measured handshakes per choice for `choices` timed choices.
+fn handshakes_for(asked: Option<u64>, choices: u64) -> u64 {
+    asked.unwrap_or_else(|| {
+        (CONNECTION_BUDGET / choices.max(1))
+            .saturating_sub(WARMUP)
+            .clamp(MIN_HANDSHAKES, DEFAULT_HANDSHAKES)
+    })
 }
 
 /// One warm-up handshake per choice: it pays for the first connection's one-time costs
@@ -88,7 +109,8 @@ fn base_experiment(report: &Report, target: &Target, options: &TimingOptions) ->
         ca: options.ca.clone(),
         // A chain the scan found untrusted would fail every verified handshake.
         insecure: !verified,
-        handshakes: options.handshakes,
+        // Set once the number of choices is known (`time_choices`).
+        handshakes: DEFAULT_HANDSHAKES,
         warmup: WARMUP,
         concurrency: vec![1],
         arrival_rate: vec![match delay {
@@ -98,7 +120,7 @@ fn base_experiment(report: &Report, target: &Target, options: &TimingOptions) ->
         // The open loop spaces the attempts of one block; a block starts at once after the
         // one before it. With a delay each choice is then one block, so only the step from
         // one choice (or its warm-up) to the next goes without the pause.
-        block: delay.map(|_| options.handshakes),
+        block: delay.map(|_| DEFAULT_HANDSHAKES),
         timeout: options.timeout,
         // Every handshake is timed; a failed one is counted, not a reason to stop.
         max_error_rate: 1.0,
@@ -154,9 +176,8 @@ type Planned = Result<(usize, Backend), String>;
 /// Times every choice `report` found; rows in the order of [`choices`].
 pub fn time_choices(report: &Report, target: &Target, options: &TimingOptions) -> Costs {
     let started = Instant::now();
-    let base = base_experiment(report, target, options);
+    let mut base = base_experiment(report, target, options);
     let mut costs = Costs {
-        handshakes_per_choice: options.handshakes,
         warmup_per_choice: WARMUP,
         certificate: report
             .certificates
@@ -181,6 +202,12 @@ pub fn time_choices(report: &Report, target: &Target, options: &TimingOptions) -
             (configs.len() - 1, backend)
         });
         planned.push((choice, entry));
+    }
+    let handshakes = handshakes_for(options.handshakes, configs.len() as u64);
+    costs.handshakes_per_choice = handshakes;
+    base.handshakes = handshakes;
+    if base.block.is_some() {
+        base.block = Some(handshakes);
     }
     let samples = Arc::new(Mutex::new(Vec::new()));
     if !configs.is_empty() {
@@ -265,4 +292,17 @@ fn run(
     )
     .map(|_| ())
     .map_err(|error| error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_choices_get_fewer_handshakes_unless_told() {
+        assert_eq!(handshakes_for(None, 18), 20);
+        assert_eq!(handshakes_for(None, 25), 15);
+        assert_eq!(handshakes_for(None, 200), MIN_HANDSHAKES);
+        assert_eq!(handshakes_for(Some(50), 200), 50);
+    }
 }
