@@ -51,6 +51,8 @@ pub struct ReportData {
     /// With Configs that cross two or more dimensions: the median against one, a line per
     /// level of another (the interaction chart).
     pub interaction: Option<Interaction>,
+    /// The scans the store also holds (`tlslab scan --out`), oldest first.
+    pub scans: Vec<tlslab_store::ScanRow>,
 }
 
 /// The median handshake against the levels of one dimension (`x`), one line per level of
@@ -191,6 +193,7 @@ impl ReportData {
             common_label,
             load,
             interaction,
+            scans: store.scans()?,
         })
     }
 

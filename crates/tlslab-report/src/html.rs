@@ -5,8 +5,10 @@ use std::fmt::Write;
 
 use crate::charts::{charts_for, render_svg};
 use crate::data::ReportData;
+use crate::scans;
 use crate::tables::{self, Table};
 use crate::ReportError;
+use tlslab_store::ScanRow;
 
 /// Escapes text for HTML element content and attribute values.
 pub fn escape(text: &str) -> String {
@@ -91,6 +93,57 @@ fn inline_svg(svg: &str) -> &str {
 }
 
 /// Renders the whole report.
+/// The report of a store that holds scans and no run (`tlslab scan --out`).
+pub fn render_scan_report_html(store: &str, scans: &[ScanRow]) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>tlslab scan report: {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>tlslab scan report</h1>\n<p class=\"meta\"><code>{}</code></p>\n",
+        escape(store),
+        escape(store)
+    );
+    write_scans(&mut out, scans);
+    let _ = writeln!(
+        out,
+        "<footer>Made by tlslab {} from {}.</footer>\n</body>\n</html>",
+        env!("CARGO_PKG_VERSION"),
+        escape(store)
+    );
+    out
+}
+
+/// "Scans": per scan its findings, grade, Mozilla verdicts and cost table.
+fn write_scans(out: &mut String, scans: &[ScanRow]) {
+    if scans.is_empty() {
+        return;
+    }
+    out.push_str("<h2 id=\"scans\">Scans</h2>\n");
+    for scan in scans {
+        let section = scans::section(scan);
+        let _ = writeln!(out, "<h3>{}</h3>", escape(&section.heading));
+        write_table(out, &section.facts);
+        if !section.grade_reasons.is_empty() {
+            out.push_str("<ul>\n");
+            for reason in &section.grade_reasons {
+                let _ = writeln!(out, "<li>{}</li>", escape(reason));
+            }
+            out.push_str("</ul>\n");
+        }
+        out.push_str("<h4>Mozilla's guidelines</h4>\n");
+        write_table(out, &section.mozilla);
+        if let (Some(costs), Some(note)) = (&section.costs, &section.costs_note) {
+            out.push_str("<h4>Cost of each choice</h4>\n");
+            let _ = writeln!(out, "<p>{}</p>", escape(note));
+            write_table(out, costs);
+        }
+        let _ = writeln!(
+            out,
+            "<p>Command line: <code>{}</code></p>",
+            escape(&scan.command_line)
+        );
+    }
+}
+
 pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
     let summary = &data.summary;
     let mut out = String::with_capacity(256 * 1024);
@@ -235,6 +288,7 @@ pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
     }
     out.push_str("<h2 id=\"environment\">Environment</h2>\n");
     write_table(&mut out, &tables::environment(data));
+    write_scans(&mut out, &data.scans);
     let _ = writeln!(
         out,
         "<footer>Made by tlslab {} from {}.</footer>\n</body>\n</html>",

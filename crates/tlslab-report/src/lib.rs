@@ -23,6 +23,7 @@ mod levels;
 pub mod load;
 mod markdown;
 mod samples;
+mod scans;
 pub mod schedule;
 mod summary;
 mod tables;
@@ -35,8 +36,8 @@ use std::path::{Path, PathBuf};
 pub use charts::{charts_for, render_png, render_svg, ChartKind};
 pub use comparison::{compare_store, render_comparisons};
 pub use data::{distinguishing_words, ConfigData, ReportData};
-pub use html::{escape, render_html};
-pub use markdown::render_markdown;
+pub use html::{escape, render_html, render_scan_report_html};
+pub use markdown::{render_markdown, render_scan_report_markdown};
 pub use samples::{parse_samples, SampleFileError};
 pub use summary::{ConfigSummary, Distribution, RunSummary};
 pub use text::{

@@ -5,7 +5,9 @@ use std::fmt::Write;
 
 use crate::charts::{charts_for, ChartKind};
 use crate::data::ReportData;
+use crate::scans;
 use crate::tables::{self, Table};
+use tlslab_store::ScanRow;
 
 /// Escapes a table cell: a pipe would end the cell and a newline the row, and HTML in a
 /// label or a server's error message must show as text (Markdown renders inline HTML), as
@@ -161,7 +163,43 @@ pub fn render_markdown(data: &ReportData, chart_links: Option<&str>) -> String {
     }
     out.push_str("## Environment\n\n");
     write_table(&mut out, &tables::environment(data));
+    write_scans(&mut out, &data.scans);
     out
+}
+
+/// The report of a store that holds scans and no run (`tlslab scan --out`).
+pub fn render_scan_report_markdown(store: &str, scans: &[ScanRow]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# tlslab scan report\n\n{}\n", inline_code(store));
+    write_scans(&mut out, scans);
+    out
+}
+
+/// "## Scans": per scan its findings, grade, Mozilla verdicts and cost table.
+fn write_scans(out: &mut String, scans: &[ScanRow]) {
+    if scans.is_empty() {
+        return;
+    }
+    out.push_str("## Scans\n\n");
+    for scan in scans {
+        let section = scans::section(scan);
+        let _ = writeln!(out, "### {}\n", text_line(&section.heading));
+        write_table(out, &section.facts);
+        for reason in &section.grade_reasons {
+            let _ = writeln!(out, "- {}", text_line(reason));
+        }
+        if !section.grade_reasons.is_empty() {
+            out.push('\n');
+        }
+        out.push_str("#### Mozilla's guidelines\n\n");
+        write_table(out, &section.mozilla);
+        if let (Some(costs), Some(note)) = (&section.costs, &section.costs_note) {
+            out.push_str("#### Cost of each choice\n\n");
+            let _ = writeln!(out, "{}\n", text_line(note));
+            write_table(out, costs);
+        }
+        let _ = writeln!(out, "Command line: {}\n", inline_code(&scan.command_line));
+    }
 }
 
 /// The PNG file name of a chart.

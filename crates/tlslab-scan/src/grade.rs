@@ -440,6 +440,7 @@ mod tests {
             connections: 0,
             seconds: 0.0,
             probe_errors: Vec::new(),
+            timing: None,
         }
     }
 

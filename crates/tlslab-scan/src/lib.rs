@@ -13,7 +13,9 @@
 //!   handshake and one `GET /`).
 //!
 //! The result is then judged against Mozilla's server-side TLS guidelines ([`mozilla`]) and
-//! graded in the manner of SSL Labs' rating guide ([`grade`]). One probe failing (a timeout,
+//! graded in the manner of SSL Labs' rating guide ([`grade`]). [`cost::choices`] lists every
+//! supported version × suite × group, for a caller that times each one (the binary does,
+//! with tlslab's engine) into [`Report::timing`]. One probe failing (a timeout,
 //! a reset) is noted in the report and never ends the scan; a target that cannot be reached
 //! or does not speak TLS is a [`ScanError`].
 //!
@@ -32,6 +34,7 @@
 //! ```
 
 pub mod certificate;
+pub mod cost;
 pub mod grade;
 pub mod hello;
 pub mod mozilla;

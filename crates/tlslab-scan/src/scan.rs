@@ -239,6 +239,9 @@ pub struct Report {
     pub seconds: f64,
     /// Probes that got no answer (timeouts, resets), as "what: why"; the scan went on.
     pub probe_errors: Vec<String>,
+    /// What each supported choice costs ([`crate::cost`]), filled by whoever times them
+    /// (the binary, with tlslab's engine); `None` when not timed (`--no-timing`).
+    pub timing: Option<crate::cost::Costs>,
 }
 
 impl Report {
@@ -409,6 +412,7 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
         connections: 0,
         seconds: 0.0,
         probe_errors: Vec::new(),
+        timing: None,
     };
     report.mozilla = mozilla::check(&report);
     report.grade = grade::grade(&report);

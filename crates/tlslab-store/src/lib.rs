@@ -58,6 +58,7 @@
 mod columns;
 mod export;
 mod recovery;
+mod scans;
 mod schema;
 mod sink;
 
@@ -68,6 +69,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 pub use export::{export, export_fields, ExportFormat};
 pub use recovery::CUT_OFF;
+pub use scans::{add_scan, NewScan, ScanRow};
 pub use sink::{utc_timestamp, StoreSink};
 
 /// A store error: what went wrong, what to do about it, and whose problem it is.

@@ -5,7 +5,7 @@ use rusqlite::Connection;
 use crate::columns::{definitions, quoted, sample_columns, CONFIG_COLUMNS};
 
 /// The schema version this build writes, kept in `PRAGMA user_version`.
-pub const VERSION: i64 = 12;
+pub const VERSION: i64 = 13;
 
 pub fn create(connection: &Connection) -> rusqlite::Result<()> {
     let configs = definitions(CONFIG_COLUMNS.iter().map(|(name, sql, _)| (*name, *sql)));
@@ -64,6 +64,7 @@ CREATE TABLE samples (
 );
 CREATE INDEX samples_by_config ON samples(config_id, warmup, outcome);
 {REPLAYS_TABLE}
+{SCANS_TABLE}
 PRAGMA user_version = {VERSION};
 "#
     ))
@@ -92,6 +93,23 @@ const REPLAYS_TABLE: &str = "CREATE TABLE IF NOT EXISTS replays (
     sent INTEGER NOT NULL,
     rejected INTEGER NOT NULL,
     accepted INTEGER NOT NULL
+);";
+
+/// `tlslab scan --out` (schema version 11): one row per scanned target, the scan's whole
+/// `--json` object in `report` (its schema is documented in docs/scan.md) and the columns a
+/// comparison over time filters on beside it.
+const SCANS_TABLE: &str = "CREATE TABLE IF NOT EXISTS scans (
+    id INTEGER PRIMARY KEY,
+    scanned_at TEXT NOT NULL,
+    scanned_at_unix_ns INTEGER NOT NULL,
+    tool_version TEXT NOT NULL,
+    command_line TEXT NOT NULL,
+    target TEXT NOT NULL,
+    address TEXT NOT NULL,
+    server_name TEXT,
+    grade TEXT NOT NULL,
+    connections INTEGER NOT NULL,
+    report TEXT NOT NULL
 );";
 
 /// The store's schema version (0 for a database tlslab did not write).
@@ -167,6 +185,7 @@ pub fn migrate(connection: &Connection) -> Result<(), String> {
                     );
                 }
                 statements.push_str(REPLAYS_TABLE);
+                statements.push_str(SCANS_TABLE);
                 statements.push_str(&format!("\nPRAGMA user_version = {VERSION};"));
                 connection.execute_batch(&statements)
             };

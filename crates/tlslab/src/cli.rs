@@ -596,6 +596,10 @@ pub struct ExportArgs {
     /// Output file (default: stdout).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Export the stored scans (`tlslab scan --out`) instead of the samples: JSON Lines,
+    /// one scan a line, its `--json` object under `scan` (whatever --format says).
+    #[arg(long)]
+    pub scans: bool,
 }
 
 #[derive(Debug, Args)]

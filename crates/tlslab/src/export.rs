@@ -1,6 +1,6 @@
 //! `tlslab export` and `tlslab pki`.
 
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 
 use tlslab_store::ExportFormat;
 
@@ -17,22 +17,51 @@ pub fn export(args: &ExportArgs) -> Result<i32, CliError> {
         Format::Csv => ExportFormat::Csv,
         Format::Jsonl => ExportFormat::JsonLines,
     };
+    let write = |out: &mut dyn Write| -> Result<(), CliError> {
+        if args.scans {
+            write_scans(&store, out)
+        } else {
+            tlslab_store::export(&store, format, out)?;
+            Ok(())
+        }
+    };
     match &args.output {
         Some(path) => {
             // Into a temporary file beside the output, renamed into place once whole.
             let file = files::temporary_beside(path)?;
             let mut out = BufWriter::new(file);
-            tlslab_store::export(&store, format, &mut out)?;
+            write(&mut out)?;
             let file = out
                 .into_inner()
                 .map_err(|error| files::cannot_write(path, error.into_error()))?;
             files::finish(file, path)?;
         }
         None => {
-            tlslab_store::export(&store, format, &mut BufWriter::new(output::stdout()))?;
+            let mut out = BufWriter::new(output::stdout());
+            write(&mut out)?;
+            out.flush().map_err(output::write_failed)?;
         }
     }
     Ok(0)
+}
+
+/// `--scans`: each stored scan as one JSON line, its `--json` object under `scan`.
+fn write_scans(store: &tlslab_store::Store, out: &mut dyn Write) -> Result<(), CliError> {
+    for scan in store.scans()? {
+        let line = serde_json::json!({
+            "id": scan.id,
+            "scanned_at": scan.scanned_at,
+            "target": scan.target,
+            "address": scan.address,
+            "server_name": scan.server_name,
+            "grade": scan.grade,
+            "connections": scan.connections,
+            "command_line": scan.command_line,
+            "scan": scan.report,
+        });
+        writeln!(out, "{line}").map_err(output::write_failed)?;
+    }
+    Ok(())
 }
 
 pub fn pki(args: &PkiArgs) -> Result<i32, CliError> {

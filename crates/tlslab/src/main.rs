@@ -17,6 +17,7 @@ mod plan;
 mod report;
 mod run;
 mod scan;
+mod scan_cost;
 mod serve;
 
 use clap::{CommandFactory, FromArgMatches};

@@ -2,7 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
-use tlslab_report::{render_html, render_markdown, write_pngs, ReportData};
+use tlslab_report::{
+    render_html, render_markdown, render_scan_report_html, render_scan_report_markdown, write_pngs,
+    ReportData,
+};
 use tlslab_store::Store;
 
 use crate::cli::{ReportArgs, ReportFormat};
@@ -48,6 +51,18 @@ pub fn report(args: &ReportArgs) -> Result<i32, CliError> {
     });
     files::check_output(&output, &[&args.results])?;
     let store = output::open_store(&args.results)?;
+    // A store of scans alone (`tlslab scan --out`) has no run to summarize.
+    if !store.has_run()? {
+        let scans = store.scans()?;
+        let name = args.results.display().to_string();
+        let text = match format {
+            ReportFormat::Html => render_scan_report_html(&name, &scans),
+            ReportFormat::Md => render_scan_report_markdown(&name, &scans),
+        };
+        files::write_whole(&output, text.as_bytes())?;
+        crate::output::note(format_args!("wrote {}", output.display()));
+        return Ok(0);
+    }
     let data = ReportData::from_store(&store)?;
     if let Some(directory) = &args.png {
         let written = write_pngs(&data, directory)?;

@@ -15,7 +15,10 @@ const SCAN_EXAMPLES: &str = "Examples:
   tlslab scan example.com
   tlslab scan 127.0.0.1:8443 --sni localhost --json
   tlslab scan mail.example.com:465 example.org --concurrency 2 --timeout 10s
-  tlslab scan 127.0.0.1:8443 --sni localhost --ca lab-root.pem";
+  tlslab scan 127.0.0.1:8443 --sni localhost --ca lab-root.pem
+  tlslab scan example.com --timing-handshakes 40 --delay 50ms
+  tlslab scan example.com --no-timing
+  tlslab scan example.com --out scans.db && tlslab report scans.db";
 
 #[derive(Debug, Args)]
 #[command(after_help = SCAN_EXAMPLES)]
@@ -39,6 +42,22 @@ pub struct ScanArgs {
     /// roots: a lab PKI's root, or a self-signed server's own certificate.
     #[arg(long, value_name = "FILE")]
     pub ca: Option<std::path::PathBuf>,
+    /// Skip the cost table: no timed handshakes after the scan.
+    #[arg(long)]
+    pub no_timing: bool,
+    /// Measured handshakes per supported version × suite × group in the cost table (one
+    /// warm-up handshake each comes first). Default: 20, fewer (down to 5) when the table
+    /// would otherwise make more than 400 connections.
+    #[arg(long, value_name = "N")]
+    pub timing_handshakes: Option<u64>,
+    /// Pause between two timed handshakes to one target (they run one at a time).
+    #[arg(long, value_name = "DURATION")]
+    pub delay: Option<String>,
+    /// Also store each target's scan in this results store (created if missing; a
+    /// store that exists keeps its runs and earlier scans), for `tlslab report` and
+    /// comparisons over time.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<std::path::PathBuf>,
 }
 
 fn from_scan_error(error: ScanError) -> CliError {
@@ -64,6 +83,33 @@ pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
             "give 1 or more (4 is polite to one server)",
         ));
     }
+    let delay = args
+        .delay
+        .as_deref()
+        .map(|text| {
+            tlslab_core::duration::parse(text).map_err(|_| {
+                CliError::usage(
+                    format!("--delay {text}: not a duration"),
+                    "for example --delay 100ms or --delay 1s",
+                )
+            })
+        })
+        .transpose()?;
+    if args.timing_handshakes == Some(0) && !args.no_timing {
+        return Err(CliError::usage(
+            "--timing-handshakes 0: the cost table would have no figures",
+            "give 1 or more (20 is the default), or --no-timing to skip the table",
+        ));
+    }
+    if let Some(path) = &args.out {
+        // Checked before the first connection: a scan is not made to be thrown away.
+        if path.exists() && !tlslab_store::is_store(path) {
+            return Err(CliError::usage(
+                format!("--out {}: not a tlslab results store", path.display()),
+                "give a new file (it is created) or a .db file tlslab wrote",
+            ));
+        }
+    }
     // Every target is checked before the first connection.
     let targets = args
         .targets
@@ -86,10 +132,25 @@ pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
     let mut reports = Vec::new();
     let mut failures = Vec::new();
     for target in &targets {
+        let started_unix_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos() as u64);
         match tlslab_scan::scan(target, &options) {
-            Ok(report) => {
+            Ok(mut report) => {
+                if !args.no_timing {
+                    let timing = crate::scan_cost::TimingOptions {
+                        handshakes: args.timing_handshakes,
+                        delay,
+                        timeout,
+                        ca: args.ca.clone(),
+                    };
+                    report.timing = Some(crate::scan_cost::time_choices(&report, target, &timing));
+                }
                 if !args.json {
                     print_report(&report)?;
+                }
+                if let Some(path) = &args.out {
+                    store(path, &report, started_unix_ns)?;
                 }
                 reports.push(report);
             }
@@ -112,6 +173,25 @@ pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
     } else {
         EXIT_ENVIRONMENT
     })
+}
+
+/// Adds `report` to the results store at `path`.
+fn store(path: &std::path::Path, report: &Report, started_unix_ns: u64) -> Result<(), CliError> {
+    let json = serde_json::to_value(report)
+        .map_err(|error| CliError::environment(format!("cannot write JSON: {error}"), ""))?;
+    let scan = tlslab_store::NewScan {
+        scanned_at_unix_ns: started_unix_ns,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        command_line: std::env::args().collect(),
+        target: report.target.clone(),
+        address: report.address.clone(),
+        server_name: report.server_name.clone(),
+        grade: report.grade.letter.to_string(),
+        connections: report.connections + report.timing.as_ref().map_or(0, |t| t.connections),
+        report: json,
+    };
+    tlslab_store::add_scan(path, &scan)?;
+    Ok(())
 }
 
 fn print_report(report: &Report) -> Result<(), CliError> {
@@ -281,6 +361,11 @@ fn print_report(report: &Report) -> Result<(), CliError> {
     for note in &grade.notes {
         line(format!("             note: {note}"));
     }
+    if let Some(costs) = &report.timing {
+        for text in cost_lines(costs) {
+            line(text);
+        }
+    }
     line(format!(
         "connections  {} in {:.2} s{}",
         report.connections,
@@ -296,4 +381,65 @@ fn print_report(report: &Report) -> Result<(), CliError> {
         }
     ));
     write!(output::stdout(), "{text}").map_err(output::write_failed)
+}
+
+/// The cost table: one line per version × suite × group, its medians or why it was not timed.
+pub fn cost_lines(costs: &tlslab_scan::cost::Costs) -> Vec<String> {
+    let mut lines = vec![format!(
+        "cost         {} handshakes per choice (+{} warm-up), certificate {}{}; {} connections in {:.2} s",
+        costs.handshakes_per_choice,
+        costs.warmup_per_choice,
+        costs.certificate.as_deref().unwrap_or("unknown"),
+        if costs.verified {
+            ""
+        } else {
+            " (not verified: untrusted)"
+        },
+        costs.connections,
+        costs.seconds
+    )];
+    if let Some(error) = &costs.error {
+        lines.push(format!("             the timed run failed: {error}"));
+    }
+    let suite_width = costs
+        .rows
+        .iter()
+        .map(|row| row.suite.len())
+        .max()
+        .unwrap_or(0);
+    let group_width = costs
+        .rows
+        .iter()
+        .map(|row| row.group.as_deref().map_or(1, str::len))
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    lines.push(format!(
+        "  {:<7}  {:<suite_width$}  {:<group_width$}  {:<7}  {:>3}  {:>9}  {:>9}",
+        "version", "suite", "group", "client", "n", "handshake", "response"
+    ));
+    for row in &costs.rows {
+        let group = row.group.as_deref().unwrap_or("-");
+        let start = format!(
+            "  {:<7}  {:<suite_width$}  {group:<group_width$}",
+            row.version, row.suite
+        );
+        let millis = |value: Option<f64>| value.map_or("-".to_string(), |ms| format!("{ms:.2} ms"));
+        lines.push(match &row.not_timed {
+            Some(why) => format!("{start}  not timed: {why}"),
+            None => format!(
+                "{start}  {:<7}  {:>3}  {:>9}  {:>9}{}",
+                row.backend.as_deref().unwrap_or("?"),
+                row.handshakes,
+                millis(row.median_handshake_ms),
+                millis(row.median_server_response_ms),
+                if row.errors > 0 {
+                    format!("  ({} failed)", row.errors)
+                } else {
+                    String::new()
+                }
+            ),
+        });
+    }
+    lines
 }

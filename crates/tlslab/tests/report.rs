@@ -326,6 +326,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
                 .unwrap();
         }
         connection.execute_batch("DROP TABLE replays").unwrap();
+        connection.execute_batch("DROP TABLE scans").unwrap();
         connection.execute_batch("PRAGMA user_version = 1").unwrap();
     }
     let html = results.with_file_name("upgraded.html");
@@ -340,7 +341,9 @@ fn a_version_1_store_is_upgraded_when_opened() {
         &results,
         "SELECT count(*) FROM configs WHERE rtt_ns IS NULL",
     );
-    assert_eq!((version, loopback), (12, 4));
+    assert_eq!((version, loopback), (13, 4));
+    // Schema 13's scans table is there, empty.
+    assert_eq!(count(&results, "SELECT count(*) FROM scans"), 0);
     let active = count(
         &results,
         "SELECT count(*) FROM runs WHERE source = 'active'",
@@ -400,7 +403,7 @@ fn a_schema_6_store_is_upgraded_when_opened() {
     let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
     assert!(export.contains("latency"), "{export}");
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 12);
+    assert_eq!(version, 13);
     let closed = count(
         &results,
         "SELECT count(*) FROM configs WHERE arrival_rate IS NULL",
@@ -445,7 +448,7 @@ fn a_schema_7_store_is_upgraded_when_opened() {
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 12);
+    assert_eq!(version, 13);
     let unresolved = count(
         &results,
         "SELECT count(*) FROM samples WHERE dns IS NULL AND resolved IS NULL AND address_family IS NULL",
@@ -480,7 +483,7 @@ fn a_schema_8_store_is_upgraded_when_opened() {
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 12);
+    assert_eq!(version, 13);
     let without = count(
         &results,
         "SELECT count(*) FROM configs WHERE mtls = 0 AND client_cert_profile IS NULL",
@@ -522,7 +525,7 @@ fn a_schema_9_store_gains_the_links_columns_empty() {
         html.to_str().unwrap(),
     ]);
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 12);
+    assert_eq!(version, 13);
     let trials = count(&results, "SELECT count(*) FROM trials");
     let empty = count(
         &results,
@@ -573,7 +576,7 @@ fn a_schema_10_store_is_upgraded_when_opened() {
     ] {
         assert!(header.contains(&column), "{column} not in {header:?}");
     }
-    assert_eq!(value::<i64>(&results, "PRAGMA user_version"), 12);
+    assert_eq!(value::<i64>(&results, "PRAGMA user_version"), 13);
     let unsigned = count(
         &results,
         "SELECT count(*) FROM samples WHERE client_signing IS NULL AND client_certificate_bytes IS NULL",

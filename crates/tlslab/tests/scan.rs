@@ -76,6 +76,17 @@ fn start_nginx(binary: &Path, name: &str, tls: &str) -> Server {
 }
 
 fn start_nginx_with(binary: &Path, name: &str, tls: &str, lab: &LabChain) -> Server {
+    start_nginx_beside(binary, name, tls, lab, "")
+}
+
+/// nginx as [`start_nginx_with`], with `beside` (more `server` blocks) in its `http` block.
+fn start_nginx_beside(
+    binary: &Path,
+    name: &str,
+    tls: &str,
+    lab: &LabChain,
+    beside: &str,
+) -> Server {
     let dir = scratch(name);
     let LabChain { chain, key, .. } = lab;
     let port = closed_port();
@@ -96,6 +107,7 @@ http {{
     add_header Strict-Transport-Security \"max-age=63072000\" always;
     location / {{ return 200 \"ok\\n\"; }}
   }}
+  {beside}
 }}
 "
     );
@@ -622,6 +634,55 @@ fn nginx_as_mozilla_old_5_7_with_ffdhe2048() {
     assert!(!strings(&grade["notes"])
         .iter()
         .any(|n| n.contains("assumed")));
+    // The cost table: OpenSSL times the legacy suites tlslab knows (DHE with the server's
+    // ffdhe2048, CBC), the rest say why they were not timed.
+    let rows = report["timing"]["rows"].as_array().unwrap();
+    let row = |version: &str, suite: &str| {
+        rows.iter()
+            .find(|row| row["version"] == version && row["suite"] == suite)
+            .unwrap_or_else(|| panic!("no {version} {suite} in {rows:?}"))
+    };
+    // Polite by default: the table's handshakes per choice shrink to keep it within 400
+    // connections.
+    let timing = &report["timing"];
+    let timed = rows.iter().filter(|row| row["not_timed"].is_null()).count() as u64;
+    let per_choice = timing["handshakes_per_choice"].as_u64().unwrap();
+    assert_eq!(
+        timing["connections"].as_u64().unwrap(),
+        timed * (per_choice + 1)
+    );
+    assert!(
+        timed * (per_choice + 1) <= 400,
+        "{timed} choices × {per_choice}"
+    );
+    let dhe = row("TLS 1.2", "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256");
+    assert_eq!(dhe["group"], "ffdhe2048", "{dhe}");
+    assert_eq!(dhe["backend"], "openssl", "{dhe}");
+    assert!(dhe["median_handshake_ms"].as_f64().unwrap() > 0.0, "{dhe}");
+    let cbc = row("TLS 1.2", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA");
+    assert_eq!(cbc["backend"], "openssl", "{cbc}");
+    assert!(cbc["handshakes"].as_u64().unwrap() > 0, "{cbc}");
+    let gcm = rows
+        .iter()
+        .find(|row| row["suite"] == "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")
+        .unwrap();
+    assert_eq!(gcm["backend"], "rustls", "{gcm}");
+    let tls10 = row("TLS 1.0", "*");
+    assert!(
+        tls10["not_timed"]
+            .as_str()
+            .unwrap()
+            .contains("TLS 1.2 and 1.3"),
+        "{tls10}"
+    );
+    let unknown = row("TLS 1.2", "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384");
+    assert!(
+        unknown["not_timed"]
+            .as_str()
+            .unwrap()
+            .contains("do not offer"),
+        "{unknown}"
+    );
     let text = tlslab_succeeds(&[
         "scan",
         &format!("127.0.0.1:{}", nginx.port),
@@ -875,4 +936,275 @@ fn nginx_preferring_static_rsa_cbc_gets_a_minus() {
         ],
         "{grade}"
     );
+}
+
+/// nginx's count of accepted connections (`stub_status`'s "accepts"), read over plain HTTP
+/// from its status port; the reading's own connection is counted in it.
+fn accepted_connections(status_port: u16) -> u64 {
+    use std::io::{Read, Write};
+    let mut stream = TcpStream::connect(("127.0.0.1", status_port)).unwrap();
+    stream
+        .write_all(b"GET /status HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    // "server accepts handled requests\n 12 12 12"
+    let after = text
+        .split("requests")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no stub_status in {text}"));
+    after
+        .split_whitespace()
+        .next()
+        .and_then(|count| count.parse().ok())
+        .unwrap_or_else(|| panic!("no accepts count in {text}"))
+}
+
+#[test]
+fn the_cost_table_times_every_choice_of_mozilla_intermediate() {
+    let Some(binary) = nginx_binary() else {
+        eprintln!("SKIPPED: nginx is not installed (apt-get install nginx-light; .ci/run does)");
+        return;
+    };
+    let status_port = closed_port();
+    let beside =
+        format!("server {{ listen 127.0.0.1:{status_port}; location /status {{ stub_status; }} }}");
+    let lab = lab_chain("ecdsa-p256");
+    let nginx = start_nginx_beside(
+        &binary,
+        "scan-cost-intermediate",
+        INTERMEDIATE_5_7,
+        &lab,
+        &beside,
+    );
+
+    // --no-timing: the scan's probes and nothing else reach the server.
+    let before = accepted_connections(status_port);
+    let report = scan_json_with(nginx.port, &["--no-timing"]);
+    let made = accepted_connections(status_port) - before - 1;
+    assert!(report["timing"].is_null(), "{}", report["timing"]);
+    assert_eq!(made, report["connections"].as_u64().unwrap());
+
+    // Timed (against the lab root, so the chain is verified as a client would): every
+    // version × suite × group the scan found has a row, each with its handshakes.
+    let before = accepted_connections(status_port);
+    let report = scan_json_with(nginx.port, &["--timing-handshakes", "5", "--ca", &lab.root]);
+    let made = accepted_connections(status_port) - before - 1;
+    let timing = &report["timing"];
+    assert_eq!(timing["handshakes_per_choice"], 5, "{timing}");
+    assert_eq!(timing["certificate"], "ECDSA P-256");
+    assert_eq!(timing["verified"], true);
+    assert!(timing["error"].is_null(), "{timing}");
+    let rows = timing["rows"].as_array().unwrap();
+    // 3 TLS 1.3 suites × 3 groups, and the 3 ECDSA suites of TLS 1.2 × 3 curves.
+    assert_eq!(rows.len(), 18, "{timing}");
+    for row in rows {
+        assert!(row["not_timed"].is_null(), "{row}");
+        assert_eq!(row["handshakes"], 5, "{row}");
+        assert_eq!(row["errors"], 0, "{row}");
+        assert!(row["median_handshake_ms"].as_f64().unwrap() > 0.0, "{row}");
+        let response = row["median_server_response_ms"].as_f64().unwrap();
+        assert!(response > 0.0, "{row}");
+        // The response is one phase of the handshake.
+        assert!(
+            response <= row["median_handshake_ms"].as_f64().unwrap(),
+            "{row}"
+        );
+    }
+    let combination = |version: &str, suite: &str, group: &str| {
+        rows.iter()
+            .any(|row| row["version"] == version && row["suite"] == suite && row["group"] == group)
+    };
+    assert!(combination(
+        "TLS 1.3",
+        "TLS_CHACHA20_POLY1305_SHA256",
+        "secp384r1"
+    ));
+    assert!(combination(
+        "TLS 1.2",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "x25519"
+    ));
+    // Each timed choice: five measured handshakes and one warm-up, and no more.
+    let timed = timing["connections"].as_u64().unwrap();
+    assert_eq!(timed, 18 * 6, "{timing}");
+    assert_eq!(made, report["connections"].as_u64().unwrap() + timed);
+
+    // --delay spaces a choice's handshakes: 18 choices of 2 handshakes 50 ms apart cannot
+    // take less than 18 × 50 ms (a lower bound the schedule guarantees, not a speed).
+    let report = scan_json_with(
+        nginx.port,
+        &["--timing-handshakes", "2", "--delay", "50ms", "--no-timing"],
+    );
+    assert!(report["timing"].is_null());
+    let report = scan_json_with(nginx.port, &["--timing-handshakes", "2", "--delay", "50ms"]);
+    let seconds = report["timing"]["seconds"].as_f64().unwrap();
+    assert!(seconds >= 18.0 * 0.05, "{seconds} s");
+
+    // The terminal report shows the table.
+    let target = format!("127.0.0.1:{}", nginx.port);
+    let text = tlslab_succeeds(&[
+        "scan",
+        &target,
+        "--sni",
+        "localhost",
+        "--timing-handshakes",
+        "2",
+    ]);
+    assert!(
+        text.contains("cost         2 handshakes per choice"),
+        "{text}"
+    );
+    assert!(text.contains("not verified"), "{text}");
+    let line = text
+        .lines()
+        .find(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            words.starts_with(&[
+                "TLS",
+                "1.3",
+                "TLS_AES_256_GCM_SHA384",
+                "x25519",
+                "rustls",
+                "2",
+            ])
+        })
+        .unwrap_or_else(|| panic!("no cost row in {text}"));
+    assert!(line.trim_end().ends_with(" ms"), "{line}");
+}
+
+#[test]
+fn scans_are_stored_beside_runs_and_reported() {
+    let Some(binary) = nginx_binary() else {
+        eprintln!("SKIPPED: nginx is not installed (apt-get install nginx-light; .ci/run does)");
+        return;
+    };
+    let nginx = start_nginx(&binary, "scan-store", INTERMEDIATE_5_7);
+    let target = format!("127.0.0.1:{}", nginx.port);
+    let dir = scratch("scan-store-files");
+
+    // A run's store as tlslab wrote it before scans were stored (schema 12).
+    let results = dir.join("r.db");
+    let results_text = results.to_str().unwrap();
+    tlslab_succeeds(&[
+        "run",
+        "--target",
+        &target,
+        "--sni",
+        "localhost",
+        "--insecure",
+        "--handshakes",
+        "5",
+        "--warmup",
+        "0",
+        "--out",
+        results_text,
+        "--quiet",
+    ]);
+    {
+        let connection = rusqlite::Connection::open(&results).unwrap();
+        connection
+            .execute_batch("DROP TABLE scans; PRAGMA user_version = 12")
+            .unwrap();
+    }
+    let scan_args = |extra: &[&str]| {
+        let mut args = vec!["scan", &target, "--sni", "localhost", "--out", results_text];
+        args.extend_from_slice(extra);
+        tlslab_succeeds(&args);
+    };
+    scan_args(&["--timing-handshakes", "2"]);
+    let version: i64 = value(&results, "PRAGMA user_version");
+    assert_eq!(version, 13);
+    scan_args(&["--no-timing"]);
+    assert_eq!(count(&results, "SELECT count(*) FROM scans"), 2);
+    assert_eq!(count(&results, "SELECT count(*) FROM runs"), 1);
+    let grades: Vec<String> = column(&results, "SELECT grade FROM scans ORDER BY id", []);
+    assert_eq!(grades, ["T", "T"]);
+    let stored: String = value(&results, "SELECT report FROM scans ORDER BY id LIMIT 1");
+    let stored: Value = serde_json::from_str(&stored).unwrap();
+    assert_eq!(stored["timing"]["rows"].as_array().unwrap().len(), 18);
+
+    // The run's report gains a scan section per scan.
+    let markdown = dir.join("r.md");
+    tlslab_succeeds(&["report", results_text, "-o", markdown.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&markdown).unwrap();
+    assert!(text.contains("## Summary"), "{text}");
+    let scans = text
+        .split("## Scans")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(
+        scans
+            .matches(&format!("### {target} (SNI localhost), "))
+            .count(),
+        2,
+        "{scans}"
+    );
+    for expected in [
+        "| versions | TLS 1.3, TLS 1.2 |",
+        "| TLS 1.3 groups | x25519, secp256r1, secp384r1 (",
+        "| certificate | O=tlslab, CN=localhost, ECDSA P-256, ecdsa-with-SHA256,",
+        "| grade | T (score ",
+        "- T: the chain is not trusted by the system roots",
+        "| 5.7 | intermediate | matches |",
+        "| 5.7 | modern | disable TLS 1.2 |",
+        "2 handshakes per choice after 1 warm-up",
+        "| TLS 1.3 | TLS_AES_128_GCM_SHA256 | x25519 | rustls | 2 | ",
+    ] {
+        assert!(scans.contains(expected), "'{expected}' not in {scans}");
+    }
+    // Only the timed scan has a cost table.
+    assert_eq!(
+        scans.matches("#### Cost of each choice").count(),
+        1,
+        "{scans}"
+    );
+
+    // tlslab export --scans: one JSON line per scan, the scan's --json object inside.
+    let exported = tlslab_succeeds(&["export", results_text, "--scans"]);
+    let lines: Vec<Value> = exported
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{exported}");
+    assert_eq!(lines[0]["target"], target.as_str());
+    assert_eq!(lines[0]["scan"]["grade"]["letter"], "T");
+    assert_eq!(lines[0]["scan"]["timing"]["handshakes_per_choice"], 2);
+    assert!(lines[1]["scan"]["timing"].is_null());
+
+    // A store of scans alone: an HTML report of them.
+    let alone = dir.join("scans.db");
+    tlslab_succeeds(&[
+        "scan",
+        &target,
+        "--sni",
+        "localhost",
+        "--timing-handshakes",
+        "2",
+        "--out",
+        alone.to_str().unwrap(),
+    ]);
+    let html = dir.join("scans.html");
+    tlslab_succeeds(&[
+        "report",
+        alone.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<h2 id=\"scans\">Scans</h2>"), "{page}");
+    assert!(page.contains("<h4>Cost of each choice</h4>"), "{page}");
+    assert!(
+        page.contains(
+            "<td>TLS 1.2</td><td class=\"text\">TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256</td>"
+        ),
+        "{page}"
+    );
+
+    // --out onto a file that is not a store: refused before any connection.
+    let text_file = dir.join("notes.txt");
+    std::fs::write(&text_file, "notes").unwrap();
+    let output = tlslab(&["scan", &target, "--out", text_file.to_str().unwrap()]);
+    assert_user_error(&output, 2, "not a tlslab results store");
+    assert_eq!(std::fs::read_to_string(&text_file).unwrap(), "notes");
 }

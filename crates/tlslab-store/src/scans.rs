@@ -1,0 +1,128 @@
+//! Stored scans (`tlslab scan --out`, schema version 13): one row per scanned target, so a
+//! server's scans can be compared over time. A scan is stored whole as its `--json` object;
+//! the store does not interpret it beyond the columns it filters on.
+
+use std::path::Path;
+
+use rusqlite::{params, Connection};
+
+use crate::{schema, store_error, unwritable, Store, StoreError};
+
+/// A scan to store.
+#[derive(Debug, Clone)]
+pub struct NewScan {
+    /// Nanoseconds since the Unix epoch when the scan started.
+    pub scanned_at_unix_ns: u64,
+    pub tool_version: String,
+    pub command_line: Vec<String>,
+    pub target: String,
+    pub address: String,
+    pub server_name: Option<String>,
+    pub grade: String,
+    pub connections: u64,
+    /// The scan's `--json` object.
+    pub report: serde_json::Value,
+}
+
+/// A stored scan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScanRow {
+    pub id: i64,
+    /// UTC, as `2026-11-25T15:53:29Z`.
+    pub scanned_at: String,
+    pub target: String,
+    pub address: String,
+    pub server_name: Option<String>,
+    pub grade: String,
+    pub connections: i64,
+    pub command_line: String,
+    /// The scan's `--json` object (`null` if the stored text does not parse).
+    pub report: serde_json::Value,
+}
+
+/// Adds `scan` to the store at `path`: a new store when there is no file, else the existing
+/// one (upgraded first if it is older), whose runs and scans are kept.
+pub fn add_scan(path: &Path, scan: &NewScan) -> Result<(), StoreError> {
+    let hint = "give --out a path in a directory you can write";
+    let connection = if path.exists() {
+        if !crate::is_store(path) {
+            return Err(store_error(
+                path,
+                "is not a tlslab results store",
+                "give --out a new file, or a store written by tlslab",
+            ));
+        }
+        let connection = Connection::open(path).map_err(|error| unwritable(path, error, hint))?;
+        schema::migrate(&connection).map_err(|error| {
+            store_error(
+                path,
+                error,
+                "make the file writable so tlslab can upgrade it",
+            )
+        })?;
+        connection
+    } else {
+        // A new store, made as a run's is (then without its lock: the scan is written at once).
+        let Store { connection, .. } = Store::create(path)?;
+        connection
+    };
+    let command_line = serde_json::to_string(&scan.command_line).unwrap_or_default();
+    let report = serde_json::to_string(&scan.report).unwrap_or_default();
+    connection
+        .execute(
+            "INSERT INTO scans (scanned_at, scanned_at_unix_ns, tool_version, command_line, target, address, server_name, grade, connections, report) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                crate::utc_timestamp(scan.scanned_at_unix_ns),
+                scan.scanned_at_unix_ns as i64,
+                scan.tool_version,
+                command_line,
+                scan.target,
+                scan.address,
+                scan.server_name,
+                scan.grade,
+                scan.connections as i64,
+                report,
+            ],
+        )
+        .map_err(|error| unwritable(path, error, hint))?;
+    Ok(())
+}
+
+impl Store {
+    /// Every stored scan, oldest first (none in a store older than schema 13: it is upgraded
+    /// when opened, with an empty scans table).
+    pub fn scans(&self) -> Result<Vec<ScanRow>, StoreError> {
+        let mut statement = self.connection().prepare(
+            "SELECT id, scanned_at, target, address, server_name, grade, connections, command_line, report FROM scans ORDER BY scanned_at_unix_ns, id",
+        )?;
+        let rows = statement
+            .query_map([], |row| {
+                let command_line: String = row.get(7)?;
+                let report: String = row.get(8)?;
+                Ok(ScanRow {
+                    id: row.get(0)?,
+                    scanned_at: row.get(1)?,
+                    target: row.get(2)?,
+                    address: row.get(3)?,
+                    server_name: row.get(4)?,
+                    grade: row.get(5)?,
+                    connections: row.get(6)?,
+                    command_line: serde_json::from_str::<Vec<String>>(&command_line)
+                        .map(|words| words.join(" "))
+                        .unwrap_or(command_line),
+                    report: serde_json::from_str(&report).unwrap_or(serde_json::Value::Null),
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Whether the store holds a run (a store written by `tlslab scan --out` alone has none).
+    pub fn has_run(&self) -> Result<bool, StoreError> {
+        Ok(self
+            .connection()
+            .query_row("SELECT EXISTS (SELECT 1 FROM runs)", [], |row| {
+                row.get::<_, bool>(0)
+            })?)
+    }
+}
