@@ -74,10 +74,7 @@ fn the_long_version_names_the_commit_and_the_tls_libraries() {
     for name in ["rustls", "aws-lc-rs", "aws-lc-sys", "OpenSSL"] {
         let version = text
             .split_once(&format!("{name} "))
-            .and_then(|(_, rest)| {
-                rest.split(|c: char| c == ' ' || c == ')' || c == '\n')
-                    .next()
-            })
+            .and_then(|(_, rest)| rest.split([' ', ')', '\n']).next())
             .unwrap_or_default();
         assert!(
             version.split('.').count() >= 3
