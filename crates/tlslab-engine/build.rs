@@ -16,6 +16,7 @@ fn main() {
     for (crate_name, variable) in [
         ("rustls", "TLSLAB_RUSTLS_VERSION"),
         ("aws-lc-rs", "TLSLAB_AWS_LC_RS_VERSION"),
+        ("aws-lc-sys", "TLSLAB_AWS_LC_SYS_VERSION"),
         ("quinn", "TLSLAB_QUINN_VERSION"),
     ] {
         let version = packages

@@ -3,6 +3,13 @@
 
 use tlslab_core::Environment;
 
+/// The version of aws-lc-rs (rustls' crypto provider here) this build links, read from
+/// Cargo.lock by `build.rs` ("unknown" outside the workspace).
+pub const AWS_LC_RS_VERSION: &str = env!("TLSLAB_AWS_LC_RS_VERSION");
+
+/// The version of aws-lc-sys, the crate that builds AWS-LC under aws-lc-rs, read the same way.
+pub const AWS_LC_SYS_VERSION: &str = env!("TLSLAB_AWS_LC_SYS_VERSION");
+
 /// The environment of this process, for a run of `tool_version` built from `commit`. The
 /// rustls version is the one this build links (read from Cargo.lock by `build.rs`); the
 /// OpenSSL version is the linked library's own.
@@ -51,6 +58,8 @@ mod tests {
             .openssl_version
             .is_some_and(|version| version.starts_with("OpenSSL 4.")));
         assert!(environment.cores >= 1);
+        assert!(AWS_LC_RS_VERSION.starts_with("1."), "{AWS_LC_RS_VERSION}");
+        assert!(AWS_LC_SYS_VERSION.starts_with("0."), "{AWS_LC_SYS_VERSION}");
         assert_eq!(environment.tool_version, "1.2.3");
     }
 }

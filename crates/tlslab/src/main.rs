@@ -29,11 +29,13 @@ fn long_version() -> String {
     let environment =
         tlslab_engine::environment::capture(env!("CARGO_PKG_VERSION"), env!("TLSLAB_COMMIT"));
     format!(
-        "{} (commit {})\nrustls {} ({})\n{}",
+        "{} (commit {})\nrustls {} (crypto provider {})\naws-lc-rs {} (aws-lc-sys {})\n{}",
         env!("CARGO_PKG_VERSION"),
         env!("TLSLAB_COMMIT"),
         environment.rustls_version,
         environment.crypto_provider,
+        tlslab_engine::environment::AWS_LC_RS_VERSION,
+        tlslab_engine::environment::AWS_LC_SYS_VERSION,
         environment
             .openssl_version
             .unwrap_or_else(|| "OpenSSL: not linked".into())

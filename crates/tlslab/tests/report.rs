@@ -26,10 +26,11 @@ fn report_of_a_run(name: &str) -> (PathBuf, PathBuf) {
 }
 
 /// In report order; `interaction` because the run crosses version and concurrency.
-const CHART_IDS: [&str; 7] = [
+const CHART_IDS: [&str; 8] = [
     "phases",
     "median-ci",
     "ecdf",
+    "tail",
     "box-plot",
     "concurrency",
     "interaction",
@@ -87,6 +88,24 @@ fn html_report_is_self_contained_and_holds_every_section() {
         ecdf.matches("<polyline").count() >= 4,
         "ECDF curves missing"
     );
+    // The tail chart: a curve per Config and the 1% level where curves cross their p99 (80
+    // samples a Config put 0.1% below the chart's floor).
+    let tail = &text[text.find("<figure id=\"tail\"").unwrap()..];
+    let tail = &tail[..tail.find("</figure>").unwrap()];
+    assert!(
+        tail.matches("<polyline").count() >= 4,
+        "tail curves missing"
+    );
+    let texts: Vec<&str> = tail
+        .split("</text>")
+        .filter_map(|part| part.rsplit_once('>'))
+        .map(|(_, text)| text.trim())
+        .collect();
+    assert!(
+        texts.contains(&"p99"),
+        "the p99 level is not labelled: {texts:?}"
+    );
+    assert!(!texts.contains(&"p99.9"), "p99.9 drawn below the floor");
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! Per Config, the empirical cumulative distribution of handshake times.
+//! Per Config, the empirical cumulative distribution of handshake times, drawn as the step
+//! function it is: flat between samples, rising at each one.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -24,19 +25,37 @@ pub(super) fn size(data: &ReportData, style: &Style) -> (u32, u32) {
     )
 }
 
-/// The curve through `sorted` (ascending), thinned to at most [`POINTS`] + 1 points and cut
-/// at `end`.
+/// The steps through `points` (ascending in both coordinates): from 0 up at the first x,
+/// then flat to each next x and up to its share. Between two thinned points the true ECDF
+/// climbs by at most 1/[`POINTS`] of the axis (a pixel), so the flat-then-up step is drawn
+/// within a pixel of it; with fewer samples than points every sample is its own step.
+fn steps(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut steps = Vec::with_capacity(points.len() * 2);
+    let mut previous_share = 0.0;
+    for &(x, share) in points {
+        steps.push((x, previous_share));
+        steps.push((x, share));
+        previous_share = share;
+    }
+    steps
+}
+
+/// The points of the ECDF of `sorted` (ascending) at its samples, thinned to at most
+/// [`POINTS`] + 1 and cut at `end`.
 fn curve(sorted: &[f64], end: f64) -> Vec<(f64, f64)> {
     let n = sorted.len();
-    let mut points = Vec::with_capacity(POINTS + 1);
+    let mut points: Vec<(f64, f64)> = Vec::with_capacity(POINTS + 1);
     for step in 0..=POINTS {
         let index = (step as f64 / POINTS as f64 * (n - 1) as f64).round() as usize;
         if sorted[index] > end {
             break;
         }
         let point = (sorted[index], (index + 1) as f64 / n as f64);
-        if points.last() != Some(&point) {
-            points.push(point);
+        match points.last_mut() {
+            Some(last) if *last == point => {}
+            // Tied samples are one step: the share after the last of them.
+            Some(last) if last.0 == point.0 => *last = point,
+            _ => points.push(point),
         }
     }
     points
@@ -81,7 +100,7 @@ where
             continue;
         }
         chart.draw_series(LineSeries::new(
-            curve(&config.handshake_ms, end + margin),
+            steps(&curve(&config.handshake_ms, end + margin)),
             style.line(color(index), 2.0),
         ))?;
     }
@@ -103,5 +122,26 @@ mod tests {
         assert!(cut.iter().all(|(x, _)| *x <= 50_000.0));
         assert!(cut.windows(2).all(|pair| pair[0].1 < pair[1].1));
         assert_eq!(curve(&[3.0], 10.0), vec![(3.0, 1.0)]);
+    }
+
+    #[test]
+    fn the_curve_is_drawn_as_steps() {
+        // Two samples at 1 ms and one at 4 ms: up to 2/3 at 1 (the tie is one step), flat
+        // until 4, up to 1; never a slope between samples.
+        let drawn = steps(&curve(&[1.0, 1.0, 4.0], f64::INFINITY));
+        let third = 1.0 / 3.0;
+        assert_eq!(curve(&[1.0, 1.0, 4.0], f64::INFINITY).len(), 2);
+        assert_eq!(
+            drawn,
+            vec![
+                (1.0, 0.0),
+                (1.0, 2.0 * third),
+                (4.0, 2.0 * third),
+                (4.0, 1.0)
+            ]
+        );
+        assert!(drawn
+            .windows(2)
+            .all(|pair| pair[0].0 == pair[1].0 || pair[0].1 == pair[1].1));
     }
 }

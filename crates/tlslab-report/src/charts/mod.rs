@@ -13,6 +13,7 @@ mod load;
 mod median_interval;
 mod phases;
 mod scaling;
+mod tail;
 mod usage;
 
 use std::ops::Range;
@@ -36,6 +37,8 @@ pub enum ChartKind {
     Phases,
     MedianInterval,
     Ecdf,
+    /// The share slower than each time (1 − ECDF) on log axes, p99 and p99.9 marked.
+    Tail,
     BoxPlot,
     Concurrency,
     Rtt,
@@ -49,12 +52,13 @@ pub enum ChartKind {
 }
 
 impl ChartKind {
-    pub const ALL: [ChartKind; 10] = [
+    pub const ALL: [ChartKind; 11] = [
         ChartKind::Requests,
         ChartKind::ArrivalRate,
         ChartKind::Phases,
         ChartKind::MedianInterval,
         ChartKind::Ecdf,
+        ChartKind::Tail,
         ChartKind::BoxPlot,
         ChartKind::Concurrency,
         ChartKind::Rtt,
@@ -68,6 +72,7 @@ impl ChartKind {
             ChartKind::Phases => "phases",
             ChartKind::MedianInterval => "median-ci",
             ChartKind::Ecdf => "ecdf",
+            ChartKind::Tail => "tail",
             ChartKind::BoxPlot => "box-plot",
             ChartKind::Concurrency => "concurrency",
             ChartKind::Rtt => "rtt",
@@ -83,6 +88,7 @@ impl ChartKind {
             ChartKind::Phases => "Where the time goes: median of each phase",
             ChartKind::MedianInterval => "Median handshake with its 95% confidence interval",
             ChartKind::Ecdf => "Distribution of handshake times (ECDF)",
+            ChartKind::Tail => "The tail: share of handshakes slower than each time (log scale)",
             ChartKind::BoxPlot => "Handshake times: quartiles and tails",
             ChartKind::Concurrency => "Median and p99 handshake against concurrency",
             ChartKind::Rtt => "Median and p99 handshake against round-trip time",
@@ -100,7 +106,8 @@ impl ChartKind {
         match self {
             ChartKind::Phases => "Each bar stacks the medians of the seven additive phases of successful handshakes; the black tick is the median of the whole handshake (a sum of medians need not equal the median of sums).",
             ChartKind::MedianInterval => "Bars end at the median handshake; whiskers show the 95% bootstrap confidence interval of the median. Non-overlapping intervals suggest a real difference; the comparisons table decides.",
-            ChartKind::Ecdf => "Share of successful handshakes completed within each time; the x axis ends at the largest 99.5th percentile so the tails do not squash the body.",
+            ChartKind::Ecdf => "Share of successful handshakes completed within each time, a step at each sample; the x axis ends at the largest 99.5th percentile so the tails do not squash the body (the tail chart shows them).",
+            ChartKind::Tail => "1 − ECDF: the share of successful handshakes slower than each time, both axes logarithmic, a step at each sample down to the slowest (whose drop ends at the bottom edge). Dashed lines at 1% and 0.1%: a curve crosses them at its p99 and p99.9, marked by dots (p99 from 100 samples, p99.9 from 1,000).",
             ChartKind::BoxPlot => "Box: 25th to 75th percentile, with the median as a thick line; whiskers: 1st to 99th percentile.",
             ChartKind::Concurrency => "Solid lines and dots: median; dashed lines and triangles: 99th percentile; one line per combination of the other dimensions.",
             ChartKind::Rtt => "Solid lines and dots: median; dashed lines and triangles: 99th percentile; grey dashes: the round-trip floors of a full handshake over TCP (2 × RTT for TLS 1.3, 3 × RTT for TLS 1.2). A median below its floor means the emulation failed.",
@@ -134,6 +141,7 @@ impl ChartKind {
             ChartKind::Phases => phases::size(data, style),
             ChartKind::MedianInterval => median_interval::size(data, style),
             ChartKind::Ecdf => ecdf::size(data, style),
+            ChartKind::Tail => tail::size(data, style),
             ChartKind::BoxPlot => box_plot::size(data, style),
             ChartKind::Concurrency => scaling::size(data, style, scaling::Axis::Concurrency),
             ChartKind::Rtt => scaling::size(data, style, scaling::Axis::Rtt),
@@ -157,6 +165,7 @@ impl ChartKind {
             ChartKind::Phases => phases::draw(root, data, style),
             ChartKind::MedianInterval => median_interval::draw(root, data, style),
             ChartKind::Ecdf => ecdf::draw(root, data, style),
+            ChartKind::Tail => tail::draw(root, data, style),
             ChartKind::BoxPlot => box_plot::draw(root, data, style),
             ChartKind::Concurrency => scaling::draw(root, data, style, scaling::Axis::Concurrency),
             ChartKind::Rtt => scaling::draw(root, data, style, scaling::Axis::Rtt),
