@@ -108,6 +108,72 @@ fn html_report_is_self_contained_and_holds_every_section() {
     assert!(!texts.contains(&"p99.9"), "p99.9 drawn below the floor");
 }
 
+/// The horizontal strokes of `colour` in an SVG figure that lie on the y of `guide`'s dashes.
+fn strokes_on_the_guide(figure: &str, colour: &str, guide: &str) -> usize {
+    let lines: Vec<(String, Vec<(i64, i64)>)> = figure
+        .split("<polyline")
+        .skip(1)
+        .filter_map(|element| {
+            let stroke = element.split("stroke=\"").nth(1)?.split('"').next()?;
+            let points = element.split("points=\"").nth(1)?.split('"').next()?;
+            let points = points
+                .split_whitespace()
+                .filter_map(|pair| {
+                    let (x, y) = pair.split_once(',')?;
+                    Some((x.parse().ok()?, y.parse().ok()?))
+                })
+                .collect();
+            Some((stroke.to_string(), points))
+        })
+        .collect();
+    let Some(level) = lines
+        .iter()
+        .find(|(stroke, _)| stroke == guide)
+        .and_then(|(_, points)| points.first().map(|point| point.1))
+    else {
+        return 0;
+    };
+    lines
+        .iter()
+        .filter(|(stroke, points)| {
+            stroke == colour
+                && points.len() == 2
+                && points.iter().all(|point| point.1 == level)
+                && points[0].0 < points[1].0
+        })
+        .count()
+}
+
+#[test]
+fn the_tail_chart_bars_the_p99_interval_once_the_sample_allows_one() {
+    // The order-statistic interval of p99 needs about 300 handshakes: 400 have one, drawn
+    // along the dashed 1% line in the Config's colour; 80 (the other tests' runs) do not.
+    let dir = scratch("report-tail");
+    let run = Run::new(&dir, "tail")
+        .args("--tls 1.3 -n 400 --warmup 2")
+        .succeeds();
+    let html = dir.join("tail.html");
+    tlslab_succeeds(&[
+        "report",
+        run.db.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&html).unwrap();
+    let tail = &text[text.find("<figure id=\"tail\"").unwrap()..];
+    let tail = &tail[..tail.find("</figure>").unwrap()];
+    assert_eq!(
+        strokes_on_the_guide(tail, "#1F77B4", "#969696"),
+        1,
+        "{tail}"
+    );
+    let (_, small) = report_of_a_run("report-tail-small");
+    let text = std::fs::read_to_string(&small).unwrap();
+    let tail = &text[text.find("<figure id=\"tail\"").unwrap()..];
+    let tail = &tail[..tail.find("</figure>").unwrap()];
+    assert_eq!(strokes_on_the_guide(tail, "#1F77B4", "#969696"), 0);
+}
+
 #[test]
 fn markdown_report_renders_as_tables_and_links_png_charts() {
     let (results, _) = report_of_a_run("report-markdown");

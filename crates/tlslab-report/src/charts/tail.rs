@@ -1,6 +1,8 @@
 //! Per Config, the tail of the handshake times: the share of handshakes slower than each time
 //! (1 − ECDF, the survival function) on log axes, so the slowest 1% and 0.1% get as much room
-//! as the body, with each Config's p99 and p99.9 marked where its curve crosses 1% and 0.1%.
+//! as the body, with each Config's p99 and p99.9 marked where its curve crosses 1% and 0.1%,
+//! and the p99's 95% interval (order statistics, no assumption on the distribution's shape)
+//! as a bar along the 1% line when the sample is large enough (about 300 handshakes).
 
 use std::ops::Range;
 
@@ -165,6 +167,19 @@ where
                     point,
                     marker,
                     color(index).filled(),
+                )))?;
+            }
+        }
+        // The p99's 95% interval (distribution-free, from the order statistics) as a bar
+        // along the 1% line, once the sample is large enough to have one.
+        if let Some((low, high)) = tlslab_stats::quantile::quantile_interval(sorted, 0.99, 0.95) {
+            let level = 1.0 - 0.99;
+            let bar = style.line(color(index), 2.0);
+            chart.draw_series(LineSeries::new([(low, level), (high, level)], bar))?;
+            for end in [low, high] {
+                chart.draw_series(std::iter::once(PathElement::new(
+                    [(end, level * 0.85), (end, level / 0.85)],
+                    bar,
                 )))?;
             }
         }
