@@ -67,7 +67,7 @@ mod writer;
 
 pub use error::{RunError, RunErrorKind};
 pub use lab::{answer_control_requests, LabServer};
-pub use progress::{Progress, ProgressCallback};
+pub use progress::{Progress, ProgressCallback, RunningConfig};
 pub use replay::Flights;
 pub use run::{run, RunOptions};
 pub use stop::Stop;

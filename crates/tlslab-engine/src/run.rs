@@ -114,8 +114,11 @@ pub fn run(
             &runtime,
             callback,
             counts.clone(),
-            total,
-            plan.timed_duration(),
+            progress::Planned {
+                labels: configs.iter().map(|config| config.label.clone()).collect(),
+                total,
+                timed: plan.timed_duration(),
+            },
             origin,
             ticker.clone(),
         );

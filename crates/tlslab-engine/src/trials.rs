@@ -74,6 +74,22 @@ pub trait Surroundings {
 pub struct Counts {
     pub done: AtomicU64,
     pub errors: AtomicU64,
+    /// Of `done`, the warm-up blocks' attempts.
+    pub warmup_done: AtomicU64,
+    /// The block running: 0 before the first, else (Config index + 1) × 2, plus 1 when it
+    /// is a warm-up block (one word, so a display never reads a Config with another block's
+    /// warm-up flag).
+    pub current: AtomicU64,
+}
+
+impl Counts {
+    /// The running block's Config index, and whether it is a warm-up block.
+    pub fn current(&self) -> Option<(usize, bool)> {
+        match self.current.load(Ordering::Relaxed) {
+            0 => None,
+            word => Some(((word / 2 - 1) as usize, word % 2 == 1)),
+        }
+    }
 }
 
 /// How the loop ended.
@@ -158,6 +174,10 @@ impl<C: Connector> TrialLoop<'_, C> {
             surroundings.link_reset();
             let verifications_before = surroundings.server_client_verifications(config);
             let client_before = usage::current();
+            self.counts.current.store(
+                (trial.config as u64 + 1) * 2 + u64::from(trial.warmup),
+                Ordering::Relaxed,
+            );
             let started = Instant::now();
             let block = Block {
                 trial: *trial,
@@ -351,6 +371,9 @@ impl<C: Connector> Block<C> {
                         if timed {
                             handshakes.record(nanos);
                         }
+                    }
+                    if block.trial.warmup {
+                        block.counts.warmup_done.fetch_add(1, Ordering::Relaxed);
                     }
                     block.counts.done.fetch_add(1, Ordering::Relaxed);
                     block.records.send(Record::Sample(Box::new(sample)));
@@ -676,6 +699,10 @@ mod tests {
             .iter()
             .all(|sample| sample.config == 1 && sample.error == Some(ErrorClass::Reset)));
         assert_eq!(samples.iter().filter(|sample| sample.warmup).count(), 12);
+        // What a progress display reads: the warm-up attempts apart, and the last block's
+        // Config (the plan's last block is a measured one).
+        assert_eq!(outcome.counts.warmup_done.load(Ordering::SeqCst), 12);
+        assert!(matches!(outcome.counts.current(), Some((_, false))));
         let first = samples.iter().find(|sample| sample.config == 0).unwrap();
         assert_eq!(first.timeline.phase(Phase::Handshake), Some(2_000_000));
         assert_eq!((first.bytes_sent, first.bytes_received), (380, 2_000));

@@ -89,50 +89,89 @@ pub fn default_output() -> PathBuf {
     path
 }
 
-fn progress_bar() -> tlslab_engine::ProgressCallback {
-    Arc::new(|progress: &Progress| {
-        let seconds = progress.elapsed.as_secs_f64();
-        let rate = if seconds > 0.0 {
-            progress.done as f64 / seconds
-        } else {
-            0.0
-        };
-        // Timed blocks (a closed loop given --duration) take as many attempts as fit: the
-        // bar follows the clock, and says how many were done, not out of how many.
-        let (fraction, count, eta) = match progress.timed {
-            Some(timed) => {
-                let planned = timed.as_secs_f64().max(f64::MIN_POSITIVE);
-                (
-                    seconds / planned,
-                    format!("{} attempts  {seconds:.0}/{planned:.0} s", progress.done),
-                    format!("{:.0}s", (planned - seconds).max(0.0)),
-                )
+/// The progress bar, naming the running Config by the words of its label that the others
+/// do not share (as the summary's table does).
+fn progress_bar(labels: &[String]) -> tlslab_engine::ProgressCallback {
+    let (_, short) = tlslab_report::distinguishing_words(labels);
+    Arc::new(move |progress: &Progress| {
+        let mut progress = progress.clone();
+        if let Some(config) = progress.config.as_mut() {
+            if let Some(words) = short.get(config.number.wrapping_sub(1)) {
+                config.label.clone_from(words);
             }
-            None => (
-                progress.done as f64 / progress.total.max(1) as f64,
-                format!("{}/{} attempts", progress.done, progress.total),
-                if rate > 0.0 {
-                    format!(
-                        "{:.0}s",
-                        (progress.total - progress.done.min(progress.total)) as f64 / rate
-                    )
-                } else {
-                    "?".to_string()
-                },
-            ),
-        };
-        let width = 30;
-        let filled = ((fraction.clamp(0.0, 1.0)) * width as f64).round() as usize;
+        }
         let mut stderr = std::io::stderr().lock();
-        let _ = write!(
-            stderr,
-            "\r[{}{}] {count}  {rate:.0}/s  ETA {eta}  errors {}   ",
-            "#".repeat(filled.min(width)),
-            " ".repeat(width - filled.min(width)),
-            progress.errors
-        );
+        let _ = write!(stderr, "\r{}", progress_line(&progress));
         let _ = stderr.flush();
     })
+}
+
+/// The progress bar's line: the bar, attempts (the warm-up ones apart), rate, time left,
+/// errors, and which Config is running (its number, then its label) and whether it is warming
+/// up. Kept within 80 columns (the line is redrawn in place, and a wrapped line would scroll
+/// instead).
+fn progress_line(progress: &Progress) -> String {
+    let seconds = progress.elapsed.as_secs_f64();
+    let rate = if seconds > 0.0 {
+        progress.done as f64 / seconds
+    } else {
+        0.0
+    };
+    // Timed blocks (a closed loop given --duration) take as many attempts as fit: the
+    // bar follows the clock, and says how many were done, not out of how many.
+    let (fraction, count, eta) = match progress.timed {
+        Some(timed) => {
+            let planned = timed.as_secs_f64().max(f64::MIN_POSITIVE);
+            (
+                seconds / planned,
+                format!("{} attempts  {seconds:.0}/{planned:.0} s", progress.done),
+                format!("{:.0}s", (planned - seconds).max(0.0)),
+            )
+        }
+        None => (
+            progress.done as f64 / progress.total.max(1) as f64,
+            format!("{}/{}", progress.done, progress.total),
+            if rate > 0.0 {
+                format!(
+                    "{:.0}s",
+                    (progress.total - progress.done.min(progress.total)) as f64 / rate
+                )
+            } else {
+                "?".to_string()
+            },
+        ),
+    };
+    let warmup = if progress.warmup_done > 0 {
+        format!(" ({} warm-up)", progress.warmup_done)
+    } else {
+        String::new()
+    };
+    let width = 12;
+    let filled = ((fraction.clamp(0.0, 1.0)) * width as f64).round() as usize;
+    let mut line = format!(
+        "[{}{}] {count}{warmup} {rate:.0}/s ETA {eta} errors {}",
+        "#".repeat(filled.min(width)),
+        " ".repeat(width - filled.min(width)),
+        progress.errors
+    );
+    if let Some(config) = &progress.config {
+        let phase = if config.warmup { " warm-up" } else { "" };
+        let room = 79usize.saturating_sub(line.chars().count());
+        let mut running = format!(" ·{phase} {}/{}", config.number, progress.configs);
+        if progress.configs > 1 {
+            running.push(' ');
+            running.push_str(&config.label);
+        }
+        if running.chars().count() > room {
+            running = running.chars().take(room.saturating_sub(1)).collect();
+            running.push('…');
+        }
+        line.push_str(&running);
+    }
+    // Spaces to the 79th column wipe what a longer earlier line left.
+    let used = line.chars().count();
+    line.push_str(&" ".repeat(79usize.saturating_sub(used)));
+    line
 }
 
 pub fn open_pki(dir: &Option<PathBuf>) -> Result<tlslab_pki::Pki, CliError> {
@@ -248,7 +287,10 @@ pub fn execute(args: &RunArgs, experiment: Experiment, print: Printer) -> Result
         command_line: std::env::args().collect(),
         seed,
         stop: stop_on_signals(),
-        progress: show_progress.then(progress_bar),
+        progress: show_progress.then(|| {
+            let labels: Vec<String> = configs.iter().map(|config| config.label.clone()).collect();
+            progress_bar(&labels)
+        }),
         key_log: key_log(args)?,
         capture: args.capture.clone(),
     };
@@ -377,4 +419,58 @@ pub fn execute(args: &RunArgs, experiment: Experiment, print: Printer) -> Result
         return Ok(EXIT_THRESHOLD);
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use tlslab_engine::RunningConfig;
+
+    fn progress(warmup_done: u64, config: Option<RunningConfig>) -> Progress {
+        Progress {
+            done: 120,
+            errors: 2,
+            warmup_done,
+            config,
+            configs: 4,
+            total: 400,
+            timed: None,
+            elapsed: Duration::from_secs(2),
+        }
+    }
+
+    #[test]
+    fn the_progress_line_says_warm_up_apart_and_which_config_runs() {
+        let line = progress_line(&progress(
+            20,
+            Some(RunningConfig {
+                label:
+                    "tls1.3 aes128gcm x25519 ecdsa-p256 chain1 c4 and a label far too long to fit"
+                        .to_string(),
+                number: 3,
+                warmup: true,
+            }),
+        ));
+        assert!(
+            line.starts_with("[####        ] 120/400 (20 warm-up) 60/s ETA 5s errors 2"),
+            "{line}"
+        );
+        assert!(line.contains("errors 2 · warm-up 3/4 tls1.3"), "{line}");
+        assert!(line.trim_end().ends_with('…'), "{line}");
+        assert_eq!(line.chars().count(), 79, "{line}");
+        let measuring = progress_line(&progress(
+            20,
+            Some(RunningConfig {
+                label: "tls1.2".to_string(),
+                number: 4,
+                warmup: false,
+            }),
+        ));
+        assert!(measuring.contains("errors 2 · 4/4 tls1.2"), "{measuring}");
+        // Before the first block, and without warm-up, neither is said.
+        let starting = progress_line(&progress(0, None));
+        assert!(!starting.contains("warm-up") && !starting.contains('·'));
+        assert_eq!(starting.chars().count(), 79);
+    }
 }
