@@ -47,7 +47,7 @@ pub struct ScanArgs {
     pub no_timing: bool,
     /// Measured handshakes per supported version × suite × group in the cost table (one
     /// warm-up handshake each comes first). Default: 20, fewer (down to 5) when the table
-    /// would otherwise make more than 400 connections.
+    /// would otherwise make more than 400 connections. At most 100,000.
     #[arg(long, value_name = "N")]
     pub timing_handshakes: Option<u64>,
     /// Pause between two timed handshakes to one target (they run one at a time).
@@ -66,6 +66,10 @@ fn from_scan_error(error: ScanError) -> CliError {
         ScanErrorKind::Environment => CliError::environment(error.message, error.hint),
     }
 }
+
+/// The most handshakes `--timing-handshakes` may ask per choice: the cost table keeps each
+/// one's times in memory until the table is made.
+const MAX_TIMING_HANDSHAKES: u64 = 100_000;
 
 pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
     let timeout = tlslab_core::duration::parse(&args.timeout)
@@ -87,14 +91,26 @@ pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
         .delay
         .as_deref()
         .map(|text| {
-            tlslab_core::duration::parse(text).map_err(|_| {
+            tlslab_core::duration::parse(text).map_err(|error| {
                 CliError::usage(
-                    format!("--delay {text}: not a duration"),
+                    format!("--delay {text}: {error}"),
                     "for example --delay 100ms or --delay 1s",
                 )
             })
         })
         .transpose()?;
+    if let Some(handshakes) = args
+        .timing_handshakes
+        .filter(|&n| n > MAX_TIMING_HANDSHAKES)
+    {
+        return Err(CliError::usage(
+            format!(
+                "--timing-handshakes {handshakes}: more than {MAX_TIMING_HANDSHAKES} per choice"
+            ),
+            "the cost table is a short timed run, its samples kept in memory; for a long one, \
+             run `tlslab run --target HOST:PORT` with the choice's --tls, --suite and --group",
+        ));
+    }
     if args.timing_handshakes == Some(0) && !args.no_timing {
         return Err(CliError::usage(
             "--timing-handshakes 0: the cost table would have no figures",
