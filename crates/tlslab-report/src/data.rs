@@ -29,6 +29,8 @@ pub struct ConfigData {
     pub handshake_ms: Vec<f64>,
     /// 95% bootstrap interval of the median handshake.
     pub median_ci: Option<(f64, f64)>,
+    /// Each round's median handshake, warm-up rounds included (the latency-per-round chart).
+    pub rounds: Vec<tlslab_store::RoundMedian>,
 }
 
 impl ConfigData {
@@ -178,6 +180,7 @@ impl ReportData {
                 rtt_ms: row.rtt_ns.map(|rtt| rtt as f64 / 1e6),
                 handshake_ms,
                 median_ci,
+                rounds: store.round_medians(row.id)?,
             });
         }
         let load = if rows.iter().all(|row| row.http != "none") {

@@ -318,6 +318,15 @@ pub struct TrialTotals {
     pub client_verify_ns: Option<i64>,
 }
 
+/// One round of a Config's successful handshakes ([`Store::round_medians`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RoundMedian {
+    pub round: i64,
+    pub warmup: bool,
+    pub median_ns: f64,
+    pub count: usize,
+}
+
 /// What an emulated link carried during one trial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LinkTrial {
@@ -527,6 +536,50 @@ impl Store {
 
     /// A phase (or event) of a Config's successful measured samples, in nanoseconds, in
     /// sample order. `name` must be an event or phase name.
+    /// Each round of a Config's successful handshakes, warm-up included: its number, whether
+    /// it was a warm-up round, its median handshake (ns) and how many it had, in round order.
+    /// What drifts over a run (a server warming its caches, a machine getting busy) shows here.
+    pub fn round_medians(&self, config_id: i64) -> Result<Vec<RoundMedian>, StoreError> {
+        let mut statement = self.connection.prepare(
+            "SELECT round, warmup, handshake FROM samples
+             WHERE config_id = ?1 AND outcome = 'ok' AND handshake IS NOT NULL
+             ORDER BY round, warmup, handshake",
+        )?;
+        let mut rounds: Vec<(RoundMedian, Vec<f64>)> = Vec::new();
+        let mut rows = statement.query([config_id])?;
+        while let Some(row) = rows.next()? {
+            let (round, warmup, nanos): (i64, bool, f64) = (row.get(0)?, row.get(1)?, row.get(2)?);
+            match rounds.last_mut() {
+                Some((last, values)) if last.round == round && last.warmup == warmup => {
+                    values.push(nanos)
+                }
+                _ => rounds.push((
+                    RoundMedian {
+                        round,
+                        warmup,
+                        median_ns: 0.0,
+                        count: 0,
+                    },
+                    vec![nanos],
+                )),
+            }
+        }
+        Ok(rounds
+            .into_iter()
+            .map(|(mut round, values)| {
+                // Sorted by the query: the middle value, or the mean of the two middle ones.
+                let middle = values.len() / 2;
+                round.median_ns = if values.len() % 2 == 1 {
+                    values[middle]
+                } else {
+                    (values[middle - 1] + values[middle]) / 2.0
+                };
+                round.count = values.len();
+                round
+            })
+            .collect())
+    }
+
     pub fn phase_values(&self, config_id: i64, name: &str) -> Result<Vec<f64>, StoreError> {
         Ok(self
             .phases_values(config_id, &[name])?

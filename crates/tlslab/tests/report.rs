@@ -26,12 +26,13 @@ fn report_of_a_run(name: &str) -> (PathBuf, PathBuf) {
 }
 
 /// In report order; `interaction` because the run crosses version and concurrency.
-const CHART_IDS: [&str; 8] = [
+const CHART_IDS: [&str; 9] = [
     "phases",
     "median-ci",
     "ecdf",
     "tail",
     "box-plot",
+    "rounds",
     "concurrency",
     "interaction",
     "cpu-per-handshake",

@@ -12,6 +12,7 @@ mod interaction;
 mod load;
 mod median_interval;
 mod phases;
+mod rounds;
 mod scaling;
 mod tail;
 mod usage;
@@ -40,6 +41,8 @@ pub enum ChartKind {
     /// The share slower than each time (1 − ECDF) on log axes, p99 and p99.9 marked.
     Tail,
     BoxPlot,
+    /// Each round's median handshake, warm-up rounds apart: drift over the run.
+    Rounds,
     Concurrency,
     Rtt,
     /// The median against one dimension, a line per level of another (a crossed matrix).
@@ -52,7 +55,7 @@ pub enum ChartKind {
 }
 
 impl ChartKind {
-    pub const ALL: [ChartKind; 11] = [
+    pub const ALL: [ChartKind; 12] = [
         ChartKind::Requests,
         ChartKind::ArrivalRate,
         ChartKind::Phases,
@@ -60,6 +63,7 @@ impl ChartKind {
         ChartKind::Ecdf,
         ChartKind::Tail,
         ChartKind::BoxPlot,
+        ChartKind::Rounds,
         ChartKind::Concurrency,
         ChartKind::Rtt,
         ChartKind::Interaction,
@@ -74,6 +78,7 @@ impl ChartKind {
             ChartKind::Ecdf => "ecdf",
             ChartKind::Tail => "tail",
             ChartKind::BoxPlot => "box-plot",
+            ChartKind::Rounds => "rounds",
             ChartKind::Concurrency => "concurrency",
             ChartKind::Rtt => "rtt",
             ChartKind::Usage => "cpu-per-handshake",
@@ -90,6 +95,7 @@ impl ChartKind {
             ChartKind::Ecdf => "Distribution of handshake times (ECDF)",
             ChartKind::Tail => "The tail: share of handshakes slower than each time (log scale)",
             ChartKind::BoxPlot => "Handshake times: quartiles and tails",
+            ChartKind::Rounds => "Median handshake per round: warm-up and drift",
             ChartKind::Concurrency => "Median and p99 handshake against concurrency",
             ChartKind::Rtt => "Median and p99 handshake against round-trip time",
             ChartKind::Usage => "CPU per handshake",
@@ -109,6 +115,7 @@ impl ChartKind {
             ChartKind::Ecdf => "Share of successful handshakes completed within each time, a step at each sample; the x axis ends at the largest 99.5th percentile so the tails do not squash the body (the tail chart shows them).",
             ChartKind::Tail => "1 − ECDF: the share of successful handshakes slower than each time, both axes logarithmic, a step at each sample down to the slowest (whose drop ends at the bottom edge). Dashed lines at 1% and 0.1%: a curve crosses them at its p99 and p99.9, marked by dots (p99 from 100 samples, p99.9 from 1,000).",
             ChartKind::BoxPlot => "Box: 25th to 75th percentile, with the median as a thick line; whiskers: 1st to 99th percentile.",
+            ChartKind::Rounds => "Each Config's median handshake in each round of the plan (rounds interleave the Configs, so a machine that gets busier slows every line alike). Hollow circles: warm-up rounds, not measured; a slope across the filled dots is drift the summary's statistics assume away.",
             ChartKind::Concurrency => "Solid lines and dots: median; dashed lines and triangles: 99th percentile; one line per combination of the other dimensions.",
             ChartKind::Rtt => "Solid lines and dots: median; dashed lines and triangles: 99th percentile; grey dashes: the round-trip floors of a full handshake over TCP (2 × RTT for TLS 1.3, 3 × RTT for TLS 1.2). A median below its floor means the emulation failed.",
             ChartKind::Usage => "CPU time (user + system) per measured attempt: the lab server's (dark) and the load generator's own (light). Client CPU includes the results writer.",
@@ -125,6 +132,7 @@ impl ChartKind {
             ChartKind::Interaction => interaction::applies(data),
             ChartKind::Requests => load::applies(data, load::Axis::Concurrency),
             ChartKind::ArrivalRate => load::applies(data, load::Axis::ArrivalRate),
+            ChartKind::Rounds => rounds::applies(data),
             ChartKind::Concurrency => any_samples && data.concurrency_varies(),
             ChartKind::Rtt => any_samples && data.rtt_varies(),
             ChartKind::Usage => data
@@ -143,6 +151,7 @@ impl ChartKind {
             ChartKind::Ecdf => ecdf::size(data, style),
             ChartKind::Tail => tail::size(data, style),
             ChartKind::BoxPlot => box_plot::size(data, style),
+            ChartKind::Rounds => rounds::size(data, style),
             ChartKind::Concurrency => scaling::size(data, style, scaling::Axis::Concurrency),
             ChartKind::Rtt => scaling::size(data, style, scaling::Axis::Rtt),
             ChartKind::Usage => usage::size(data, style),
@@ -167,6 +176,7 @@ impl ChartKind {
             ChartKind::Ecdf => ecdf::draw(root, data, style),
             ChartKind::Tail => tail::draw(root, data, style),
             ChartKind::BoxPlot => box_plot::draw(root, data, style),
+            ChartKind::Rounds => rounds::draw(root, data, style),
             ChartKind::Concurrency => scaling::draw(root, data, style, scaling::Axis::Concurrency),
             ChartKind::Rtt => scaling::draw(root, data, style, scaling::Axis::Rtt),
             ChartKind::Usage => usage::draw(root, data, style),
