@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, config_legend, draw_legend, legend_height, ChartError, Style};
+use super::{color, config_legend, legend_height, ChartError, Style};
 use crate::data::ReportData;
 
 /// Points drawn per curve: finer than a chart's pixels, whatever the sample count, so 100,000
@@ -69,9 +69,7 @@ pub(super) fn draw<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let entries = config_legend(data);
-    let (legend_area, plot_area) = root.split_vertically(legend_height(&entries, style));
-    draw_legend(&legend_area, &entries, style)?;
+    let plot_area = super::below_config_legend(root, data, style)?;
     let with_samples = || data.configs.iter().filter(|c| !c.handshake_ms.is_empty());
     let start = with_samples()
         .map(|c| c.handshake_ms[0])

@@ -187,6 +187,22 @@ impl ChartKind {
     }
 }
 
+/// Draws the Configs' legend (a colour per Config) at the top of `root`, and returns the area
+/// below it, where the chart's plot goes.
+fn below_config_legend<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    data: &ReportData,
+    style: &Style,
+) -> Result<DrawingArea<DB, Shift>, ChartError>
+where
+    DB::ErrorType: 'static,
+{
+    let entries = config_legend(data);
+    let (legend_area, plot_area) = root.split_vertically(legend_height(&entries, style));
+    draw_legend(&legend_area, &entries, style)?;
+    Ok(plot_area)
+}
+
 /// The charts that apply to this data, in report order.
 pub fn charts_for(data: &ReportData) -> Vec<ChartKind> {
     ChartKind::ALL

@@ -5,7 +5,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, config_legend, draw_legend, legend_height, ChartError, Style};
+use super::{color, config_legend, legend_height, ChartError, Style};
 use crate::data::ReportData;
 
 /// Whether some Config has two rounds or more to draw.
@@ -28,9 +28,7 @@ pub(super) fn draw<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let entries = config_legend(data);
-    let (legend_area, plot_area) = root.split_vertically(legend_height(&entries, style));
-    draw_legend(&legend_area, &entries, style)?;
+    let plot_area = super::below_config_legend(root, data, style)?;
     let rounds = || data.configs.iter().flat_map(|config| config.rounds.iter());
     let first = rounds().map(|round| round.round).min().unwrap_or(0);
     let last = rounds()

@@ -11,7 +11,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{color, config_legend, draw_legend, legend_height, ChartError, Style};
+use super::{color, config_legend, legend_height, ChartError, Style};
 use crate::data::ReportData;
 
 /// Points drawn per curve, spaced evenly in the log of the share still slower, so the tail is
@@ -85,9 +85,7 @@ pub(super) fn draw<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let entries = config_legend(data);
-    let (legend_area, plot_area) = root.split_vertically(legend_height(&entries, style));
-    draw_legend(&legend_area, &entries, style)?;
+    let plot_area = super::below_config_legend(root, data, style)?;
     let with_samples = || data.configs.iter().filter(|c| !c.handshake_ms.is_empty());
     // Positive bounds: the axes are logarithmic.
     let fastest = with_samples()
