@@ -51,3 +51,21 @@ fn every_check_accepts_trivial_inputs() {
         }
     }
 }
+
+#[test]
+fn every_example_experiment_passes_the_experiment_check() {
+    // The examples seed the experiment target's corpus, so a check they fail would fail the
+    // first second of every fuzz round (as examples/explicit-configs.toml once did, when a
+    // dump of tables without a matrix learnt to say `matrix = false`).
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(examples).expect("the examples directory") {
+        let path = entry.expect("a readable directory entry").path();
+        if path.extension().is_some_and(|extension| extension == "toml") {
+            println!("{}", path.display());
+            checks::experiment::check(&std::fs::read(&path).expect("a readable example"));
+            checked += 1;
+        }
+    }
+    assert!(checked >= 5, "the examples are found ({checked})");
+}
