@@ -61,7 +61,10 @@ fn every_example_experiment_passes_the_experiment_check() {
     let mut checked = 0;
     for entry in std::fs::read_dir(examples).expect("the examples directory") {
         let path = entry.expect("a readable directory entry").path();
-        if path.extension().is_some_and(|extension| extension == "toml") {
+        if path
+            .extension()
+            .is_some_and(|extension| extension == "toml")
+        {
             println!("{}", path.display());
             checks::experiment::check(&std::fs::read(&path).expect("a readable example"));
             checked += 1;
