@@ -26,9 +26,9 @@ use tokio::net::TcpStream;
 /// One Config's client, and where it goes.
 pub struct ConfigClient {
     config: Arc<Config>,
-    address: SocketAddr,
-    /// The name's other addresses, tried when `address` refuses or is slow to answer.
-    fallbacks: Vec<SocketAddr>,
+    /// Where it connects: the preferred address first, then the name's other addresses,
+    /// tried when the one before refuses or is slow to answer.
+    addresses: Vec<SocketAddr>,
     /// `--dns per-attempt`: each attempt looks the server up before it connects.
     lookup: Option<Lookup>,
     library: Library,
@@ -124,8 +124,9 @@ impl ConfigClient {
         };
         Ok(ConfigClient {
             config: Arc::new(config.clone()),
-            address: route.address,
-            fallbacks: route.fallbacks,
+            addresses: std::iter::once(route.address)
+                .chain(route.fallbacks)
+                .collect(),
             lookup: route.lookup,
             library,
             request: settings.request(),
@@ -178,15 +179,17 @@ impl ConfigClient {
     /// `--dns per-attempt`, what the attempt's own lookup returned (`resolved` marks its end:
     /// the `dns` phase). The preferred one is the attempt's `peer_address` until a
     /// connection says which answered.
-    async fn addresses(&self, attempt: &mut Attempt) -> Result<Vec<SocketAddr>, Failure> {
+    async fn addresses(
+        &self,
+        attempt: &mut Attempt,
+    ) -> Result<std::borrow::Cow<'_, [SocketAddr]>, Failure> {
+        // Resolved once (the default): the attempt borrows the addresses, allocating nothing.
         let addresses = match &self.lookup {
-            None => std::iter::once(self.address)
-                .chain(self.fallbacks.iter().copied())
-                .collect(),
+            None => std::borrow::Cow::Borrowed(self.addresses.as_slice()),
             Some(lookup) => {
                 let addresses = lookup.addresses().await?;
                 attempt.mark(Event::Resolved);
-                addresses
+                std::borrow::Cow::Owned(addresses)
             }
         };
         attempt.peer_address = addresses.first().copied();

@@ -148,6 +148,13 @@ pub async fn connect_first(
     close: CloseMode,
 ) -> io::Result<(TcpStream, SocketAddr)> {
     use futures_util::stream::{FuturesUnordered, StreamExt};
+    // One address, the usual case: no fallback to race, so none of the machinery below on
+    // the handshake's path.
+    if let [address] = addresses {
+        return connect(*address, close)
+            .await
+            .map(|stream| (stream, *address));
+    }
     let attempt = |address: SocketAddr| async move { (address, connect(address, close).await) };
     let mut waiting = addresses.iter().copied();
     let mut pending = FuturesUnordered::new();

@@ -371,10 +371,7 @@ fn render_notes(summary: &RunSummary, names: &[String]) -> String {
                     out,
                     "limit: the emulated link in {} (its bandwidth queue full)",
                     which(
-                        &several
-                            .iter()
-                            .map(|(_, name)| name.as_str())
-                            .collect::<Vec<_>>(),
+                        several.iter().map(|(_, name)| name.as_str()),
                         summary.configs.len()
                     )
                 );
@@ -399,10 +396,7 @@ fn render_notes(summary: &RunSummary, names: &[String]) -> String {
                         "client"
                     },
                     which(
-                        &several
-                            .iter()
-                            .map(|(_, name)| name.as_str())
-                            .collect::<Vec<_>>(),
+                        several.iter().map(|(_, name)| name.as_str()),
                         summary.configs.len()
                     ),
                     percent_span(low, high)
@@ -431,15 +425,15 @@ fn percent_span(low: f64, high: f64) -> String {
 }
 
 /// Which Configs a line is about: their names when a few, else how many of all.
-fn which(names: &[&str], total: usize) -> String {
-    if names.len() <= 3 {
+fn which<'a>(names: impl ExactSizeIterator<Item = &'a str>, total: usize) -> String {
+    let count = names.len();
+    if count <= 3 {
         names
-            .iter()
             .map(|name| format!("'{name}'"))
             .collect::<Vec<_>>()
             .join(", ")
     } else {
-        format!("{} of {total} Configs", names.len())
+        format!("{count} of {total} Configs")
     }
 }
 
@@ -478,10 +472,7 @@ fn queue_lines(summary: &RunSummary, names: &[String]) -> Vec<String> {
                 _ => format!(
                     "{}: ",
                     which(
-                        &here
-                            .iter()
-                            .map(|(_, name)| name.as_str())
-                            .collect::<Vec<_>>(),
+                        here.iter().map(|(_, name)| name.as_str()),
                         summary.configs.len()
                     )
                 ),
