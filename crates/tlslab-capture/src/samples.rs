@@ -65,7 +65,9 @@ fn local(client: SocketAddr, server: SocketAddr) -> bool {
 
 /// The capture point, from the TCP handshake's gaps: a client waits a round trip for the
 /// SYN-ACK and acknowledges at once; a server answers at once and waits a round trip for
-/// the ACK. A gap ten times the other decides; otherwise the point is in between.
+/// the ACK. A gap ten times the other decides; otherwise the point is in between. Without
+/// the SYN exchange (QUIC, a capture begun mid-flow) the handshake's own gaps decide
+/// ([`vantage_from_handshake`]).
 fn vantage(connection: &Connection) -> (Vantage, Option<u64>) {
     let (Some(syn), Some(syn_ack), Some(ack)) =
         (connection.syn, connection.syn_ack, connection.ack)
@@ -73,7 +75,7 @@ fn vantage(connection: &Connection) -> (Vantage, Option<u64>) {
         let vantage = if local(connection.client, connection.server) {
             Vantage::Local
         } else {
-            Vantage::Unknown
+            vantage_from_handshake(&connection.handshake.times)
         };
         let rtt = match (connection.syn, connection.syn_ack) {
             (Some(syn), Some(syn_ack)) => Some(syn_ack.saturating_sub(syn)),
@@ -85,13 +87,49 @@ fn vantage(connection: &Connection) -> (Vantage, Option<u64>) {
     let inbound = ack.saturating_sub(syn_ack);
     if local(connection.client, connection.server) {
         (Vantage::Local, Some(outbound))
-    } else if inbound.saturating_mul(10) <= outbound {
-        (Vantage::Client, Some(outbound))
-    } else if outbound.saturating_mul(10) <= inbound {
-        (Vantage::Server, Some(inbound))
     } else {
-        (Vantage::Middle, Some(outbound + inbound))
+        match from_gaps(outbound, inbound) {
+            Vantage::Client => (Vantage::Client, Some(outbound)),
+            Vantage::Server => (Vantage::Server, Some(inbound)),
+            vantage => (vantage, Some(outbound + inbound)),
+        }
     }
+}
+
+/// `client` when the wait for the other side's answer (`outbound`) is at least ten times
+/// the wait before this side's reply (`inbound`), `server` the other way round, `middle`
+/// in between.
+fn from_gaps(outbound: u64, inbound: u64) -> Vantage {
+    if outbound > 0 && inbound.saturating_mul(10) <= outbound {
+        Vantage::Client
+    } else if inbound > 0 && outbound.saturating_mul(10) <= inbound {
+        Vantage::Server
+    } else {
+        Vantage::Middle
+    }
+}
+
+/// The capture point when there is no SYN exchange to read, from the handshake's gaps: a
+/// client waits a round trip between its ClientHello and the ServerHello, and answers the
+/// end of the server's flight at once with its Finished; a server answers the ClientHello
+/// at once and waits a round trip for that Finished (also a QUIC server that its
+/// amplification limit made wait inside its flight: the Finished still comes a round trip
+/// after the flight's last packet). `unknown` when the handshake did not get that far.
+/// Both gaps include the peers' own work, so they give the vantage but no network round
+/// trip.
+fn vantage_from_handshake(times: &crate::tls::Times) -> Vantage {
+    let (Some(hello), Some(answer), Some(flight_end), Some(finished)) = (
+        times.client_hello,
+        times.server_hello,
+        times.server_flight_end,
+        times.client_finished,
+    ) else {
+        return Vantage::Unknown;
+    };
+    from_gaps(
+        answer.saturating_sub(hello),
+        finished.saturating_sub(flight_end),
+    )
 }
 
 fn suite_name(code_point: u16) -> String {
@@ -111,7 +149,7 @@ fn suite_name(code_point: u16) -> String {
 /// | `local` (loopback, one host) | yes | NULL | SYN → SYN-ACK |
 /// | `server` | NULL | NULL | SYN-ACK → ACK |
 /// | `middle` | NULL | NULL | SYN → SYN-ACK → ACK |
-/// | `unknown` (no SYN exchange: QUIC, a capture begun mid-flow) | yes, as the client's | NULL | SYN → SYN-ACK when seen |
+/// | `unknown` (no SYN exchange and no complete handshake to tell by) | NULL | NULL | SYN → SYN-ACK when seen |
 ///
 /// At the server, a packet from the client arrives a one-way delay after the client sent it,
 /// and one to the client leaves a one-way delay before the client reads it; the delays are
@@ -119,11 +157,13 @@ fn suite_name(code_point: u16) -> String {
 /// of them, is the client's. Those stay NULL rather than a guess; the sample still carries
 /// its vantage, what was negotiated, and the network round trip. The middle is the same
 /// with part of each delay on either side. Certificate verification happens inside the
-/// client and never shows in packets.
+/// client and never shows in packets. Without a SYN exchange (QUIC, a capture begun
+/// mid-flow) the vantage comes from the handshake's gaps and the network RTT is NULL.
 pub fn sees_client_events(vantage: Vantage) -> bool {
     match vantage {
-        Vantage::Client | Vantage::Local | Vantage::Unknown => true,
-        Vantage::Server | Vantage::Middle => false,
+        Vantage::Client | Vantage::Local => true,
+        // Not knowing where the packets were seen, no time is the client's for certain.
+        Vantage::Server | Vantage::Middle | Vantage::Unknown => false,
     }
 }
 
@@ -305,5 +345,50 @@ fn side(server: bool) -> &'static str {
         "server"
     } else {
         "client"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tls::Times;
+
+    /// A handshake's times in microseconds, as `client_hello`, `server_hello`,
+    /// `server_flight_end` and `client_finished`.
+    fn times(hello: u64, answer: u64, flight_end: u64, finished: u64) -> Times {
+        Times {
+            client_hello: Some(hello * 1_000),
+            server_hello: Some(answer * 1_000),
+            server_flight_end: Some(flight_end * 1_000),
+            client_finished: Some(finished * 1_000),
+            ..Times::default()
+        }
+    }
+
+    #[test]
+    fn without_a_syn_exchange_the_handshakes_gaps_tell_the_vantage() {
+        // At the client: 50 ms to the ServerHello, the Finished 300 µs after the flight.
+        assert_eq!(
+            vantage_from_handshake(&times(0, 50_000, 50_400, 50_700)),
+            Vantage::Client
+        );
+        // At the server: the ServerHello 200 µs after the hello, the Finished a round trip
+        // after the flight.
+        assert_eq!(
+            vantage_from_handshake(&times(0, 200, 600, 50_900)),
+            Vantage::Server
+        );
+        // Half-way: 25 ms each way.
+        assert_eq!(
+            vantage_from_handshake(&times(0, 25_000, 25_400, 50_400)),
+            Vantage::Middle
+        );
+        // A handshake that ended before the client's Finished cannot tell.
+        let unfinished = Times {
+            client_finished: None,
+            ..times(0, 50_000, 50_400, 0)
+        };
+        assert_eq!(vantage_from_handshake(&unfinished), Vantage::Unknown);
+        assert!(!sees_client_events(Vantage::Unknown));
     }
 }
