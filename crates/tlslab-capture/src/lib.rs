@@ -82,6 +82,8 @@ pub struct Analyser<'a> {
     filter: Option<filter::Filter>,
     /// Connections a segment completed, on their way to the sink (empty between segments).
     done: Vec<flows::Connection>,
+    /// Where the packets were captured, when the user knows it: replaces what the gaps say.
+    vantage: Option<tlslab_core::Vantage>,
 }
 
 impl<'a> Analyser<'a> {
@@ -98,7 +100,15 @@ impl<'a> Analyser<'a> {
             stop: None,
             filter: None,
             done: Vec::new(),
+            vantage: None,
         }
+    }
+
+    /// Takes every connection as seen at `vantage` (`--vantage`) rather than reading it from
+    /// the gaps of its handshake, which cannot tell when the peers' own work is as long as
+    /// the round trip (QUIC on a fast network).
+    pub fn known_vantage(&mut self, vantage: tlslab_core::Vantage) {
+        self.vantage = Some(vantage);
     }
 
     /// Decrypts the TLS 1.3 handshakes whose secrets `keys` holds.
@@ -214,8 +224,12 @@ impl<'a> Analyser<'a> {
             .sources
             .get(connection.source)
             .map_or("", String::as_str);
-        let (key, mut sample) =
-            samples::sample(connection, self.run_start.unwrap_or_default(), source);
+        let (key, mut sample) = samples::sample(
+            connection,
+            self.run_start.unwrap_or_default(),
+            source,
+            self.vantage,
+        );
         let next = self.configs.len();
         let index = match self.configs.get(&key) {
             Some(index) => *index,
@@ -283,10 +297,16 @@ impl Sink for Collected {
     }
 }
 
-/// The Samples of the capture at `path`, in memory.
-pub fn samples_of(path: &Path) -> Result<Vec<tlslab_core::Sample>, CaptureError> {
+/// The Samples of the capture at `path`, in memory, seen at `vantage` when that is known.
+pub fn samples_of(
+    path: &Path,
+    vantage: Option<tlslab_core::Vantage>,
+) -> Result<Vec<tlslab_core::Sample>, CaptureError> {
     let mut collected = Collected::default();
     let mut analyser = Analyser::new(&mut collected);
+    if let Some(vantage) = vantage {
+        analyser.known_vantage(vantage);
+    }
     analyser.read_file(path)?;
     // Collecting never fails.
     let _ = analyser.finish();

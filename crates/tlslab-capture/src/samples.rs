@@ -168,12 +168,19 @@ pub fn sees_client_events(vantage: Vantage) -> bool {
 }
 
 /// The Config key and the Sample of `connection`; `run_start` is the capture's first packet
-/// (Samples' `started_at` counts from it), `source` the file or interface.
-pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigKey, Sample) {
+/// (Samples' `started_at` counts from it), `source` the file or interface, `known` the
+/// capture point when the user said where it was (`--vantage`).
+pub fn sample(
+    connection: &Connection,
+    run_start: u64,
+    source: &str,
+    known: Option<Vantage>,
+) -> (ConfigKey, Sample) {
     let handshake = &connection.handshake;
     let start = connection.syn.unwrap_or(connection.first_packet);
     let since = |at: u64| at.saturating_sub(start);
-    let (vantage, network_rtt_ns) = vantage(connection);
+    let (detected, network_rtt_ns) = vantage(connection);
+    let vantage = known.unwrap_or(detected);
     let mut timeline = Timeline::default();
     if sees_client_events(vantage) {
         timeline.set(Event::Start, 0);

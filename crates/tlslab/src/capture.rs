@@ -97,6 +97,9 @@ pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
     if let Some(keys) = keys {
         analyser.use_keys(keys);
     }
+    if let Some(vantage) = args.vantage {
+        analyser.known_vantage(vantage.vantage());
+    }
     let source = analyser.add_source(&args.interface);
     let deadline = duration.map(|duration| Instant::now() + duration);
     let mut last_idle = Instant::now();

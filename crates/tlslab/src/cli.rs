@@ -627,6 +627,31 @@ pub struct PcapArgs {
     /// 'tcp port 443'); libpcap compiles it for each file's link type.
     #[arg(long, value_name = "BPF")]
     pub filter: Option<String>,
+    /// Where the packets were captured, when you know it: `client` (the client's host or
+    /// its network), `server` or `middle`. By default each connection's vantage is read
+    /// from the gaps of its handshake, which cannot tell a QUIC client from a server when
+    /// the round trip is as short as the peers' own work (the vantage is then `middle`, and
+    /// the client's events are left empty).
+    #[arg(long, value_enum)]
+    pub vantage: Option<CaptureVantage>,
+}
+
+/// `--vantage`: where a capture was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CaptureVantage {
+    Client,
+    Server,
+    Middle,
+}
+
+impl CaptureVantage {
+    pub fn vantage(self) -> tlslab_core::Vantage {
+        match self {
+            CaptureVantage::Client => tlslab_core::Vantage::Client,
+            CaptureVantage::Server => tlslab_core::Vantage::Server,
+            CaptureVantage::Middle => tlslab_core::Vantage::Middle,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -664,6 +689,9 @@ pub struct CaptureArgs {
     /// 'http://HOST:8086/api/v2/write?org=ORG&bucket=BUCKET' with INFLUX_TOKEN set (2.x).
     #[arg(long, value_name = "URL")]
     pub influx: Option<String>,
+    /// Where the interface sees the packets (as `tlslab pcap --vantage`).
+    #[arg(long, value_enum)]
+    pub vantage: Option<CaptureVantage>,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,

@@ -49,6 +49,9 @@ pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
     if let Some(filter) = filter {
         analyser.use_filter(filter);
     }
+    if let Some(vantage) = args.vantage {
+        analyser.known_vantage(vantage.vantage());
+    }
     analyser.stop_when(stop.flag());
     let mut unreadable = None;
     for capture in &args.captures {

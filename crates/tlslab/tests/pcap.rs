@@ -1307,6 +1307,23 @@ fn a_capture_at_the_server_leaves_the_clients_events_null() {
         ),
         5
     );
+    // Told where the capture was, tlslab takes the user's word over the gaps.
+    let told = dir.join("told.db");
+    tlslab_succeeds(&[
+        "pcap",
+        server_file.to_str().unwrap(),
+        "--vantage",
+        "client",
+        "--out",
+        told.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        count_samples(
+            &told,
+            "s.outcome = 'ok' AND s.vantage = 'client' AND s.client_hello_sent IS NOT NULL"
+        ),
+        15
+    );
     let tcp = "c.transport = 'tcp'";
     // The probe connections above are not TLS; every handshake of the run is found at both
     // ends, with what it negotiated.
