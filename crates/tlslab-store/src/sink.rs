@@ -618,7 +618,7 @@ mod tests {
                 sample.error = Some(ErrorClass::Timeout);
                 sample.error_detail = Some(format!("agent {agent}"));
             }
-            if agent % 3 != 0 {
+            if !agent.is_multiple_of(3) {
                 sample.negotiated.version = Some(if agent < 6 { "1.3" } else { "1.2" }.into());
                 sample.negotiated.suite = Some("TLS13_AES_128_GCM_SHA256".into());
             }
@@ -669,7 +669,8 @@ mod tests {
         assert_eq!(rows.len(), 12);
         for (agent, row) in (0u32..).zip(&rows) {
             let failed = agent % 4 == 3;
-            let version = (agent % 3 != 0).then(|| if agent < 6 { "1.3" } else { "1.2" });
+            let version =
+                (!agent.is_multiple_of(3)).then_some(if agent < 6 { "1.3" } else { "1.2" });
             assert_eq!(row.0, agent);
             assert_eq!(row.1, if failed { "error" } else { "ok" });
             assert_eq!(row.2.as_deref(), failed.then_some("timeout"));
