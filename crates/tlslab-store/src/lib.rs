@@ -72,6 +72,10 @@ pub use recovery::CUT_OFF;
 pub use scans::{add_scan, NewScan, ScanRow};
 pub use sink::{utc_timestamp, StoreSink};
 
+/// How much of a store a reader maps into memory (address space, not memory: the kernel
+/// pages it in as it is read).
+const MEMORY_MAP_BYTES: i64 = 1 << 30;
+
 /// A store error: what went wrong, what to do about it, and whose problem it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
@@ -439,6 +443,11 @@ impl Store {
         schema::migrate(&connection).map_err(|error| {
             store_error(path, error, "give a results file written by `tlslab run`")
         })?;
+        // Summaries read every sample of a Config, some more than once: through a memory map
+        // SQLite reads the pages where the kernel keeps them instead of copying each into its
+        // own cache with a read call (a tenth of `tlslab load`'s client CPU went to reading
+        // the store back after the run). A file larger than the map is read as before.
+        let _ = connection.pragma_update(None, "mmap_size", MEMORY_MAP_BYTES);
         Ok(Store {
             connection,
             path: path.to_path_buf(),
@@ -631,13 +640,27 @@ impl Store {
         Ok(values)
     }
 
-    /// Measured attempts per error class (`ok` included under that name).
+    /// Measured attempts per error class (`ok` included under that name), most frequent
+    /// first, then by name.
     pub fn outcome_counts(&self, config_id: i64) -> Result<Vec<(String, i64)>, StoreError> {
-        let mut statement = self.connection.prepare(
-            "SELECT COALESCE(error, 'ok'), COUNT(*) FROM samples WHERE config_id = ?1 AND warmup = 0 GROUP BY 1 ORDER BY 2 DESC, 1",
-        )?;
-        let rows = statement.query_map([config_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        // Counted here rather than with GROUP BY, which SQLite does by sorting every sample
+        // into a temporary B-tree (the error class is not in the Config's index): a sixth of
+        // the summary's time after a load run.
+        let mut statement = self
+            .connection
+            .prepare_cached("SELECT error FROM samples WHERE config_id = ?1 AND warmup = 0")?;
+        let mut counts: std::collections::HashMap<Option<String>, i64> = Default::default();
+        let mut rows = statement.query([config_id])?;
+        while let Some(row) = rows.next()? {
+            let class: Option<String> = row.get(0)?;
+            *counts.entry(class).or_insert(0) += 1;
+        }
+        let mut counts: Vec<(String, i64)> = counts
+            .into_iter()
+            .map(|(class, count)| (class.unwrap_or_else(|| "ok".into()), count))
+            .collect();
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        Ok(counts)
     }
 
     /// One example error description per class, for the summary.
@@ -783,20 +806,57 @@ impl Store {
     /// The version, suite and group a Config's handshakes negotiated most often, warm-up
     /// included (with keep-alive, warm-up requests open the connections the measured ones
     /// use); `None` when none completed (plain HTTP).
+    /// Of equally frequent ones, the first in (version, suite, group) order.
     pub fn negotiated(&self, config_id: i64) -> Result<Option<NegotiatedRow>, StoreError> {
-        let mut statement = self.connection.prepare(
+        // Counted here rather than with GROUP BY, which SQLite does by sorting every request
+        // into a temporary B-tree. Consecutive requests (on kept connections) mostly repeat
+        // the last triple, so it is compared before it is looked up.
+        type Triple = (String, Option<String>, Option<String>);
+        let mut statement = self.connection.prepare_cached(
             "SELECT version, suite, \"group\" FROM samples
-             WHERE config_id = ?1 AND version IS NOT NULL
-             GROUP BY version, suite, \"group\" ORDER BY COUNT(*) DESC LIMIT 1",
+             WHERE config_id = ?1 AND version IS NOT NULL",
         )?;
-        let mut rows = statement.query_map([config_id], |row| {
-            Ok(NegotiatedRow {
-                version: row.get(0)?,
-                suite: row.get(1)?,
-                group: row.get(2)?,
-            })
-        })?;
-        Ok(rows.next().transpose()?)
+        let mut counts: std::collections::BTreeMap<Triple, i64> = Default::default();
+        let mut last: Option<(Triple, i64)> = None;
+        let mut rows = statement.query([config_id])?;
+        while let Some(row) = rows.next()? {
+            let text = |index: usize| -> rusqlite::Result<Option<&str>> {
+                Ok(row.get_ref(index)?.as_str_or_null()?)
+            };
+            let (version, suite, group) = (text(0)?.unwrap_or_default(), text(1)?, text(2)?);
+            match &mut last {
+                Some(((v, s, g), count))
+                    if v == version && s.as_deref() == suite && g.as_deref() == group =>
+                {
+                    *count += 1;
+                }
+                _ => {
+                    if let Some((triple, count)) = last.take() {
+                        *counts.entry(triple).or_insert(0) += count;
+                    }
+                    let triple = (
+                        version.to_string(),
+                        suite.map(str::to_string),
+                        group.map(str::to_string),
+                    );
+                    last = Some((triple, 1));
+                }
+            }
+        }
+        if let Some((triple, count)) = last {
+            *counts.entry(triple).or_insert(0) += count;
+        }
+        // The highest count; of equal ones, the first in order (max_by_key keeps the last).
+        let most = counts
+            .into_iter()
+            .rev()
+            .max_by_key(|(_, count)| *count)
+            .map(|((version, suite, group), _)| NegotiatedRow {
+                version,
+                suite,
+                group,
+            });
+        Ok(most)
     }
 
     /// The `Server` field of the Config's first response that had one (ab's "Server
