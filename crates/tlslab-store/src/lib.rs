@@ -72,10 +72,6 @@ pub use recovery::CUT_OFF;
 pub use scans::{add_scan, NewScan, ScanRow};
 pub use sink::{utc_timestamp, StoreSink};
 
-/// How much of a store a reader maps into memory (address space, not memory: the kernel
-/// pages it in as it is read).
-const MEMORY_MAP_BYTES: i64 = 1 << 30;
-
 /// A store error: what went wrong, what to do about it, and whose problem it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
@@ -443,11 +439,6 @@ impl Store {
         schema::migrate(&connection).map_err(|error| {
             store_error(path, error, "give a results file written by `tlslab run`")
         })?;
-        // Summaries read every sample of a Config, some more than once: through a memory map
-        // SQLite reads the pages where the kernel keeps them instead of copying each into its
-        // own cache with a read call (a tenth of `tlslab load`'s client CPU went to reading
-        // the store back after the run). A file larger than the map is read as before.
-        let _ = connection.pragma_update(None, "mmap_size", MEMORY_MAP_BYTES);
         Ok(Store {
             connection,
             path: path.to_path_buf(),
