@@ -8,7 +8,7 @@ use rusqlite::types::Value;
 use rusqlite::{params, Connection};
 use tlslab_core::{ConfigRecord, Record, RunEnd, RunInfo, Sample, Sink, SinkError, TrialRecord};
 
-use crate::columns::{insert, sample_columns, Fill, CONFIG_COLUMNS};
+use crate::columns::{insert, sample_columns, Cell, Fill, CONFIG_COLUMNS};
 use crate::recovery::{reserve_path, RunLock};
 
 const BATCH_SAMPLES: usize = 1_000;
@@ -284,8 +284,8 @@ fn bind_sample(
     statement.raw_bind_parameter(3, sample.trial as i64)?;
     for (index, fill) in fills.iter().enumerate() {
         let value = fill.value(sample);
-        if value != Value::Null {
-            statement.raw_bind_parameter(index + 4, value)?;
+        if value != Cell::Null {
+            statement.raw_bind_parameter(index + 4, &value)?;
         }
     }
     Ok(())
