@@ -1,6 +1,7 @@
 //! A captured connection as a [`Sample`] of the phase model, and the Config it belongs to:
 //! what was negotiated.
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 
 use tlslab_core::{
@@ -94,10 +95,10 @@ fn vantage(connection: &Connection) -> (Vantage, Option<u64>) {
     }
 }
 
-fn suite_name(code_point: u16) -> String {
+fn suite_name(code_point: u16) -> Cow<'static, str> {
     tls_parser::TlsCipherSuite::from_id(code_point).map_or_else(
-        || format!("0x{code_point:04x}"),
-        |suite| names::suite(suite.name),
+        || Cow::Owned(format!("0x{code_point:04x}")),
+        |suite| names::suite_static(suite.name),
     )
 }
 
@@ -161,7 +162,7 @@ pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigK
     let resumed = handshake.resumed();
     let negotiated = Negotiated {
         version: server.map(|server| names::version(server.version)),
-        suite: server.map(|server| suite_name(server.suite)),
+        suite: server.map(|server| suite_name(server.suite).into_owned()),
         group: handshake.group(),
         signature_scheme: handshake.signature_scheme.map(names::signature_scheme),
         alpn: server.and_then(|server| server.alpn.clone()),
@@ -285,13 +286,21 @@ pub fn sample(connection: &Connection, run_start: u64, source: &str) -> (ConfigK
             retransmissions: connection.retransmissions,
             missing_bytes: connection.missing_bytes,
             offered: tlslab_core::Offered {
-                versions: hello.versions.iter().map(|&v| names::version(v)).collect(),
+                versions: hello
+                    .versions
+                    .iter()
+                    .map(|&v| names::version_static(v))
+                    .collect(),
                 suites: hello.suites.iter().map(|&s| suite_name(s)).collect(),
-                groups: hello.groups.iter().map(|&g| names::group(g)).collect(),
+                groups: hello
+                    .groups
+                    .iter()
+                    .map(|&g| names::group_static(g))
+                    .collect(),
                 key_shares: hello
                     .key_shares
                     .iter()
-                    .map(|&(group, size)| (names::group(group), size))
+                    .map(|&(group, size)| (names::group_static(group), size))
                     .collect(),
                 alpn: hello.alpn.clone(),
             },
