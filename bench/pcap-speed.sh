@@ -46,16 +46,18 @@ fi
 packets=$(capinfos -c -M "$capture" 2>/dev/null | awk -F: '/Number of packets/ {gsub(/ /, "", $2); print $2}')
 bytes=$(stat -c %s "$capture")
 
-# timed COMMAND...: wall seconds and peak RSS (MB) of COMMAND, as "seconds megabytes".
+# timed COMMAND...: wall seconds, peak RSS (MB) and CPU seconds (user + system) of COMMAND, as
+# "seconds megabytes cpu". On a shared machine the wall time moves with the load; the CPU time
+# hardly does, so both are printed.
 timed() {
-  /usr/bin/time -f '%e %M' -o "$work/time" "$@" > /dev/null 2> "$work/stderr" || {
+  /usr/bin/time -f '%e %M %U %S' -o "$work/time" "$@" > /dev/null 2> "$work/stderr" || {
     cat "$work/stderr" >&2
     return 1
   }
-  awk '{printf "%s %.0f\n", $1, $2 / 1024}' "$work/time"
+  awk '{printf "%s %.0f %.2f\n", $1, $2 / 1024, $3 + $4}' "$work/time"
 }
-read -r tlslab_seconds tlslab_rss < <(timed $tlslab pcap "$capture" --out "$work/passive.db")
-read -r tshark_seconds tshark_rss < <(timed tshark -r "$capture" -Y tls.handshake -T fields \
+read -r tlslab_seconds tlslab_rss tlslab_cpu < <(timed $tlslab pcap "$capture" --out "$work/passive.db")
+read -r tshark_seconds tshark_rss tshark_cpu < <(timed tshark -r "$capture" -Y tls.handshake -T fields \
   -e frame.time_epoch -e tcp.stream -e tls.handshake.type -e tls.handshake.version \
   -e tls.handshake.ciphersuite -e tls.handshake.extensions_server_name)
 handshakes=$(sqlite3 "$work/passive.db" 'SELECT COUNT(*) FROM samples')
@@ -63,11 +65,13 @@ handshakes=$(sqlite3 "$work/passive.db" 'SELECT COUNT(*) FROM samples')
 rate() { echo "$1 / $2" | bc -l; }
 printf 'capture: %s (%.0f MB, %s packets, %s handshakes)\n' \
   "$capture" "$(rate "$bytes" 1000000)" "$packets" "$handshakes"
-printf '%-12s %10s %14s %10s %10s\n' tool seconds packets/s MB/s 'peak MB'
+printf '%-12s %10s %14s %10s %10s %12s\n' tool seconds packets/s MB/s 'peak MB' 'CPU seconds'
 for tool in tlslab tshark; do
-  seconds_var=${tool}_seconds rss_var=${tool}_rss
-  printf '%-12s %10.2f %14.0f %10.1f %10s\n' "$tool" "${!seconds_var}" \
+  seconds_var=${tool}_seconds rss_var=${tool}_rss cpu_var=${tool}_cpu
+  printf '%-12s %10.2f %14.0f %10.1f %10s %12s\n' "$tool" "${!seconds_var}" \
     "$(rate "$packets" "${!seconds_var}")" "$(rate "$bytes / 1000000" "${!seconds_var}")" \
-    "${!rss_var}"
+    "${!rss_var}" "${!cpu_var}"
 done
-printf 'ratio: tlslab is %.1f× tshark\n' "$(rate "$tshark_seconds" "$tlslab_seconds")"
+printf 'ratio: tlslab is %.1f× tshark (wall time), %.1f× in CPU time; load average %s\n' \
+  "$(rate "$tshark_seconds" "$tlslab_seconds")" "$(rate "$tshark_cpu" "$tlslab_cpu")" \
+  "$(cut -d' ' -f1-3 /proc/loadavg)"

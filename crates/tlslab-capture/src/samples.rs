@@ -1,6 +1,7 @@
 //! A captured connection as a [`Sample`] of the phase model, and the Config it belongs to:
 //! what was negotiated.
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 
 use tlslab_core::{
@@ -132,10 +133,10 @@ fn vantage_from_handshake(times: &crate::tls::Times) -> Vantage {
     )
 }
 
-fn suite_name(code_point: u16) -> String {
+fn suite_name(code_point: u16) -> Cow<'static, str> {
     tls_parser::TlsCipherSuite::from_id(code_point).map_or_else(
-        || format!("0x{code_point:04x}"),
-        |suite| names::suite(suite.name),
+        || Cow::Owned(format!("0x{code_point:04x}")),
+        |suite| names::suite_static(suite.name),
     )
 }
 
@@ -208,7 +209,7 @@ pub fn sample(
     let resumed = handshake.resumed();
     let negotiated = Negotiated {
         version: server.map(|server| names::version(server.version)),
-        suite: server.map(|server| suite_name(server.suite)),
+        suite: server.map(|server| suite_name(server.suite).into_owned()),
         group: handshake.group(),
         signature_scheme: handshake.signature_scheme.map(names::signature_scheme),
         alpn: server.and_then(|server| server.alpn.clone()),
@@ -332,13 +333,21 @@ pub fn sample(
             retransmissions: connection.retransmissions,
             missing_bytes: connection.missing_bytes,
             offered: tlslab_core::Offered {
-                versions: hello.versions.iter().map(|&v| names::version(v)).collect(),
+                versions: hello
+                    .versions
+                    .iter()
+                    .map(|&v| names::version_static(v))
+                    .collect(),
                 suites: hello.suites.iter().map(|&s| suite_name(s)).collect(),
-                groups: hello.groups.iter().map(|&g| names::group(g)).collect(),
+                groups: hello
+                    .groups
+                    .iter()
+                    .map(|&g| names::group_static(g))
+                    .collect(),
                 key_shares: hello
                     .key_shares
                     .iter()
-                    .map(|&(group, size)| (names::group(group), size))
+                    .map(|&(group, size)| (names::group_static(group), size))
                     .collect(),
                 alpn: hello.alpn.clone(),
             },

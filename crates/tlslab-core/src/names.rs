@@ -5,6 +5,8 @@
 //! the IANA name for TLS 1.2 suites), groups as tlslab's lower-case names (`x25519mlkem768`),
 //! signature schemes as rustls' `Debug` names (`ECDSA_NISTP256_SHA256`).
 
+use std::borrow::Cow;
+
 /// ServerHello.random of a HelloRetryRequest (RFC 8446, 4.1.3): how every reader of the wire
 /// (a capture, a client's message callback) tells the two apart.
 pub const HELLO_RETRY_RANDOM: [u8; 32] = [
@@ -16,17 +18,35 @@ pub const HELLO_RETRY_RANDOM: [u8; 32] = [
 /// (`TLS_AES_128_GCM_SHA256`) lack the version; rustls names them `TLS13_…`. TLS 1.2 names
 /// are the same in both.
 pub fn suite(iana_name: &str) -> String {
-    const TLS13_SUITES: [&str; 5] = [
-        "TLS_AES_128_GCM_SHA256",
-        "TLS_AES_256_GCM_SHA384",
+    TLS13_SUITES
+        .iter()
+        .find(|(iana, _)| *iana == iana_name)
+        .map_or(iana_name, |(_, stored)| stored)
+        .to_string()
+}
+
+/// The TLS 1.3 suites: IANA name and stored name.
+const TLS13_SUITES: [(&str, &str); 5] = [
+    ("TLS_AES_128_GCM_SHA256", "TLS13_AES_128_GCM_SHA256"),
+    ("TLS_AES_256_GCM_SHA384", "TLS13_AES_256_GCM_SHA384"),
+    (
         "TLS_CHACHA20_POLY1305_SHA256",
-        "TLS_AES_128_CCM_SHA256",
-        "TLS_AES_128_CCM_8_SHA256",
-    ];
-    match iana_name.strip_prefix("TLS_") {
-        Some(rest) if TLS13_SUITES.contains(&iana_name) => format!("TLS13_{rest}"),
-        _ => iana_name.to_string(),
-    }
+        "TLS13_CHACHA20_POLY1305_SHA256",
+    ),
+    ("TLS_AES_128_CCM_SHA256", "TLS13_AES_128_CCM_SHA256"),
+    ("TLS_AES_128_CCM_8_SHA256", "TLS13_AES_128_CCM_8_SHA256"),
+];
+
+/// [`suite`] of a name that lives as long as the program (a table's), without a copy: a
+/// captured ClientHello offers dozens of suites, and a `String` each cost an allocation per
+/// name per sample.
+pub fn suite_static(iana_name: &'static str) -> Cow<'static, str> {
+    Cow::Borrowed(
+        TLS13_SUITES
+            .iter()
+            .find(|(iana, _)| *iana == iana_name)
+            .map_or(iana_name, |(_, stored)| stored),
+    )
 }
 
 /// Key-exchange groups: code point and stored name.
@@ -52,12 +72,17 @@ const GROUPS: &[(u16, &str)] = &[
 /// The stored name of a group from its code point; unknown ones (GREASE, private use) as
 /// `0x` and four hex digits.
 pub fn group(code_point: u16) -> String {
+    group_static(code_point).into_owned()
+}
+
+/// [`group`], borrowed from the table when the group is known.
+pub fn group_static(code_point: u16) -> Cow<'static, str> {
     GROUPS
         .iter()
         .find(|(candidate, _)| *candidate == code_point)
         .map_or_else(
-            || format!("0x{code_point:04x}"),
-            |(_, name)| name.to_string(),
+            || Cow::Owned(format!("0x{code_point:04x}")),
+            |&(_, name)| Cow::Borrowed(name),
         )
 }
 
@@ -110,14 +135,19 @@ pub fn signature_scheme_from_tls_name(tls_name: &str) -> String {
 
 /// The stored name of a protocol version from its code point (`1.3`, `1.2`, …).
 pub fn version(code_point: u16) -> String {
-    match code_point {
-        0x0300 => "ssl3".to_string(),
-        0x0301 => "1.0".to_string(),
-        0x0302 => "1.1".to_string(),
-        0x0303 => "1.2".to_string(),
-        0x0304 => "1.3".to_string(),
-        other => format!("0x{other:04x}"),
-    }
+    version_static(code_point).into_owned()
+}
+
+/// [`version`], borrowed when the version is known.
+pub fn version_static(code_point: u16) -> Cow<'static, str> {
+    Cow::Borrowed(match code_point {
+        0x0300 => "ssl3",
+        0x0301 => "1.0",
+        0x0302 => "1.1",
+        0x0303 => "1.2",
+        0x0304 => "1.3",
+        other => return Cow::Owned(format!("0x{other:04x}")),
+    })
 }
 
 #[cfg(test)]
@@ -140,5 +170,24 @@ mod tests {
         );
         assert_eq!(signature_scheme_from_tls_name("sm2sig_sm3"), "SM2SIG_SM3");
         assert_eq!(version(0x0304), "1.3");
+    }
+
+    #[test]
+    fn borrowed_names_are_spelled_as_the_owned_ones_and_borrowed_when_known() {
+        for iana in [
+            "TLS_AES_256_GCM_SHA384",
+            "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        ] {
+            assert_eq!(suite_static(iana), suite(iana));
+            assert!(matches!(suite_static(iana), Cow::Borrowed(_)));
+        }
+        for code_point in [0x001d, 0x11ec, 0x0a0a, 0xfe0d] {
+            assert_eq!(group_static(code_point), group(code_point));
+        }
+        assert!(matches!(group_static(0x001d), Cow::Borrowed("x25519")));
+        for code_point in [0x0300, 0x0303, 0x0304, 0x7f1c] {
+            assert_eq!(version_static(code_point), version(code_point));
+        }
+        assert_eq!(version_static(0x7f1c), "0x7f1c");
     }
 }

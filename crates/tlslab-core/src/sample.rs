@@ -10,6 +10,7 @@
 //! `time_namelookup` is part of its `time_connect`). Otherwise the name was resolved once,
 //! before the run, and `resolved` and `dns` are `None`.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Instant;
 
@@ -553,13 +554,17 @@ pub struct Observed {
 
 /// What a captured ClientHello offered, in the client's order (GREASE values left out).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+///
+/// Names are borrowed from the name tables where they are known (`names::*_static`): a
+/// ClientHello offers dozens, and an owned copy of each cost an allocation per name per
+/// captured sample.
 pub struct Offered {
     /// TLS versions (`1.3`, `1.2`): supported_versions, or the legacy version field.
-    pub versions: Vec<String>,
-    pub suites: Vec<String>,
-    pub groups: Vec<String>,
+    pub versions: Vec<Cow<'static, str>>,
+    pub suites: Vec<Cow<'static, str>>,
+    pub groups: Vec<Cow<'static, str>>,
     /// The key shares sent: group and key size in bytes (an ML-KEM hybrid's is over 1,000).
-    pub key_shares: Vec<(String, u16)>,
+    pub key_shares: Vec<(Cow<'static, str>, u16)>,
     pub alpn: Vec<String>,
 }
 

@@ -1,13 +1,15 @@
 //! The store's columns, each named once: the tables below drive the schema, its upgrades,
 //! the inserts (by name) and the export, so a new measurement is one line here.
 
-use rusqlite::types::Value;
+use std::borrow::Cow;
+
+use rusqlite::types::{ToSql, ToSqlOutput, Value, ValueRef};
 use tlslab_core::{ConfigRecord, Event, Phase, Sample};
 
 /// How a sample column is filled from a [`Sample`].
 #[derive(Clone, Copy)]
 pub enum Fill {
-    With(fn(&Sample) -> Value),
+    With(for<'a> fn(&'a Sample) -> Cell<'a>),
     Event(Event),
     Phase(Phase),
 }
@@ -35,6 +37,45 @@ pub enum Source {
     Config { column: &'static str },
 }
 
+/// A sample's value for one column, as bound to the insert. Text the sample holds is
+/// borrowed (binding copies it into SQLite once): owned copies of a captured sample's dozen
+/// names cost an allocation and a free each, per sample, on the insert's path.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell<'a> {
+    Null,
+    Integer(i64),
+    Text(Cow<'a, str>),
+}
+
+impl<'a> Cell<'a> {
+    fn text(value: Option<&'a str>) -> Cell<'a> {
+        value.map_or(Cell::Null, |text| Cell::Text(Cow::Borrowed(text)))
+    }
+
+    /// Text made for the column (an address, a list joined).
+    fn owned(value: Option<String>) -> Cell<'a> {
+        value.map_or(Cell::Null, |text| Cell::Text(Cow::Owned(text)))
+    }
+
+    fn integer(value: Option<u64>) -> Cell<'a> {
+        value.map_or(Cell::Null, |number| Cell::Integer(number as i64))
+    }
+
+    fn flag(value: Option<bool>) -> Cell<'a> {
+        value.map_or(Cell::Null, |flag| Cell::Integer(i64::from(flag)))
+    }
+}
+
+impl ToSql for Cell<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(match self {
+            Cell::Null => ValueRef::Null,
+            Cell::Integer(number) => ValueRef::Integer(*number),
+            Cell::Text(text) => ValueRef::Text(text.as_bytes()),
+        }))
+    }
+}
+
 fn text(value: Option<&str>) -> Value {
     value.map_or(Value::Null, |text| Value::Text(text.to_string()))
 }
@@ -54,7 +95,11 @@ fn observed<'a, T>(
     sample.observed.as_deref().map(part)
 }
 
-const fn sample(name: &'static str, sql: &'static str, fill: fn(&Sample) -> Value) -> Field {
+const fn sample(
+    name: &'static str,
+    sql: &'static str,
+    fill: for<'a> fn(&'a Sample) -> Cell<'a>,
+) -> Field {
     Field {
         name,
         source: Source::Sample {
@@ -86,72 +131,82 @@ const fn config(name: &'static str, column: &'static str) -> Field {
 const FIELDS: &[Field] = &[
     config("config", "label"),
     sample("round", "INTEGER NOT NULL", |s| {
-        integer(Some(u64::from(s.round)))
+        Cell::integer(Some(u64::from(s.round)))
     }),
     sample("agent", "INTEGER NOT NULL", |s| {
-        integer(Some(u64::from(s.agent)))
+        Cell::integer(Some(u64::from(s.agent)))
     }),
     boolean(sample("warmup", "INTEGER NOT NULL", |s| {
-        flag(Some(s.warmup))
+        Cell::flag(Some(s.warmup))
     })),
     sample("outcome", "TEXT NOT NULL", |s| {
-        text(Some(s.outcome.as_str()))
+        Cell::text(Some(s.outcome.as_str()))
     }),
     sample("error", "TEXT", |s| {
-        text(s.error.map(|class| class.as_str()))
+        Cell::text(s.error.map(|class| class.as_str()))
     }),
-    sample("error_detail", "TEXT", |s| text(s.error_detail.as_deref())),
-    sample("version", "TEXT", |s| text(s.negotiated.version.as_deref())),
-    sample("suite", "TEXT", |s| text(s.negotiated.suite.as_deref())),
-    sample("group", "TEXT", |s| text(s.negotiated.group.as_deref())),
+    sample("error_detail", "TEXT", |s| {
+        Cell::text(s.error_detail.as_deref())
+    }),
+    sample("version", "TEXT", |s| {
+        Cell::text(s.negotiated.version.as_deref())
+    }),
+    sample("suite", "TEXT", |s| {
+        Cell::text(s.negotiated.suite.as_deref())
+    }),
+    sample("group", "TEXT", |s| {
+        Cell::text(s.negotiated.group.as_deref())
+    }),
     sample("signature_scheme", "TEXT", |s| {
-        text(s.negotiated.signature_scheme.as_deref())
+        Cell::text(s.negotiated.signature_scheme.as_deref())
     }),
-    sample("alpn", "TEXT", |s| text(s.negotiated.alpn.as_deref())),
-    boolean(sample("resumed", "INTEGER", |s| flag(s.negotiated.resumed))),
+    sample("alpn", "TEXT", |s| Cell::text(s.negotiated.alpn.as_deref())),
+    boolean(sample("resumed", "INTEGER", |s| {
+        Cell::flag(s.negotiated.resumed)
+    })),
     boolean(sample("insecure", "INTEGER NOT NULL", |s| {
-        flag(Some(s.insecure))
+        Cell::flag(Some(s.insecure))
     })),
     sample("bytes_sent", "INTEGER NOT NULL", |s| {
-        integer(Some(s.bytes_sent))
+        Cell::integer(Some(s.bytes_sent))
     }),
     sample("bytes_received", "INTEGER NOT NULL", |s| {
-        integer(Some(s.bytes_received))
+        Cell::integer(Some(s.bytes_received))
     }),
     sample("client_hello_bytes", "INTEGER", |s| {
-        integer(s.client_hello_bytes)
+        Cell::integer(s.client_hello_bytes)
     }),
     // Schema 3: flight sizes, early data, the response, QUIC's path statistics.
     sample("server_flight_bytes", "INTEGER", |s| {
-        integer(s.server_flight_bytes)
+        Cell::integer(s.server_flight_bytes)
     }),
     sample("early_data_accepted", "INTEGER", |s| {
-        flag(s.negotiated.early_data)
+        Cell::flag(s.negotiated.early_data)
     }),
     sample("http_status", "INTEGER", |s| {
-        integer(s.response.and_then(|r| r.status).map(u64::from))
+        Cell::integer(s.response.and_then(|r| r.status).map(u64::from))
     }),
     sample("response_bytes", "INTEGER", |s| {
-        integer(s.response.map(|r| r.body_bytes))
+        Cell::integer(s.response.map(|r| r.body_bytes))
     }),
     sample("quic_rtt_ns", "INTEGER", |s| {
-        integer(s.quic.map(|q| q.rtt_ns))
+        Cell::integer(s.quic.map(|q| q.rtt_ns))
     }),
     sample("datagrams_sent", "INTEGER", |s| {
-        integer(s.quic.map(|q| q.datagrams_sent))
+        Cell::integer(s.quic.map(|q| q.datagrams_sent))
     }),
     sample("datagrams_received", "INTEGER", |s| {
-        integer(s.quic.map(|q| q.datagrams_received))
+        Cell::integer(s.quic.map(|q| q.datagrams_received))
     }),
     sample("packets_sent", "INTEGER", |s| {
-        integer(s.quic.map(|q| q.packets_sent))
+        Cell::integer(s.quic.map(|q| q.packets_sent))
     }),
     sample("packets_lost", "INTEGER", |s| {
-        integer(s.quic.map(|q| q.packets_lost))
+        Cell::integer(s.quic.map(|q| q.packets_lost))
     }),
     // Schema 4: what became of ECH.
     sample("ech", "TEXT", |s| {
-        text(s.negotiated.ech.map(|status| status.as_str()))
+        Cell::text(s.negotiated.ech.map(|status| status.as_str()))
     }),
     // The Config's transport, request, session techniques, libraries and ECH mode (`ech`
     // above is what became of ECH in the sample).
@@ -171,39 +226,35 @@ const FIELDS: &[Field] = &[
     config("emulator", "emulator"),
     // Schema 5: where a capture saw the connection (NULL for active runs).
     sample("capture", "TEXT", |s| {
-        text(observed(s, |o| o.source.as_str()))
+        Cell::text(observed(s, |o| o.source.as_str()))
     }),
     sample("vantage", "TEXT", |s| {
-        text(observed(s, |o| o.vantage.as_str()))
+        Cell::text(observed(s, |o| o.vantage.as_str()))
     }),
     sample("client", "TEXT", |s| {
-        text(
-            s.client_address
-                .map(|address| address.to_string())
-                .as_deref(),
-        )
+        Cell::owned(s.client_address.map(|address| address.to_string()))
     }),
     // The server tlslab's socket connected to (schema 8; before, only a capture's), or the
     // one a capture saw.
     sample("server", "TEXT", |s| {
-        text(s.server().map(|address| address.to_string()).as_deref())
+        Cell::owned(s.server().map(|address| address.to_string()))
     }),
     sample("captured_at_unix_ns", "INTEGER", |s| {
-        integer(observed(s, |o| o.first_packet_unix_ns))
+        Cell::integer(observed(s, |o| o.first_packet_unix_ns))
     }),
     sample("network_rtt_ns", "INTEGER", |s| {
-        integer(observed(s, |o| o.network_rtt_ns).flatten())
+        Cell::integer(observed(s, |o| o.network_rtt_ns).flatten())
     }),
     sample("retransmissions", "INTEGER", |s| {
-        integer(observed(s, |o| o.retransmissions))
+        Cell::integer(observed(s, |o| o.retransmissions))
     }),
     sample("missing_bytes", "INTEGER", |s| {
-        integer(observed(s, |o| o.missing_bytes))
+        Cell::integer(observed(s, |o| o.missing_bytes))
     }),
     // Schema 6: whether the server asked again for a key share, and whether the Config
     // made the client guess wrong.
     boolean(sample("hello_retry", "INTEGER", |s| {
-        flag(s.negotiated.hello_retry)
+        Cell::flag(s.negotiated.hello_retry)
     })),
     config("hello_retry_asked", "hello_retry"),
     config("trust", "trust"),
@@ -214,45 +265,42 @@ const FIELDS: &[Field] = &[
     config("scheme", "scheme"),
     config("page", "page"),
     sample("connection", "INTEGER", |s| {
-        integer(s.connection.map(|c| c.id))
+        Cell::integer(s.connection.map(|c| c.id))
     }),
     sample("connection_request", "INTEGER", |s| {
-        integer(s.connection.map(|c| u64::from(c.request)))
+        Cell::integer(s.connection.map(|c| u64::from(c.request)))
     }),
     sample("response_wire_bytes", "INTEGER", |s| {
-        integer(s.response_wire_bytes)
+        Cell::integer(s.response_wire_bytes)
     }),
     // What a captured ClientHello offered, comma-separated in the client's order.
     sample("offered_versions", "TEXT", |s| {
-        text(observed(s, |o| o.offered.versions.join(",")).as_deref())
+        Cell::owned(observed(s, |o| o.offered.versions.join(",")))
     }),
     sample("offered_suites", "TEXT", |s| {
-        text(observed(s, |o| o.offered.suites.join(",")).as_deref())
+        Cell::owned(observed(s, |o| o.offered.suites.join(",")))
     }),
     sample("offered_groups", "TEXT", |s| {
-        text(observed(s, |o| o.offered.groups.join(",")).as_deref())
+        Cell::owned(observed(s, |o| o.offered.groups.join(",")))
     }),
     sample("offered_key_shares", "TEXT", |s| {
-        text(
-            observed(s, |o| {
-                o.offered
-                    .key_shares
-                    .iter()
-                    .map(|(group, size)| format!("{group}:{size}"))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-            .as_deref(),
-        )
+        Cell::owned(observed(s, |o| {
+            o.offered
+                .key_shares
+                .iter()
+                .map(|(group, size)| format!("{group}:{size}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        }))
     }),
     sample("offered_alpn", "TEXT", |s| {
-        text(observed(s, |o| o.offered.alpn.join(",")).as_deref())
+        Cell::owned(observed(s, |o| o.offered.alpn.join(",")))
     }),
     // Schema 8: the address family each connection used (a host with both answers either;
     // with `--dns per-attempt` each attempt's lookup chooses). Its lookup is the `dns`
     // phase below, ended by the `resolved` event.
     sample("address_family", "TEXT", |s| {
-        text(
+        Cell::text(
             s.server()
                 .or(s.client_address)
                 .map(tlslab_core::resolution::family),
@@ -262,7 +310,7 @@ const FIELDS: &[Field] = &[
     // the client sent one (NULL when the attempt did not get that far, or a capture could
     // not see it), and the Config's `--mtls` and the lab client certificate's profile.
     sample("client_certificate", "TEXT", |s| {
-        text(
+        Cell::text(
             s.negotiated
                 .client_certificate
                 .map(|status| status.as_str()),
@@ -273,19 +321,19 @@ const FIELDS: &[Field] = &[
     // Schema 11: what the client's certificate added to its flight (its signing time is the
     // `client_signing` phase, between `client_sign_start` and `client_sign_end`).
     sample("client_certificate_bytes", "INTEGER", |s| {
-        integer(s.client_certificate_bytes)
+        Cell::integer(s.client_certificate_bytes)
     }),
     // Schema 12: the response's `Server` field (ab's "Server Software"), on the request that
     // opened its connection.
     sample("server_software", "TEXT", |s| {
-        text(s.server_software.as_deref())
+        Cell::text(s.server_software.as_deref())
     }),
     Field {
         name: "started_at",
         source: Source::Sample {
             column: "started_at_ns",
             sql: "INTEGER NOT NULL",
-            fill: Fill::With(|s| integer(Some(s.started_at))),
+            fill: Fill::With(|s| Cell::integer(Some(s.started_at))),
         },
         boolean: false,
     },
@@ -335,11 +383,11 @@ pub fn timing_columns() -> impl Iterator<Item = &'static str> {
 }
 
 impl Fill {
-    pub fn value(self, sample: &Sample) -> Value {
+    pub fn value(self, sample: &Sample) -> Cell<'_> {
         match self {
             Fill::With(fill) => fill(sample),
-            Fill::Event(event) => integer(sample.timeline.get(event)),
-            Fill::Phase(phase) => integer(sample.timeline.phase(phase)),
+            Fill::Event(event) => Cell::integer(sample.timeline.get(event)),
+            Fill::Phase(phase) => Cell::integer(sample.timeline.phase(phase)),
         }
     }
 }

@@ -95,7 +95,7 @@ const REPLAYS_TABLE: &str = "CREATE TABLE IF NOT EXISTS replays (
     accepted INTEGER NOT NULL
 );";
 
-/// `tlslab scan --out` (schema version 11): one row per scanned target, the scan's whole
+/// `tlslab scan --out` (schema version 13): one row per scanned target, the scan's whole
 /// `--json` object in `report` (its schema is documented in docs/scan.md) and the columns a
 /// comparison over time filters on beside it.
 const SCANS_TABLE: &str = "CREATE TABLE IF NOT EXISTS scans (

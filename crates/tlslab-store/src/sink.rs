@@ -8,7 +8,7 @@ use rusqlite::types::Value;
 use rusqlite::{params, Connection};
 use tlslab_core::{ConfigRecord, Record, RunEnd, RunInfo, Sample, Sink, SinkError, TrialRecord};
 
-use crate::columns::{insert, quoted, sample_columns, Fill, CONFIG_COLUMNS};
+use crate::columns::{insert, quoted, sample_columns, Cell, Fill, CONFIG_COLUMNS};
 use crate::recovery::{reserve_path, RunLock};
 
 const BATCH_SAMPLES: usize = 1_000;
@@ -285,19 +285,21 @@ impl StoreSink {
 /// events): an insert that names only the filled columns leaves the others NULL, as binding
 /// NULL would, without SQLite copying a hundred parameters into the row for each sample
 /// (clearing, binding and copying the NULLs took about a third of the writer's time).
+/// The values are borrowed from the sample where it has the text (only text made for a
+/// column, an address or a joined list, is allocated).
 #[derive(Default)]
-struct Row {
+struct Row<'a> {
     filled: Vec<usize>,
-    values: Vec<Value>,
+    values: Vec<Cell<'a>>,
 }
 
-impl Row {
-    fn fill(&mut self, fills: &[Fill], sample: &Sample) {
+impl<'a> Row<'a> {
+    fn fill(&mut self, fills: &[Fill], sample: &'a Sample) {
         self.filled.clear();
         self.values.clear();
         for (index, fill) in fills.iter().enumerate() {
             let value = fill.value(sample);
-            if value != Value::Null {
+            if value != Cell::Null {
                 self.filled.push(index);
                 self.values.push(value);
             }
@@ -315,7 +317,7 @@ impl Row {
         statement.raw_bind_parameter(2, sample.config as i64)?;
         statement.raw_bind_parameter(3, sample.trial as i64)?;
         for (index, value) in self.values.drain(..).enumerate() {
-            statement.raw_bind_parameter(index + 4, value)?;
+            statement.raw_bind_parameter(index + 4, &value)?;
         }
         Ok(())
     }
