@@ -33,8 +33,23 @@ pub fn compare_store(
                 )
             })?,
     };
+    let groups = metric_groups(store, &configs, metric)?;
+    compare_all(baseline_index, &groups, options).map_err(|error| {
+        StoreError::input(
+            format!("cannot compare {metric}: {error}"),
+            "every config needs at least 2 successful measured samples of this metric",
+        )
+    })
+}
+
+/// Each Config's label and `metric` values in milliseconds, in the store's order.
+fn metric_groups(
+    store: &Store,
+    configs: &[tlslab_store::ConfigRow],
+    metric: &str,
+) -> Result<Vec<(String, Vec<f64>)>, StoreError> {
     let mut groups = Vec::with_capacity(configs.len());
-    for config in &configs {
+    for config in configs {
         let values: Vec<f64> = store
             .phase_values(config.id, metric)?
             .into_iter()
@@ -42,12 +57,40 @@ pub fn compare_store(
             .collect();
         groups.push((config.label.clone(), values));
     }
-    compare_all(baseline_index, &groups, options).map_err(|error| {
+    Ok(groups)
+}
+
+/// What a run's summary compares: every Config with at least 2 successful measured samples
+/// of `metric` against the first such Config. A Config whose handshakes all failed has
+/// nothing to compare, and must not take the comparison of the others with it; its label is
+/// returned among those left out.
+pub fn compare_comparable(
+    store: &Store,
+    metric: &str,
+    options: &CompareOptions,
+) -> Result<(ComparisonSet, Vec<String>), StoreError> {
+    let configs = store.configs()?;
+    let (groups, left_out): (Vec<_>, Vec<_>) = metric_groups(store, &configs, metric)?
+        .into_iter()
+        .partition(|(_, values)| values.len() >= 2);
+    let left_out: Vec<String> = left_out.into_iter().map(|(label, _)| label).collect();
+    if groups.len() < 2 && !left_out.is_empty() {
+        return Err(StoreError::input(
+            format!(
+                "fewer than 2 configs have 2 or more successful measured samples of {metric} \
+                 (too few: {})",
+                left_out.join(", ")
+            ),
+            "see why their attempts failed above",
+        ));
+    }
+    let set = compare_all(0, &groups, options).map_err(|error| {
         StoreError::input(
             format!("cannot compare {metric}: {error}"),
-            "every config needs at least 2 successful measured samples of this metric",
+            "a comparison needs at least 2 configs with 2 or more successful measured samples",
         )
-    })
+    })?;
+    Ok((set, left_out))
 }
 
 pub(crate) fn p_value(p: f64) -> String {

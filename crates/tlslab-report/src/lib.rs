@@ -34,7 +34,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use charts::{charts_for, render_png, render_svg, ChartKind};
-pub use comparison::{compare_store, render_comparisons};
+pub use comparison::{compare_comparable, compare_store, render_comparisons};
 pub use data::{distinguishing_words, ConfigData, ReportData};
 pub use html::{escape, render_html, render_scan_report_html};
 pub use markdown::{render_markdown, render_scan_report_markdown};

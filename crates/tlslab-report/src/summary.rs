@@ -7,7 +7,7 @@ use tlslab_core::Phase;
 use tlslab_stats::{CompareOptions, ComparisonSet, Summary};
 use tlslab_store::{ConfigRow, ReplayRow, Store, StoreError};
 
-use crate::comparison::compare_store;
+use crate::comparison::compare_comparable;
 
 /// Statistics of one metric in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -672,8 +672,16 @@ impl RunSummary {
             "handshake"
         };
         let comparisons = if configs.len() > 1 {
-            match compare_store(store, None, comparison_metric, &CompareOptions::default()) {
-                Ok(set) => Some(set),
+            match compare_comparable(store, comparison_metric, &CompareOptions::default()) {
+                Ok((set, left_out)) => {
+                    if !left_out.is_empty() {
+                        warnings.push(format!(
+                            "left out of the comparison (fewer than 2 successful samples): {}",
+                            left_out.join(", ")
+                        ));
+                    }
+                    Some(set)
+                }
                 Err(error) => {
                     warnings.push(format!("no comparison between configs: {}", error.message));
                     None

@@ -312,3 +312,33 @@ fn without_privileges_tun_is_refused_with_the_alternatives() {
         "the hint names the unprivileged alternative: {text}"
     );
 }
+
+#[test]
+fn a_config_whose_handshakes_all_fail_leaves_the_others_compared() {
+    require_emulation!();
+    let dir = scratch("comparison-without-a-failed-config");
+    // At 99.99% loss no handshake gets through; the summary must still compare the two
+    // Configs that have samples, and say which it left out.
+    let summary = Run::new(&dir, "all-fail")
+        .args("--loss 0%,99.99% --tls 1.2,1.3 -n 4 --warmup 0 --timeout 300ms")
+        .args("--max-error-rate 1 --json")
+        .succeeds()
+        .json();
+    let comparisons = summary["comparisons"]["comparisons"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no comparison: {summary}"));
+    assert_eq!(comparisons.len(), 1, "{summary}");
+    let compared = [
+        summary["comparisons"]["baseline"].as_str().unwrap(),
+        comparisons[0]["other"].as_str().unwrap(),
+    ];
+    assert!(
+        compared.iter().all(|label| label.ends_with("loss0%")),
+        "{summary}"
+    );
+    let warnings = summary["warnings"].to_string();
+    assert!(
+        warnings.contains("left out of the comparison") && warnings.contains("loss99.99%"),
+        "{summary}"
+    );
+}
