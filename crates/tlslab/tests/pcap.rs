@@ -1228,42 +1228,19 @@ fn a_capture_at_the_server_leaves_the_clients_events_null() {
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    let output = tlslab_in(
-        client,
-        &[
-            "run",
-            "--target",
-            &target,
-            "--insecure",
-            "--tls",
-            "1.2,1.3",
-            "-n",
-            "5",
-        ],
-    )
-    .args(["--warmup", "0", "--out", active.to_str().unwrap()])
-    .output()
-    .unwrap();
-    assert_success(&output);
+    // Five handshakes per Config from the client's namespace into `db`.
+    let run = |options: &[&str], db: &Path| {
+        let output = tlslab_in(client, &["run", "--target", &target, "--insecure"])
+            .args(options)
+            .args(["-n", "5", "--warmup", "0", "--out", db.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_success(&output);
+    };
+    run(&["--tls", "1.2,1.3"], &active);
     // QUIC has no SYN exchange: the vantage comes from the handshake's own gaps.
     let quic = dir.join("quic.db");
-    let output = tlslab_in(
-        client,
-        &[
-            "run",
-            "--target",
-            &target,
-            "--insecure",
-            "--transport",
-            "quic",
-            "-n",
-            "5",
-        ],
-    )
-    .args(["--warmup", "0", "--out", quic.to_str().unwrap()])
-    .output()
-    .unwrap();
-    assert_success(&output);
+    run(&["--transport", "quic"], &quic);
     let (server_file, client_file) = (at_server.stop(), at_client.stop());
     let read = |file: &Path, name: &str| {
         let db = dir.join(format!("{name}.db"));
