@@ -68,7 +68,7 @@ fn local(client: SocketAddr, server: SocketAddr) -> bool {
 /// SYN-ACK and acknowledges at once; a server answers at once and waits a round trip for
 /// the ACK. A gap ten times the other decides; otherwise the point is in between. Without
 /// the SYN exchange (QUIC, a capture begun mid-flow) the handshake's own gaps decide
-/// ([`vantage_from_handshake`]).
+/// ([`vantage_from_handshake`], where five times suffices: the peers' work is in them).
 fn vantage(connection: &Connection) -> (Vantage, Option<u64>) {
     let (Some(syn), Some(syn_ack), Some(ack)) =
         (connection.syn, connection.syn_ack, connection.ack)
@@ -89,7 +89,8 @@ fn vantage(connection: &Connection) -> (Vantage, Option<u64>) {
     if local(connection.client, connection.server) {
         (Vantage::Local, Some(outbound))
     } else {
-        match from_gaps(outbound, inbound) {
+        // A kernel answers a SYN and a SYN-ACK in microseconds: a tenfold gap is certain.
+        match from_gaps(outbound, inbound, 10) {
             Vantage::Client => (Vantage::Client, Some(outbound)),
             Vantage::Server => (Vantage::Server, Some(inbound)),
             vantage => (vantage, Some(outbound + inbound)),
@@ -97,13 +98,13 @@ fn vantage(connection: &Connection) -> (Vantage, Option<u64>) {
     }
 }
 
-/// `client` when the wait for the other side's answer (`outbound`) is at least ten times
+/// `client` when the wait for the other side's answer (`outbound`) is at least `ratio` times
 /// the wait before this side's reply (`inbound`), `server` the other way round, `middle`
 /// in between.
-fn from_gaps(outbound: u64, inbound: u64) -> Vantage {
-    if outbound > 0 && inbound.saturating_mul(10) <= outbound {
+fn from_gaps(outbound: u64, inbound: u64, ratio: u64) -> Vantage {
+    if outbound > 0 && inbound.saturating_mul(ratio) <= outbound {
         Vantage::Client
-    } else if inbound > 0 && outbound.saturating_mul(10) <= inbound {
+    } else if inbound > 0 && outbound.saturating_mul(ratio) <= inbound {
         Vantage::Server
     } else {
         Vantage::Middle
@@ -127,9 +128,12 @@ fn vantage_from_handshake(times: &crate::tls::Times) -> Vantage {
     ) else {
         return Vantage::Unknown;
     };
+    // A peer's handshake work (a signature, a certificate check) takes milliseconds on a
+    // busy machine, so a fivefold gap decides here: at a 50 ms round trip, work up to 10 ms.
     from_gaps(
         answer.saturating_sub(hello),
         finished.saturating_sub(flight_end),
+        5,
     )
 }
 

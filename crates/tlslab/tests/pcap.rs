@@ -1182,9 +1182,9 @@ fn a_capture_at_the_server_leaves_the_clients_events_null() {
     require_emulation!();
     let dir = scratch("pcap-server-side");
     let network = Network::create(choose(EmulatorChoice::Auto).unwrap(), "pcapsrv").unwrap();
-    // Long enough that a debug build's handshake work, even on a busy machine, is a small part
-    // of each gap the vantage is read from.
-    let rtt = std::time::Duration::from_millis(50);
+    // Long enough that a debug build's handshake work, even on a busy machine (tens of
+    // milliseconds), is a small part of each gap the vantage is read from.
+    let rtt = std::time::Duration::from_millis(200);
     network
         .set_profile(&NetworkProfile {
             rtt,
@@ -1268,13 +1268,23 @@ fn a_capture_at_the_server_leaves_the_clients_events_null() {
         )
     };
     let rtt_ns = rtt.as_nanos() as i64;
+    // On failure, where the samples were placed.
+    let vantages = |db: &Path| {
+        rows::<(String, i64)>(
+            db,
+            "SELECT vantage, COUNT(*) FROM samples GROUP BY 1 ORDER BY 1",
+            [],
+        )
+    };
     assert_eq!(
         quic_at(
             &server_db,
             "server",
             "s.handshake IS NULL AND s.client_hello_sent IS NULL"
         ),
-        5
+        5,
+        "{:?}",
+        vantages(&server_db)
     );
     assert_eq!(
         quic_at(
@@ -1282,7 +1292,9 @@ fn a_capture_at_the_server_leaves_the_clients_events_null() {
             "client",
             &format!("s.server_response >= {rtt_ns}")
         ),
-        5
+        5,
+        "{:?}",
+        vantages(&client_db)
     );
     // Told where the capture was, tlslab takes the user's word over the gaps.
     let told = dir.join("told.db");
