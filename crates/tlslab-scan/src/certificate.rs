@@ -69,6 +69,70 @@ pub struct Certificates {
     pub trust_error: Option<String>,
     /// The Strict-Transport-Security header of `GET /`, if any.
     pub hsts: Option<String>,
+    /// Further chains the server sends to a client that cannot use the first one's key
+    /// type (nginx with two `ssl_certificate` lines, ECDSA and RSA, as Mozilla's intermediate
+    /// profile recommends); empty when the server has one.
+    pub others: Vec<OtherChain>,
+}
+
+/// A chain a client gets when it offers only suites (TLS 1.2) or signature schemes (TLS
+/// 1.3) for another key type than the first chain's.
+#[derive(Debug, Clone, Serialize)]
+pub struct OtherChain {
+    /// The key type the client asked for: `ECDSA` or `RSA`.
+    pub elicited_by: String,
+    /// Leaf first, as sent.
+    pub chain: Vec<CertificateSummary>,
+    /// `TLS 1.2 Certificate message` or `TLS 1.3 (rustls)`.
+    pub source: String,
+    pub name_matches: Option<bool>,
+    pub chain_in_order: Option<bool>,
+    /// The same anchors' verdict as the first chain's (`trusted_by`), checked offline.
+    pub trusted: Option<bool>,
+    pub trust_error: Option<String>,
+}
+
+/// The key type a client can ask for when it wants another chain than the first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wanted {
+    Ecdsa,
+    Rsa,
+}
+
+impl Wanted {
+    pub fn name(self) -> &'static str {
+        match self {
+            Wanted::Ecdsa => "ECDSA",
+            Wanted::Rsa => "RSA",
+        }
+    }
+
+    /// The other of the two key types a dual-certificate server has, given the first
+    /// chain's; `None` for a key type no server pairs (Ed25519, ML-DSA).
+    pub fn other_than(kind: KeyKind) -> Option<Wanted> {
+        match kind {
+            KeyKind::Ecdsa => Some(Wanted::Rsa),
+            KeyKind::Rsa => Some(Wanted::Ecdsa),
+            KeyKind::Other => None,
+        }
+    }
+
+    /// TLS 1.3 signature schemes a key of this type signs with (RSA: PSS only, as RFC 8446
+    /// allows for CertificateVerify).
+    fn schemes(self) -> &'static [SignatureScheme] {
+        match self {
+            Wanted::Ecdsa => &[
+                SignatureScheme::ECDSA_NISTP256_SHA256,
+                SignatureScheme::ECDSA_NISTP384_SHA384,
+                SignatureScheme::ECDSA_NISTP521_SHA512,
+            ],
+            Wanted::Rsa => &[
+                SignatureScheme::RSA_PSS_SHA256,
+                SignatureScheme::RSA_PSS_SHA384,
+                SignatureScheme::RSA_PSS_SHA512,
+            ],
+        }
+    }
 }
 
 /// Certificates to trust instead of the system's roots (`--ca`): a lab PKI's root, or a
@@ -121,10 +185,14 @@ impl Certificates {
 
 /// Summarizes `flight` (a chain read in the clear) and, when the server speaks TLS 1.2 or
 /// 1.3, makes the rustls connection for trust, HSTS, and a TLS 1.3-only server's chain.
+/// `other_flights` are chains read in the clear for another key type (see
+/// [`OtherChain`]); those whose leaf differs from the first chain's are reported. A TLS
+/// 1.3-only server is asked once more, over rustls, for the key type its first chain is not.
 pub fn inspect(
     prober: &Prober,
     server_name: &str,
     flight: Vec<Vec<u8>>,
+    other_flights: Vec<(Wanted, Vec<Vec<u8>>)>,
     rustls_can_connect: bool,
     anchors: Option<&TrustAnchors>,
 ) -> Certificates {
@@ -139,6 +207,7 @@ pub fn inspect(
                 prober,
                 server_name,
                 anchors.map(|anchors| anchors.certificates.as_slice()),
+                None,
             )
         });
         match verified {
@@ -166,6 +235,59 @@ pub fn inspect(
             }
         }
     }
+    let summary = summarize_chain(&chain, server_name);
+    certificates.chain = summary.chain;
+    certificates.name_matches = summary.name_matches;
+    certificates.chain_in_order = summary.chain_in_order;
+
+    let mut other_flights: Vec<(Wanted, Vec<Vec<u8>>, &str)> = other_flights
+        .into_iter()
+        .map(|(wanted, flight)| (wanted, flight, "TLS 1.2 Certificate message"))
+        .collect();
+    let tls13_only = rustls_can_connect
+        && certificates.source.as_deref() == Some("TLS 1.3 (rustls)")
+        && other_flights.is_empty();
+    if let Some(wanted) = certificates
+        .leaf()
+        .and_then(|leaf| Wanted::other_than(leaf.key_kind))
+        .filter(|_| tls13_only)
+    {
+        // A server with no certificate for these schemes refuses the handshake, and one
+        // that sends its only chain anyway sends the same leaf: neither is reported.
+        let asked = prober
+            .limiter
+            .with_permit(|| connect(prober, server_name, Some(&[]), Some(wanted.schemes())));
+        if let Ok(connection) = asked {
+            other_flights.push((wanted, connection.chain, "TLS 1.3 (rustls)"));
+        }
+    }
+    for (wanted, flight, source) in other_flights {
+        if flight.is_empty() || flight.first() == chain.first() {
+            continue;
+        }
+        let summary = summarize_chain(&flight, server_name);
+        let trust = judge(&flight, server_name, anchors);
+        certificates.others.push(OtherChain {
+            elicited_by: wanted.name().into(),
+            chain: summary.chain,
+            source: source.into(),
+            name_matches: summary.name_matches,
+            chain_in_order: summary.chain_in_order,
+            trusted: trust.as_ref().map(Result::is_ok),
+            trust_error: trust.and_then(Result::err),
+        });
+    }
+    certificates
+}
+
+/// What a chain says, read from its DER.
+struct ChainSummary {
+    chain: Vec<CertificateSummary>,
+    name_matches: Option<bool>,
+    chain_in_order: Option<bool>,
+}
+
+fn summarize_chain(chain: &[Vec<u8>], server_name: &str) -> ChainSummary {
     let parsed: Vec<Option<X509Certificate<'_>>> = chain
         .iter()
         .map(|der| {
@@ -174,7 +296,7 @@ pub fn inspect(
                 .map(|(_, c)| c)
         })
         .collect();
-    certificates.chain = parsed
+    let summaries: Vec<CertificateSummary> = parsed
         .iter()
         .map(|certificate| match certificate {
             Some(certificate) => summarize(certificate),
@@ -193,14 +315,53 @@ pub fn inspect(
             },
         })
         .collect();
-    if let Some(leaf) = certificates.chain.first() {
-        certificates.name_matches = Some(name_matches(&leaf.names, &leaf.subject, server_name));
-        certificates.chain_in_order = Some(parsed.windows(2).all(|pair| match pair {
-            [Some(child), Some(parent)] => child.issuer() == parent.subject(),
-            _ => false,
-        }));
+    let (name_matches, chain_in_order) = match summaries.first() {
+        Some(leaf) => (
+            Some(name_matches(&leaf.names, &leaf.subject, server_name)),
+            Some(parsed.windows(2).all(|pair| match pair {
+                [Some(child), Some(parent)] => child.issuer() == parent.subject(),
+                _ => false,
+            })),
+        ),
+        None => (None, None),
+    };
+    ChainSummary {
+        chain: summaries,
+        name_matches,
+        chain_in_order,
     }
-    certificates
+}
+
+/// The anchors' verdict on a chain read without a rustls connection (a further chain: the
+/// connection judged the first); `None` when there are no anchors to judge by or the chain
+/// is empty.
+fn judge(
+    chain: &[Vec<u8>],
+    server_name: &str,
+    anchors: Option<&TrustAnchors>,
+) -> Option<Result<(), String>> {
+    let verifier = trust_verifier(
+        &every_algorithm(),
+        anchors.map(|anchors| anchors.certificates.as_slice()),
+    )?;
+    let (leaf, intermediates) = chain.split_first()?;
+    let intermediates: Vec<CertificateDer<'_>> = intermediates
+        .iter()
+        .map(|der| CertificateDer::from(der.as_slice()))
+        .collect();
+    let name = ServerName::try_from(server_name.to_string()).ok()?;
+    Some(
+        verifier
+            .verify_server_cert(
+                &CertificateDer::from(leaf.as_slice()),
+                &intermediates,
+                &name,
+                &[],
+                UnixTime::now(),
+            )
+            .map(|_| ())
+            .map_err(|error| error.to_string()),
+    )
 }
 
 fn summarize(certificate: &X509Certificate<'_>) -> CertificateSummary {
@@ -341,6 +502,9 @@ struct Connection {
 struct RecordingVerifier {
     inner: Option<Arc<WebPkiServerVerifier>>,
     provider: Arc<CryptoProvider>,
+    /// The signature schemes offered, when not every one the provider verifies: asking
+    /// for one key type's chain.
+    schemes: Option<&'static [SignatureScheme]>,
     seen: Mutex<Seen>,
 }
 
@@ -403,9 +567,13 @@ impl ServerCertVerifier for RecordingVerifier {
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
+        match self.schemes {
+            Some(schemes) => schemes.to_vec(),
+            None => self
+                .provider
+                .signature_verification_algorithms
+                .supported_schemes(),
+        }
     }
 }
 
@@ -455,11 +623,13 @@ fn recording_client(
     versions: &[&'static rustls::SupportedProtocolVersion],
     anchors: Option<&[Vec<u8>]>,
     alpn: Vec<Vec<u8>>,
+    schemes: Option<&'static [SignatureScheme]>,
 ) -> Result<(rustls::ClientConnection, Arc<RecordingVerifier>), String> {
     let provider = every_algorithm();
     let verifier = Arc::new(RecordingVerifier {
         inner: trust_verifier(&provider, anchors),
         provider: provider.clone(),
+        schemes,
         seen: Mutex::new((Vec::new(), None)),
     });
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
@@ -487,6 +657,7 @@ pub fn tls13_alpn(prober: &Prober, protocol: &str) -> Result<Option<String>, Str
         &[&rustls::version::TLS13],
         Some(&[]),
         vec![protocol.as_bytes().to_vec()],
+        None,
     )?;
     let stream = prober.connect().map_err(|error| error.to_string())?;
     let mut tls = rustls::StreamOwned::new(client, stream);
@@ -519,14 +690,21 @@ pub fn tls13_alpn(prober: &Prober, protocol: &str) -> Result<Option<String>, Str
     Ok(selected)
 }
 
-/// One rustls handshake (every suite and group aws-lc-rs has) and `GET /` over HTTP/1.1.
+/// One rustls handshake (every suite and group aws-lc-rs has; `schemes` limits the
+/// signature schemes offered) and `GET /` over HTTP/1.1.
 fn connect(
     prober: &Prober,
     server_name: &str,
     anchors: Option<&[Vec<u8>]>,
+    schemes: Option<&'static [SignatureScheme]>,
 ) -> Result<Connection, String> {
-    let (client, verifier) =
-        recording_client(server_name, rustls::ALL_VERSIONS, anchors, Vec::new())?;
+    let (client, verifier) = recording_client(
+        server_name,
+        rustls::ALL_VERSIONS,
+        anchors,
+        Vec::new(),
+        schemes,
+    )?;
     let stream = prober.connect().map_err(|error| error.to_string())?;
     let mut tls = rustls::StreamOwned::new(client, stream);
     let host = if server_name.contains(':') {

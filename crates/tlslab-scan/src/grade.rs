@@ -121,11 +121,25 @@ pub fn grade(report: &Report) -> Grade {
         .filter_map(|id| TlsCipherSuite::from_id(*id))
         .collect();
     let leaf = report.certificates.leaf();
-    let certificate_bits = leaf.map_or(0, |leaf| match leaf.key_kind {
-        KeyKind::Rsa => leaf.key_bits as u32,
-        // ECDSA keys authenticate; they do not carry the key exchange.
-        _ => 3072,
-    });
+    // RSA key exchange uses the RSA certificate's key, which on a dual-certificate server
+    // may be the second chain's; ECDSA keys authenticate and do not carry the key exchange.
+    let rsa_leaves: Vec<u32> = leaf
+        .into_iter()
+        .chain(
+            report
+                .certificates
+                .others
+                .iter()
+                .filter_map(|other| other.chain.first()),
+        )
+        .filter(|leaf| leaf.key_kind == KeyKind::Rsa)
+        .map(|leaf| leaf.key_bits as u32)
+        .collect();
+    let certificate_bits = match (leaf, rsa_leaves.iter().min()) {
+        (None, _) => 0,
+        (Some(_), Some(bits)) => *bits,
+        (Some(_), None) => 3072,
+    };
     let group_ids: Vec<u16> = [&report.groups_tls13, &report.groups_tls12]
         .into_iter()
         .flatten()
@@ -374,6 +388,31 @@ pub fn grade(report: &Report) -> Grade {
     } else if certificates.trusted.is_none() {
         notes.push("trust not checked (no trust anchors, or no TLS 1.2+ connection)".into());
     }
+    // A server with two chains (ECDSA and RSA) is graded by the worse, as SSL Labs does:
+    // the clients that get the other chain meet its problems.
+    for other in &certificates.others {
+        let which = format!("the {} certificate", other.elicited_by);
+        if other.name_matches == Some(false) {
+            if letter != "T" {
+                letter = "M".into();
+            }
+            reasons.push(format!(
+                "M: {which} does not name {}",
+                report.server_name.as_deref().unwrap_or("the server")
+            ));
+        }
+        if other.chain.first().is_some_and(|leaf| leaf.expired) {
+            letter = "T".into();
+            reasons.push(format!("T: {which} is expired or not yet valid"));
+        } else if other.trusted == Some(false) {
+            letter = "T".into();
+            reasons.push(format!(
+                "T: {which}'s chain is not trusted by the {} ({})",
+                certificates.trusted_by.as_deref().unwrap_or("system roots"),
+                other.trust_error.as_deref().unwrap_or("unknown issuer")
+            ));
+        }
+    }
     Grade {
         letter,
         letter_if_trusted,
@@ -389,7 +428,7 @@ pub fn grade(report: &Report) -> Grade {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::certificate::{CertificateSummary, Certificates};
+    use crate::certificate::{CertificateSummary, Certificates, OtherChain};
     use crate::scan::{GroupSupport, VersionSupport};
 
     fn report(versions: &[(Version, &[u16])], groups: &[u16], trusted: bool) -> Report {
@@ -630,5 +669,40 @@ mod tests {
             .reasons
             .iter()
             .any(|r| r.contains("does not name example.com")));
+    }
+
+    #[test]
+    fn a_second_chain_s_problems_grade_the_server() {
+        let mut server = report(&[(Version::Tls13, MODERN)], &[groups::X25519], true);
+        let mut rsa = server.certificates.chain[0].clone();
+        rsa.key = "RSA 2048".into();
+        rsa.key_kind = KeyKind::Rsa;
+        rsa.key_bits = 2048;
+        server.certificates.others.push(OtherChain {
+            elicited_by: "RSA".into(),
+            chain: vec![rsa],
+            source: "TLS 1.2 Certificate message".into(),
+            name_matches: Some(true),
+            chain_in_order: Some(true),
+            trusted: Some(true),
+            trust_error: None,
+        });
+        assert_eq!(grade(&server).letter, "A");
+        server.certificates.others[0].name_matches = Some(false);
+        let mismatch = grade(&server);
+        assert_eq!(mismatch.letter, "M");
+        assert!(mismatch
+            .reasons
+            .iter()
+            .any(|r| r.contains("the RSA certificate does not name")));
+        server.certificates.others[0].trusted = Some(false);
+        let untrusted = grade(&server);
+        assert_eq!(
+            (
+                untrusted.letter.as_str(),
+                untrusted.letter_if_trusted.as_str()
+            ),
+            ("T", "A")
+        );
     }
 }

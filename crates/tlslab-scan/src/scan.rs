@@ -5,9 +5,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use tls_parser::{TlsCipherKx, TlsCipherSuite};
+use tls_parser::{TlsCipherAu, TlsCipherKx, TlsCipherSuite};
 
-use crate::certificate::{self, Certificates, TrustAnchors};
+use crate::certificate::{self, Certificates, KeyKind, TrustAnchors, Wanted};
 use crate::grade::{self, Grade};
 use crate::hello::{
     group_name, groups, legacy_suites, suite_name, ClientHello, Version, TLS13_SUITES,
@@ -389,10 +389,15 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
     });
     versions.sort_by_key(|support| std::cmp::Reverse(support.protocol));
 
+    let other_flights = legacy_best
+        .and_then(|version| other_flight(&prober, version, &versions, &flight))
+        .into_iter()
+        .collect();
     let certificates = certificate::inspect(
         &prober,
         &server_name,
         flight,
+        other_flights,
         supported.contains(&Version::Tls12) || supported.contains(&Version::Tls13),
         options.trust_anchors.as_ref(),
     );
@@ -683,6 +688,45 @@ fn certificate_flight(prober: &Prober, version: Version) -> Vec<Vec<u8>> {
     match prober.probe("certificate", &hello, true) {
         Ok(Answer::Hello(answer)) => answer.certificates,
         _ => Vec::new(),
+    }
+}
+
+/// The chain for the other key type than `flight`'s leaf, when `version` accepts suites
+/// authenticated by it: one probe offering only those (ECDHE-ECDSA, or ECDHE-RSA, DHE-RSA
+/// and RSA). A server with one certificate accepts only suites for its key, so this costs
+/// a connection only on a server that may have two.
+fn other_flight(
+    prober: &Prober,
+    version: Version,
+    versions: &[VersionSupport],
+    flight: &[Vec<u8>],
+) -> Option<(Wanted, Vec<Vec<u8>>)> {
+    let leaf = x509_parser::parse_x509_certificate(flight.first()?).ok()?.1;
+    let kind = match leaf.public_key().parsed() {
+        Ok(x509_parser::public_key::PublicKey::RSA(_)) => KeyKind::Rsa,
+        Ok(x509_parser::public_key::PublicKey::EC(_)) => KeyKind::Ecdsa,
+        _ => KeyKind::Other,
+    };
+    let wanted = Wanted::other_than(kind)?;
+    let authentication = match wanted {
+        Wanted::Ecdsa => TlsCipherAu::Ecdsa,
+        Wanted::Rsa => TlsCipherAu::Rsa,
+    };
+    let suites: Vec<u16> = versions
+        .iter()
+        .find(|support| support.protocol == Some(version))?
+        .suite_ids
+        .iter()
+        .copied()
+        .filter(|id| TlsCipherSuite::from_id(*id).is_some_and(|suite| suite.au == authentication))
+        .collect();
+    if suites.is_empty() {
+        return None;
+    }
+    let hello = ClientHello::new(version, suites, prober.server_name.as_deref());
+    match prober.probe(&format!("{} certificate", wanted.name()), &hello, true) {
+        Ok(Answer::Hello(answer)) => Some((wanted, answer.certificates)),
+        _ => None,
     }
 }
 

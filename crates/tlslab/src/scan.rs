@@ -336,6 +336,30 @@ fn print_report(report: &Report) -> Result<(), CliError> {
                 line(format!("    names {}", certificate.names.join(", ")));
             }
         }
+        // A dual-certificate server's other chain, one line each: the leaf and the checks.
+        for other in &certificates.others {
+            let Some(leaf) = other.chain.first() else {
+                continue;
+            };
+            line(format!(
+                "  also for {} clients: {}  {}  {}  to {}{}; {} sent; names {}: {}; trusted: {}{}",
+                other.elicited_by,
+                leaf.subject,
+                leaf.key,
+                leaf.signature,
+                leaf.not_after,
+                if leaf.expired { " EXPIRED" } else { "" },
+                other.chain.len(),
+                report.server_name.as_deref().unwrap_or("the host"),
+                yes_no(other.name_matches),
+                yes_no(other.trusted),
+                other
+                    .trust_error
+                    .as_deref()
+                    .map(|error| format!(" ({error})"))
+                    .unwrap_or_default()
+            ));
+        }
     }
     line(format!(
         "HSTS         {}",

@@ -1067,6 +1067,153 @@ fn nginx_preferring_static_rsa_cbc_gets_a_minus() {
     );
 }
 
+/// Mozilla's intermediate level recommends an ECDSA and an RSA certificate: nginx with both
+/// (two `ssl_certificate` lines) is reported with both chains, each its own key, from TLS
+/// 1.2 suites for each key type; a TLS 1.3-only one from signature schemes for each.
+#[test]
+fn nginx_with_ecdsa_and_rsa_certificates_reports_both_chains() {
+    let Some(binary) = nginx_binary() else {
+        eprintln!("SKIPPED: nginx is not installed (apt-get install nginx-light; .ci/run does)");
+        return;
+    };
+    let ecdsa = lab_chain("ecdsa-p256");
+    let rsa = lab_chain("rsa-2048");
+    // Both roots as --ca: each chain is judged by its own.
+    let anchors = scratch("scan-dual-anchors").join("roots.pem");
+    let roots = [&ecdsa.root, &rsa.root]
+        .iter()
+        .map(|root| std::fs::read_to_string(root).unwrap())
+        .collect::<String>();
+    std::fs::write(&anchors, roots).unwrap();
+    let anchors = anchors.display().to_string();
+    let second = format!(
+        "ssl_certificate {}; ssl_certificate_key {};",
+        rsa.chain, rsa.key
+    );
+    let status_port = closed_port();
+    let beside =
+        format!("server {{ listen 127.0.0.1:{status_port}; location /status {{ stub_status; }} }}");
+
+    for (name, level) in [
+        ("scan-dual-intermediate", INTERMEDIATE_5_7),
+        ("scan-dual-modern", MODERN_5_7),
+    ] {
+        let tls = format!("{level}\n    {second}");
+        let nginx = start_nginx_beside(&binary, name, &tls, &ecdsa, &beside);
+        let before = accepted_connections(status_port);
+        let report = scan_json_with(nginx.port, &["--no-timing", "--ca", &anchors]);
+        let made = accepted_connections(status_port) - before - 1;
+        let certificates = &report["certificates"];
+        let others = certificates["others"].as_array().unwrap();
+        assert_eq!(others.len(), 1, "{name}: {certificates}");
+        let other = &others[0];
+        let leaf = &certificates["chain"][0];
+        let other_leaf = &other["chain"][0];
+        // Whichever a default client gets first, the other is the other key type.
+        let mut keys = [
+            leaf["key"].as_str().unwrap(),
+            other_leaf["key"].as_str().unwrap(),
+        ];
+        keys.sort();
+        assert_eq!(keys, ["ECDSA P-256", "RSA 2048"], "{name}: {certificates}");
+        assert_eq!(
+            other["elicited_by"],
+            other_leaf["key"]
+                .as_str()
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap(),
+            "{name}: {other}"
+        );
+        // Each chain its own: the same name, issued by its own key type's intermediate.
+        for chain_leaf in [leaf, other_leaf] {
+            assert_eq!(chain_leaf["subject"], "O=tlslab, CN=localhost", "{name}");
+            let (issuer, signature) = if chain_leaf["key"] == "RSA 2048" {
+                ("(rsa2048)", "sha256WithRSAEncryption")
+            } else {
+                ("(ecdsa-p256)", "ecdsa-with-SHA256")
+            };
+            assert!(
+                chain_leaf["issuer"].as_str().unwrap().ends_with(issuer),
+                "{name}: {chain_leaf}"
+            );
+            assert_eq!(chain_leaf["signature"], signature, "{name}: {chain_leaf}");
+        }
+        let bits = |leaf: &Value| leaf["key_bits"].as_u64().unwrap();
+        let mut sizes = [bits(leaf), bits(other_leaf)];
+        sizes.sort();
+        assert_eq!(sizes, [256, 2048], "{name}");
+        assert_eq!(
+            other["chain"].as_array().unwrap().len(),
+            2,
+            "{name}: {other}"
+        );
+        assert_eq!(other["name_matches"], true, "{name}: {other}");
+        assert_eq!(other["chain_in_order"], true, "{name}: {other}");
+        assert_eq!(other["trusted"], true, "{name}: {other}");
+        assert_eq!(certificates["trusted"], true, "{name}: {certificates}");
+        assert_eq!(
+            report["grade"]["letter"], "A+",
+            "{name}: {}",
+            report["grade"]
+        );
+        // Every connection the scan made reached nginx (counted by it), and they stay few.
+        assert_eq!(made, report["connections"].as_u64().unwrap(), "{name}");
+        eprintln!("{name}: {made} connections");
+        assert!(made <= 60, "{name}: {made} connections");
+
+        // The terminal report: one line for the other chain.
+        let target = format!("127.0.0.1:{}", nginx.port);
+        let text = tlslab_succeeds(&[
+            "scan",
+            &target,
+            "--sni",
+            "localhost",
+            "--no-timing",
+            "--ca",
+            &anchors,
+        ]);
+        let also = format!(
+            "also for {} clients: O=tlslab, CN=localhost  {}",
+            other["elicited_by"].as_str().unwrap(),
+            other_leaf["key"].as_str().unwrap()
+        );
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|line| line.contains("also for"))
+            .collect();
+        assert_eq!(lines.len(), 1, "{name}: {text}");
+        assert!(lines[0].contains(&also), "{name}: {text}");
+        assert!(
+            lines[0].ends_with("names localhost: yes; trusted: yes"),
+            "{name}: {text}"
+        );
+
+        // Judged by the first chain's root alone, the other chain is untrusted: T, as SSL
+        // Labs grades a server by its worse certificate.
+        let first_root = if leaf["key"] == "RSA 2048" {
+            &rsa.root
+        } else {
+            &ecdsa.root
+        };
+        let one_root = scan_json_with(nginx.port, &["--no-timing", "--ca", first_root]);
+        assert_eq!(one_root["certificates"]["trusted"], true, "{name}");
+        let grade = &one_root["grade"];
+        assert_eq!(grade["letter"], "T", "{name}: {grade}");
+        let expected = format!(
+            "T: the {} certificate's chain is not trusted",
+            other["elicited_by"].as_str().unwrap()
+        );
+        assert!(
+            strings(&grade["reasons"])
+                .iter()
+                .any(|reason| reason.starts_with(&expected)),
+            "{name}: {grade}"
+        );
+    }
+}
+
 /// nginx's count of accepted connections (`stub_status`'s "accepts"), read over plain HTTP
 /// from its status port; the reading's own connection is counted in it.
 fn accepted_connections(status_port: u16) -> u64 {
