@@ -4,59 +4,23 @@
 
 mod support;
 
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 
 use support::*;
 
-/// A lab server of its own (`tlslab serve`), which the test can stall with SIGSTOP.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Server {
-    fn start() -> Server {
-        let port = closed_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_tlslab"))
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .env("TLSLAB_PKI_DIR", pki_dir())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "the lab server did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Server { child, port }
-    }
-
-    fn signal(&self, signal: libc::c_int) {
-        // SAFETY: kill has no memory preconditions; the pid is our own child's.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, signal) };
-    }
-
+/// The lab server, which the test can stall with SIGSTOP.
+impl LabServer {
     /// Stops the server for `stall`, `after` from now, on a thread of its own.
     fn stall_later(&self, after: Duration, stall: Duration) -> std::thread::JoinHandle<()> {
         let pid = self.child.id() as libc::pid_t;
         std::thread::spawn(move || {
             std::thread::sleep(after);
-            // SAFETY: as above.
+            // SAFETY: kill has no memory preconditions; the pid is our own child's.
             unsafe { libc::kill(pid, libc::SIGSTOP) };
             std::thread::sleep(stall);
             unsafe { libc::kill(pid, libc::SIGCONT) };
         })
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.signal(libc::SIGCONT);
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -76,7 +40,7 @@ fn slow(db: &std::path::Path, column: &str, millis: i64) -> (i64, i64) {
 #[test]
 fn an_open_loop_shows_a_stall_that_a_closed_loop_hides() {
     let dir = scratch("load-stall");
-    let server = Server::start();
+    let server = LabServer::start();
     let target = format!("127.0.0.1:{}", server.port);
     let stall = Duration::from_millis(500);
 

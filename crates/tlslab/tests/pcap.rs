@@ -1010,41 +1010,6 @@ fn a_live_capture_tells_prometheus_and_influxdb_what_it_stores() {
     assert_eq!(times("imported").as_array().map(Vec::len), Some(30));
 }
 
-/// A lab server of its own (`tlslab serve`) on a port known beforehand, for filters to name.
-struct LabServer {
-    child: Child,
-    port: u16,
-}
-
-impl LabServer {
-    fn start() -> LabServer {
-        let port = closed_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_tlslab"))
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .env("TLSLAB_PKI_DIR", pki_dir())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the lab server did not start"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        LabServer { child, port }
-    }
-}
-
-impl Drop for LabServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// `tlslab capture -i lo --filter FILTER` into `db`, once its socket is open.
 fn filtered_agent(db: &Path, filter: &str) -> Child {
     let mut agent = Command::new(env!("CARGO_BIN_EXE_tlslab"))

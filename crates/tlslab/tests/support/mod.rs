@@ -321,3 +321,39 @@ pub fn median<T: Copy + PartialOrd>(mut values: Vec<T>) -> T {
     values.sort_by(|a, b| a.partial_cmp(b).expect("values without NaN"));
     values[values.len() / 2]
 }
+
+/// A lab server of its own (`tlslab serve`) on a port known beforehand, killed on drop.
+pub struct LabServer {
+    pub child: std::process::Child,
+    pub port: u16,
+}
+
+impl LabServer {
+    pub fn start() -> LabServer {
+        let port = closed_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .env("TLSLAB_PKI_DIR", pki_dir())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the lab server did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        LabServer { child, port }
+    }
+}
+
+impl Drop for LabServer {
+    fn drop(&mut self) {
+        // SIGKILL ends a stopped server too.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
