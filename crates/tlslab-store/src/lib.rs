@@ -608,10 +608,16 @@ impl Store {
                 ),
             ));
         }
-        let mut values = vec![Vec::new(); names.len()];
         if names.is_empty() {
-            return Ok(values);
+            return Ok(Vec::new());
         }
+        // Sized once from the Config's index: grown by doubling, each column of a large
+        // store would be copied about twice and briefly held twice (the peak memory of a
+        // summary).
+        let successes = self.capacity_for(config_id, "AND outcome = 'ok'")?;
+        let mut values: Vec<Vec<f64>> = (0..names.len())
+            .map(|_| Vec::with_capacity(successes))
+            .collect();
         let selected = names
             .iter()
             .map(|name| format!("\"{name}\""))
@@ -634,13 +640,18 @@ impl Store {
     /// Measured attempts per error class (`ok` included under that name), most frequent
     /// first, then by name.
     pub fn outcome_counts(&self, config_id: i64) -> Result<Vec<(String, i64)>, StoreError> {
-        // Counted here rather than with GROUP BY, which SQLite does by sorting every sample
-        // into a temporary B-tree (the error class is not in the Config's index): a sixth of
-        // the summary's time after a load run.
-        let mut statement = self
-            .connection
-            .prepare_cached("SELECT error FROM samples WHERE config_id = ?1 AND warmup = 0")?;
+        // The successful ones are counted in the Config's index alone; only the failures'
+        // rows are read for their error class (counted here rather than with GROUP BY, which
+        // SQLite does by sorting them into a temporary B-tree). Reading every sample's row
+        // for its class took a sixth of the summary's time after a load run.
+        let ok = self.measured_count(config_id, "AND outcome = 'ok'")? as i64;
+        let mut statement = self.connection.prepare_cached(
+            "SELECT error FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome != 'ok'",
+        )?;
         let mut counts: std::collections::HashMap<Option<String>, i64> = Default::default();
+        if ok > 0 {
+            counts.insert(None, ok);
+        }
         let mut rows = statement.query([config_id])?;
         while let Some(row) = rows.next()? {
             let class: Option<String> = row.get(0)?;
@@ -886,6 +897,7 @@ impl Store {
     /// summary needs. That is the order of the Config's index, so SQLite reads the rows
     /// without sorting them first (sample order alone cost a sort of every request).
     pub fn requests(&self, config_id: i64) -> Result<Vec<RequestRow>, StoreError> {
+        let mut requests = Vec::with_capacity(self.capacity_for(config_id, "")?);
         let mut statement = self.connection.prepare(
             "SELECT outcome = 'ok', error, http_status, response_bytes, response_wire_bytes,
                     connection_request, tcp_connected, handshake_done, first_byte, response_done
@@ -905,7 +917,29 @@ impl Store {
                 response_done: row.get(9)?,
             })
         })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        for row in rows {
+            requests.push(row?);
+        }
+        Ok(requests)
+    }
+
+    /// How many measured samples of a Config meet `condition` (empty, or `AND` a condition
+    /// on `outcome`), counted in the Config's index without reading the samples' rows.
+    fn measured_count(&self, config_id: i64, condition: &str) -> Result<usize, StoreError> {
+        let count: i64 = self
+            .connection
+            .prepare_cached(&format!(
+                "SELECT COUNT(*) FROM samples WHERE config_id = ?1 AND warmup = 0 {condition}"
+            ))?
+            .query_row([config_id], |row| row.get(0))?;
+        Ok(usize::try_from(count).unwrap_or(0))
+    }
+
+    /// [`Store::measured_count`] as a capacity to reserve: at most a million, so that a
+    /// damaged index's count cannot reserve more memory than the machine gives (an abort);
+    /// past it the values grow as they come.
+    fn capacity_for(&self, config_id: i64, condition: &str) -> Result<usize, StoreError> {
+        Ok(self.measured_count(config_id, condition)?.min(1 << 20))
     }
 
     /// Per measured trial of a Config: how many attempts it started and the time from its

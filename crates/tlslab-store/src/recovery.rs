@@ -62,7 +62,10 @@ pub(crate) fn recover(path: &Path) -> bool {
              WHERE finished_at IS NULL",
             [CUT_OFF],
         )
-        .is_ok();
+        .is_ok()
+        && connection
+            .execute_batch(crate::schema::SAMPLES_INDEX)
+            .is_ok();
     // Fold the log into the file: a copy of the .db alone then holds every sample.
     let _ =
         connection.execute_batch("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE;");

@@ -402,6 +402,9 @@ impl Sink for StoreSink {
 
     fn finish(&mut self, end: &RunEnd) -> Result<(), SinkError> {
         self.commit()?;
+        // Before the end is recorded: a run killed while this sorts is recovered, and the
+        // recovery builds the index. Without it (no space for it) the readers scan instead.
+        let _ = self.connection.execute_batch(crate::schema::SAMPLES_INDEX);
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);

@@ -311,6 +311,9 @@ fn a_killed_run_is_recovered_when_opened_and_says_it_was_cut_off() {
     // file itself), if one that holds only what was checkpointed.
     let copy = dir.join("copy.db");
     std::fs::copy(run.db(), &copy).unwrap();
+    // A run builds the readers' index at its end, in one sort: this one has none yet.
+    let index = "SELECT COUNT(*) FROM sqlite_master WHERE name = 'samples_by_config'";
+    assert_eq!(count(&copy, index), 0);
     tlslab_succeeds(&["export", copy.to_str().unwrap()]);
 
     // The first open folds the log into the file and records how the run ended.
@@ -330,6 +333,7 @@ fn a_killed_run_is_recovered_when_opened_and_says_it_was_cut_off() {
     assert!(stored > 0);
     assert!(!dir.join("killed.db-wal").exists());
     assert!(!dir.join("killed.db-reserve").exists());
+    assert_eq!(count(run.db(), index), 1, "the recovery builds the index");
     // Every reader says so.
     let compared = tlslab(&["compare", db]);
     assert_eq!(compared.status.code(), Some(0), "{}", stderr(&compared));
