@@ -70,7 +70,16 @@ pub fn compare_comparable(
     options: &CompareOptions,
 ) -> Result<(ComparisonSet, Vec<String>), StoreError> {
     let configs = store.configs()?;
-    let (groups, left_out): (Vec<_>, Vec<_>) = metric_groups(store, &configs, metric)?
+    compare_groups(metric_groups(store, &configs, metric)?, metric, options)
+}
+
+/// [`compare_comparable`] of each Config's label and values of `metric` (ms), read already.
+pub fn compare_groups(
+    groups: Vec<(String, Vec<f64>)>,
+    metric: &str,
+    options: &CompareOptions,
+) -> Result<(ComparisonSet, Vec<String>), StoreError> {
+    let (groups, left_out): (Vec<_>, Vec<_>) = groups
         .into_iter()
         .partition(|(_, values)| values.len() >= 2);
     let left_out: Vec<String> = left_out.into_iter().map(|(label, _)| label).collect();

@@ -182,6 +182,27 @@ pub fn factorial(
     metric: &str,
     options: &CompareOptions,
 ) -> Result<Factorial, StoreError> {
+    let values = |config: &ConfigRow| -> Result<Vec<f64>, StoreError> {
+        Ok(store
+            .phase_values(config.id, metric)?
+            .into_iter()
+            .map(|nanos| nanos / 1e6)
+            .collect())
+    };
+    factorial_of(&store.configs()?, by, baseline, metric, options, &values)
+}
+
+/// [`factorial`] of `configs`, with `values` giving a Config's values of `metric` (ms): a
+/// summary that has read them once passes them in, instead of a pass over the samples for
+/// each contrast.
+pub fn factorial_of(
+    configs: &[ConfigRow],
+    by: &str,
+    baseline: Option<&str>,
+    metric: &str,
+    options: &CompareOptions,
+    values: &dyn Fn(&ConfigRow) -> Result<Vec<f64>, StoreError>,
+) -> Result<Factorial, StoreError> {
     let names: Vec<&str> = DIMENSIONS.iter().map(|(name, _)| *name).collect();
     let Some(&(_, value_of)) = DIMENSIONS.iter().find(|(name, _)| *name == by) else {
         return Err(input(
@@ -189,14 +210,13 @@ pub fn factorial(
             format!("give one of: {}", names.join(", ")),
         ));
     };
-    let configs = store.configs()?;
     // The dimensions other than `by` that vary: they make the strata. One that changes
     // exactly when `by` does is `by` under another name (`--backend` sets both libraries):
     // as a stratum it would leave each stratum one value of `by`.
     let varying: Vec<&Dimension> = DIMENSIONS
         .iter()
         .filter(|(name, value)| {
-            *name != by && varies(&configs, *value) && !tied(&configs, value_of, *value)
+            *name != by && varies(configs, *value) && !tied(configs, value_of, *value)
         })
         .collect();
     // Numbers in numeric order (concurrency 1, 20, 100), as everywhere levels are listed.
@@ -225,7 +245,7 @@ pub fn factorial(
         .map(|(_, value)| crate::levels::distinct_ordered(configs.iter().map(value)))
         .collect();
     let mut strata: BTreeMap<Vec<usize>, Stratum> = BTreeMap::new();
-    for config in &configs {
+    for config in configs {
         let positions: Vec<usize> = varying
             .iter()
             .zip(&orders)
@@ -244,13 +264,6 @@ pub fn factorial(
             .1
             .insert(value_of(config), config);
     }
-    let values = |config: &ConfigRow| -> Result<Vec<f64>, StoreError> {
-        Ok(store
-            .phase_values(config.id, metric)?
-            .into_iter()
-            .map(|nanos| nanos / 1e6)
-            .collect())
-    };
     let mut contrasts = Vec::new();
     let mut by_level: BTreeMap<String, Vec<StratumSamples>> = BTreeMap::new();
     for (positions, (key, members)) in &strata {

@@ -7,7 +7,7 @@ use tlslab_core::Phase;
 use tlslab_stats::{CompareOptions, ComparisonSet, Summary};
 use tlslab_store::{ConfigRow, ReplayRow, Store, StoreError};
 
-use crate::comparison::compare_comparable;
+use crate::comparison::compare_groups;
 
 /// Statistics of one metric in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -415,6 +415,72 @@ pub struct RunSummary {
     pub knees: Vec<crate::schedule::Knee>,
 }
 
+/// What the summary reads of one Config's measured samples: how many ended in each outcome
+/// class, and the values of the successful ones (see [`Store::phases_values`]).
+struct SampleReads {
+    counts: Vec<(String, i64)>,
+    timings: Vec<Vec<f64>>,
+}
+
+fn read_config(
+    store: &Store,
+    config: &ConfigRow,
+    names: &[&str],
+) -> Result<SampleReads, StoreError> {
+    Ok(SampleReads {
+        counts: store.outcome_counts(config.id)?,
+        timings: store.phases_values(config.id, names)?,
+    })
+}
+
+/// [`read_config`] of every Config, in order. With several Configs a second thread reads
+/// every other one over its own connection: on a large store these passes are most of the
+/// summary's time (a 100,000-handshake capture's summary took a seventh of `tlslab pcap`),
+/// and SQLite readers of one file do not wait for each other. Without a second connection
+/// (the file gone) the one thread reads them all.
+fn read_samples(
+    store: &Store,
+    configs: &[ConfigRow],
+    names: &[&str],
+) -> Result<Vec<SampleReads>, StoreError> {
+    let every_other = |store: &Store, first: usize| -> Result<Vec<SampleReads>, StoreError> {
+        configs
+            .iter()
+            .skip(first)
+            .step_by(2)
+            .map(|config| read_config(store, config, names))
+            .collect()
+    };
+    let second = (configs.len() > 1)
+        .then(|| Store::open(store.path()).ok())
+        .flatten();
+    let Some(second) = second else {
+        return configs
+            .iter()
+            .map(|config| read_config(store, config, names))
+            .collect();
+    };
+    let (evens, odds) = std::thread::scope(|scope| {
+        let every_other = &every_other;
+        let odds = scope.spawn(move || every_other(&second, 1));
+        let evens = every_other(store, 0);
+        (evens, odds.join())
+    });
+    // A thread that panicked (it cannot: reads return errors) is read again here.
+    let odds = match odds {
+        Ok(odds) => odds?,
+        Err(_) => every_other(store, 1)?,
+    };
+    let mut evens = evens?.into_iter();
+    let mut odds = odds.into_iter();
+    Ok((0..configs.len())
+        .filter_map(|index| match index % 2 {
+            0 => evens.next(),
+            _ => odds.next(),
+        })
+        .collect())
+}
+
 impl RunSummary {
     pub fn from_store(store: &Store) -> Result<RunSummary, StoreError> {
         let run = store.run()?;
@@ -429,8 +495,32 @@ impl RunSummary {
         let mut configs = Vec::new();
         let mut warnings = Vec::new();
         let rows = store.configs()?;
+        let comparison_metric = if rows.iter().all(|row| row.http != "none") {
+            "total"
+        } else {
+            "handshake"
+        };
+        // Every value of the successful samples the summary reads, in one pass over each
+        // Config's samples: byte counts, status, then the phases (and the comparison's metric
+        // when it is not among them).
+        let names: Vec<&str> = tlslab_store::MEASURED_COUNTS
+            .into_iter()
+            .chain(["handshake", "ttfb"])
+            .chain(Phase::PARTS.iter().map(|phase| phase.name()))
+            .chain((comparison_metric == "total").then_some("total"))
+            .collect();
+        let mut reads = read_samples(store, &rows, &names)?.into_iter();
+        // Each Config's values of the comparison's metric (ms), kept from that pass for the
+        // comparison and the factorial contrasts, which would read them again.
+        let mut metric_values: BTreeMap<i64, Vec<f64>> = BTreeMap::new();
         for config in rows.iter().cloned() {
-            let counts = store.outcome_counts(config.id)?;
+            let Some(SampleReads {
+                counts,
+                mut timings,
+            }) = reads.next()
+            else {
+                break;
+            };
             let attempted: i64 = counts.iter().map(|(_, count)| count).sum();
             let ok = counts
                 .iter()
@@ -450,20 +540,26 @@ impl RunSummary {
                     error_examples.insert(class.clone(), example);
                 }
             }
-            // Every value of the successful samples the summary reads, in one pass over the
-            // Config's samples: byte counts, status, then the phases.
-            let names: Vec<&str> = tlslab_store::MEASURED_COUNTS
-                .into_iter()
-                .chain(["handshake", "ttfb"])
-                .chain(Phase::PARTS.iter().map(|phase| phase.name()))
-                .collect();
-            let mut timings = store.phases_values(config.id, &names)?.into_iter();
+            let total = match comparison_metric {
+                "total" => timings.pop(),
+                _ => None,
+            };
+            let mut timings = timings.into_iter();
             let mut next = || timings.next().unwrap_or_default();
             let client_hello_bytes = Store::median_count(&next());
             let server_flight_bytes = Store::median_count(&next());
             let statuses = Store::count_statuses(&next());
             let client_certificate_bytes = Store::median_count(&next());
-            let handshake_ms = Distribution::of_nanos(&next());
+            let handshake = next();
+            let handshake_ms = Distribution::of_nanos(&handshake);
+            metric_values.insert(
+                config.id,
+                total
+                    .unwrap_or(handshake)
+                    .into_iter()
+                    .map(|nanos| nanos / 1e6)
+                    .collect(),
+            );
             let ttfb_ms = Distribution::of_nanos(&next());
             let mut phase_medians_ms = BTreeMap::new();
             for (phase, values) in Phase::PARTS.iter().zip(timings) {
@@ -666,13 +762,15 @@ impl RunSummary {
             .filter_map(|(row, summary)| Some((row, summary.open_loop.as_ref()?)))
             .collect();
         let knees = crate::schedule::knees(&open_loops);
-        let comparison_metric = if rows.iter().all(|row| row.http != "none") {
-            "total"
-        } else {
-            "handshake"
+        let values = |config: &ConfigRow| -> Result<Vec<f64>, StoreError> {
+            Ok(metric_values.get(&config.id).cloned().unwrap_or_default())
         };
         let comparisons = if configs.len() > 1 {
-            match compare_comparable(store, comparison_metric, &CompareOptions::default()) {
+            let groups = rows
+                .iter()
+                .map(|row| Ok((row.label.clone(), values(row)?)))
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            match compare_groups(groups, comparison_metric, &CompareOptions::default()) {
                 Ok((set, left_out)) => {
                     if !left_out.is_empty() {
                         warnings.push(format!(
@@ -695,12 +793,13 @@ impl RunSummary {
             dimensions
                 .iter()
                 .filter_map(|dimension| {
-                    crate::factorial::factorial(
-                        store,
+                    crate::factorial::factorial_of(
+                        &rows,
                         dimension,
                         None,
                         comparison_metric,
                         &CompareOptions::default(),
+                        &values,
                     )
                     .ok()
                 })
