@@ -33,6 +33,7 @@ pub mod plan;
 pub mod record;
 pub mod resolution;
 pub mod sample;
+pub mod sink_thread;
 pub mod threshold;
 
 pub use arrival::ArrivalRate;
@@ -57,3 +58,4 @@ pub use sample::{
     ClientCertificateStatus, ConnectionUse, EchStatus, ErrorClass, Event, Negotiated, Observed,
     Offered, Outcome, Phase, QuicPath, Response, Sample, Timeline, Vantage,
 };
+pub use sink_thread::SinkThread;

@@ -211,7 +211,7 @@ pub struct EarlyStop {
 }
 
 /// How the run ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RunEnd {
     pub complete: bool,
     /// Why it stopped early, when it did.

@@ -22,6 +22,12 @@ mod serve;
 
 use clap::{CommandFactory, FromArgMatches};
 
+/// mimalloc instead of glibc's allocator: a Sample is allocated where a handshake is read and
+/// freed on the results writer's thread, a pattern glibc's per-thread arenas handle slowly
+/// (its allocator took about a tenth of `tlslab pcap`'s reading thread; docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use crate::cli::{Cli, Command};
 
 /// `--version` in long form: the commit and the TLS libraries this binary links.

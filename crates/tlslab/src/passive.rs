@@ -59,7 +59,7 @@ pub enum Ending {
 
 /// Writes the run's end; the analysis' report, or why writing failed.
 pub fn end(
-    mut sink: StoreSink,
+    mut sink: impl Sink,
     report: Result<Report, SinkError>,
     ending: Ending,
 ) -> Result<Report, CliError> {

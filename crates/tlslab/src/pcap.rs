@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use tlslab_capture::Analyser;
-use tlslab_core::Source;
+use tlslab_core::{SinkThread, Source};
 use tlslab_telemetry::{influx, Telemetry};
 
 use crate::cli::PcapArgs;
@@ -36,7 +36,11 @@ pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
         .as_deref()
         .map(|url| influx::Writer::connect(url).map(influx::Writer::waiting))
         .transpose()?;
-    let mut sink = Telemetry::new(passive::begin(&path, source)?);
+    // The store writes on a thread of its own, beside the reading: a file never waits for
+    // the network, so the two keep two cores busy (docs/benchmarks.md).
+    let store = SinkThread::spawn(passive::begin(&path, source)?)
+        .map_err(|error| CliError::environment(error.message, error.hint))?;
+    let mut sink = Telemetry::new(store);
     if let Some(points) = points {
         sink = sink.with_influx(points);
     }
