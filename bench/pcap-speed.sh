@@ -43,6 +43,9 @@ if [ ! -s "$capture" ] || [ "$(stat -c %s "$capture")" -lt $((megabytes * 100000
   wait "$recorder" || true
 fi
 
+# A capture recorded just now is still being written back to disk: timing a reader then
+# measures the kernel's writeback as much as the reader.
+sync
 packets=$(capinfos -c -M "$capture" 2>/dev/null | awk -F: '/Number of packets/ {gsub(/ /, "", $2); print $2}')
 bytes=$(stat -c %s "$capture")
 
