@@ -385,6 +385,11 @@ impl Store {
         schema::create(&connection)?;
         connection.pragma_update(None, "journal_mode", "WAL")?;
         connection.pragma_update(None, "synchronous", "NORMAL")?;
+        // The bundled SQLite checks foreign keys by default: two look-ups (the run, the
+        // Config) for every sample inserted. The writer keeps the keys by construction (a
+        // Config's record comes before its samples), and readers keep samples whose Config
+        // row is missing all the same.
+        connection.pragma_update(None, "foreign_keys", false)?;
         let lock = recovery::RunLock::take(path)
             .map_err(|error| unwritable(path, error, "check the file system supports locks"))?;
         Ok(Store {
