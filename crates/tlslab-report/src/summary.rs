@@ -415,72 +415,6 @@ pub struct RunSummary {
     pub knees: Vec<crate::schedule::Knee>,
 }
 
-/// What the summary reads of one Config's measured samples: how many ended in each outcome
-/// class, and the values of the successful ones (see [`Store::phases_values`]).
-struct SampleReads {
-    counts: Vec<(String, i64)>,
-    timings: Vec<Vec<f64>>,
-}
-
-fn read_config(
-    store: &Store,
-    config: &ConfigRow,
-    names: &[&str],
-) -> Result<SampleReads, StoreError> {
-    Ok(SampleReads {
-        counts: store.outcome_counts(config.id)?,
-        timings: store.phases_values(config.id, names)?,
-    })
-}
-
-/// [`read_config`] of every Config, in order. With several Configs a second thread reads
-/// every other one over its own connection: on a large store these passes are most of the
-/// summary's time (a 100,000-handshake capture's summary took a seventh of `tlslab pcap`),
-/// and SQLite readers of one file do not wait for each other. Without a second connection
-/// (the file gone) the one thread reads them all.
-fn read_samples(
-    store: &Store,
-    configs: &[ConfigRow],
-    names: &[&str],
-) -> Result<Vec<SampleReads>, StoreError> {
-    let every_other = |store: &Store, first: usize| -> Result<Vec<SampleReads>, StoreError> {
-        configs
-            .iter()
-            .skip(first)
-            .step_by(2)
-            .map(|config| read_config(store, config, names))
-            .collect()
-    };
-    let second = (configs.len() > 1)
-        .then(|| Store::open(store.path()).ok())
-        .flatten();
-    let Some(second) = second else {
-        return configs
-            .iter()
-            .map(|config| read_config(store, config, names))
-            .collect();
-    };
-    let (evens, odds) = std::thread::scope(|scope| {
-        let every_other = &every_other;
-        let odds = scope.spawn(move || every_other(&second, 1));
-        let evens = every_other(store, 0);
-        (evens, odds.join())
-    });
-    // A thread that panicked (it cannot: reads return errors) is read again here.
-    let odds = match odds {
-        Ok(odds) => odds?,
-        Err(_) => every_other(store, 1)?,
-    };
-    let mut evens = evens?.into_iter();
-    let mut odds = odds.into_iter();
-    Ok((0..configs.len())
-        .filter_map(|index| match index % 2 {
-            0 => evens.next(),
-            _ => odds.next(),
-        })
-        .collect())
-}
-
 impl RunSummary {
     pub fn from_store(store: &Store) -> Result<RunSummary, StoreError> {
         let run = store.run()?;
@@ -502,25 +436,19 @@ impl RunSummary {
         };
         // Every value of the successful samples the summary reads, in one pass over each
         // Config's samples: byte counts, status, then the phases (and the comparison's metric
-        // when it is not among them).
+        // when it is not among them). One Config's values at a time: they are the summary's
+        // memory (16 values per handshake).
         let names: Vec<&str> = tlslab_store::MEASURED_COUNTS
             .into_iter()
             .chain(["handshake", "ttfb"])
             .chain(Phase::PARTS.iter().map(|phase| phase.name()))
             .chain((comparison_metric == "total").then_some("total"))
             .collect();
-        let mut reads = read_samples(store, &rows, &names)?.into_iter();
-        // Each Config's values of the comparison's metric (ms), kept from that pass for the
-        // comparison and the factorial contrasts, which would read them again.
+        // Each Config's values of the comparison's metric (ms), kept from the pass below for
+        // the comparison and the factorial contrasts, which would read them again.
         let mut metric_values: BTreeMap<i64, Vec<f64>> = BTreeMap::new();
         for config in rows.iter().cloned() {
-            let Some(SampleReads {
-                counts,
-                mut timings,
-            }) = reads.next()
-            else {
-                break;
-            };
+            let counts = store.outcome_counts(config.id)?;
             let attempted: i64 = counts.iter().map(|(_, count)| count).sum();
             let ok = counts
                 .iter()
@@ -540,6 +468,7 @@ impl RunSummary {
                     error_examples.insert(class.clone(), example);
                 }
             }
+            let mut timings = store.phases_values(config.id, &names)?;
             let total = match comparison_metric {
                 "total" => timings.pop(),
                 _ => None,
