@@ -415,8 +415,24 @@ pub struct RunSummary {
     pub knees: Vec<crate::schedule::Knee>,
 }
 
+/// Above this many successful samples, a Config's values are read one column at a time:
+/// one pass over them all holds 16 values of 8 bytes per sample (64 MB here), one column at
+/// a time one (and its sorted copy), so that the summary's memory stays well below 200 MB
+/// on captures and runs of millions of handshakes, at the cost of a pass per column.
+const ONE_PASS_LIMIT: usize = 500_000;
+
 impl RunSummary {
     pub fn from_store(store: &Store) -> Result<RunSummary, StoreError> {
+        RunSummary::from_store_in_passes(store, ONE_PASS_LIMIT)
+    }
+
+    /// [`RunSummary::from_store`], reading the values of a Config with more than
+    /// `one_pass_limit` successful samples one column at a time (tests compare both ways).
+    #[doc(hidden)]
+    pub fn from_store_in_passes(
+        store: &Store,
+        one_pass_limit: usize,
+    ) -> Result<RunSummary, StoreError> {
         let run = store.run()?;
         let until_ci = tlslab_core::Experiment::from_toml(&run.experiment)
             .ok()
@@ -435,9 +451,9 @@ impl RunSummary {
             "handshake"
         };
         // Every value of the successful samples the summary reads, in one pass over each
-        // Config's samples: byte counts, status, then the phases (and the comparison's metric
-        // when it is not among them). One Config's values at a time: they are the summary's
-        // memory (16 values per handshake).
+        // Config's samples (one column at a time above `one_pass_limit`): byte counts,
+        // status, then the phases (and the comparison's metric when it is not among them).
+        // One Config's values at a time: they are the summary's memory.
         let names: Vec<&str> = tlslab_store::MEASURED_COUNTS
             .into_iter()
             .chain(["handshake", "ttfb"])
@@ -468,19 +484,40 @@ impl RunSummary {
                     error_examples.insert(class.clone(), example);
                 }
             }
-            let mut timings = store.phases_values(config.id, &names)?;
-            let total = match comparison_metric {
-                "total" => timings.pop(),
-                _ => None,
+            let in_one_pass = usize::try_from(ok).is_ok_and(|ok| ok <= one_pass_limit);
+            let (mut timings, mut total) = if in_one_pass {
+                let mut values = store.phases_values(config.id, &names)?;
+                let total = match comparison_metric {
+                    "total" => values.pop(),
+                    _ => None,
+                };
+                let values: Box<dyn Iterator<Item = Result<Vec<f64>, StoreError>>> =
+                    Box::new(values.into_iter().map(Ok));
+                (values, total)
+            } else {
+                let id = config.id;
+                let values: Box<dyn Iterator<Item = Result<Vec<f64>, StoreError>>> =
+                    Box::new(names.iter().map(move |name| store.phase_values(id, name)));
+                (values, None)
             };
-            let mut timings = timings.into_iter();
-            let mut next = || timings.next().unwrap_or_default();
-            let client_hello_bytes = Store::median_count(&next());
-            let server_flight_bytes = Store::median_count(&next());
-            let statuses = Store::count_statuses(&next());
-            let client_certificate_bytes = Store::median_count(&next());
-            let handshake = next();
+            let mut next = || timings.next().unwrap_or_else(|| Ok(Vec::new()));
+            let client_hello_bytes = Store::median_count(&next()?);
+            let server_flight_bytes = Store::median_count(&next()?);
+            let statuses = Store::count_statuses(&next()?);
+            let client_certificate_bytes = Store::median_count(&next()?);
+            let handshake = next()?;
             let handshake_ms = Distribution::of_nanos(&handshake);
+            let ttfb_ms = Distribution::of_nanos(&next()?);
+            let mut phase_medians_ms = BTreeMap::new();
+            for phase in Phase::PARTS {
+                let values = next()?;
+                if let Some(summary) = Distribution::of_nanos(&values) {
+                    phase_medians_ms.insert(phase.name().to_string(), summary.median);
+                }
+            }
+            if comparison_metric == "total" && total.is_none() {
+                total = Some(next()?);
+            }
             metric_values.insert(
                 config.id,
                 total
@@ -489,13 +526,6 @@ impl RunSummary {
                     .map(|nanos| nanos / 1e6)
                     .collect(),
             );
-            let ttfb_ms = Distribution::of_nanos(&next());
-            let mut phase_medians_ms = BTreeMap::new();
-            for (phase, values) in Phase::PARTS.iter().zip(timings) {
-                if let Some(summary) = Distribution::of_nanos(&values) {
-                    phase_medians_ms.insert(phase.name().to_string(), summary.median);
-                }
-            }
             let totals = store.trial_totals(config.id)?;
             let client_signing_ms = phase_medians_ms.get("client_signing").copied();
             let server_checks = totals.client_verifications.filter(|&count| count > 0);

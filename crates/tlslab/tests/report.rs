@@ -852,3 +852,29 @@ fn chromium_draws_the_report_without_errors() {
         "the phase chart's bars are not on screen ({painted} px)"
     );
 }
+
+/// Above half a million successes a Config's values are read one column at a time, so that the
+/// summary's memory stays bounded: read so, every Config here (with a limit of 0), the
+/// summary must be the one a single pass gives, the comparisons and factorials included.
+#[test]
+fn a_summary_read_one_column_at_a_time_equals_the_one_pass_summary() {
+    let dir = scratch("report-passes");
+    let handshakes = Run::new(&dir, "handshakes")
+        .args("--tls 1.2,1.3 --group x25519,secp256r1 -n 30 -c 2 --warmup 2")
+        .succeeds();
+    // Requests: the comparison's metric is then `total`, read after the phases.
+    let requests = Run::new(&dir, "requests")
+        .args("--http 1.1 --keep-alive on,off -n 30 -c 2 --warmup 2")
+        .succeeds();
+    for db in [&handshakes.db, &requests.db] {
+        let store = tlslab_store::Store::open(db).unwrap();
+        let one_pass = tlslab_report::RunSummary::from_store(&store).unwrap();
+        let by_column = tlslab_report::RunSummary::from_store_in_passes(&store, 0).unwrap();
+        let one_pass = serde_json::to_value(&one_pass).unwrap();
+        assert_eq!(one_pass, serde_json::to_value(&by_column).unwrap());
+        assert!(
+            one_pass["comparisons"].is_object(),
+            "the runs compare Configs: {one_pass}"
+        );
+    }
+}
