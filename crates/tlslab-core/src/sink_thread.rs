@@ -3,8 +3,8 @@
 //! so the producer's work (decoding packets) and the sink's (SQLite inserts) run side by
 //! side on two cores, and memory stays bounded when the sink is the slower one (the producer
 //! then waits). The active side has its own writer (`tlslab-engine`'s `writer`), which many
-//! tasks share and which commits when they go quiet; a live capture keeps writing on its own
-//! thread, so that each handshake is stored as it completes, not when a batch fills.
+//! tasks share and which commits when they go quiet; a live capture writes from the thread
+//! that reads packets, so that each handshake is stored as it completes, not when a batch fills.
 //!
 //! ```
 //! use tlslab_core::{Record, RunEnd, Sink, SinkError, SinkThread};
