@@ -2,14 +2,14 @@
 
 use rusqlite::Connection;
 
-use crate::columns::{definitions, quoted, sample_columns, CONFIG_COLUMNS};
+use crate::columns::{definitions, quoted, sample_columns, stored_sample_columns, CONFIG_COLUMNS};
 
 /// The schema version this build writes, kept in `PRAGMA user_version`.
 pub const VERSION: i64 = 13;
 
 pub fn create(connection: &Connection) -> rusqlite::Result<()> {
     let configs = definitions(CONFIG_COLUMNS.iter().map(|(name, sql, _)| (*name, *sql)));
-    let samples = definitions(sample_columns().map(|(name, sql, _)| (name, sql)));
+    let samples = definitions(stored_sample_columns().map(|(name, sql, _)| (name, sql)));
     let runs = definitions(RUNS_COLUMNS.iter().copied());
     let trials = definitions(TRIALS_COLUMNS.iter().copied());
     // `seed` is NULL for a capture (schema 5; older stores keep NOT NULL and only ever hold
