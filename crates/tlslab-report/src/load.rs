@@ -31,9 +31,9 @@ pub struct Times {
 }
 
 impl Times {
-    fn of_nanos(values: &[f64]) -> Option<Times> {
-        let millis: Vec<f64> = values.iter().map(|value| value / 1e6).collect();
-        let summary = Summary::of(&millis)?;
+    /// The times of values in ms, sorted.
+    fn of_sorted(sorted: &[f64]) -> Option<Times> {
+        let summary = Summary::of_sorted(sorted)?;
         Some(Times {
             min: summary.min,
             mean: summary.mean,
@@ -42,6 +42,17 @@ impl Times {
             max: summary.max,
         })
     }
+}
+
+/// Nanosecond values in ms, sorted, in the vector that held them (a load summary's columns
+/// hold a value per request: copying them to convert and again to sort would double its
+/// memory).
+fn sorted_millis(mut values: Vec<f64>) -> Vec<f64> {
+    for value in &mut values {
+        *value /= 1e6;
+    }
+    values.sort_unstable_by(f64::total_cmp);
+    values
 }
 
 /// One Config under load.
@@ -175,62 +186,97 @@ fn connect_time(request: &RequestRow) -> f64 {
     nanos(request.handshake_done.or(request.tcp_connected)).unwrap_or(0.0)
 }
 
+/// What a load summary keeps of a Config's requests, read one at a time.
+#[derive(Default)]
+struct Tally {
+    complete: i64,
+    requests: i64,
+    failures: BTreeMap<String, i64>,
+    statuses: BTreeMap<i64, i64>,
+    lengths: BTreeMap<i64, i64>,
+    reused_connection: i64,
+    total_transferred: i64,
+    body_transferred: i64,
+    /// ab's columns of the complete requests, in ns.
+    connect: Vec<f64>,
+    total: Vec<f64>,
+    waiting: Vec<f64>,
+    processing: Vec<f64>,
+    /// The TLS handshakes of the complete requests that opened their connection, summed.
+    handshakes: f64,
+    handshake_count: usize,
+}
+
+impl Tally {
+    fn add(&mut self, request: RequestRow) {
+        self.requests += 1;
+        if request.connection_request.unwrap_or(1) > 1 {
+            self.reused_connection += 1;
+        }
+        if !request.ok {
+            *self
+                .failures
+                .entry(request.error.unwrap_or_else(|| "unknown".into()))
+                .or_insert(0) += 1;
+            return;
+        }
+        let Some(response_done) = nanos(request.response_done) else {
+            return;
+        };
+        self.complete += 1;
+        if let Some(status) = request.status {
+            *self.statuses.entry(status).or_insert(0) += 1;
+        }
+        if let Some(length) = request.body_bytes {
+            *self.lengths.entry(length).or_insert(0) += 1;
+            self.body_transferred += length;
+        }
+        self.total_transferred += request.wire_bytes.unwrap_or(0);
+        let connect = connect_time(&request);
+        self.connect.push(connect);
+        self.total.push(response_done);
+        if let Some(first_byte) = nanos(request.first_byte) {
+            self.waiting.push(first_byte - connect);
+        }
+        self.processing.push(response_done - connect);
+        if request.connection_request.unwrap_or(1) == 1 {
+            if let (Some(done), Some(connected)) =
+                (nanos(request.handshake_done), nanos(request.tcp_connected))
+            {
+                self.handshakes += done - connected;
+                self.handshake_count += 1;
+            }
+        }
+    }
+}
+
 impl LoadConfig {
     fn of(store: &Store, config: &ConfigRow) -> Result<LoadConfig, StoreError> {
-        let requests = store.requests(config.id)?;
+        let mut tally = Tally::default();
+        store.for_each_request(config.id, |request| tally.add(request))?;
         let totals = store.trial_totals(config.id)?;
         let negotiated = store.negotiated(config.id)?;
         let time_taken_s = totals.duration_ns as f64 / 1e9;
-        let done: Vec<&RequestRow> = requests
-            .iter()
-            .filter(|request| request.ok && request.response_done.is_some())
-            .collect();
-        let complete = done.len() as i64;
-        let failed = requests.len() as i64 - complete;
-        let mut failures = BTreeMap::new();
-        for request in requests.iter().filter(|request| !request.ok) {
-            *failures
-                .entry(request.error.clone().unwrap_or_else(|| "unknown".into()))
-                .or_insert(0) += 1;
-        }
-        let mut statuses = BTreeMap::new();
-        let mut lengths: BTreeMap<i64, i64> = BTreeMap::new();
-        for request in &done {
-            if let Some(status) = request.status {
-                *statuses.entry(status).or_insert(0) += 1;
-            }
-            if let Some(length) = request.body_bytes {
-                *lengths.entry(length).or_insert(0) += 1;
-            }
-        }
-        let document_length = lengths
+        let complete = tally.complete;
+        let failed = tally.requests - complete;
+        let document_length = tally
+            .lengths
             .iter()
             .max_by_key(|(_, count)| **count)
             .map(|(length, _)| *length);
-        let reused_connection = requests
-            .iter()
-            .filter(|request| request.connection_request.unwrap_or(1) > 1)
-            .count() as i64;
-        let connections = requests.len() as i64 - reused_connection;
-        let total_transferred: i64 = done.iter().filter_map(|r| r.wire_bytes).sum();
-        let body_transferred: i64 = done.iter().filter_map(|r| r.body_bytes).sum();
-        let connect: Vec<f64> = done.iter().map(|r| connect_time(r)).collect();
-        let total: Vec<f64> = done.iter().filter_map(|r| nanos(r.response_done)).collect();
-        let waiting: Vec<f64> = done
-            .iter()
-            .filter_map(|r| Some(nanos(r.first_byte)? - connect_time(r)))
-            .collect();
-        let processing: Vec<f64> = done
-            .iter()
-            .filter_map(|r| Some(nanos(r.response_done)? - connect_time(r)))
-            .collect();
-        let handshake_times: Vec<f64> = done
-            .iter()
-            .filter(|r| r.connection_request.unwrap_or(1) == 1)
-            .filter_map(|r| Some(nanos(r.handshake_done)? - nanos(r.tcp_connected)?))
-            .collect();
-        let handshakes: f64 = handshake_times.iter().sum();
-        let all: f64 = total.iter().sum();
+        let connections = tally.requests - tally.reused_connection;
+        let (total_transferred, body_transferred) =
+            (tally.total_transferred, tally.body_transferred);
+        let percentiles = Percentiles::of_nanos(&tally.total);
+        // Summed in request order, as before the columns are sorted.
+        let all: f64 = tally.total.iter().sum();
+        let total = sorted_millis(tally.total);
+        let (connect, waiting, processing) = (
+            sorted_millis(tally.connect),
+            sorted_millis(tally.waiting),
+            sorted_millis(tally.processing),
+        );
+        let handshakes = tally.handshakes;
         let per_second = |value: f64| (time_taken_s > 0.0).then(|| value / time_taken_s);
         let per_request = |nanos: i64| (complete > 0).then(|| nanos as f64 / complete as f64 / 1e6);
         let concurrency = config.concurrency.unwrap_or(1) as f64;
@@ -245,9 +291,9 @@ impl LoadConfig {
             time_taken_s,
             complete,
             failed,
-            failures,
-            statuses,
-            reused_connection,
+            failures: tally.failures,
+            statuses: tally.statuses,
+            reused_connection: tally.reused_connection,
             connections,
             total_transferred,
             body_transferred,
@@ -257,13 +303,13 @@ impl LoadConfig {
                 .then(|| concurrency * time_taken_s * 1e3 / complete as f64),
             time_per_request_all_ms: (complete > 0).then(|| time_taken_s * 1e3 / complete as f64),
             transfer_rate_kib: per_second(total_transferred as f64 / 1024.0),
-            connect: Times::of_nanos(&connect),
-            processing: Times::of_nanos(&processing),
-            waiting: Times::of_nanos(&waiting),
-            total: Times::of_nanos(&total),
-            percentiles: Percentiles::of_nanos(&total),
+            connect: Times::of_sorted(&connect),
+            processing: Times::of_sorted(&processing),
+            waiting: Times::of_sorted(&waiting),
+            total: Times::of_sorted(&total),
+            percentiles,
             ab_percentiles: ab_percentiles(&total),
-            handshake_share: (all > 0.0 && !handshake_times.is_empty()).then(|| handshakes / all),
+            handshake_share: (all > 0.0 && tally.handshake_count > 0).then(|| handshakes / all),
             client_cpu_per_request_ms: per_request(totals.client_cpu_ns),
             server_cpu_per_request_ms: totals.server_cpu_ns.and_then(per_request),
             open_loop: OpenLoop::of(store, config)?,
@@ -294,10 +340,8 @@ impl LoadConfig {
     }
 }
 
-/// ab's percentile rows of nanosecond times, in ms.
-fn ab_percentiles(values: &[f64]) -> Vec<(u32, f64)> {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
+/// ab's percentile rows of times in ms, sorted.
+fn ab_percentiles(sorted: &[f64]) -> Vec<(u32, f64)> {
     if sorted.is_empty() {
         return Vec::new();
     }
@@ -305,7 +349,7 @@ fn ab_percentiles(values: &[f64]) -> Vec<(u32, f64)> {
         .into_iter()
         .map(|percent| {
             let index = (sorted.len() * percent as usize / 100).min(sorted.len() - 1);
-            (percent, sorted[index] / 1e6)
+            (percent, sorted[index])
         })
         .collect()
 }

@@ -898,18 +898,25 @@ impl Store {
         sorted.get(sorted.len() / 2).map(|&value| value as i64)
     }
 
-    /// Every measured request of a Config, by outcome and then in sample order: what a load
-    /// summary needs. That is the order of the Config's index, so SQLite reads the rows
-    /// without sorting them first (sample order alone cost a sort of every request).
-    pub fn requests(&self, config_id: i64) -> Result<Vec<RequestRow>, StoreError> {
-        let mut requests = Vec::with_capacity(self.capacity_for(config_id, "")?);
+    /// Every measured request of a Config, by outcome and then in sample order, handed to
+    /// `each` as it is read: what a load summary needs, which keeps only its figures' values
+    /// (a whole run's rows held at once were a load summary's largest cost, in memory and in
+    /// the time to fault that memory in). That is the order of the Config's index, so SQLite
+    /// reads the rows without sorting them first (sample order alone cost a sort of every
+    /// request).
+    pub fn for_each_request(
+        &self,
+        config_id: i64,
+        mut each: impl FnMut(RequestRow),
+    ) -> Result<(), StoreError> {
         let mut statement = self.connection.prepare(
             "SELECT outcome = 'ok', error, http_status, response_bytes, response_wire_bytes,
                     connection_request, tcp_connected, handshake_done, first_byte, response_done
              FROM samples WHERE config_id = ?1 AND warmup = 0 ORDER BY outcome, id",
         )?;
-        let rows = statement.query_map([config_id], |row| {
-            Ok(RequestRow {
+        let mut rows = statement.query([config_id])?;
+        while let Some(row) = rows.next()? {
+            each(RequestRow {
                 ok: row.get(0)?,
                 error: row.get(1)?,
                 status: row.get(2)?,
@@ -920,12 +927,9 @@ impl Store {
                 handshake_done: row.get(7)?,
                 first_byte: row.get(8)?,
                 response_done: row.get(9)?,
-            })
-        })?;
-        for row in rows {
-            requests.push(row?);
+            });
         }
-        Ok(requests)
+        Ok(())
     }
 
     /// How many measured samples of a Config meet `condition` (empty, or `AND` a condition
