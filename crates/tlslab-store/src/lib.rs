@@ -380,6 +380,11 @@ impl Store {
                 "give --out a path in a directory you can write",
             )
         })?;
+        // 16 KiB pages instead of SQLite's 4 KiB: a quarter of the system calls to write a
+        // run, checkpoint it and read it back (a 100,000-request load run: 5,300 preads and
+        // pwrites instead of 19,600; `tlslab pcap` 10% faster). The writer commits at most
+        // five times a second, so a slow run's last page rewritten at each commit stays cheap.
+        connection.pragma_update(None, "page_size", 16384)?;
         // The schema goes into the file itself before the write-ahead log starts, so even a
         // copy of the .db alone of a run killed early is a store.
         schema::create(&connection)?;
