@@ -2,14 +2,18 @@
 //! becomes the target, path and scheme; the defaults become a load tester's (HTTP/1.1 with
 //! keep-alive); the figures are ab's and more, or ab's own layout.
 
+use std::path::Path;
+use std::sync::Mutex;
+
 use tlslab_core::{Experiment, Http, KeepAlive, Scheme};
 use tlslab_report::load::{render_ab, render_load_text, LoadSummary};
 use tlslab_report::RunSummary;
-use tlslab_store::Store;
+use tlslab_store::{Store, StoreError};
 
 use crate::cli::LoadArgs;
 use crate::failure::CliError;
 use crate::output;
+use crate::run::Printer;
 
 /// Where a URL points: `host:port`, the server name, the path, and its scheme.
 #[derive(Debug, PartialEq, Eq)]
@@ -91,19 +95,48 @@ pub fn load(args: &LoadArgs) -> Result<i32, CliError> {
             experiment.plain_port = Some(url.port);
         }
     }
-    let format = args.format.clone();
-    let json = args.run.json;
-    let verbose = args.run.verbose;
-    let print = move |store: &Store, summary: &RunSummary| -> Result<(), CliError> {
-        let load = LoadSummary::from_store(store)?;
-        if json {
+    let printer = LoadPrinter {
+        format: args.format.clone(),
+        json: args.run.json,
+        verbose: args.run.verbose,
+        prepared: Mutex::new(None),
+    };
+    crate::run::execute(&args.run, experiment, &printer)
+}
+
+/// Prints the load figures (ab's layout with `--format ab`, JSON with `--json`), read while
+/// the run summary is.
+struct LoadPrinter {
+    format: String,
+    json: bool,
+    verbose: bool,
+    prepared: Mutex<Option<Result<LoadSummary, StoreError>>>,
+}
+
+impl Printer for LoadPrinter {
+    fn prepare(&self, path: &Path) {
+        let load = Store::open(path).and_then(|store| LoadSummary::from_store(&store));
+        *self.prepared.lock().unwrap_or_else(|e| e.into_inner()) = Some(load);
+    }
+
+    fn print(&self, store: &Store, summary: &RunSummary) -> Result<(), CliError> {
+        let prepared = self
+            .prepared
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let load = match prepared {
+            Some(load) => load?,
+            None => LoadSummary::from_store(store)?,
+        };
+        if self.json {
             return output::print(format_args!("{}\n", output::json(&load)));
         }
-        if format == "ab" {
+        if self.format == "ab" {
             return output::print(render_ab(&load));
         }
         let mut text = render_load_text(&load);
-        if verbose {
+        if self.verbose {
             // What the run summary knows beyond the load figures: phases, limit, bytes.
             text.push_str(&tlslab_report::render_details_of_each(summary));
         }
@@ -115,8 +148,7 @@ pub fn load(args: &LoadArgs) -> Result<i32, CliError> {
             summary.attempted, summary.errors, summary.store
         ));
         output::print_fitted(&text)
-    };
-    crate::run::execute(&args.run, experiment, &print)
+    }
 }
 
 #[cfg(test)]

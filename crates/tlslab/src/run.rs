@@ -223,7 +223,21 @@ fn key_log(args: &RunArgs) -> Result<Option<Arc<tlslab_backend::KeyLogFile>>, Cl
 }
 
 /// What a finished run prints: the run summary, or (`tlslab load`) the load figures.
-pub type Printer<'a> = &'a dyn Fn(&Store, &RunSummary) -> Result<(), CliError>;
+pub trait Printer: Sync {
+    /// Reads what the printout needs besides the run summary, from the store at `path` on a
+    /// connection of its own, on a thread of its own while the run summary is read (its
+    /// samples are then read twice at once rather than one pass after the other). Nothing
+    /// by default; a printer whose preparation did not run reads it in [`Printer::print`].
+    fn prepare(&self, _path: &Path) {}
+
+    fn print(&self, store: &Store, summary: &RunSummary) -> Result<(), CliError>;
+}
+
+impl<F: Fn(&Store, &RunSummary) -> Result<(), CliError> + Sync> Printer for F {
+    fn print(&self, store: &Store, summary: &RunSummary) -> Result<(), CliError> {
+        self(store, summary)
+    }
+}
 
 pub fn run(args: &RunArgs) -> Result<i32, CliError> {
     let experiment = experiment(args, Experiment::default())?;
@@ -244,7 +258,11 @@ pub fn run(args: &RunArgs) -> Result<i32, CliError> {
 
 /// Runs `experiment` as `args` ask (store, progress, report), prints what `print` makes of
 /// the result, and returns the exit code.
-pub fn execute(args: &RunArgs, experiment: Experiment, print: Printer) -> Result<i32, CliError> {
+pub fn execute(
+    args: &RunArgs,
+    experiment: Experiment,
+    print: &dyn Printer,
+) -> Result<i32, CliError> {
     if args.dump_experiment {
         output::print(experiment.to_toml())?;
         return Ok(0);
@@ -311,17 +329,25 @@ pub fn execute(args: &RunArgs, experiment: Experiment, print: Printer) -> Result
     })?;
 
     let store = Store::open(&path)?;
-    let summary = RunSummary::from_store(&store)?;
     // --quiet (without --json, which is output a script asked for) keeps stdout to the one
     // line a script reads, after the report so that it can name that too; warnings go to
     // stderr, as errors do.
     let quiet = args.quiet && !args.json;
+    let summary = std::thread::scope(|scope| {
+        if !quiet {
+            // Without a thread (the process's limit), the printer reads it all itself.
+            let _ = std::thread::Builder::new()
+                .name("tlslab-summary".into())
+                .spawn_scoped(scope, || print.prepare(&path));
+        }
+        RunSummary::from_store(&store)
+    })?;
     if quiet {
         for warning in tlslab_report::quiet_warnings(&summary) {
             output::note(warning);
         }
     } else {
-        print(&store, &summary)?;
+        print.print(&store, &summary)?;
         if let Some(capture) = &args.capture {
             crate::crosscheck::print(&store, capture)?;
         }
