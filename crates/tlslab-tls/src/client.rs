@@ -421,8 +421,8 @@ impl tlslab_backend::Client for Client {
 }
 
 /// Decrypted application data, drained after every record batch: rustls holds at most 16 KiB
-/// of it and refuses more ciphertext until it is read.
-/// Borrowed from rustls' buffer (`BufRead`), not copied through a zeroed chunk first.
+/// of it and refuses more ciphertext until it is read. The data is borrowed from rustls'
+/// buffer (`BufRead`), not copied through a zeroed chunk first.
 fn drain(connection: &mut ClientConnection, plaintext: &mut Plaintext) -> Result<(), Failure> {
     loop {
         let mut reader = connection.reader();
