@@ -624,7 +624,7 @@ impl Store {
         // Sized once from the Config's index: grown by doubling, each column of a large
         // store would be copied about twice and briefly held twice (the peak memory of a
         // summary).
-        let successes = self.capacity_for(config_id, "AND outcome = 'ok'")?;
+        let successes = self.success_capacity(config_id)?;
         let mut values: Vec<Vec<f64>> = (0..names.len())
             .map(|_| Vec::with_capacity(successes))
             .collect();
@@ -654,7 +654,7 @@ impl Store {
         // rows are read for their error class (counted here rather than with GROUP BY, which
         // SQLite does by sorting them into a temporary B-tree). Reading every sample's row
         // for its class took a sixth of the summary's time after a load run.
-        let ok = self.measured_count(config_id, "AND outcome = 'ok'")? as i64;
+        let ok = self.success_count(config_id)? as i64;
         let mut statement = self.connection.prepare_cached(
             "SELECT error FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome != 'ok'",
         )?;
@@ -937,23 +937,23 @@ impl Store {
         Ok(())
     }
 
-    /// How many measured samples of a Config meet `condition` (empty, or `AND` a condition
-    /// on `outcome`), counted in the Config's index without reading the samples' rows.
-    fn measured_count(&self, config_id: i64, condition: &str) -> Result<usize, StoreError> {
+    /// How many measured samples of a Config succeeded, counted in the Config's index without
+    /// reading the samples' rows.
+    fn success_count(&self, config_id: i64) -> Result<usize, StoreError> {
         let count: i64 = self
             .connection
-            .prepare_cached(&format!(
-                "SELECT COUNT(*) FROM samples WHERE config_id = ?1 AND warmup = 0 {condition}"
-            ))?
+            .prepare_cached(
+                "SELECT COUNT(*) FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok'",
+            )?
             .query_row([config_id], |row| row.get(0))?;
         Ok(usize::try_from(count).unwrap_or(0))
     }
 
-    /// [`Store::measured_count`] as a capacity to reserve: at most a million, so that a
+    /// [`Store::success_count`] as a capacity to reserve: at most a million, so that a
     /// damaged index's count cannot reserve more memory than the machine gives (an abort);
     /// past it the values grow as they come.
-    fn capacity_for(&self, config_id: i64, condition: &str) -> Result<usize, StoreError> {
-        Ok(self.measured_count(config_id, condition)?.min(1 << 20))
+    fn success_capacity(&self, config_id: i64) -> Result<usize, StoreError> {
+        Ok(self.success_count(config_id)?.min(1 << 20))
     }
 
     /// Per measured trial of a Config: how many attempts it started and the time from its

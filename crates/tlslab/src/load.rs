@@ -119,6 +119,10 @@ impl Printer for LoadPrinter {
         *self.prepared.lock().unwrap_or_else(|e| e.into_inner()) = Some(load);
     }
 
+    fn prepares(&self) -> bool {
+        true
+    }
+
     fn print(&self, store: &Store, summary: &RunSummary) -> Result<(), CliError> {
         let prepared = self
             .prepared

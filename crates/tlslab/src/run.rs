@@ -230,6 +230,11 @@ pub trait Printer: Sync {
     /// by default; a printer whose preparation did not run reads it in [`Printer::print`].
     fn prepare(&self, _path: &Path) {}
 
+    /// Whether [`Printer::prepare`] reads anything (no thread is started for nothing).
+    fn prepares(&self) -> bool {
+        false
+    }
+
     fn print(&self, store: &Store, summary: &RunSummary) -> Result<(), CliError>;
 }
 
@@ -334,7 +339,7 @@ pub fn execute(
     // stderr, as errors do.
     let quiet = args.quiet && !args.json;
     let summary = std::thread::scope(|scope| {
-        if !quiet {
+        if !quiet && print.prepares() {
             // Without a thread (the process's limit), the printer reads it all itself.
             let _ = std::thread::Builder::new()
                 .name("tlslab-summary".into())
