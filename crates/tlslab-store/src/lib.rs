@@ -57,6 +57,7 @@
 
 mod columns;
 mod export;
+mod kept;
 mod recovery;
 mod scans;
 mod schema;
@@ -68,6 +69,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 pub use export::{export, export_fields, ExportFormat};
+pub use kept::{KeptHandle, KeptValues, KEPT_BYTES};
 pub use recovery::CUT_OFF;
 pub use scans::{add_scan, NewScan, ScanRow};
 pub use sink::{utc_timestamp, StoreSink};
@@ -145,6 +147,8 @@ pub struct Store {
     path: PathBuf,
     /// Held while a run writes the store (see `recovery.rs`).
     lock: Option<recovery::RunLock>,
+    /// The values its writer kept, which answer the summaries' reads (see `kept.rs`).
+    kept: Option<std::sync::Arc<KeptValues>>,
 }
 
 /// A Config as stored (the columns of the configs table this crate's readers use; read by
@@ -401,6 +405,7 @@ impl Store {
             connection,
             path: path.to_path_buf(),
             lock: Some(lock),
+            kept: None,
         })
     }
 
@@ -453,6 +458,7 @@ impl Store {
             connection,
             path: path.to_path_buf(),
             lock: None,
+            kept: None,
         })
     }
 
@@ -467,6 +473,23 @@ impl Store {
     /// Turns a newly created store into a producer's sink.
     pub fn into_sink(self) -> StoreSink {
         StoreSink::new(self.connection, self.path, self.lock)
+    }
+
+    /// [`Store::into_sink`], keeping the values the summaries read as they are written: a
+    /// store opened on the same file after the run answers those reads from them
+    /// ([`Store::with_kept`] of [`KeptHandle::get`]) instead of reading every row back.
+    pub fn into_sink_keeping(self) -> (StoreSink, KeptHandle) {
+        let handle = KeptHandle::default();
+        let mut sink = self.into_sink();
+        sink.keep_values(handle.clone(), KEPT_BYTES);
+        (sink, handle)
+    }
+
+    /// This store, reading the summaries' values from `kept`: what the sink that wrote this
+    /// very file kept ([`Store::into_sink_keeping`]), and nothing else.
+    pub fn with_kept(mut self, kept: Option<std::sync::Arc<KeptValues>>) -> Store {
+        self.kept = kept;
+        self
     }
 
     pub fn run(&self) -> Result<RunRow, StoreError> {
@@ -620,6 +643,13 @@ impl Store {
         }
         if names.is_empty() {
             return Ok(Vec::new());
+        }
+        if let Some(values) = self
+            .kept
+            .as_ref()
+            .and_then(|kept| kept.phases_values(config_id, names))
+        {
+            return Ok(values);
         }
         // Sized once from the Config's index: grown by doubling, each column of a large
         // store would be copied about twice and briefly held twice (the peak memory of a
@@ -914,6 +944,10 @@ impl Store {
         config_id: i64,
         mut each: impl FnMut(RequestRow),
     ) -> Result<(), StoreError> {
+        if let Some(kept) = &self.kept {
+            kept.for_each_request(config_id, each);
+            return Ok(());
+        }
         let mut statement = self.connection.prepare(
             "SELECT outcome = 'ok', error, http_status, response_bytes, response_wire_bytes,
                     connection_request, tcp_connected, handshake_done, first_byte, response_done

@@ -9,6 +9,7 @@ use rusqlite::{params, Connection};
 use tlslab_core::{ConfigRecord, Record, RunEnd, RunInfo, Sample, Sink, SinkError, TrialRecord};
 
 use crate::columns::{insert, quoted, sample_columns, Cell, Fill, CONFIG_COLUMNS};
+use crate::kept::{Keeper, KeptHandle};
 use crate::recovery::{reserve_path, RunLock};
 
 const BATCH_SAMPLES: usize = 1_000;
@@ -45,6 +46,9 @@ pub struct StoreSink {
     fills: Vec<Fill>,
     /// Where disk space is kept for the end, while it is kept.
     reserve: Option<PathBuf>,
+    /// The values kept for the summaries, and where they go when the run is written: until
+    /// a write fails or they outgrow their memory (see `kept.rs`).
+    keeping: Option<(Keeper, KeptHandle)>,
 }
 
 /// Whether SQLite gave up for lack of disk space.
@@ -86,7 +90,14 @@ impl StoreSink {
             sample_columns: sample_columns().map(|(name, _, _)| name).collect(),
             fills: sample_columns().map(|(_, _, fill)| fill).collect(),
             reserve,
+            keeping: None,
         }
+    }
+
+    /// Keeps the values the summaries read as it writes them (at most `limit` bytes of
+    /// them), and leaves them in `handle` when the run is written.
+    pub(crate) fn keep_values(&mut self, handle: KeptHandle, limit: usize) {
+        self.keeping = Keeper::new(&self.sample_columns, limit).map(|keeper| (keeper, handle));
     }
 
     fn begin_batch(&mut self) -> rusqlite::Result<()> {
@@ -127,6 +138,11 @@ impl StoreSink {
                 continue;
             };
             row.fill(&self.fills, sample);
+            if let Some((keeper, _)) = &mut self.keeping {
+                if !keeper.keep(sample, &row.filled, &row.values) {
+                    self.keeping = None;
+                }
+            }
             let statement = match &mut prepared {
                 Some((filled, statement)) if *filled == row.filled => statement,
                 _ => {
@@ -170,6 +186,8 @@ impl StoreSink {
     /// given up and the batch written again into its space. Returns what to tell the
     /// producer, which stops.
     fn failed(&mut self, error: rusqlite::Error) -> SinkError {
+        // What is kept must be what was committed.
+        self.keeping = None;
         let _ = self.connection.execute_batch("ROLLBACK");
         self.in_transaction = false;
         self.pending = 0;
@@ -428,6 +446,9 @@ impl Sink for StoreSink {
             .execute_batch("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE;");
         self.release_reserve();
         self.lock = None;
+        if let Some((keeper, handle)) = self.keeping.take() {
+            handle.put(keeper.into_kept());
+        }
         Ok(())
     }
 }
@@ -455,7 +476,7 @@ pub(crate) fn json(value: &impl serde::Serialize) -> String {
 #[cfg(test)]
 mod tests {
     use super::utc_timestamp;
-    use crate::Store;
+    use crate::{KeptHandle, Store};
     use tlslab_core::*;
 
     fn sample(trial: usize, agent: u32) -> Record {
@@ -529,6 +550,16 @@ mod tests {
     /// A store written by a sink from `records` (a capture's run of one Config), and its
     /// path; `records` is given the sink to write into.
     fn written(name: &str, records: impl FnOnce(&mut dyn Sink)) -> std::path::PathBuf {
+        written_keeping(name, None, records).0
+    }
+
+    /// [`written`], its sink keeping values within `keep` bytes (when given), and where it
+    /// left them.
+    fn written_keeping(
+        name: &str,
+        keep: Option<usize>,
+        records: impl FnOnce(&mut dyn Sink),
+    ) -> (std::path::PathBuf, KeptHandle) {
         let experiment = Experiment {
             handshakes: 1,
             warmup: 0,
@@ -542,6 +573,10 @@ mod tests {
         let path = std::env::temp_dir().join(format!("tlslab-{name}-{}.db", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let mut sink = Store::create(&path).unwrap().into_sink();
+        let handle = KeptHandle::default();
+        if let Some(limit) = keep {
+            sink.keep_values(handle.clone(), limit);
+        }
         sink.begin(&RunInfo {
             source: Source::Pcap {
                 files: vec!["test.pcap".into()],
@@ -575,7 +610,123 @@ mod tests {
             errors: 0,
         })
         .unwrap();
-        path
+        (path, handle)
+    }
+
+    /// Requests of every shape a summary reads: the first on its connection (connect,
+    /// handshake, response), later ones on kept connections (a response alone), failures
+    /// with and without an error class, warm-up ones, and a second Config.
+    fn request(index: u32) -> Record {
+        let Record::Sample(mut sample) = sample(index as usize / 10, index) else {
+            unreachable!()
+        };
+        let opened = index.is_multiple_of(5);
+        let mut timeline = Timeline::default();
+        timeline.set(Event::Start, 0);
+        if opened {
+            timeline.set(Event::TcpConnected, 100 + u64::from(index));
+            timeline.set(Event::ClientHelloSent, 150);
+            timeline.set(Event::ServerHelloReceived, 400);
+            timeline.set(Event::HandshakeDone, 900 + u64::from(index));
+        }
+        timeline.set(Event::FirstByte, 2_000 + 7 * u64::from(index));
+        sample.timeline = timeline;
+        sample.config = usize::from(index % 7 == 6);
+        sample.warmup = index % 11 == 10;
+        sample.connection = Some(ConnectionUse {
+            id: u64::from(index / 5),
+            request: index % 5 + 1,
+        });
+        match index % 9 {
+            4 => {
+                sample.outcome = Outcome::Error;
+                sample.error = Some(ErrorClass::Timeout);
+            }
+            8 => sample.outcome = Outcome::Error,
+            _ => {
+                sample
+                    .timeline
+                    .set(Event::ResponseDone, 3_000 + 11 * u64::from(index));
+                sample.response = Some(Response {
+                    status: Some(if index.is_multiple_of(13) { 404 } else { 200 }),
+                    body_bytes: u64::from(index % 4) * 100,
+                });
+                sample.response_wire_bytes = Some(200 + u64::from(index));
+            }
+        }
+        Record::Sample(sample)
+    }
+
+    #[test]
+    fn kept_values_answer_the_summaries_reads_as_the_file_does() {
+        let (path, kept) = written_keeping("kept", Some(crate::KEPT_BYTES), |sink| {
+            for index in 0..200 {
+                sink.record(request(index)).unwrap();
+                if index % 64 == 63 {
+                    sink.flush().unwrap();
+                }
+            }
+        });
+        let kept = kept.get().expect("kept");
+        let file = Store::open(&path).unwrap();
+        let memory = Store::open(&path).unwrap().with_kept(Some(kept));
+        let names: Vec<&str> = crate::MEASURED_COUNTS
+            .into_iter()
+            .chain(["handshake", "ttfb", "total", "response_done"])
+            .chain(Phase::PARTS.iter().map(|phase| phase.name()))
+            .collect();
+        // The requests read: the successful ones in order, the failures in any order.
+        let requests = |store: &Store, config: i64| {
+            let mut requests = Vec::new();
+            store
+                .for_each_request(config, |request| requests.push(request))
+                .unwrap();
+            let (ok, mut failed): (Vec<_>, Vec<_>) =
+                requests.into_iter().partition(|request| request.ok);
+            failed.sort_by_key(|request| format!("{request:?}"));
+            (ok, failed)
+        };
+        for config in [0, 1, 2] {
+            let values = file.phases_values(config, &names).unwrap();
+            assert_eq!(memory.phases_values(config, &names).unwrap(), values);
+            assert_eq!(requests(&memory, config), requests(&file, config));
+            // One name at a time, in another order, and a column not kept: the file's.
+            for name in ["total", "tcp_connect", "client_hello_sent"] {
+                assert_eq!(
+                    memory.phase_values(config, name).unwrap(),
+                    file.phase_values(config, name).unwrap(),
+                    "{name}"
+                );
+            }
+        }
+        // Not vacuous: Config 0's requests include each kind.
+        let (ok, failed) = requests(&file, 0);
+        assert!(ok.iter().any(|r| r.handshake_done.is_some()));
+        assert!(ok.iter().any(|r| r.connection_request > Some(1)));
+        assert!(ok.iter().any(|r| r.status == Some(404)));
+        assert!(failed.iter().any(|r| r.error.is_some()));
+        assert!(failed.iter().any(|r| r.error.is_none()));
+        assert!(!file.phase_values(1, "handshake").unwrap().is_empty());
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn values_past_their_limit_are_not_kept_and_the_summaries_read_the_file() {
+        let (path, kept) = written_keeping("kept-limit", Some(2_000), |sink| {
+            for index in 0..200 {
+                sink.record(request(index)).unwrap();
+            }
+        });
+        assert!(kept.get().is_none());
+        std::fs::remove_file(&path).unwrap();
+        // Within it, they are.
+        let (path, kept) = written_keeping("kept-within", Some(1 << 20), |sink| {
+            for index in 0..200 {
+                sink.record(request(index)).unwrap();
+            }
+        });
+        assert!(kept.get().is_some());
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

@@ -2,7 +2,6 @@
 //! becomes the target, path and scheme; the defaults become a load tester's (HTTP/1.1 with
 //! keep-alive); the figures are ab's and more, or ab's own layout.
 
-use std::path::Path;
 use std::sync::Mutex;
 
 use tlslab_core::{Experiment, Http, KeepAlive, Scheme};
@@ -114,8 +113,8 @@ struct LoadPrinter {
 }
 
 impl Printer for LoadPrinter {
-    fn prepare(&self, path: &Path) {
-        let load = Store::open(path).and_then(|store| LoadSummary::from_store(&store));
+    fn prepare(&self, store: Result<Store, StoreError>) {
+        let load = store.and_then(|store| LoadSummary::from_store(&store));
         *self.prepared.lock().unwrap_or_else(|e| e.into_inner()) = Some(load);
     }
 

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tlslab_core::{Experiment, Plan};
 use tlslab_engine::{Progress, RunOptions, Stop};
 use tlslab_report::{render_text, RunSummary, TextOptions};
-use tlslab_store::Store;
+use tlslab_store::{Store, StoreError};
 
 use crate::cli::RunArgs;
 use crate::failure::{CliError, EXIT_FAILURES, EXIT_INTERRUPTED, EXIT_THRESHOLD};
@@ -224,11 +224,11 @@ fn key_log(args: &RunArgs) -> Result<Option<Arc<tlslab_backend::KeyLogFile>>, Cl
 
 /// What a finished run prints: the run summary, or (`tlslab load`) the load figures.
 pub trait Printer: Sync {
-    /// Reads what the printout needs besides the run summary, from the store at `path` on a
-    /// connection of its own, on a thread of its own while the run summary is read (its
+    /// Reads what the printout needs besides the run summary from `store` (the run's, on a
+    /// connection of its own), on a thread of its own while the run summary is read (its
     /// samples are then read twice at once rather than one pass after the other). Nothing
     /// by default; a printer whose preparation did not run reads it in [`Printer::print`].
-    fn prepare(&self, _path: &Path) {}
+    fn prepare(&self, _store: Result<Store, StoreError>) {}
 
     /// Whether [`Printer::prepare`] reads anything (no thread is started for nothing).
     fn prepares(&self) -> bool {
@@ -293,7 +293,8 @@ pub fn execute(
         }
         crate::files::check_output(&report, &[])?;
     }
-    let store = Store::create(&path)?;
+    // The summaries read the values the writer kept rather than every row back.
+    let (sink, kept) = Store::create(&path)?.into_sink_keeping();
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
     let options = RunOptions {
         server_program: std::env::current_exe().map_err(|error| {
@@ -317,13 +318,7 @@ pub fn execute(
         key_log: key_log(args)?,
         capture: args.capture.clone(),
     };
-    let result = tlslab_engine::run(
-        &recorded,
-        &configs,
-        &plan,
-        options,
-        Box::new(store.into_sink()),
-    );
+    let result = tlslab_engine::run(&recorded, &configs, &plan, options, Box::new(sink));
     if show_progress {
         let _ = write!(std::io::stderr(), "\r{}\r", " ".repeat(100));
     }
@@ -333,7 +328,8 @@ pub fn execute(
         error
     })?;
 
-    let store = Store::open(&path)?;
+    let open = || Store::open(&path).map(|store| store.with_kept(kept.get()));
+    let store = open()?;
     // --quiet (without --json, which is output a script asked for) keeps stdout to the one
     // line a script reads, after the report so that it can name that too; warnings go to
     // stderr, as errors do.
@@ -343,7 +339,7 @@ pub fn execute(
             // Without a thread (the process's limit), the printer reads it all itself.
             let _ = std::thread::Builder::new()
                 .name("tlslab-summary".into())
-                .spawn_scoped(scope, || print.prepare(&path));
+                .spawn_scoped(scope, || print.prepare(open()));
         }
         RunSummary::from_store(&store)
     })?;

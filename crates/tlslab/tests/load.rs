@@ -551,3 +551,73 @@ fn http2_keeps_one_connection_per_agent_and_each_request_is_a_stream() {
         3
     );
 }
+
+#[test]
+fn the_printed_figures_are_those_of_the_stored_file() {
+    // The summaries after a run read the values its writer kept, not the file: they must be
+    // exactly what reading the file gives (`tlslab report` later, or another machine).
+    let dir = scratch("load-kept");
+    let (db, json) = load(
+        &dir,
+        "load",
+        &["--scheme", "http,https", "-c", "1,3", "-n", "150", "--json"],
+    );
+    let printed: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let store = tlslab_store::Store::open(&db).unwrap();
+    let read = tlslab_report::load::LoadSummary::from_store(&store).unwrap();
+    same_json(&printed, &serde_json::to_value(&read).unwrap(), "");
+    assert_eq!(printed["configs"].as_array().unwrap().len(), 4);
+    assert_eq!(printed["increases"].as_array().unwrap().len(), 2);
+
+    let db = dir.join("run.db");
+    let output = tlslab_succeeds(&[
+        "run",
+        "--tls",
+        "1.2,1.3",
+        "-n",
+        "60",
+        "-c",
+        "2",
+        "--json",
+        "--out",
+        db.to_str().unwrap(),
+    ]);
+    let printed: serde_json::Value = serde_json::from_str(&output).unwrap();
+    let store = tlslab_store::Store::open(&db).unwrap();
+    let read = tlslab_report::RunSummary::from_store(&store).unwrap();
+    same_json(&printed, &serde_json::to_value(&read).unwrap(), "");
+    assert!(
+        printed["configs"][0]["handshake_ms"]["median"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+}
+
+/// Asserts two JSON values are equal, naming the first place they differ.
+fn same_json(left: &serde_json::Value, right: &serde_json::Value, at: &str) {
+    use serde_json::Value;
+    match (left, right) {
+        (Value::Object(l), Value::Object(r)) => {
+            let keys: std::collections::BTreeSet<&String> = l.keys().chain(r.keys()).collect();
+            for key in keys {
+                same_json(&l[key.as_str()], &r[key.as_str()], &format!("{at}.{key}"));
+            }
+        }
+        (Value::Array(l), Value::Array(r)) if l.len() == r.len() => {
+            for (index, (l, r)) in l.iter().zip(r).enumerate() {
+                same_json(l, r, &format!("{at}[{index}]"));
+            }
+        }
+        // serde_json reads a printed float back to within an ulp (exactly only with its
+        // float_roundtrip feature).
+        (Value::Number(l), Value::Number(r)) if l.is_f64() || r.is_f64() => {
+            let (l, r) = (l.as_f64().unwrap(), r.as_f64().unwrap());
+            assert!(
+                (l - r).abs() <= 1e-12 * l.abs().max(r.abs()),
+                "at {at}: {l} != {r}"
+            );
+        }
+        _ => assert_eq!(left, right, "at {at}"),
+    }
+}

@@ -1,0 +1,299 @@
+//! The values a run's summaries read, kept by its writer as it stores them.
+//!
+//! Right after a run, `tlslab run` and `tlslab load` summarise it: every measured sample's
+//! timings, counts and status, read back from the file just written. Reading them back cost
+//! the summaries most of their time (SQLite decodes every column of every row: about 0.3 µs a
+//! request for each of the two summaries of a load run, a tenth of the client's CPU, and as
+//! much wall time after the run as building the index). The writer has each value in hand
+//! when it inserts it, so it keeps the columns the summaries read, compactly, and
+//! [`Store::with_kept`](crate::Store::with_kept) answers [`Store::phases_values`] and
+//! [`Store::for_each_request`] from them, with exactly the values a query would return.
+//!
+//! What is kept is what was committed: a write that fails (a full disk) gives up keeping, as
+//! does a run whose values outgrow [`KEPT_BYTES`] (its summaries then read the file, as
+//! before), so memory stays bounded however long the run.
+//!
+//! [`Store::phases_values`]: crate::Store::phases_values
+//! [`Store::for_each_request`]: crate::Store::for_each_request
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tlslab_core::{Phase, Sample};
+
+use crate::columns::Cell;
+use crate::{RequestRow, MEASURED_COUNTS};
+
+/// The most memory the kept values may take: about 270,000 requests of a load run on kept
+/// connections (60 bytes each), or 100,000 full handshakes. A longer run's summaries read
+/// the store.
+pub const KEPT_BYTES: usize = 16 << 20;
+
+/// The columns [`RequestRow`] is made of, besides the outcome and the error.
+const REQUEST_COLUMNS: [&str; 8] = [
+    "http_status",
+    "response_bytes",
+    "response_wire_bytes",
+    "connection_request",
+    "tcp_connected",
+    "handshake_done",
+    "first_byte",
+    "response_done",
+];
+
+/// A mask's bit for a sample that succeeded; the bits below it say which kept columns the
+/// sample filled.
+const OK: u32 = 1 << 31;
+
+/// The columns kept: every one a run summary reads with `phases_values` (the counts, the
+/// handshake, time to first byte, each phase, the total) and a load summary's requests.
+fn kept_columns() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = MEASURED_COUNTS
+        .into_iter()
+        .chain(["handshake", "ttfb", "total"])
+        .chain(Phase::PARTS.iter().map(|phase| phase.name()))
+        .collect();
+    for name in REQUEST_COLUMNS {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// One Config's measured samples, in the order they were stored.
+#[derive(Default)]
+struct Samples {
+    /// Per sample: which kept columns it filled (bit i: column i), and [`OK`].
+    masks: Vec<u32>,
+    /// The filled values, sample after sample, each sample's in the order of its columns'
+    /// bits.
+    values: Vec<i64>,
+    /// The error class of each sample that did not succeed, in order.
+    errors: Vec<Option<String>>,
+}
+
+impl Samples {
+    fn bytes(&self) -> usize {
+        self.masks.capacity() * 4
+            + self.values.capacity() * 8
+            + self.errors.capacity() * std::mem::size_of::<Option<String>>()
+    }
+
+    /// Each sample's mask and its values.
+    fn each(&self) -> impl Iterator<Item = (u32, &[i64])> {
+        let mut start = 0;
+        self.masks.iter().map(move |&mask| {
+            let count = (mask & !OK).count_ones() as usize;
+            let values = &self.values[start..start + count];
+            start += count;
+            (mask, values)
+        })
+    }
+}
+
+/// The value of kept column `slot` of a sample, from its mask and values.
+fn value(mask: u32, values: &[i64], slot: usize) -> Option<i64> {
+    let bit = 1u32 << slot;
+    (mask & bit != 0).then(|| values[(mask & (bit - 1)).count_ones() as usize])
+}
+
+/// A run's kept values (see the module's notes).
+pub struct KeptValues {
+    names: Vec<&'static str>,
+    configs: HashMap<i64, Samples>,
+}
+
+impl KeptValues {
+    fn slot(&self, name: &str) -> Option<usize> {
+        self.names.iter().position(|kept| *kept == name)
+    }
+
+    /// [`Store::phases_values`](crate::Store::phases_values) of kept columns; `None` when a
+    /// name is not kept.
+    pub(crate) fn phases_values(&self, config_id: i64, names: &[&str]) -> Option<Vec<Vec<f64>>> {
+        let slots = names
+            .iter()
+            .map(|name| self.slot(name))
+            .collect::<Option<Vec<usize>>>()?;
+        let Some(samples) = self.configs.get(&config_id) else {
+            return Some(vec![Vec::new(); names.len()]);
+        };
+        let successes = samples.masks.iter().filter(|&&mask| mask & OK != 0).count();
+        let mut columns: Vec<Vec<f64>> = (0..names.len())
+            .map(|_| Vec::with_capacity(successes))
+            .collect();
+        for (mask, values) in samples.each().filter(|(mask, _)| mask & OK != 0) {
+            for (column, &slot) in columns.iter_mut().zip(&slots) {
+                if let Some(value) = value(mask, values, slot) {
+                    column.push(value as f64);
+                }
+            }
+        }
+        Some(columns)
+    }
+
+    /// [`Store::for_each_request`](crate::Store::for_each_request) from the kept values, in
+    /// the order the requests were stored.
+    pub(crate) fn for_each_request(&self, config_id: i64, mut each: impl FnMut(RequestRow)) {
+        let Some(samples) = self.configs.get(&config_id) else {
+            return;
+        };
+        let slots = REQUEST_COLUMNS.map(|name| self.slot(name).unwrap_or(usize::MAX));
+        let mut errors = samples.errors.iter();
+        for (mask, values) in samples.each() {
+            let get = |index: usize| {
+                let slot = slots[index];
+                (slot < 31).then(|| value(mask, values, slot)).flatten()
+            };
+            let ok = mask & OK != 0;
+            each(RequestRow {
+                ok,
+                error: if ok {
+                    None
+                } else {
+                    errors.next().cloned().flatten()
+                },
+                status: get(0),
+                body_bytes: get(1),
+                wire_bytes: get(2),
+                connection_request: get(3),
+                tcp_connected: get(4),
+                handshake_done: get(5),
+                first_byte: get(6),
+                response_done: get(7),
+            });
+        }
+    }
+}
+
+/// Keeps the values of the samples a [`StoreSink`](crate::StoreSink) writes.
+pub(crate) struct Keeper {
+    kept: KeptValues,
+    /// For each of the sink's sample columns, its kept column.
+    slots: Vec<Option<u8>>,
+    outcome: usize,
+    error: usize,
+    bytes: usize,
+    /// At most [`KEPT_BYTES`] (less in tests).
+    limit: usize,
+}
+
+impl Keeper {
+    /// A keeper for a sink whose sample columns are `columns` (the keys excluded), giving up
+    /// past `limit` bytes.
+    pub(crate) fn new(columns: &[&str], limit: usize) -> Option<Keeper> {
+        let names = kept_columns();
+        // Bit 31 of a mask is the outcome (a test checks they fit).
+        if names.len() >= 31 {
+            return None;
+        }
+        let slots = columns
+            .iter()
+            .map(|column| {
+                let slot = names.iter().position(|name| name == column)?;
+                u8::try_from(slot).ok()
+            })
+            .collect();
+        Some(Keeper {
+            outcome: columns.iter().position(|column| *column == "outcome")?,
+            error: columns.iter().position(|column| *column == "error")?,
+            kept: KeptValues {
+                names,
+                configs: HashMap::new(),
+            },
+            slots,
+            bytes: 0,
+            limit,
+        })
+    }
+
+    /// Keeps a sample just inserted, whose filled columns (indices into the sink's columns)
+    /// and values are `filled` and `cells`. False when keeping is given up: a kept column
+    /// holds something other than an integer (which cannot happen today), or the values
+    /// outgrew their limit.
+    pub(crate) fn keep(&mut self, sample: &Sample, filled: &[usize], cells: &[Cell<'_>]) -> bool {
+        if sample.warmup {
+            return true;
+        }
+        let samples = self.kept.configs.entry(sample.config as i64).or_default();
+        let before = samples.bytes();
+        let mut mask = 0u32;
+        let mut ok = false;
+        let mut error = None;
+        // The sink's columns are in another order than the kept ones.
+        let mut by_slot = [0i64; 31];
+        for (&column, cell) in filled.iter().zip(cells) {
+            if column == self.outcome {
+                ok = matches!(cell, Cell::Text(text) if text == "ok");
+            } else if column == self.error {
+                if let Cell::Text(text) = cell {
+                    error = Some(text.to_string());
+                }
+            } else if let Some(slot) = self.slots[column] {
+                let Cell::Integer(value) = cell else {
+                    return false;
+                };
+                mask |= 1 << slot;
+                by_slot[usize::from(slot)] = *value;
+            }
+        }
+        let mut bits = mask;
+        while bits != 0 {
+            samples.values.push(by_slot[bits.trailing_zeros() as usize]);
+            bits &= bits - 1;
+        }
+        if ok {
+            mask |= OK;
+        } else {
+            samples.errors.push(error);
+        }
+        samples.masks.push(mask);
+        self.bytes = self.bytes + samples.bytes() - before;
+        self.bytes <= self.limit
+    }
+
+    pub(crate) fn into_kept(self) -> KeptValues {
+        self.kept
+    }
+}
+
+/// Where a sink leaves its kept values when the run is written: taken by the code that
+/// summarises the run (see [`Store::into_sink_keeping`](crate::Store::into_sink_keeping)).
+#[derive(Clone, Default)]
+pub struct KeptHandle(Arc<Mutex<Option<Arc<KeptValues>>>>);
+
+impl KeptHandle {
+    pub(crate) fn put(&self, kept: KeptValues) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(kept));
+    }
+
+    /// The kept values, once the sink has finished writing the run without a failure and
+    /// they stayed within [`KEPT_BYTES`].
+    pub fn get(&self) -> Option<Arc<KeptValues>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kept_columns_fit_below_the_outcomes_bit_and_are_stored_columns() {
+        let names = kept_columns();
+        assert!(names.len() < 31, "{}", names.len());
+        let columns: Vec<&str> = crate::columns::sample_columns()
+            .map(|(name, _, _)| name)
+            .collect();
+        for name in &names {
+            assert!(columns.contains(name), "{name}");
+        }
+        let keeper = Keeper::new(&columns, KEPT_BYTES).unwrap();
+        assert_eq!(
+            keeper.slots.iter().flatten().count(),
+            names.len(),
+            "every kept column is one of the sink's"
+        );
+    }
+}
