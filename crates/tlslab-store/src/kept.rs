@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use tlslab_core::{Phase, Sample};
 
 use crate::columns::Cell;
-use crate::{RequestRow, MEASURED_COUNTS};
+use crate::{most_negotiated, NegotiatedRow, Negotiations, RequestRow, MEASURED_COUNTS};
 
 /// The most memory the kept values may take: about 270,000 requests of a load run on kept
 /// connections (60 bytes each), or 100,000 full handshakes. A longer run's summaries read
@@ -46,11 +46,13 @@ const REQUEST_COLUMNS: [&str; 8] = [
 const OK: u32 = 1 << 31;
 
 /// The columns kept: every one a run summary reads with `phases_values` (the counts, the
-/// handshake, time to first byte, each phase, the total) and a load summary's requests.
+/// handshake, time to first byte, each phase, the total, an open loop's figures) and a load
+/// summary's requests.
 fn kept_columns() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = MEASURED_COUNTS
         .into_iter()
-        .chain(["handshake", "ttfb", "total"])
+        // An open loop's schedule and latency too.
+        .chain(["handshake", "ttfb", "total", "schedule_delay", "latency"])
         .chain(Phase::PARTS.iter().map(|phase| phase.name()))
         .collect();
     for name in REQUEST_COLUMNS {
@@ -102,6 +104,9 @@ fn value(mask: u32, values: &[i64], slot: usize) -> Option<i64> {
 pub struct KeptValues {
     names: Vec<&'static str>,
     configs: HashMap<i64, Samples>,
+    /// Per Config, how often each version, suite and group was negotiated (warm-up and
+    /// failed samples included, as [`Store::negotiated`](crate::Store::negotiated) counts).
+    negotiated: HashMap<i64, Negotiations>,
 }
 
 impl KeptValues {
@@ -131,6 +136,11 @@ impl KeptValues {
             }
         }
         Some(columns)
+    }
+
+    /// [`Store::negotiated`](crate::Store::negotiated) from the kept counts.
+    pub(crate) fn negotiated(&self, config_id: i64) -> Option<NegotiatedRow> {
+        most_negotiated(self.negotiated.get(&config_id)?.clone())
     }
 
     /// [`Store::for_each_request`](crate::Store::for_each_request) from the kept values, in
@@ -174,6 +184,8 @@ pub(crate) struct Keeper {
     slots: Vec<Option<u8>>,
     outcome: usize,
     error: usize,
+    /// Where the negotiated version, suite and group are among the sink's columns.
+    negotiation: [usize; 3],
     bytes: usize,
     /// At most [`KEPT_BYTES`] (less in tests).
     limit: usize,
@@ -195,12 +207,15 @@ impl Keeper {
                 u8::try_from(slot).ok()
             })
             .collect();
+        let position = |name: &str| columns.iter().position(|column| *column == name);
         Some(Keeper {
-            outcome: columns.iter().position(|column| *column == "outcome")?,
-            error: columns.iter().position(|column| *column == "error")?,
+            outcome: position("outcome")?,
+            error: position("error")?,
+            negotiation: [position("version")?, position("suite")?, position("group")?],
             kept: KeptValues {
                 names,
                 configs: HashMap::new(),
+                negotiated: HashMap::new(),
             },
             slots,
             bytes: 0,
@@ -213,6 +228,7 @@ impl Keeper {
     /// holds something other than an integer (which cannot happen today), or the values
     /// outgrew their limit.
     pub(crate) fn keep(&mut self, sample: &Sample, filled: &[usize], cells: &[Cell<'_>]) -> bool {
+        self.count_negotiated(sample, filled, cells);
         if sample.warmup {
             return true;
         }
@@ -251,6 +267,32 @@ impl Keeper {
         samples.masks.push(mask);
         self.bytes = self.bytes + samples.bytes() - before;
         self.bytes <= self.limit
+    }
+
+    /// Counts the version, suite and group `sample` negotiated, if it stored a version.
+    fn count_negotiated(&mut self, sample: &Sample, filled: &[usize], cells: &[Cell<'_>]) {
+        let text = |column: usize| {
+            let index = filled.binary_search(&column).ok()?;
+            match &cells[index] {
+                Cell::Text(text) => Some(text.as_ref()),
+                _ => None,
+            }
+        };
+        let [version, suite, group] = self.negotiation.map(text);
+        let Some(version) = version else {
+            return;
+        };
+        let counts = self
+            .kept
+            .negotiated
+            .entry(sample.config as i64)
+            .or_default();
+        let triple = (
+            version.to_string(),
+            suite.map(str::to_string),
+            group.map(str::to_string),
+        );
+        *counts.entry(triple).or_insert(0) += 1;
     }
 
     pub(crate) fn into_kept(self) -> KeptValues {

@@ -226,6 +226,26 @@ pub struct NegotiatedRow {
     pub group: Option<String>,
 }
 
+/// A version, suite and group negotiated.
+pub(crate) type Negotiation = (String, Option<String>, Option<String>);
+
+/// How many samples negotiated each version, suite and group.
+pub(crate) type Negotiations = std::collections::BTreeMap<Negotiation, i64>;
+
+/// The negotiation counted most often; of equal counts, the first in order (`max_by_key`
+/// keeps the last).
+pub(crate) fn most_negotiated(counts: Negotiations) -> Option<NegotiatedRow> {
+    counts
+        .into_iter()
+        .rev()
+        .max_by_key(|(_, count)| *count)
+        .map(|((version, suite, group), _)| NegotiatedRow {
+            version,
+            suite,
+            group,
+        })
+}
+
 /// Sample columns besides the timings that [`Store::phases_values`] reads: what a summary
 /// needs of a Config's successful measured samples.
 pub const MEASURED_COUNTS: [&str; 4] = [
@@ -850,16 +870,18 @@ impl Store {
     /// use); `None` when none completed (plain HTTP).
     /// Of equally frequent ones, the first in (version, suite, group) order.
     pub fn negotiated(&self, config_id: i64) -> Result<Option<NegotiatedRow>, StoreError> {
+        if let Some(kept) = &self.kept {
+            return Ok(kept.negotiated(config_id));
+        }
         // Counted here rather than with GROUP BY, which SQLite does by sorting every request
         // into a temporary B-tree. Consecutive requests (on kept connections) mostly repeat
         // the last triple, so it is compared before it is looked up.
-        type Triple = (String, Option<String>, Option<String>);
         let mut statement = self.connection.prepare_cached(
             "SELECT version, suite, \"group\" FROM samples
              WHERE config_id = ?1 AND version IS NOT NULL",
         )?;
-        let mut counts: std::collections::BTreeMap<Triple, i64> = Default::default();
-        let mut last: Option<(Triple, i64)> = None;
+        let mut counts = Negotiations::default();
+        let mut last: Option<(Negotiation, i64)> = None;
         let mut rows = statement.query([config_id])?;
         while let Some(row) = rows.next()? {
             let text = |index: usize| -> rusqlite::Result<Option<&str>> {
@@ -888,17 +910,7 @@ impl Store {
         if let Some((triple, count)) = last {
             *counts.entry(triple).or_insert(0) += count;
         }
-        // The highest count; of equal ones, the first in order (max_by_key keeps the last).
-        let most = counts
-            .into_iter()
-            .rev()
-            .max_by_key(|(_, count)| *count)
-            .map(|((version, suite, group), _)| NegotiatedRow {
-                version,
-                suite,
-                group,
-            });
-        Ok(most)
+        Ok(most_negotiated(counts))
     }
 
     /// The `Server` field of the Config's first response that had one (ab's "Server

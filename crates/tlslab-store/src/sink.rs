@@ -628,6 +628,10 @@ mod tests {
             timeline.set(Event::ClientHelloSent, 150);
             timeline.set(Event::ServerHelloReceived, 400);
             timeline.set(Event::HandshakeDone, 900 + u64::from(index));
+            // Mostly one suite, and a group on some: a most frequent negotiation to find.
+            sample.negotiated.version = Some("1.3".into());
+            sample.negotiated.suite = Some(if index.is_multiple_of(3) { "A" } else { "B" }.into());
+            sample.negotiated.group = index.is_multiple_of(2).then(|| "x25519".into());
         }
         timeline.set(Event::FirstByte, 2_000 + 7 * u64::from(index));
         sample.timeline = timeline;
@@ -690,6 +694,10 @@ mod tests {
             let values = file.phases_values(config, &names).unwrap();
             assert_eq!(memory.phases_values(config, &names).unwrap(), values);
             assert_eq!(requests(&memory, config), requests(&file, config));
+            assert_eq!(
+                memory.negotiated(config).unwrap(),
+                file.negotiated(config).unwrap()
+            );
             // One name at a time, in another order, and a column not kept: the file's.
             for name in ["total", "tcp_connect", "client_hello_sent"] {
                 assert_eq!(
@@ -707,6 +715,10 @@ mod tests {
         assert!(failed.iter().any(|r| r.error.is_some()));
         assert!(failed.iter().any(|r| r.error.is_none()));
         assert!(!file.phase_values(1, "handshake").unwrap().is_empty());
+        assert_eq!(
+            file.negotiated(0).unwrap().unwrap().suite.as_deref(),
+            Some("B")
+        );
         std::fs::remove_file(&path).unwrap();
     }
 

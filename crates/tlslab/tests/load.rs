@@ -568,6 +568,30 @@ fn the_printed_figures_are_those_of_the_stored_file() {
     same_json(&printed, &serde_json::to_value(&read).unwrap(), "");
     assert_eq!(printed["configs"].as_array().unwrap().len(), 4);
     assert_eq!(printed["increases"].as_array().unwrap().len(), 2);
+    // An open loop's schedule and latency too.
+    let (db, json) = load(
+        &dir,
+        "open",
+        &[
+            "--arrival-rate",
+            "300/s",
+            "--duration",
+            "1s",
+            "-c",
+            "4",
+            "--json",
+        ],
+    );
+    let printed: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let store = tlslab_store::Store::open(&db).unwrap();
+    let read = tlslab_report::load::LoadSummary::from_store(&store).unwrap();
+    same_json(&printed, &serde_json::to_value(&read).unwrap(), "");
+    assert!(
+        printed["configs"][0]["open_loop"]["latency_ms"]["p50"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
 
     let db = dir.join("run.db");
     let output = tlslab_succeeds(&[
