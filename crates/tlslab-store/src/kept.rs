@@ -11,7 +11,8 @@
 //!
 //! What is kept is what was committed: a write that fails (a full disk) gives up keeping, as
 //! does a run whose values outgrow [`KEPT_BYTES`] (its summaries then read the file, as
-//! before), so memory stays bounded however long the run.
+//! before), so memory stays bounded however long the run; a run planned to measure more than
+//! [`KEPT_SAMPLES`] keeps nothing from its start.
 //!
 //! [`Store::phases_values`]: crate::Store::phases_values
 //! [`Store::for_each_request`]: crate::Store::for_each_request
@@ -24,10 +25,14 @@ use tlslab_core::{Phase, Sample};
 use crate::columns::Cell;
 use crate::{most_negotiated, NegotiatedRow, Negotiations, RequestRow, MEASURED_COUNTS};
 
-/// The most memory the kept values may take: about 270,000 requests of a load run on kept
-/// connections (60 bytes each), or 100,000 full handshakes. A longer run's summaries read
-/// the store.
+/// The most memory the kept values may take: about 250,000 requests of a load run on kept
+/// connections (64 bytes each, and room to grow), or 100,000 full handshakes. A longer run's
+/// summaries read the store.
 pub const KEPT_BYTES: usize = 16 << 20;
+
+/// The most measured samples a run may plan for its values to be kept: past it, they would
+/// outgrow [`KEPT_BYTES`] (and be dropped) on the way, so they are not kept from the start.
+pub const KEPT_SAMPLES: u64 = 250_000;
 
 /// The columns [`RequestRow`] is made of, besides the outcome and the error.
 const REQUEST_COLUMNS: [&str; 8] = [

@@ -69,7 +69,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 pub use export::{export, export_fields, ExportFormat};
-pub use kept::{KeptHandle, KeptValues, KEPT_BYTES};
+pub use kept::{KeptHandle, KeptValues, KEPT_BYTES, KEPT_SAMPLES};
 pub use recovery::CUT_OFF;
 pub use scans::{add_scan, NewScan, ScanRow};
 pub use sink::{utc_timestamp, StoreSink};
@@ -495,13 +495,17 @@ impl Store {
         StoreSink::new(self.connection, self.path, self.lock)
     }
 
-    /// [`Store::into_sink`], keeping the values the summaries read as they are written: a
-    /// store opened on the same file after the run answers those reads from them
-    /// ([`Store::with_kept`] of [`KeptHandle::get`]) instead of reading every row back.
-    pub fn into_sink_keeping(self) -> (StoreSink, KeptHandle) {
+    /// [`Store::into_sink`], keeping the values the summaries read as they are written, for
+    /// a run planned to measure at most [`KEPT_SAMPLES`] samples: a store opened on the same
+    /// file after the run answers those reads from them ([`Store::with_kept`] of
+    /// [`KeptHandle::get`]) instead of reading every row back. A larger run (an open loop for
+    /// a long duration) keeps nothing, so that its memory stays flat from its start.
+    pub fn into_sink_keeping(self, planned_samples: u64) -> (StoreSink, KeptHandle) {
         let handle = KeptHandle::default();
         let mut sink = self.into_sink();
-        sink.keep_values(handle.clone(), KEPT_BYTES);
+        if planned_samples <= KEPT_SAMPLES {
+            sink.keep_values(handle.clone(), KEPT_BYTES);
+        }
         (sink, handle)
     }
 

@@ -293,8 +293,14 @@ pub fn execute(
         }
         crate::files::check_output(&report, &[])?;
     }
-    // The summaries read the values the writer kept rather than every row back.
-    let (sink, kept) = Store::create(&path)?.into_sink_keeping();
+    // The summaries read the values the writer kept rather than every row back (unless the
+    // run plans more measured samples than they may take).
+    let planned = plan
+        .trials
+        .iter()
+        .filter(|trial| !trial.warmup)
+        .fold(0u64, |sum, trial| sum.saturating_add(trial.handshakes));
+    let (sink, kept) = Store::create(&path)?.into_sink_keeping(planned);
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
     let options = RunOptions {
         server_program: std::env::current_exe().map_err(|error| {
