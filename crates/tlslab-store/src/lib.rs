@@ -414,6 +414,11 @@ impl Store {
         schema::create(&connection)?;
         connection.pragma_update(None, "journal_mode", "WAL")?;
         connection.pragma_update(None, "synchronous", "NORMAL")?;
+        // The log is folded into the file every 4 MiB (SQLite's default of 1,000 pages, at 16
+        // KiB, let it grow to 16 MiB): on the writer's thread during the run, over a log that
+        // stays in the page cache, rather than all of a 100,000-request run's 10 MiB at its
+        // end (22 ms then, 1 to 4 ms now, with the same CPU time in all).
+        connection.pragma_update(None, "wal_autocheckpoint", 256)?;
         // The bundled SQLite checks foreign keys by default: two look-ups (the run, the
         // Config) for every sample inserted. The writer keeps the keys by construction (a
         // Config's record comes before its samples), and readers keep samples whose Config
