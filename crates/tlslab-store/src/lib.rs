@@ -514,6 +514,22 @@ impl Store {
         (sink, handle)
     }
 
+    /// Builds the readers' index of a store whose sink left it out
+    /// ([`StoreSink::without_index`]), on a connection of its own: readers may read the
+    /// store meanwhile (SQLite's locks and a busy timeout order them). A store without it is
+    /// still read, by scanning, so a failure here (a full disk) loses nothing.
+    pub fn build_index(path: &Path) -> Result<(), StoreError> {
+        let connection = Connection::open(path).map_err(|error| {
+            unwritable(
+                path,
+                error,
+                "check the file permissions and the free disk space",
+            )
+        })?;
+        connection.execute_batch(schema::SAMPLES_INDEX)?;
+        Ok(())
+    }
+
     /// This store, reading the summaries' values from `kept`: what the sink that wrote this
     /// very file kept ([`Store::into_sink_keeping`]), and nothing else.
     pub fn with_kept(mut self, kept: Option<std::sync::Arc<KeptValues>>) -> Store {

@@ -324,23 +324,40 @@ pub fn execute(
         key_log: key_log(args)?,
         capture: args.capture.clone(),
     };
-    let result = tlslab_engine::run(&recorded, &configs, &plan, options, Box::new(sink));
+    let sink = Box::new(sink.without_index());
+    let result = tlslab_engine::run(&recorded, &configs, &plan, options, sink);
     if show_progress {
         let _ = write!(std::io::stderr(), "\r{}\r", " ".repeat(100));
     }
     let end = result.map_err(|error| {
+        // The samples stored so far are read as fast as a finished run's.
+        let _ = Store::build_index(&path);
         let mut error = CliError::from(error);
         error.hint = format!("{} (results so far: {})", error.hint, path.display());
         error
     })?;
 
     let open = || Store::open(&path).map(|store| store.with_kept(kept.get()));
-    let store = open()?;
+    let store = match open() {
+        Ok(store) => store,
+        Err(error) => {
+            let _ = Store::build_index(&path);
+            return Err(error.into());
+        }
+    };
     // --quiet (without --json, which is output a script asked for) keeps stdout to the one
     // line a script reads, after the report so that it can name that too; warnings go to
     // stderr, as errors do.
     let quiet = args.quiet && !args.json;
     let summary = std::thread::scope(|scope| {
+        // The readers' index is built while the summaries read the kept values (and before
+        // --report reads the store); the scope waits for it.
+        let index = std::thread::Builder::new()
+            .name("tlslab-index".into())
+            .spawn_scoped(scope, || Store::build_index(&path));
+        if index.is_err() {
+            let _ = Store::build_index(&path);
+        }
         if !quiet && print.prepares() {
             // Without a thread (the process's limit), the printer reads it all itself.
             let _ = std::thread::Builder::new()

@@ -568,6 +568,11 @@ fn the_printed_figures_are_those_of_the_stored_file() {
     same_json(&printed, &serde_json::to_value(&read).unwrap(), "");
     assert_eq!(printed["configs"].as_array().unwrap().len(), 4);
     assert_eq!(printed["increases"].as_array().unwrap().len(), 2);
+    // The readers' index, built while the summaries were read, is there when tlslab exits,
+    // in a file that is one self-contained store.
+    let index = "SELECT COUNT(*) FROM sqlite_master WHERE name = 'samples_by_config'";
+    assert_eq!(count(&db, index), 1);
+    assert!(!dir.join("load.db-wal").exists());
     // An open loop's schedule and latency too.
     let (db, json) = load(
         &dir,
