@@ -5,9 +5,10 @@
 //! the summaries most of their time (SQLite decodes every column of every row: about 0.3 µs a
 //! request for each of the two summaries of a load run, a tenth of the client's CPU, and as
 //! much wall time after the run as building the index). The writer has each value in hand
-//! when it inserts it, so it keeps the columns the summaries read, compactly, and
-//! [`Store::with_kept`](crate::Store::with_kept) answers [`Store::phases_values`] and
-//! [`Store::for_each_request`] from them, with exactly the values a query would return.
+//! when it inserts it, so it keeps the columns the summaries read, compactly (and counts the
+//! negotiations), and [`Store::with_kept`](crate::Store::with_kept) answers
+//! [`Store::phases_values`], [`Store::for_each_request`] and [`Store::negotiated`] from them,
+//! with exactly the values a query would return.
 //!
 //! What is kept is what was committed: a write that fails (a full disk) gives up keeping, as
 //! does a run whose values outgrow [`KEPT_BYTES`] (its summaries then read the file, as
@@ -16,6 +17,7 @@
 //!
 //! [`Store::phases_values`]: crate::Store::phases_values
 //! [`Store::for_each_request`]: crate::Store::for_each_request
+//! [`Store::negotiated`]: crate::Store::negotiated
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
