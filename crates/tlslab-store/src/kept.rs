@@ -156,13 +156,11 @@ impl KeptValues {
         let Some(samples) = self.configs.get(&config_id) else {
             return;
         };
-        let slots = REQUEST_COLUMNS.map(|name| self.slot(name).unwrap_or(usize::MAX));
+        // Every request column is kept (`kept_columns`).
+        let slots = REQUEST_COLUMNS.map(|name| self.slot(name));
         let mut errors = samples.errors.iter();
         for (mask, values) in samples.each() {
-            let get = |index: usize| {
-                let slot = slots[index];
-                (slot < 31).then(|| value(mask, values, slot)).flatten()
-            };
+            let get = |index: usize| slots[index].and_then(|slot| value(mask, values, slot));
             let ok = mask & OK != 0;
             each(RequestRow {
                 ok,
@@ -294,12 +292,22 @@ impl Keeper {
             .negotiated
             .entry(sample.config as i64)
             .or_default();
-        let triple = (
-            version.to_string(),
-            suite.map(str::to_string),
-            group.map(str::to_string),
-        );
-        *counts.entry(triple).or_insert(0) += 1;
+        // A Config negotiates one or a few triples: found among them without allocating (a
+        // handshake run has one per sample), made only when new.
+        let known = counts
+            .iter_mut()
+            .find(|((v, s, g), _)| v == version && s.as_deref() == suite && g.as_deref() == group);
+        match known {
+            Some((_, count)) => *count += 1,
+            None => {
+                let triple = (
+                    version.to_string(),
+                    suite.map(str::to_string),
+                    group.map(str::to_string),
+                );
+                counts.insert(triple, 1);
+            }
+        }
     }
 
     pub(crate) fn into_kept(self) -> KeptValues {
