@@ -8,7 +8,9 @@
 //! when it inserts it, so it keeps the columns the summaries read, compactly (and counts the
 //! negotiations), and [`Store::with_kept`](crate::Store::with_kept) answers
 //! [`Store::phases_values`], [`Store::for_each_request`] and [`Store::negotiated`] from them,
-//! with exactly the values a query would return.
+//! with exactly the values a query would return; the counts of outcomes, resumptions, early
+//! data and ECH ([`Store::outcome_counts`] and its neighbours) too, each of which was a read of
+//! every row.
 //!
 //! What is kept is what was committed: a write that fails (a full disk) gives up keeping, as
 //! does a run whose values outgrow [`KEPT_BYTES`] (its summaries then read the file, as
@@ -18,6 +20,7 @@
 //! [`Store::phases_values`]: crate::Store::phases_values
 //! [`Store::for_each_request`]: crate::Store::for_each_request
 //! [`Store::negotiated`]: crate::Store::negotiated
+//! [`Store::outcome_counts`]: crate::Store::outcome_counts
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -107,10 +110,24 @@ fn value(mask: u32, values: &[i64], slot: usize) -> Option<i64> {
     (mask & bit != 0).then(|| values[(mask & (bit - 1)).count_ones() as usize])
 }
 
+/// How often a Config's successful measured samples resumed, had their early data accepted,
+/// and ended with each ECH status: what a summary counts besides the values.
+#[derive(Default)]
+struct Tallies {
+    /// Samples whose `resumed` was 1, and 0.
+    resumed: [i64; 2],
+    /// Samples whose `early_data_accepted` was 1, and 0.
+    early_data: [i64; 2],
+    /// Per ECH status, how many ended with it.
+    ech: Vec<(String, i64)>,
+}
+
 /// A run's kept values (see the module's notes).
 pub struct KeptValues {
     names: Vec<&'static str>,
     configs: HashMap<i64, Samples>,
+    /// Per Config; `None` when the sink lacks a tallied column.
+    tallies: Option<HashMap<i64, Tallies>>,
     /// Per Config, how often each version, suite and group was negotiated (warm-up and
     /// failed samples included, as [`Store::negotiated`](crate::Store::negotiated) counts).
     negotiated: HashMap<i64, Negotiations>,
@@ -143,6 +160,55 @@ impl KeptValues {
             }
         }
         Some(columns)
+    }
+
+    /// [`Store::outcome_counts`](crate::Store::outcome_counts) from the kept outcomes and
+    /// error classes: the successes under `ok`, and (as the query counts them) the failures
+    /// without a class too.
+    pub(crate) fn outcome_counts(&self, config_id: i64) -> Vec<(String, i64)> {
+        let mut counts: HashMap<Option<&str>, i64> = HashMap::new();
+        if let Some(samples) = self.configs.get(&config_id) {
+            let ok = samples.masks.iter().filter(|&&mask| mask & OK != 0).count() as i64;
+            if ok > 0 {
+                counts.insert(None, ok);
+            }
+            for class in &samples.errors {
+                *counts.entry(class.as_deref()).or_insert(0) += 1;
+            }
+        }
+        let mut counts: Vec<(String, i64)> = counts
+            .into_iter()
+            .map(|(class, count)| (class.unwrap_or("ok").to_string(), count))
+            .collect();
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        counts
+    }
+
+    fn tallies(&self, config_id: i64) -> Option<Option<&Tallies>> {
+        Some(self.tallies.as_ref()?.get(&config_id))
+    }
+
+    /// [`Store::resumption_counts`](crate::Store::resumption_counts), when kept.
+    pub(crate) fn resumption_counts(&self, config_id: i64) -> Option<(i64, i64)> {
+        let [resumed, full] = self.tallies(config_id)?.map_or([0, 0], |t| t.resumed);
+        Some((resumed, full))
+    }
+
+    /// [`Store::early_data_counts`](crate::Store::early_data_counts), when kept.
+    pub(crate) fn early_data_counts(&self, config_id: i64) -> Option<(i64, i64)> {
+        let [accepted, rejected] = self.tallies(config_id)?.map_or([0, 0], |t| t.early_data);
+        Some((accepted, rejected))
+    }
+
+    /// [`Store::ech_counts`](crate::Store::ech_counts), when kept: most frequent first,
+    /// then by status.
+    pub(crate) fn ech_counts(&self, config_id: i64) -> Option<Vec<(String, i64)>> {
+        let mut counts = self
+            .tallies(config_id)?
+            .map(|tallies| tallies.ech.clone())
+            .unwrap_or_default();
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        Some(counts)
     }
 
     /// [`Store::negotiated`](crate::Store::negotiated) from the kept counts.
@@ -191,6 +257,8 @@ pub(crate) struct Keeper {
     error: usize,
     /// Where the negotiated version, suite and group are among the sink's columns.
     negotiation: [usize; 3],
+    /// Where `resumed`, `early_data_accepted` and `ech` are among the sink's columns.
+    tallied: Option<[usize; 3]>,
     bytes: usize,
     /// At most [`KEPT_BYTES`] (less in tests).
     limit: usize,
@@ -213,13 +281,22 @@ impl Keeper {
             })
             .collect();
         let position = |name: &str| columns.iter().position(|column| *column == name);
+        let tallied = (|| {
+            Some([
+                position("resumed")?,
+                position("early_data_accepted")?,
+                position("ech")?,
+            ])
+        })();
         Some(Keeper {
             outcome: position("outcome")?,
             error: position("error")?,
             negotiation: [position("version")?, position("suite")?, position("group")?],
+            tallied,
             kept: KeptValues {
                 names,
                 configs: HashMap::new(),
+                tallies: tallied.map(|_| HashMap::new()),
                 negotiated: HashMap::new(),
             },
             slots,
@@ -271,7 +348,35 @@ impl Keeper {
         }
         samples.masks.push(mask);
         self.bytes = self.bytes + samples.bytes() - before;
+        if ok {
+            self.tally(sample, filled, cells);
+        }
         self.bytes <= self.limit
+    }
+
+    /// Counts what a successful measured `sample` stored of resumption, early data and ECH.
+    fn tally(&mut self, sample: &Sample, filled: &[usize], cells: &[Cell<'_>]) {
+        let (Some(columns), Some(tallies)) = (self.tallied, self.kept.tallies.as_mut()) else {
+            return;
+        };
+        let [resumed, early_data, ech] = columns.map(|column| {
+            let index = filled.binary_search(&column).ok()?;
+            Some(&cells[index])
+        });
+        let tallies = tallies.entry(sample.config as i64).or_default();
+        let flag = |counts: &mut [i64; 2], cell: Option<&Cell<'_>>| match cell {
+            Some(Cell::Integer(1)) => counts[0] += 1,
+            Some(Cell::Integer(0)) => counts[1] += 1,
+            _ => {}
+        };
+        flag(&mut tallies.resumed, resumed);
+        flag(&mut tallies.early_data, early_data);
+        if let Some(Cell::Text(status)) = ech {
+            match tallies.ech.iter_mut().find(|(known, _)| known == status) {
+                Some((_, count)) => *count += 1,
+                None => tallies.ech.push((status.to_string(), 1)),
+            }
+        }
     }
 
     /// Counts the version, suite and group `sample` negotiated, if it stored a version.

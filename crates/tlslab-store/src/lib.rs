@@ -725,6 +725,9 @@ impl Store {
     /// Measured attempts per error class (`ok` included under that name), most frequent
     /// first, then by name.
     pub fn outcome_counts(&self, config_id: i64) -> Result<Vec<(String, i64)>, StoreError> {
+        if let Some(kept) = &self.kept {
+            return Ok(kept.outcome_counts(config_id));
+        }
         // The successful ones are counted in the Config's index alone; only the failures'
         // rows are read for their error class (counted here rather than with GROUP BY, which
         // SQLite does by sorting them into a temporary B-tree). Reading every sample's row
@@ -765,6 +768,13 @@ impl Store {
 
     /// Counts of resumed / offered-but-full handshakes among successful measured samples.
     pub fn resumption_counts(&self, config_id: i64) -> Result<(i64, i64), StoreError> {
+        if let Some(counts) = self
+            .kept
+            .as_ref()
+            .and_then(|k| k.resumption_counts(config_id))
+        {
+            return Ok(counts);
+        }
         Ok(self.connection.query_row(
             "SELECT COALESCE(SUM(resumed = 1), 0), COALESCE(SUM(resumed = 0), 0) FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok'",
             [config_id],
@@ -776,6 +786,13 @@ impl Store {
     /// successful measured samples that sent early data (a failed connection says nothing
     /// about the server's decision).
     pub fn early_data_counts(&self, config_id: i64) -> Result<(i64, i64), StoreError> {
+        if let Some(counts) = self
+            .kept
+            .as_ref()
+            .and_then(|k| k.early_data_counts(config_id))
+        {
+            return Ok(counts);
+        }
         Ok(self.connection.query_row(
             "SELECT COALESCE(SUM(early_data_accepted = 1), 0), COALESCE(SUM(early_data_accepted = 0), 0) FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok'",
             [config_id],
@@ -786,6 +803,9 @@ impl Store {
     /// How many successful measured samples ended with each ECH status (`accepted`,
     /// `rejected`, `grease`, `not_offered`), most frequent first.
     pub fn ech_counts(&self, config_id: i64) -> Result<Vec<(String, i64)>, StoreError> {
+        if let Some(counts) = self.kept.as_ref().and_then(|k| k.ech_counts(config_id)) {
+            return Ok(counts);
+        }
         let mut statement = self.connection.prepare(
             "SELECT ech, COUNT(*) FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok' AND ech IS NOT NULL GROUP BY ech ORDER BY COUNT(*) DESC, ech",
         )?;
