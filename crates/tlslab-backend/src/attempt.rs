@@ -181,27 +181,49 @@ impl Attempt {
     /// The client handed `bytes` to the kernel at `at`: the first write is the ClientHello;
     /// the first after [`Attempt::finished_due`] carries the client's Finished.
     pub fn sent(&mut self, bytes: usize, at: Instant) {
+        self.sent_with(bytes, || at);
+    }
+
+    /// [`Attempt::sent`] now. The clock is read only for a write that marks an event: the
+    /// writes and reads of a request after its handshake, or on a kept connection, mark none
+    /// (two of a kept request's six clock readings were spent on them).
+    pub fn sent_now(&mut self, bytes: usize) {
+        self.sent_with(bytes, Instant::now);
+    }
+
+    fn sent_with(&mut self, bytes: usize, at: impl FnOnce() -> Instant) {
         self.bytes_sent += bytes as u64;
         if self.established {
             return;
         }
         if self.timeline.get(Event::ClientHelloSent).is_none() {
             self.timeline
-                .mark_once(Event::ClientHelloSent, self.origin, at);
+                .mark_once(Event::ClientHelloSent, self.origin, at());
             self.client_hello_bytes = Some(bytes as u64);
         } else if self.finished_pending {
             self.timeline
-                .mark_once(Event::ClientFinishedSent, self.origin, at);
+                .mark_once(Event::ClientFinishedSent, self.origin, at());
             self.finished_pending = false;
         }
     }
 
     /// A read returned `bytes` at `at`; the first one starts the server's answer.
     pub fn received(&mut self, bytes: usize, at: Instant) {
+        self.received_with(bytes, || at);
+    }
+
+    /// [`Attempt::received`] now, reading the clock only while the handshake's events are
+    /// being recorded (see [`Attempt::sent_now`]).
+    pub fn received_now(&mut self, bytes: usize) {
+        self.received_with(bytes, Instant::now);
+    }
+
+    fn received_with(&mut self, bytes: usize, at: impl FnOnce() -> Instant) {
         self.bytes_received += bytes as u64;
         if self.established {
             return;
         }
+        let at = at();
         self.timeline
             .mark_once(Event::ServerHelloReceived, self.origin, at);
         self.last_read = Some((at, self.bytes_received));

@@ -176,7 +176,7 @@ impl Channel for PlainChannel {
             .write_all(&self.outgoing)
             .await
             .map_err(|error| Failure::io(&error))?;
-        attempt.sent(self.outgoing.len(), std::time::Instant::now());
+        attempt.sent_now(self.outgoing.len());
         self.outgoing.clear();
         Ok(())
     }
@@ -191,7 +191,7 @@ impl Channel for PlainChannel {
             self.plaintext.closed = true;
             return Ok(false);
         }
-        attempt.received(read, std::time::Instant::now());
+        attempt.received_now(read);
         self.plaintext.data.extend_from_slice(&self.buffer[..read]);
         Ok(true)
     }

@@ -346,7 +346,7 @@ impl Http2Session {
             .received
             .load(Ordering::Acquire)
             .saturating_sub(before);
-        attempt.received(read as usize, Instant::now());
+        attempt.received_now(read as usize);
         attempt.response = Some(Response {
             status: Some(answer.status),
             body_bytes: answer.bytes,

@@ -798,7 +798,7 @@ async fn send(
         .write_all(&pipe.outgoing)
         .await
         .map_err(|error| Failure::io(&error))?;
-    attempt.sent(pipe.outgoing.len(), Instant::now());
+    attempt.sent_now(pipe.outgoing.len());
     pipe.outgoing.clear();
     Ok(())
 }
@@ -818,7 +818,7 @@ async fn receive(
     if read == 0 {
         return Ok(false);
     }
-    attempt.received(read, Instant::now());
+    attempt.received_now(read);
     tls.get_mut().push(&buffer[..read]);
     Ok(true)
 }

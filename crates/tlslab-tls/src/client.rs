@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, Write};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tlslab_backend::{
     Attempt, Channel, ClientSettings, EchMode, Failure, Handshake, Plaintext, Request, Suite, Trust,
@@ -455,11 +455,10 @@ async fn read_draining(
         .read(buffer)
         .await
         .map_err(|error| Failure::io(&error))?;
-    let now = Instant::now();
     if read == 0 {
         return Ok(false);
     }
-    attempt.received(read, now);
+    attempt.received_now(read);
     let mut data = &buffer[..read];
     while !data.is_empty() {
         connection
@@ -505,7 +504,7 @@ async fn flush(
         .write_all(outgoing)
         .await
         .map_err(|error| Failure::io(&error))?;
-    attempt.sent(outgoing.len(), Instant::now());
+    attempt.sent_now(outgoing.len());
     Ok(())
 }
 
