@@ -2,6 +2,8 @@
 //! the inserts (by name) and the export, so a new measurement is one line here.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
+use std::net::SocketAddr;
 
 use rusqlite::types::{ToSql, ToSqlOutput, Value, ValueRef};
 use tlslab_core::{ConfigRecord, Event, Phase, Sample};
@@ -12,6 +14,33 @@ pub enum Fill {
     With(for<'a> fn(&'a Sample) -> Cell<'a>),
     Event(Event),
     Phase(Phase),
+    /// An address, stored as its text (`127.0.0.1:443`).
+    Address(fn(&Sample) -> Option<SocketAddr>),
+}
+
+/// Addresses as the text stored for them, each formatted once while it is known: every
+/// request of a load run stores its server's address, and formatting it anew for each row
+/// cost about 1% of the client's CPU. At most [`Addresses::KNOWN`] are known at once (a
+/// capture's clients are many): past it they are forgotten and learnt again.
+#[derive(Default)]
+pub struct Addresses(HashMap<SocketAddr, String>);
+
+impl Addresses {
+    const KNOWN: usize = 1024;
+
+    /// Learns the addresses `sample` stores (`fills` are the sink's address fills).
+    pub fn learn(&mut self, fills: &[fn(&Sample) -> Option<SocketAddr>], sample: &Sample) {
+        for fill in fills {
+            if let Some(address) = fill(sample) {
+                if !self.0.contains_key(&address) {
+                    if self.0.len() >= Self::KNOWN {
+                        self.0.clear();
+                    }
+                    self.0.insert(address, address.to_string());
+                }
+            }
+        }
+    }
 }
 
 /// One field of an exported sample row.
@@ -93,6 +122,19 @@ fn observed<'a, T>(
     part: impl FnOnce(&'a tlslab_core::Observed) -> T,
 ) -> Option<T> {
     sample.observed.as_deref().map(part)
+}
+
+/// A sample column holding an address, as text.
+const fn address(name: &'static str, fill: fn(&Sample) -> Option<SocketAddr>) -> Field {
+    Field {
+        name,
+        source: Source::Sample {
+            column: name,
+            sql: "TEXT",
+            fill: Fill::Address(fill),
+        },
+        boolean: false,
+    }
 }
 
 const fn sample(
@@ -231,14 +273,10 @@ const FIELDS: &[Field] = &[
     sample("vantage", "TEXT", |s| {
         Cell::text(observed(s, |o| o.vantage.as_str()))
     }),
-    sample("client", "TEXT", |s| {
-        Cell::owned(s.client_address.map(|address| address.to_string()))
-    }),
+    address("client", |s| s.client_address),
     // The server tlslab's socket connected to (schema 8; before, only a capture's), or the
     // one a capture saw.
-    sample("server", "TEXT", |s| {
-        Cell::owned(s.server().map(|address| address.to_string()))
-    }),
+    address("server", Sample::server),
     sample("captured_at_unix_ns", "INTEGER", |s| {
         Cell::integer(observed(s, |o| o.first_packet_unix_ns))
     }),
@@ -431,11 +469,19 @@ pub fn timing_columns() -> impl Iterator<Item = &'static str> {
 }
 
 impl Fill {
-    pub fn value(self, sample: &Sample) -> Cell<'_> {
+    /// The cell `sample` fills; an address's text borrowed from `addresses` when known there.
+    pub fn value<'a>(self, sample: &'a Sample, addresses: &'a Addresses) -> Cell<'a> {
         match self {
             Fill::With(fill) => fill(sample),
             Fill::Event(event) => Cell::integer(sample.timeline.get(event)),
             Fill::Phase(phase) => Cell::integer(sample.timeline.phase(phase)),
+            Fill::Address(fill) => match fill(sample) {
+                None => Cell::Null,
+                Some(address) => match addresses.0.get(&address) {
+                    Some(text) => Cell::Text(Cow::Borrowed(text)),
+                    None => Cell::owned(Some(address.to_string())),
+                },
+            },
         }
     }
 }

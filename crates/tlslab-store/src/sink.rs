@@ -8,7 +8,7 @@ use rusqlite::types::Value;
 use rusqlite::{params, Connection};
 use tlslab_core::{ConfigRecord, Record, RunEnd, RunInfo, Sample, Sink, SinkError, TrialRecord};
 
-use crate::columns::{insert, quoted, sample_columns, Cell, Fill, CONFIG_COLUMNS};
+use crate::columns::{insert, quoted, sample_columns, Addresses, Cell, Fill, CONFIG_COLUMNS};
 use crate::kept::{Keeper, KeptHandle};
 use crate::recovery::{reserve_path, RunLock};
 
@@ -44,6 +44,9 @@ pub struct StoreSink {
     /// The samples table's measured columns, and how a sample fills each.
     sample_columns: Vec<&'static str>,
     fills: Vec<Fill>,
+    /// Those of `fills` that store an address, and the addresses' texts.
+    address_fills: Vec<fn(&Sample) -> Option<std::net::SocketAddr>>,
+    addresses: Addresses,
     /// Where disk space is kept for the end, while it is kept.
     reserve: Option<PathBuf>,
     /// The values kept for the summaries, and where they go when the run is written: until
@@ -91,6 +94,13 @@ impl StoreSink {
             insert_config: insert("configs", &config_columns()),
             sample_columns: sample_columns().map(|(name, _, _)| name).collect(),
             fills: sample_columns().map(|(_, _, fill)| fill).collect(),
+            address_fills: sample_columns()
+                .filter_map(|(_, _, fill)| match fill {
+                    Fill::Address(fill) => Some(fill),
+                    _ => None,
+                })
+                .collect(),
+            addresses: Addresses::default(),
             reserve,
             keeping: None,
             index: true,
@@ -142,6 +152,11 @@ impl StoreSink {
             return Ok(());
         }
         let start = self.batch.len().saturating_sub(self.unwritten);
+        for record in &self.batch[start..] {
+            if let Record::Sample(sample) = record {
+                self.addresses.learn(&self.address_fills, sample);
+            }
+        }
         let mut row = Row::default();
         // The insert of the columns the last sample filled, and those columns.
         let mut prepared: Option<(Vec<usize>, rusqlite::CachedStatement<'_>)> = None;
@@ -149,7 +164,7 @@ impl StoreSink {
             let Record::Sample(sample) = record else {
                 continue;
             };
-            row.fill(&self.fills, sample);
+            row.fill(&self.fills, sample, &self.addresses);
             if let Some((keeper, _)) = &mut self.keeping {
                 if !keeper.keep(sample, &row.filled, &row.values) {
                     self.keeping = None;
@@ -249,7 +264,7 @@ impl StoreSink {
 
     fn insert_sample(&self, sample: &Sample) -> rusqlite::Result<()> {
         let mut row = Row::default();
-        row.fill(&self.fills, sample);
+        row.fill(&self.fills, sample, &self.addresses);
         let mut statement = self
             .connection
             .prepare_cached(&sample_insert(&self.sample_columns, &row.filled))?;
@@ -324,11 +339,11 @@ struct Row<'a> {
 }
 
 impl<'a> Row<'a> {
-    fn fill(&mut self, fills: &[Fill], sample: &'a Sample) {
+    fn fill(&mut self, fills: &[Fill], sample: &'a Sample, addresses: &'a Addresses) {
         self.filled.clear();
         self.values.clear();
         for (index, fill) in fills.iter().enumerate() {
-            let value = fill.value(sample);
+            let value = fill.value(sample, addresses);
             if value != Cell::Null {
                 self.filled.push(index);
                 self.values.push(value);
@@ -646,6 +661,14 @@ mod tests {
             sample.negotiated.version = Some("1.3".into());
             sample.negotiated.suite = Some(if index.is_multiple_of(3) { "A" } else { "B" }.into());
             sample.negotiated.group = index.is_multiple_of(2).then(|| "x25519".into());
+            // Resumed or not, early data accepted or not, and ECH statuses, to be counted.
+            sample.negotiated.resumed = Some(index % 3 == 1);
+            sample.negotiated.early_data = (!index.is_multiple_of(4)).then_some(index % 4 == 1);
+            sample.negotiated.ech = match index % 4 {
+                0 => None,
+                1 => Some(tlslab_core::EchStatus::Accepted),
+                _ => Some(tlslab_core::EchStatus::Grease),
+            };
         }
         timeline.set(Event::FirstByte, 2_000 + 7 * u64::from(index));
         sample.timeline = timeline;
@@ -712,6 +735,22 @@ mod tests {
                 memory.negotiated(config).unwrap(),
                 file.negotiated(config).unwrap()
             );
+            assert_eq!(
+                memory.outcome_counts(config).unwrap(),
+                file.outcome_counts(config).unwrap()
+            );
+            assert_eq!(
+                memory.resumption_counts(config).unwrap(),
+                file.resumption_counts(config).unwrap()
+            );
+            assert_eq!(
+                memory.early_data_counts(config).unwrap(),
+                file.early_data_counts(config).unwrap()
+            );
+            assert_eq!(
+                memory.ech_counts(config).unwrap(),
+                file.ech_counts(config).unwrap()
+            );
             // One name at a time, in another order, and a column not kept: the file's.
             for name in ["total", "tcp_connect", "client_hello_sent"] {
                 assert_eq!(
@@ -729,6 +768,12 @@ mod tests {
         assert!(failed.iter().any(|r| r.error.is_some()));
         assert!(failed.iter().any(|r| r.error.is_none()));
         assert!(!file.phase_values(1, "handshake").unwrap().is_empty());
+        let (resumed, full) = file.resumption_counts(0).unwrap();
+        assert!(resumed > 0 && full > 0);
+        let (accepted, rejected) = file.early_data_counts(0).unwrap();
+        assert!(accepted > 0 && rejected > 0);
+        assert_eq!(file.ech_counts(0).unwrap().len(), 2);
+        assert!(file.outcome_counts(0).unwrap().len() >= 2);
         assert_eq!(
             file.negotiated(0).unwrap().unwrap().suite.as_deref(),
             Some("B")
@@ -752,6 +797,45 @@ mod tests {
             }
         });
         assert!(kept.get().is_some());
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn addresses_are_stored_as_their_text_however_many_there_are() {
+        // More client addresses than are known at once: some are forgotten mid-batch.
+        let clients = 1_500u16;
+        let server: std::net::SocketAddr = "[2001:db8::1]:443".parse().unwrap();
+        let path = written("addresses", |sink| {
+            for index in 0..clients {
+                let Record::Sample(mut sample) = sample(0, u32::from(index)) else {
+                    unreachable!()
+                };
+                sample.client_address =
+                    Some(([10, 0, (index >> 8) as u8, index as u8], 40_000 + index).into());
+                sample.server_address = Some(server);
+                sink.record(Record::Sample(sample)).unwrap();
+                if index % 700 == 699 {
+                    sink.flush().unwrap();
+                }
+            }
+        });
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        let mut statement = connection
+            .prepare("SELECT agent, client, server FROM samples ORDER BY id")
+            .unwrap();
+        let rows: Vec<(u16, String, String)> = statement
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(rows.len(), usize::from(clients));
+        for (agent, client, stored_server) in rows {
+            assert_eq!(
+                client,
+                format!("10.0.{}.{}:{}", agent >> 8, agent & 0xff, 40_000 + agent)
+            );
+            assert_eq!(stored_server, "[2001:db8::1]:443");
+        }
         std::fs::remove_file(&path).unwrap();
     }
 
