@@ -158,6 +158,8 @@ impl StoreSink {
             }
         }
         let mut row = Row::default();
+        // The row last inserted: what `prepared` has bound.
+        let mut previous = Row::default();
         // The insert of the columns the last sample filled, and those columns.
         let mut prepared: Option<(Vec<usize>, rusqlite::CachedStatement<'_>)> = None;
         for record in &self.batch[start..] {
@@ -170,16 +172,20 @@ impl StoreSink {
                     self.keeping = None;
                 }
             }
-            let statement = match &mut prepared {
-                Some((filled, statement)) if *filled == row.filled => statement,
+            let (statement, bound) = match &mut prepared {
+                Some((filled, statement)) if *filled == row.filled => (statement, Some(&previous)),
                 _ => {
                     let sql = sample_insert(&self.sample_columns, &row.filled);
                     let statement = self.connection.prepare_cached(&sql)?;
-                    &mut prepared.insert((row.filled.clone(), statement)).1
+                    (
+                        &mut prepared.insert((row.filled.clone(), statement)).1,
+                        None,
+                    )
                 }
             };
-            row.bind(statement, sample)?;
+            row.bind(statement, bound)?;
             statement.raw_execute()?;
+            std::mem::swap(&mut row, &mut previous);
         }
         drop(prepared);
         self.unwritten = 0;
@@ -268,7 +274,7 @@ impl StoreSink {
         let mut statement = self
             .connection
             .prepare_cached(&sample_insert(&self.sample_columns, &row.filled))?;
-        row.bind(&mut statement, sample)?;
+        row.bind(&mut statement, None)?;
         statement.raw_execute()?;
         Ok(())
     }
@@ -334,12 +340,15 @@ impl StoreSink {
 /// column, an address or a joined list, is allocated).
 #[derive(Default)]
 struct Row<'a> {
+    /// The run, Config and trial.
+    keys: [i64; 3],
     filled: Vec<usize>,
     values: Vec<Cell<'a>>,
 }
 
 impl<'a> Row<'a> {
     fn fill(&mut self, fills: &[Fill], sample: &'a Sample, addresses: &'a Addresses) {
+        self.keys = [1, sample.config as i64, sample.trial as i64];
         self.filled.clear();
         self.values.clear();
         for (index, fill) in fills.iter().enumerate() {
@@ -352,17 +361,25 @@ impl<'a> Row<'a> {
     }
 
     /// Binds the row to [`sample_insert`] of its filled columns, by position: looking every
-    /// name up costs more than the insert itself.
+    /// name up costs more than the insert itself. `bound` is the row `statement` last
+    /// inserted, whose values it still holds (SQLite keeps them from one execution to the
+    /// next): only the values that differ are bound again. Consecutive requests of a load
+    /// run share most of theirs (their run, Config, trial, outcome, status, sizes, server),
+    /// and binding them again, text copied each time, was a fifth of the insert.
     fn bind(
-        &mut self,
+        &self,
         statement: &mut rusqlite::Statement<'_>,
-        sample: &Sample,
+        bound: Option<&Row<'a>>,
     ) -> rusqlite::Result<()> {
-        statement.raw_bind_parameter(1, 1i64)?;
-        statement.raw_bind_parameter(2, sample.config as i64)?;
-        statement.raw_bind_parameter(3, sample.trial as i64)?;
-        for (index, value) in self.values.drain(..).enumerate() {
-            statement.raw_bind_parameter(index + 4, &value)?;
+        for (index, key) in self.keys.iter().enumerate() {
+            if bound.is_none_or(|bound| bound.keys[index] != *key) {
+                statement.raw_bind_parameter(index + 1, key)?;
+            }
+        }
+        for (index, value) in self.values.iter().enumerate() {
+            if bound.is_none_or(|bound| bound.values[index] != *value) {
+                statement.raw_bind_parameter(index + 4, value)?;
+            }
         }
         Ok(())
     }
