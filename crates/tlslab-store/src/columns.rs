@@ -1,8 +1,8 @@
 //! The store's columns, each named once: the tables below drive the schema, its upgrades,
 //! the inserts (by name) and the export, so a new measurement is one line here.
 
+use foldhash::HashMap;
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use rusqlite::types::{ToSql, ToSqlOutput, Value, ValueRef};

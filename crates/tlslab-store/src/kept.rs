@@ -22,7 +22,9 @@
 //! [`Store::negotiated`]: crate::Store::negotiated
 //! [`Store::outcome_counts`]: crate::Store::outcome_counts
 
-use std::collections::HashMap;
+// foldhash: the writer looks a sample's Config up here several times per sample, and
+// SipHash (std's, made to resist flooding, which Config numbers cannot do) showed there.
+use foldhash::{HashMap, HashMapExt};
 use std::sync::{Arc, Mutex};
 
 use tlslab_core::{Phase, Sample};
