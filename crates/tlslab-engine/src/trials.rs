@@ -416,7 +416,10 @@ impl<C: Connector> Block<C> {
         if self.flights.is_some() && config.early_data > 0 {
             attempt.captured = Some(Vec::new());
         }
+        // Biased: a finished attempt wins a tie with the stop, and no random number is drawn
+        // for each attempt to choose which branch to poll first.
         let result = tokio::select! {
+            biased;
             result = tokio::time::timeout(
                 config.timeout,
                 self.connector.attempt(agent, &mut attempt),

@@ -58,7 +58,9 @@ pub use bootstrap::{
 pub use comparison::{
     compare, compare_all, CompareOptions, Comparison, ComparisonSet, COMPARISON_FIELDS,
 };
-pub use descriptive::{mean, median, median_ci, standard_deviation, variance, Summary};
+pub use descriptive::{
+    mean, median, median_ci, median_in_place, standard_deviation, variance, Summary,
+};
 pub use effect_size::{cliffs_delta, cohen_d, hedges_g, rank_biserial};
 pub use error::StatsError;
 pub use holm::holm_adjust;
