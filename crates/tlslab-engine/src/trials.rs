@@ -420,8 +420,10 @@ impl<C: Connector> Block<C> {
         // for each attempt to choose which branch to poll first.
         let result = tokio::select! {
             biased;
-            result = tokio::time::timeout(
-                config.timeout,
+            // The deadline from the attempt's start, which is already read: `timeout` would
+            // read the clock again.
+            result = tokio::time::timeout_at(
+                (attempt.origin + config.timeout).into(),
                 self.connector.attempt(agent, &mut attempt),
             ) => Some(result),
             _ = cancelled.wait_for(|cancelled| *cancelled) => None,
