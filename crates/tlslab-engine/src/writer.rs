@@ -23,7 +23,7 @@ const GATHER: Duration = Duration::from_millis(5);
 /// What goes through the channel, two words at most: a sample is already boxed, and the
 /// rarer records and the end are boxed here. The channel copies each message into blocks it
 /// allocates (and zeroes) every 31 messages, so a message the size of a `Record` (its trial
-/// record is 192 bytes) cost the sending workers about 1.5% of a load run's CPU.
+/// record is 192 bytes) cost the sending workers about 1% of a load run's CPU.
 enum Message {
     Sample(Box<tlslab_core::Sample>),
     Record(Box<Record>),

@@ -165,22 +165,23 @@ impl KeptValues {
     }
 
     /// [`Store::outcome_counts`](crate::Store::outcome_counts) from the kept outcomes and
-    /// error classes: the successes under `ok`, and (as the query counts them) the failures
-    /// without a class too.
+    /// error classes.
     pub(crate) fn outcome_counts(&self, config_id: i64) -> Vec<(String, i64)> {
-        let mut counts: HashMap<Option<&str>, i64> = HashMap::new();
+        let mut counts: HashMap<&str, i64> = HashMap::new();
         if let Some(samples) = self.configs.get(&config_id) {
             let ok = samples.masks.iter().filter(|&&mask| mask & OK != 0).count() as i64;
             if ok > 0 {
-                counts.insert(None, ok);
+                counts.insert("ok", ok);
             }
             for class in &samples.errors {
-                *counts.entry(class.as_deref()).or_insert(0) += 1;
+                *counts
+                    .entry(class.as_deref().unwrap_or(crate::UNCLASSIFIED))
+                    .or_insert(0) += 1;
             }
         }
         let mut counts: Vec<(String, i64)> = counts
             .into_iter()
-            .map(|(class, count)| (class.unwrap_or("ok").to_string(), count))
+            .map(|(class, count)| (class.to_string(), count))
             .collect();
         counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         counts

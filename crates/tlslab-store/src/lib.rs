@@ -361,6 +361,11 @@ pub struct LinkTrial {
     pub queue_drops: i64,
 }
 
+/// What [`Store::outcome_counts`] calls failures stored without an error class (every failure
+/// tlslab measures has one; a store from elsewhere may not): they are errors all the same, not
+/// successes.
+pub const UNCLASSIFIED: &str = "error";
+
 /// Whether `path` is a tlslab results store (read without changing it).
 pub fn is_store(path: &Path) -> bool {
     let Ok(connection) = Connection::open_with_flags(
@@ -722,8 +727,8 @@ impl Store {
         Ok(values)
     }
 
-    /// Measured attempts per error class (`ok` included under that name), most frequent
-    /// first, then by name.
+    /// Measured attempts per error class (`ok` included under that name, and failures that
+    /// have no class under [`UNCLASSIFIED`]), most frequent first, then by name.
     pub fn outcome_counts(&self, config_id: i64) -> Result<Vec<(String, i64)>, StoreError> {
         if let Some(kept) = &self.kept {
             return Ok(kept.outcome_counts(config_id));
@@ -736,19 +741,18 @@ impl Store {
         let mut statement = self.connection.prepare_cached(
             "SELECT error FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome != 'ok'",
         )?;
-        let mut counts: std::collections::HashMap<Option<String>, i64> = Default::default();
+        let mut counts: std::collections::HashMap<String, i64> = Default::default();
         if ok > 0 {
-            counts.insert(None, ok);
+            counts.insert("ok".into(), ok);
         }
         let mut rows = statement.query([config_id])?;
         while let Some(row) = rows.next()? {
             let class: Option<String> = row.get(0)?;
-            *counts.entry(class).or_insert(0) += 1;
+            *counts
+                .entry(class.unwrap_or_else(|| UNCLASSIFIED.into()))
+                .or_insert(0) += 1;
         }
-        let mut counts: Vec<(String, i64)> = counts
-            .into_iter()
-            .map(|(class, count)| (class.unwrap_or_else(|| "ok".into()), count))
-            .collect();
+        let mut counts: Vec<(String, i64)> = counts.into_iter().collect();
         counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         Ok(counts)
     }

@@ -801,7 +801,19 @@ mod tests {
         let (accepted, rejected) = file.early_data_counts(0).unwrap();
         assert!(accepted > 0 && rejected > 0);
         assert_eq!(file.ech_counts(0).unwrap().len(), 2);
-        assert!(file.outcome_counts(0).unwrap().len() >= 2);
+        // Failures without a class are errors, not successes.
+        let outcomes = file.outcome_counts(0).unwrap();
+        let count = |class: &str| outcomes.iter().find(|(c, _)| c == class).map(|(_, n)| *n);
+        let (ok, failed) = requests(&file, 0);
+        assert_eq!(count("ok"), Some(ok.len() as i64));
+        assert_eq!(
+            count(crate::UNCLASSIFIED),
+            Some(failed.iter().filter(|r| r.error.is_none()).count() as i64)
+        );
+        assert_eq!(
+            count("timeout"),
+            Some(failed.iter().filter(|r| r.error.is_some()).count() as i64)
+        );
         assert_eq!(
             file.negotiated(0).unwrap().unwrap().suite.as_deref(),
             Some("B")
