@@ -421,7 +421,8 @@ impl<C: Connector> Block<C> {
         let result = tokio::select! {
             biased;
             // The deadline from the attempt's start, which is already read: `timeout` would
-            // read the clock again.
+            // read the clock again. (A time limit is at most a day, `tlslab_core::duration`,
+            // so the sum cannot overflow.)
             result = tokio::time::timeout_at(
                 (attempt.origin + config.timeout).into(),
                 self.connector.attempt(agent, &mut attempt),
