@@ -759,25 +759,22 @@ mod tests {
             let values = file.phases_values(config, &names).unwrap();
             assert_eq!(memory.phases_values(config, &names).unwrap(), values);
             assert_eq!(requests(&memory, config), requests(&file, config));
-            assert_eq!(
-                memory.negotiated(config).unwrap(),
-                file.negotiated(config).unwrap()
-            );
-            assert_eq!(
-                memory.outcome_counts(config).unwrap(),
-                file.outcome_counts(config).unwrap()
-            );
-            assert_eq!(
-                memory.resumption_counts(config).unwrap(),
-                file.resumption_counts(config).unwrap()
-            );
-            assert_eq!(
-                memory.early_data_counts(config).unwrap(),
-                file.early_data_counts(config).unwrap()
-            );
-            assert_eq!(
-                memory.ech_counts(config).unwrap(),
-                file.ech_counts(config).unwrap()
+            // Each count the summaries read, from memory as from the file.
+            macro_rules! same {
+                ($($read:ident),*) => {$(
+                    assert_eq!(
+                        memory.$read(config).unwrap(),
+                        file.$read(config).unwrap(),
+                        stringify!($read)
+                    );
+                )*};
+            }
+            same!(
+                negotiated,
+                outcome_counts,
+                resumption_counts,
+                early_data_counts,
+                ech_counts
             );
             // One name at a time, in another order, and a column not kept: the file's.
             for name in ["total", "tcp_connect", "client_hello_sent"] {
