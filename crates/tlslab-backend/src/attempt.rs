@@ -65,7 +65,12 @@ pub struct Attempt {
 impl Attempt {
     /// Starts an attempt now (the `start` event).
     pub fn start() -> Self {
-        let origin = Instant::now();
+        Attempt::start_at(Instant::now())
+    }
+
+    /// Starts an attempt at `origin` (the `start` event): the time the caller's clock read,
+    /// so that an open loop's schedule and its attempts read one clock.
+    pub fn start_at(origin: Instant) -> Self {
         let mut timeline = Timeline::default();
         timeline.set(Event::Start, 0);
         Attempt {

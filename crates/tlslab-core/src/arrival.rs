@@ -57,6 +57,98 @@ impl ArrivalRate {
     }
 }
 
+/// How an open loop spaces its arrivals.
+///
+/// `uniform` (the default) starts attempt i at exactly i / rate, as wrk2 and k6's
+/// constant-arrival-rate do: the load is the same in every second and a queue that builds is
+/// the server's. `poisson` draws the gaps from an exponential distribution of the same mean,
+/// as independent users arrive: bursts then queue even below a server's capacity, which is
+/// what a latency-versus-load curve of a real service shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrivals {
+    #[default]
+    Uniform,
+    Poisson,
+}
+
+impl FromStr for Arrivals {
+    type Err = InvalidValue;
+
+    fn from_str(text: &str) -> Result<Arrivals, InvalidValue> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "uniform" => Ok(Arrivals::Uniform),
+            "poisson" => Ok(Arrivals::Poisson),
+            other => Err(InvalidValue(format!(
+                "arrivals '{other}' is not a known process (use uniform or poisson)"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for Arrivals {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Arrivals::Uniform => "uniform",
+            Arrivals::Poisson => "poisson",
+        })
+    }
+}
+
+/// One Config's schedule: the time of each of its arrivals, in order, across all its
+/// blocks, as an offset from its first.
+///
+/// Arrival i is due at T(i), the sum of the gaps before it (T(0) = 0). A block that takes
+/// arrivals s to s + k − 1 starts them at T(i) − T(s) after its own start and lasts
+/// T(s + k) − T(s): exactly k / rate for uniform arrivals, so blocks laid end to end (with
+/// other Configs' blocks between them) give the asked rate over the asked duration. A
+/// uniform schedule computes each time from its index, so no rounding error accumulates
+/// over millions of arrivals.
+#[derive(Debug, Clone)]
+pub struct ArrivalTimes {
+    rate: f64,
+    arrivals: Arrivals,
+    /// The next arrival's index.
+    index: u64,
+    /// T(index), in nanoseconds.
+    next_ns: u64,
+    random: fastrand::Rng,
+}
+
+impl ArrivalTimes {
+    /// The schedule of `rate` arrivals per second; a Poisson schedule draws its gaps from
+    /// `seed`, so a run's schedule is reproduced by its recorded seed.
+    pub fn new(rate: f64, arrivals: Arrivals, seed: u64) -> ArrivalTimes {
+        ArrivalTimes {
+            rate,
+            arrivals,
+            index: 0,
+            next_ns: 0,
+            random: fastrand::Rng::with_seed(seed),
+        }
+    }
+
+    /// The due time of the next arrival, without taking it.
+    pub fn peek(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.next_ns)
+    }
+
+    /// The due time of the next arrival, taken.
+    pub fn next_due(&mut self) -> std::time::Duration {
+        let due = self.next_ns;
+        self.index += 1;
+        self.next_ns = match self.arrivals {
+            Arrivals::Uniform => (self.index as f64 * 1e9 / self.rate).round() as u64,
+            Arrivals::Poisson => {
+                // Inverse transform: 1 − U lies in (0, 1], so the logarithm is finite.
+                let gap = -(1.0 - self.random.f64()).ln() / self.rate;
+                due.saturating_add((gap * 1e9).round() as u64)
+            }
+        };
+        std::time::Duration::from_nanos(due)
+    }
+}
+
 /// A rate as labels and output show it: whole numbers from 10/s up, one decimal below.
 pub fn format_rate(rate: f64) -> String {
     if rate >= 10.0 || rate.fract() == 0.0 {
@@ -233,6 +325,59 @@ mod tests {
             let error = text.parse::<ArrivalRate>().unwrap_err();
             assert!(error.0.contains(expected), "{text}: {error}");
         }
+    }
+
+    #[test]
+    fn a_uniform_schedule_is_exact_over_millions_of_arrivals() {
+        let mut times = ArrivalTimes::new(3.0, Arrivals::Uniform, 1);
+        assert_eq!(times.next_due(), std::time::Duration::ZERO);
+        assert_eq!(times.next_due().as_nanos(), 333_333_333);
+        assert_eq!(times.next_due().as_nanos(), 666_666_667);
+        assert_eq!(times.peek(), std::time::Duration::from_secs(1));
+        let mut times = ArrivalTimes::new(200.0, Arrivals::Uniform, 1);
+        for _ in 0..2_000_000 {
+            times.next_due();
+        }
+        assert_eq!(times.peek(), std::time::Duration::from_secs(10_000));
+    }
+
+    #[test]
+    fn poisson_gaps_have_the_rates_mean_and_an_exponential_spread() {
+        let mut times = ArrivalTimes::new(1_000.0, Arrivals::Poisson, 7);
+        let mut gaps = Vec::new();
+        let mut last = times.next_due();
+        for _ in 0..100_000 {
+            let due = times.next_due();
+            gaps.push((due - last).as_secs_f64());
+            last = due;
+        }
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        // The mean of 100,000 exponential gaps is within 1% of 1/rate (its standard error
+        // is 0.3%); their coefficient of variation is 1 (a uniform schedule's is 0).
+        assert!((mean - 1e-3).abs() < 1e-5, "mean gap {mean}");
+        let variance = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
+        let cv = variance.sqrt() / mean;
+        assert!((cv - 1.0).abs() < 0.02, "coefficient of variation {cv}");
+        // The same seed draws the same schedule.
+        let mut again = ArrivalTimes::new(1_000.0, Arrivals::Poisson, 7);
+        let mut other = ArrivalTimes::new(1_000.0, Arrivals::Poisson, 8);
+        let first: Vec<_> = (0..5).map(|_| again.next_due()).collect();
+        let second: Vec<_> = (0..5).map(|_| other.next_due()).collect();
+        let mut replay = ArrivalTimes::new(1_000.0, Arrivals::Poisson, 7);
+        assert_eq!(first, (0..5).map(|_| replay.next_due()).collect::<Vec<_>>());
+        assert_ne!(first, second);
+    }
+
+    #[test]
+    fn arrival_processes_parse_and_print() {
+        assert_eq!("Poisson".parse(), Ok(Arrivals::Poisson));
+        assert_eq!("uniform".parse(), Ok(Arrivals::Uniform));
+        assert!("bursty"
+            .parse::<Arrivals>()
+            .unwrap_err()
+            .0
+            .contains("uniform or poisson"));
+        assert_eq!(Arrivals::Poisson.to_string(), "poisson");
     }
 
     #[test]

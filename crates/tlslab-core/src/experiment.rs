@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::arrival::ArrivalRate;
+use crate::arrival::{ArrivalRate, Arrivals};
 use crate::config::{expand, Config, ConfigError};
 use crate::dimension::{
     Backend, CertCache, CertProfile, Cipher, CloseMode, DnsMode, Ech, Emulator, Group, HelloRetry,
@@ -37,6 +37,10 @@ pub struct Experiment {
     /// ends), a schedule of `500/s` (open loop: latency counts from each intended start), or
     /// a ramp `100/s..2000/s` swept in steps, each step a Config.
     pub arrival_rate: Vec<ArrivalRate>,
+    /// How an open loop spaces its arrivals: `uniform` (exactly 1/rate apart) or `poisson`
+    /// (exponential gaps of that mean, drawn from the run's seed).
+    #[serde(skip_serializing_if = "is_uniform")]
+    pub arrivals: Arrivals,
     /// Measured time per Config instead of a handshake count (open loop: the count is the
     /// rate times this; a ramp's steps share it).
     #[serde(
@@ -182,6 +186,12 @@ pub struct Experiment {
     pub server_cmd: Option<String>,
 }
 
+/// Files leave the default arrival process out, so files written before it existed and
+/// after read alike.
+fn is_uniform(arrivals: &Arrivals) -> bool {
+    *arrivals == Arrivals::Uniform
+}
+
 impl Default for Experiment {
     fn default() -> Self {
         Experiment {
@@ -192,6 +202,7 @@ impl Default for Experiment {
             chain: vec![1],
             concurrency: vec![1],
             arrival_rate: vec![ArrivalRate::Closed],
+            arrivals: Arrivals::Uniform,
             duration: None,
             handshakes: 1000,
             warmup: 20,

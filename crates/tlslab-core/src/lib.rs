@@ -20,6 +20,7 @@
 //! ```
 
 pub mod arrival;
+pub mod clock;
 pub mod config;
 pub mod dimension;
 pub mod duration;
@@ -36,7 +37,8 @@ pub mod sample;
 pub mod sink_thread;
 pub mod threshold;
 
-pub use arrival::ArrivalRate;
+pub use arrival::{ArrivalRate, ArrivalTimes, Arrivals};
+pub use clock::{Clock, SimulatedClock, SystemClock};
 pub use config::{ClientIdentity, Config, ConfigError, Endpoint, ServerKey, ServerResumption};
 pub use dimension::{
     Authentication, Backend, CertCache, CertProfile, Cipher, CloseMode, DnsMode, Ech, Emulator,

@@ -22,6 +22,7 @@ pub struct Overrides {
     pub chain: Option<Vec<u8>>,
     pub concurrency: Option<Vec<u32>>,
     pub arrival_rate: Option<Vec<String>>,
+    pub arrivals: Option<String>,
     pub duration: Option<String>,
     pub handshakes: Option<u64>,
     pub warmup: Option<u64>,
@@ -293,6 +294,15 @@ impl Experiment {
         set(&mut self.concurrency, &given.concurrency, copy)?;
         set(&mut self.arrival_rate, &given.arrival_rate, |values| {
             list(values, "--arrival-rate")
+        })?;
+        set(&mut self.arrivals, &given.arrivals, |text| {
+            text.parse().map_err(|problem: crate::InvalidValue| {
+                error(
+                    problem.to_string(),
+                    "--arrivals uniform starts attempts exactly 1/rate apart; --arrivals \
+                     poisson draws exponential gaps of that mean",
+                )
+            })
         })?;
         set(&mut self.duration, &given.duration, |text| {
             duration::parse(text)

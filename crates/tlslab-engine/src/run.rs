@@ -131,7 +131,9 @@ pub fn run(
         stop: options.stop.clone(),
         halt,
         counts: counts.clone(),
+        clock: Arc::new(tlslab_core::SystemClock),
         origin,
+        arrivals: experiment.arrivals,
         records: writer.records(),
         flights: experiment.replay.then_some(&flights[..]),
     };

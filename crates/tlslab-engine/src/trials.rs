@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use tlslab_backend::{Attempt, Failure};
 use tlslab_core::{
-    ClientVerifications, Config, ErrorClass, Event, LinkUsage, Outcome, Phase, Plan, Record,
-    Sample, Trial, TrialRecord, Usage,
+    ArrivalTimes, Arrivals, ClientVerifications, Clock, Config, ErrorClass, Event, LinkUsage,
+    Outcome, Phase, Plan, Record, Sample, Trial, TrialRecord, Usage,
 };
 
 use crate::error::RunError;
@@ -113,8 +113,13 @@ pub struct TrialLoop<'a, C: Connector> {
     /// flight are cancelled and [`Surroundings::check`] says why.
     pub halt: Stop,
     pub counts: Arc<Counts>,
-    /// Sample times count from here.
+    /// Where schedules, block lengths and `--duration` deadlines read the time (and where
+    /// the schedule sleeps): the system clock in a run, a simulated one in tests.
+    pub clock: Arc<dyn Clock>,
+    /// Sample times count from here (a time of `clock`).
     pub origin: Instant,
+    /// How open loops space their arrivals.
+    pub arrivals: Arrivals,
     pub records: Records,
     /// Where 0-RTT first flights go, one per Config, when the run ends with a replay probe.
     pub flights: Option<&'a [Flights]>,
@@ -130,6 +135,21 @@ impl<C: Connector> TrialLoop<'_, C> {
         surroundings: &mut dyn Surroundings,
     ) -> Ended {
         let mut agents: Vec<Vec<C::Agent>> = vec![Vec::new(); self.configs.len()];
+        // Each open-loop Config's schedule runs on across its blocks: a block of k arrivals
+        // lasts exactly as long as those k arrivals' share of the schedule, so the blocks of
+        // one Config laid end to end keep its rate (DESIGN.md, measurement rule 10).
+        let mut schedules: Vec<Option<ArrivalTimes>> = self
+            .configs
+            .iter()
+            .map(|config| {
+                config.arrival_rate.map(|rate| {
+                    let seed = plan.seed.wrapping_add(
+                        (config.index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                    );
+                    ArrivalTimes::new(rate, self.arrivals, seed)
+                })
+            })
+            .collect();
         let mut early = EarlyStopping::new(self.configs.len(), self.until_ci);
         let mut last_round = 0;
         for trial in &plan.trials {
@@ -178,11 +198,16 @@ impl<C: Connector> TrialLoop<'_, C> {
                 (trial.config as u64 + 1) * 2 + u64::from(trial.warmup),
                 Ordering::Relaxed,
             );
-            let started = Instant::now();
+            let started = self.clock.now();
+            let schedule = schedules
+                .get_mut(trial.config)
+                .and_then(Option::take)
+                .map(|times| BlockSchedule::new(times, started));
             let block = Block {
                 trial: *trial,
                 config: Arc::new(config.clone()),
                 connector: connector.clone(),
+                clock: self.clock.clone(),
                 origin: self.origin,
                 stop: self.stop.clone(),
                 halt: self.halt.clone(),
@@ -192,12 +217,11 @@ impl<C: Connector> TrialLoop<'_, C> {
                     .flights
                     .and_then(|flights| flights.get(trial.config).cloned()),
             };
-            let (attempted, handshakes) =
-                runtime.block_on(block.run(pool.clone(), early.is_active()));
+            let (attempted, handshakes, schedule) =
+                runtime.block_on(block.run(pool.clone(), early.is_active(), schedule));
             if !trial.warmup {
                 early.add(trial.config, &handshakes);
             }
-            let duration = started.elapsed();
             let client = usage::current().since(&client_before);
             let server = match (server_before, surroundings.server_usage(config)) {
                 (Some(before), Some(after)) => Some(after.since(&before)),
@@ -210,15 +234,27 @@ impl<C: Connector> TrialLoop<'_, C> {
                 (Some(before), Some(after)) => Some(after.since(&before)),
                 _ => None,
             };
+            let link = surroundings.link_usage(config);
+            // An open-loop block ends when its share of the schedule does, not when its last
+            // attempt does: blocks laid end to end then keep the rate, with no arrivals
+            // crowded into the gap between them. The block's accounting above is done in
+            // that idle tail, so the next block starts as close as it can to this one's end.
+            if let Some(schedule) = schedule {
+                self.sleep_until(schedule.end());
+                if let Some(slot) = schedules.get_mut(trial.config) {
+                    *slot = Some(schedule.times);
+                }
+            }
+            let duration = self.clock.now().saturating_duration_since(started);
             self.records.send(Record::Trial(TrialRecord {
                 trial: *trial,
                 concurrency: config.concurrency,
-                started_at: started.duration_since(self.origin).as_nanos() as u64,
+                started_at: started.saturating_duration_since(self.origin).as_nanos() as u64,
                 duration_ns: duration.as_nanos() as u64,
                 attempted,
                 server,
                 client,
-                link: surroundings.link_usage(config),
+                link,
                 server_client_verifications,
             }));
         }
@@ -229,6 +265,17 @@ impl<C: Connector> TrialLoop<'_, C> {
             failure,
         }
     }
+
+    /// Waits until `deadline`, or until a stop or halt is requested.
+    fn sleep_until(&self, deadline: Instant) {
+        while !self.stop.is_requested() && !self.halt.is_requested() {
+            let now = self.clock.now();
+            if now >= deadline {
+                break;
+            }
+            self.clock.sleep_until(deadline.min(now + STOP_CHECK));
+        }
+    }
 }
 
 /// One trial's block, shared by its agents.
@@ -236,6 +283,7 @@ struct Block<C: Connector> {
     trial: Trial,
     config: Arc<Config>,
     connector: Arc<C>,
+    clock: Arc<dyn Clock>,
     origin: Instant,
     stop: Stop,
     halt: Stop,
@@ -244,8 +292,39 @@ struct Block<C: Connector> {
     flights: Option<Flights>,
 }
 
+/// An open-loop block's part of its Config's schedule: the schedule where the block takes
+/// it up, and when the block starts. The block's first arrival is due at its start.
+struct BlockSchedule {
+    times: ArrivalTimes,
+    start: Instant,
+    /// The schedule's time of the block's first arrival.
+    first: Duration,
+}
+
+impl BlockSchedule {
+    fn new(times: ArrivalTimes, start: Instant) -> BlockSchedule {
+        let first = times.peek();
+        BlockSchedule {
+            times,
+            start,
+            first,
+        }
+    }
+
+    /// Takes the next arrival: when it is due.
+    fn next_due(&mut self) -> Instant {
+        self.start + self.times.next_due().saturating_sub(self.first)
+    }
+
+    /// When the block's share of the schedule ends: where its Config's next arrival is due.
+    fn end(&self) -> Instant {
+        self.start + self.times.peek().saturating_sub(self.first)
+    }
+}
+
 /// Open loop: the intended start times of one block's attempts, released by a thread of
-/// their own at those times (`block start + i / rate`) into a queue the agents take from.
+/// their own at those times (the block's share of its Config's schedule, [`BlockSchedule`])
+/// into a queue the agents take from.
 ///
 /// A thread, not a tokio timer: tokio's timers tick in whole milliseconds, which would start
 /// attempts up to a millisecond late at any rate and count that in their latency; a sleeping
@@ -254,35 +333,41 @@ struct Block<C: Connector> {
 /// never omitted.
 struct Schedule {
     starts: tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<Instant>>,
+    /// The thread, which hands the schedule back (where the block left it) when it ends.
+    releaser: std::sync::Mutex<Option<std::thread::JoinHandle<BlockSchedule>>>,
 }
 
 impl Schedule {
-    fn start<C: Connector>(rate: f64, attempts: u64, block: Arc<Block<C>>) -> Arc<Schedule> {
+    fn start<C: Connector>(
+        mut schedule: BlockSchedule,
+        attempts: u64,
+        block: Arc<Block<C>>,
+    ) -> Arc<Schedule> {
         let (sender, starts) = tokio::sync::mpsc::unbounded_channel();
-        let spacing = 1.0 / rate;
-        std::thread::spawn(move || {
-            let origin = Instant::now();
-            for index in 0..attempts {
-                let intended = origin + Duration::from_secs_f64(index as f64 * spacing);
+        let releaser = std::thread::spawn(move || {
+            for _ in 0..attempts {
+                let intended = schedule.next_due();
                 loop {
                     if block.stopping() {
-                        return;
+                        return schedule;
                     }
-                    let now = Instant::now();
+                    let now = block.clock.now();
                     if now >= intended {
                         break;
                     }
                     // Wake at least every STOP_CHECK to see a stop request.
-                    std::thread::sleep((intended - now).min(STOP_CHECK));
+                    block.clock.sleep_until(intended.min(now + STOP_CHECK));
                 }
                 // Every agent gone (the block was cancelled): nobody takes the rest.
                 if sender.send(intended).is_err() {
-                    return;
+                    return schedule;
                 }
             }
+            schedule
         });
         Arc::new(Schedule {
             starts: tokio::sync::Mutex::new(starts),
+            releaser: std::sync::Mutex::new(Some(releaser)),
         })
     }
 
@@ -294,6 +379,13 @@ impl Schedule {
             _ = cancelled.wait_for(|cancelled| *cancelled) => None,
         }
     }
+
+    /// The schedule where the block left it, once its thread has ended (every agent has
+    /// left the block, so the thread has released all its starts or seen the stop).
+    fn finish(&self) -> Option<BlockSchedule> {
+        let releaser = self.releaser.lock().ok()?.take()?;
+        releaser.join().ok()
+    }
 }
 
 /// How often a block looks for a stop or halt request: attempts in flight are cancelled within
@@ -301,16 +393,32 @@ impl Schedule {
 const STOP_CHECK: std::time::Duration = std::time::Duration::from_millis(50);
 
 impl<C: Connector> Block<C> {
-    /// `agents` share the block's handshakes. Returns how many were attempted, and (when
-    /// `timed`, for sequential stopping) the handshake durations of the successful ones.
-    async fn run(self, agents: Vec<C::Agent>, timed: bool) -> (u64, Durations) {
+    /// `agents` share the block's handshakes, started by `schedule` in an open loop.
+    /// Returns how many were attempted, (when `timed`, for sequential stopping) the
+    /// handshake durations of the successful ones, and the open loop's schedule where the
+    /// block left it.
+    async fn run(
+        self,
+        agents: Vec<C::Agent>,
+        timed: bool,
+        schedule: Option<BlockSchedule>,
+    ) -> (u64, Durations, Option<BlockSchedule>) {
         let block = Arc::new(self);
+        // Warm-up of agents that keep state (a kept connection, a session): each agent's
+        // first attempt is its own, so every agent has opened its connection (or resumed
+        // once) before the measured part; the plan gives such a block one attempt per agent
+        // at least. It runs as a closed loop: no measured value comes from it.
+        let each_first = block.trial.warmup && block.config.agents_keep_state();
+        let reserved = if each_first { agents.len() as u64 } else { 0 };
         // A timed block (a closed loop given --duration) takes attempts until its time is up.
         let remaining = Arc::new(AtomicU64::new(match block.trial.time_limit {
             Some(_) => u64::MAX,
-            None => block.trial.handshakes,
+            None => block.trial.handshakes.saturating_sub(reserved),
         }));
-        let deadline = block.trial.time_limit.map(|limit| Instant::now() + limit);
+        let deadline = block
+            .trial
+            .time_limit
+            .map(|limit| block.clock.now() + limit);
         let attempted = Arc::new(AtomicU64::new(0));
         let (cancel, cancelled) = tokio::sync::watch::channel(false);
         let watcher = {
@@ -325,10 +433,13 @@ impl<C: Connector> Block<C> {
         };
         // Open loop: the schedule hands out intended start times; closed loop: each agent
         // takes the next of the block's attempts as soon as its last one ends.
-        let schedule = block
-            .config
-            .arrival_rate
-            .map(|rate| Schedule::start(rate, block.trial.handshakes, block.clone()));
+        let (schedule, unused) = if each_first {
+            (None, schedule)
+        } else {
+            let started = schedule
+                .map(|schedule| Schedule::start(schedule, block.trial.handshakes, block.clone()));
+            (started, None)
+        };
         let mut tasks = tokio::task::JoinSet::new();
         for (index, agent) in agents.into_iter().enumerate() {
             let (block, remaining, attempted) =
@@ -337,17 +448,19 @@ impl<C: Connector> Block<C> {
             let mut cancelled = cancelled.clone();
             tasks.spawn(async move {
                 let mut handshakes = Durations::default();
+                let mut own_first = each_first;
                 loop {
                     if block.stopping() {
                         break;
                     }
                     let intended = match &schedule {
+                        _ if std::mem::take(&mut own_first) => None,
                         Some(schedule) => match schedule.next(&mut cancelled).await {
                             Some(intended) => Some(intended),
                             None => break,
                         },
                         None => {
-                            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                            if deadline.is_some_and(|deadline| block.clock.now() >= deadline) {
                                 break;
                             }
                             let taken = remaining
@@ -389,7 +502,16 @@ impl<C: Connector> Block<C> {
             }
         }
         watcher.abort();
-        (attempted.load(Ordering::SeqCst), handshakes)
+        // The thread ends once every agent has left (it has released its starts, or seen
+        // the stop within STOP_CHECK); joined off the runtime's threads.
+        let schedule = match schedule {
+            Some(schedule) => tokio::task::spawn_blocking(move || schedule.finish())
+                .await
+                .ok()
+                .flatten(),
+            None => unused,
+        };
+        (attempted.load(Ordering::SeqCst), handshakes, schedule)
     }
 
     /// A stop was requested, or the surroundings failed.
@@ -407,7 +529,7 @@ impl<C: Connector> Block<C> {
         intended: Option<Instant>,
     ) -> Sample {
         let config = &self.config;
-        let mut attempt = Attempt::start();
+        let mut attempt = Attempt::start_at(self.clock.now());
         let started_at = attempt.origin.duration_since(self.origin).as_nanos() as u64;
         if let Some(intended) = intended {
             let delay = attempt.origin.saturating_duration_since(intended);
@@ -614,6 +736,25 @@ mod tests {
         stop: Stop,
         flights: Option<&[Flights]>,
     ) -> Outcome {
+        run_on(
+            Arc::new(tlslab_core::SystemClock),
+            experiment,
+            connectors,
+            lab,
+            stop,
+            flights,
+        )
+    }
+
+    /// [`run`] reading `clock`.
+    fn run_on<C: Connector>(
+        clock: Arc<dyn Clock>,
+        experiment: &Experiment,
+        connectors: Vec<C>,
+        lab: &mut Lab,
+        stop: Stop,
+        flights: Option<&[Flights]>,
+    ) -> Outcome {
         let configs = experiment.configs().unwrap();
         let plan = Plan::new(experiment, &configs, 7);
         let memory = Memory::default();
@@ -627,7 +768,9 @@ mod tests {
             stop,
             halt: Stop::new(),
             counts: counts.clone(),
-            origin: Instant::now(),
+            origin: clock.now(),
+            clock,
+            arrivals: experiment.arrivals,
             records: writer.records(),
             flights,
         };
@@ -912,6 +1055,232 @@ mod tests {
         }
     }
 
+    /// A client that takes no time at all and counts its attempts, for schedules run in
+    /// simulated time; with `clock`, each attempt moves it on by `millis` (a closed loop's
+    /// deadline then ends the block after a known count).
+    struct Instantaneous {
+        clock: Option<(Arc<tlslab_core::SimulatedClock>, u64)>,
+    }
+
+    impl Connector for Instantaneous {
+        type Agent = ();
+
+        fn agent(&self) {}
+
+        async fn attempt(&self, _: &(), attempt: &mut Attempt) -> Result<(), Failure> {
+            if let Some((clock, millis)) = &self.clock {
+                clock.advance(Duration::from_millis(*millis));
+            }
+            attempt
+                .timeline
+                .mark_once(Event::HandshakeDone, attempt.origin, attempt.origin);
+            Ok(())
+        }
+    }
+
+    /// Each sample's intended start (its start less how late it was), in ns since the run's
+    /// origin, in order.
+    fn intended_starts(records: &[Record], config: usize) -> Vec<u64> {
+        let mut starts: Vec<u64> = samples(records)
+            .into_iter()
+            .filter(|sample| sample.config == config)
+            .map(|sample| sample.started_at - sample.timeline.phase(Phase::ScheduleDelay).unwrap())
+            .collect();
+        starts.sort_unstable();
+        starts
+    }
+
+    fn trials(records: &[Record], config: usize) -> Vec<TrialRecord> {
+        records
+            .iter()
+            .filter_map(|record| match record {
+                Record::Trial(trial) if trial.trial.config == config => Some(trial.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_open_loop_keeps_its_rate_across_blocks_and_configs_in_simulated_time() {
+        // 200/s for 10 s, two Configs interleaved in 10 blocks each: every Config's 2,000
+        // arrivals are due exactly 5 ms apart within its blocks, each block lasts exactly its
+        // arrivals' share of the schedule, and the blocks add up to the 10 s asked.
+        let experiment = Experiment {
+            tls: vec![
+                tlslab_core::TlsVersion::Tls12,
+                tlslab_core::TlsVersion::Tls13,
+            ],
+            arrival_rate: vec!["200/s".parse().unwrap()],
+            duration: Some(Duration::from_secs(10)),
+            concurrency: vec![4],
+            warmup: 0,
+            ..Experiment::default()
+        };
+        let clock = Arc::new(tlslab_core::SimulatedClock::new());
+        let outcome = run_on(
+            clock.clone(),
+            &experiment,
+            vec![Instantaneous { clock: None }, Instantaneous { clock: None }],
+            &mut Lab::default(),
+            Stop::new(),
+            None,
+        );
+        assert!(!outcome.ended.stopped);
+        // The whole run took the two Configs' 10 s each, not a moment less.
+        assert_eq!(clock.elapsed(), Duration::from_secs(20));
+        for config in 0..2 {
+            let blocks = trials(&outcome.records, config);
+            assert_eq!(blocks.len(), 10);
+            let mut total = 0;
+            for block in &blocks {
+                assert_eq!(block.duration_ns, block.attempted * 5_000_000, "{block:?}");
+                total += block.duration_ns;
+            }
+            assert_eq!(total, 10_000_000_000);
+            let starts = intended_starts(&outcome.records, config);
+            assert_eq!(starts.len(), 2_000);
+            // Within a block, 5 ms apart; from one block's last arrival to the next block's
+            // first, 5 ms plus the other Config's block in between.
+            for block in &blocks {
+                let inside: Vec<u64> = starts
+                    .iter()
+                    .copied()
+                    .filter(|&start| {
+                        start >= block.started_at && start < block.started_at + block.duration_ns
+                    })
+                    .collect();
+                assert_eq!(inside.len() as u64, block.attempted);
+                assert_eq!(inside[0], block.started_at);
+                assert!(inside.windows(2).all(|pair| pair[1] - pair[0] == 5_000_000));
+            }
+        }
+    }
+
+    #[test]
+    fn a_ramp_gives_each_step_its_share_of_the_duration_exactly() {
+        let experiment = Experiment {
+            arrival_rate: vec!["100/s..1000/s:4".parse().unwrap()],
+            duration: Some(Duration::from_secs(8)),
+            concurrency: vec![8],
+            warmup: 0,
+            ..Experiment::default()
+        };
+        let clock = Arc::new(tlslab_core::SimulatedClock::new());
+        let outcome = run_on(
+            clock.clone(),
+            &experiment,
+            (0..4).map(|_| Instantaneous { clock: None }).collect(),
+            &mut Lab::default(),
+            Stop::new(),
+            None,
+        );
+        assert_eq!(clock.elapsed(), Duration::from_secs(8));
+        for (config, expected) in [200, 800, 1400, 2000].into_iter().enumerate() {
+            assert_eq!(intended_starts(&outcome.records, config).len(), expected);
+            let time: u64 = trials(&outcome.records, config)
+                .iter()
+                .map(|block| block.duration_ns)
+                .sum();
+            assert_eq!(time, 2_000_000_000, "step {config}");
+        }
+    }
+
+    #[test]
+    fn poisson_arrivals_keep_the_mean_rate_with_exponential_gaps() {
+        let experiment = Experiment {
+            arrival_rate: vec!["1000/s".parse().unwrap()],
+            arrivals: tlslab_core::Arrivals::Poisson,
+            duration: Some(Duration::from_secs(20)),
+            concurrency: vec![4],
+            warmup: 0,
+            ..Experiment::default()
+        };
+        let clock = Arc::new(tlslab_core::SimulatedClock::new());
+        let outcome = run_on(
+            clock.clone(),
+            &experiment,
+            vec![Instantaneous { clock: None }],
+            &mut Lab::default(),
+            Stop::new(),
+            None,
+        );
+        let starts = intended_starts(&outcome.records, 0);
+        assert_eq!(starts.len(), 20_000);
+        // Blocks end where the schedule's next arrival is due, so the run lasts the sum of
+        // 20,000 gaps of mean 1 ms: 20 s within a few standard errors (0.7%).
+        let elapsed = clock.elapsed().as_secs_f64();
+        assert!((elapsed - 20.0).abs() < 0.4, "{elapsed} s");
+        let gaps: Vec<f64> = starts
+            .windows(2)
+            .map(|pair| (pair[1] - pair[0]) as f64)
+            .collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let share_below_mean =
+            gaps.iter().filter(|&&gap| gap < mean).count() as f64 / gaps.len() as f64;
+        // An exponential distribution has 1 − 1/e ≈ 63% of its values below its mean (a
+        // uniform schedule: none).
+        assert!(
+            (share_below_mean - 0.632).abs() < 0.02,
+            "{share_below_mean}"
+        );
+    }
+
+    #[test]
+    fn a_keep_alive_warm_up_gives_every_agent_its_connection() {
+        // 20 warm-up requests among 64 agents used to open at most 20 connections, and the
+        // other 44 agents opened theirs inside the measured part.
+        let experiment = Experiment {
+            http: vec![tlslab_core::Http::Http11],
+            keep_alive: vec![tlslab_core::KeepAlive::On],
+            concurrency: vec![64],
+            handshakes: 640,
+            warmup: 20,
+            ..Experiment::default()
+        };
+        let outcome = run(
+            &experiment,
+            vec![Slow { millis: 1 }],
+            &mut Lab::default(),
+            Stop::new(),
+            None,
+        );
+        let taken = samples(&outcome.records);
+        let mut warmed: Vec<u32> = taken
+            .iter()
+            .filter(|sample| sample.warmup)
+            .map(|sample| sample.agent)
+            .collect();
+        warmed.sort_unstable();
+        warmed.dedup();
+        assert_eq!(warmed, (0..64).collect::<Vec<u32>>());
+        assert_eq!(taken.iter().filter(|sample| !sample.warmup).count(), 640);
+    }
+
+    #[test]
+    fn a_closed_loops_duration_is_a_deadline_on_the_callers_clock() {
+        // Each attempt takes 1 ms of simulated time; 1 s in 10 blocks of 100 ms is 1,000
+        // attempts for one agent, whatever the machine's speed.
+        let experiment = Experiment {
+            duration: Some(Duration::from_secs(1)),
+            concurrency: vec![1],
+            warmup: 0,
+            ..Experiment::default()
+        };
+        let clock = Arc::new(tlslab_core::SimulatedClock::new());
+        let outcome = run_on(
+            clock.clone(),
+            &experiment,
+            vec![Instantaneous {
+                clock: Some((clock.clone(), 1)),
+            }],
+            &mut Lab::default(),
+            Stop::new(),
+            None,
+        );
+        assert_eq!(samples(&outcome.records).len(), 1_000);
+        assert_eq!(clock.elapsed(), Duration::from_secs(1));
+    }
+
     /// A client whose server never answers.
     struct Silent;
 
@@ -974,7 +1343,9 @@ mod tests {
             stop: stop.clone(),
             halt: halt.clone(),
             counts: Arc::default(),
+            clock: Arc::new(tlslab_core::SystemClock),
             origin: Instant::now(),
+            arrivals: tlslab_core::Arrivals::Uniform,
             records: writer.records(),
             flights: None,
         };
@@ -1067,7 +1438,9 @@ mod tests {
             stop: Stop::new(),
             halt: Stop::new(),
             counts: Arc::default(),
+            clock: Arc::new(tlslab_core::SystemClock),
             origin: Instant::now(),
+            arrivals: tlslab_core::Arrivals::Uniform,
             records: writer.records(),
             flights: Some(&flights),
         };

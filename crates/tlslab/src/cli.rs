@@ -175,6 +175,11 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',', value_name = "RATE")]
     #[arg(help_heading = "Load shape")]
     pub arrival_rate: Option<Vec<String>>,
+    /// How an open loop spaces its arrivals: uniform (exactly 1/rate apart, the default) or
+    /// poisson (exponential gaps of that mean, drawn from the run's seed).
+    #[arg(long, value_name = "PROCESS")]
+    #[arg(help_heading = "Load shape")]
+    pub arrivals: Option<String>,
     /// Measured time per Config instead of -n (30s, 2m): a closed loop runs that long (in
     /// up to 10 timed blocks); an open loop's count is its rate times this (a ramp's steps
     /// share it).
@@ -465,6 +470,7 @@ impl RunArgs {
             chain: self.chain.clone(),
             concurrency: self.concurrency.clone(),
             arrival_rate: self.arrival_rate.clone(),
+            arrivals: self.arrivals.clone(),
             duration: self.duration.clone(),
             handshakes: self.handshakes,
             warmup: self.warmup,

@@ -110,6 +110,12 @@ pub struct Config {
 }
 
 impl Config {
+    /// Whether an agent carries something from one attempt to its next: a kept connection,
+    /// or a session to resume (its first handshake is full, the rest resume).
+    pub fn agents_keep_state(&self) -> bool {
+        self.keep_alive || self.resume != Resume::Off
+    }
+
     /// The Config as the store keeps it; `address` is where its handshakes went, `emulator`
     /// what carried its emulated link.
     pub fn record(&self, address: String, emulator: Option<String>) -> crate::ConfigRecord {

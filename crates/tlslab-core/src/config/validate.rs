@@ -48,6 +48,17 @@ pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> 
     require_nonempty(&experiment.scheme, "scheme")?;
     require_nonempty(&experiment.backend, "backend")?;
     require_nonempty(&experiment.ech, "ech")?;
+    if experiment.arrivals == crate::Arrivals::Poisson
+        && experiment
+            .arrival_rate
+            .iter()
+            .all(|rate| *rate == crate::ArrivalRate::Closed)
+    {
+        return Err(error(
+            "--arrivals poisson spaces an open loop's arrivals, but every Config is a closed loop",
+            "give --arrival-rate too, for example --arrival-rate 500/s --arrivals poisson",
+        ));
+    }
     if experiment.ech.contains(&Ech::On)
         && experiment.target.is_some()
         && experiment.ech_config.is_none()
@@ -346,6 +357,21 @@ mod tests {
         for bad in ["not base64!", "", "A"] {
             assert!(decode_ech_config(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn poisson_arrivals_need_an_open_loop() {
+        let closed = Experiment {
+            arrivals: crate::Arrivals::Poisson,
+            ..Experiment::default()
+        };
+        let problem = validate(&closed).unwrap_err();
+        assert!(problem.to_string().contains("closed loop"), "{problem}");
+        let open = Experiment {
+            arrival_rate: vec!["500/s".parse().unwrap()],
+            ..closed
+        };
+        assert!(validate(&open).is_ok());
     }
 
     #[test]
