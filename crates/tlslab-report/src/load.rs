@@ -291,10 +291,10 @@ impl LoadConfig {
         let connections = tally.requests - tally.reused_connection;
         let (total_transferred, body_transferred) =
             (tally.total_transferred, tally.body_transferred);
-        let percentiles = Percentiles::of_nanos(&tally.total);
         // Summed in request order, as before the columns are sorted.
         let all: f64 = tally.total.iter().sum();
         let total = sorted_millis(tally.total);
+        let percentiles = Percentiles::of_sorted_millis(&total);
         let handshakes = tally.handshakes;
         let per_second = |value: f64| (time_taken_s > 0.0).then(|| value / time_taken_s);
         let per_request = |nanos: i64| (complete > 0).then(|| nanos as f64 / complete as f64 / 1e6);

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use hdrhistogram::Histogram;
 use serde::Serialize;
 use tlslab_core::arrival::format_rate;
 use tlslab_store::{ConfigRow, Store, StoreError};
@@ -25,8 +24,11 @@ const KNEE_FACTOR: f64 = 2.0;
 const KNEE_MIN_GROWTH_MS: f64 = 1.0;
 const KNEE_ACHIEVED: f64 = 0.95;
 
-/// Percentiles of an open loop's latency in milliseconds, from an HdrHistogram (three
-/// significant digits), as load testers report them.
+/// Percentiles of a set of times in milliseconds: exact (type-7 quantiles, as `tlslab run`'s
+/// table computes them, and numpy), with the observed maximum. Every value is at hand when a
+/// summary is read from a store, so a histogram's bucket edges (an HdrHistogram's three
+/// significant digits put 50.223 ms at 50.233) would only make this line disagree with the
+/// table of observed values beside it and with the exported samples.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Percentiles {
     pub n: u64,
@@ -38,25 +40,29 @@ pub struct Percentiles {
 }
 
 impl Percentiles {
-    /// Percentiles of nanosecond values; `None` without any.
+    /// Percentiles of nanosecond values; `None` without any (non-finite values, which no
+    /// stored time is, are left out).
     pub fn of_nanos(values: &[f64]) -> Option<Percentiles> {
-        // Up to an hour at three significant digits: any latency an attempt can have (its
-        // time limit is at most a day, and values above the range are clamped, not lost).
-        let mut histogram = Histogram::<u64>::new_with_bounds(1_000, 3_600_000_000_000, 3).ok()?;
-        for &value in values {
-            histogram.saturating_record(value.max(0.0) as u64);
-        }
-        if histogram.is_empty() {
-            return None;
-        }
-        let millis = |quantile: f64| histogram.value_at_quantile(quantile) as f64 / 1e6;
+        let mut millis: Vec<f64> = values
+            .iter()
+            .filter(|value| value.is_finite())
+            .map(|value| value / 1e6)
+            .collect();
+        millis.sort_unstable_by(f64::total_cmp);
+        Percentiles::of_sorted_millis(&millis)
+    }
+
+    /// Percentiles of values in ms already sorted ascending; `None` without any.
+    pub fn of_sorted_millis(sorted: &[f64]) -> Option<Percentiles> {
+        let max = *sorted.last()?;
+        let at = |q: f64| tlslab_stats::quantile(sorted, q);
         Some(Percentiles {
-            n: histogram.len(),
-            p50: millis(0.5),
-            p90: millis(0.9),
-            p99: millis(0.99),
-            p999: millis(0.999),
-            max: histogram.max() as f64 / 1e6,
+            n: sorted.len() as u64,
+            p50: at(0.5),
+            p90: at(0.9),
+            p99: at(0.99),
+            p999: at(0.999),
+            max,
         })
     }
 }
@@ -245,13 +251,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn percentiles_come_from_the_histogram_to_three_digits() {
-        let values: Vec<f64> = (1..=1000).map(|ms| ms as f64 * 1e6).collect();
+    fn percentiles_are_exact_and_the_maximum_is_observed() {
+        // 50.223 ms: an HdrHistogram of three significant digits reported 50.233.
+        let mut values: Vec<f64> = (1..=999).map(|i| i as f64 * 1e6).collect();
+        values.push(50_223_000.0 + 1_000e6);
         let percentiles = Percentiles::of_nanos(&values).unwrap();
         assert_eq!(percentiles.n, 1000);
-        assert!((percentiles.p50 - 500.0).abs() < 1.0, "{percentiles:?}");
-        assert!((percentiles.p99 - 990.0).abs() < 1.0, "{percentiles:?}");
-        assert!((percentiles.max - 1000.0).abs() < 1.0, "{percentiles:?}");
+        assert_eq!(percentiles.max, 1050.223);
+        // numpy.percentile(values, [50, 90, 99], method='linear') / 1e6
+        assert_eq!(percentiles.p50, 500.5);
+        assert!((percentiles.p90 - 900.1).abs() < 1e-9, "{percentiles:?}");
+        assert!((percentiles.p99 - 990.01).abs() < 1e-9, "{percentiles:?}");
         assert_eq!(Percentiles::of_nanos(&[]), None);
     }
 

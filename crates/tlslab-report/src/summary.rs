@@ -647,6 +647,7 @@ impl RunSummary {
             {
                 warnings.push(warning);
             }
+            warnings.extend(trust_warnings(store, &config, ok, seconds, resumed, full)?);
             if config.http != "none" {
                 if let Some(warning) = status_warning(&config, &statuses) {
                     warnings.push(warning);
@@ -787,4 +788,68 @@ impl RunSummary {
             knees,
         })
     }
+}
+/// A Config whose measured part is shorter than this gives a rate that any stall of the
+/// machine (a scheduler tick, a page fault, a timer's slack) moves by percents.
+const SHORTEST_TRUSTED_NS: f64 = 100e6;
+/// With fewer successful attempts than this, the tail percentiles are the largest one or two
+/// values, and the median's interval spans much of the sample.
+const SMALLEST_TRUSTED: i64 = 30;
+/// Measured requests that opened their connection, as a share of a keep-alive Config's
+/// requests, above which its figures are said to mix in handshakes.
+const OPENED_SHARE_TRUSTED: f64 = 0.01;
+
+/// Why a Config's figures are not to be trusted as they stand: measured too briefly, on too
+/// few successes, or (keep-alive, resumption) with attempts in the measured part that did
+/// what the Config says they do not (open a connection, a full handshake).
+fn trust_warnings(
+    store: &Store,
+    config: &ConfigRow,
+    ok: i64,
+    seconds: f64,
+    resumed: Option<i64>,
+    full: Option<i64>,
+) -> Result<Vec<String>, StoreError> {
+    let mut warnings = Vec::new();
+    let label = &config.label;
+    if ok > 0 && seconds > 0.0 && seconds * 1e9 < SHORTEST_TRUSTED_NS {
+        warnings.push(format!(
+            "'{label}': measured for only {:.1} ms: a rate over so short a time moves with any \
+             stall of the machine; measure for at least 100 ms (raise -n, or --duration 1s)",
+            seconds * 1e3
+        ));
+    }
+    if ok > 0 && ok < SMALLEST_TRUSTED {
+        warnings.push(format!(
+            "'{label}': only {ok} successful attempts: its p99 is about its largest value and \
+             its median's interval is wide; raise -n to at least {SMALLEST_TRUSTED}"
+        ));
+    }
+    if config.keep_alive {
+        let (mut requests, mut opened) = (0i64, 0i64);
+        store.for_each_request(config.id, |request| {
+            requests += 1;
+            opened += i64::from(request.connection_request == Some(1));
+        })?;
+        if requests > 0 && opened as f64 > OPENED_SHARE_TRUSTED * requests as f64 {
+            warnings.push(format!(
+                "'{label}': {opened} of {requests} measured keep-alive requests ({:.0}%) opened \
+                 their connection, so its times include those handshakes (the server closed \
+                 kept connections, or --warmup was below -c)",
+                100.0 * opened as f64 / requests as f64
+            ));
+        }
+    }
+    if let (Some(resumed), Some(full)) = (resumed, full) {
+        let all = resumed + full;
+        if all > 0 && full as f64 > OPENED_SHARE_TRUSTED * all as f64 {
+            warnings.push(format!(
+                "'{label}': {full} of {all} measured handshakes ({:.0}%) were full, not resumed, \
+                 so its times include them (the server declined the session, or --warmup was \
+                 below -c)",
+                100.0 * full as f64 / all as f64
+            ));
+        }
+    }
+    Ok(warnings)
 }

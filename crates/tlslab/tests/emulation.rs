@@ -49,11 +49,20 @@ fn round_trips_at_100ms(emulator: &str) {
             "{config}"
         );
     }
-    assert!(
-        summary["warnings"].as_array().unwrap().is_empty(),
-        "{}",
-        summary["warnings"]
-    );
+    // Twelve handshakes are flagged as few (that is what the test can afford at 100 ms);
+    // nothing else may be said against them, the physics check least of all.
+    let others: Vec<&serde_json::Value> = summary["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|warning| {
+            !warning
+                .as_str()
+                .unwrap()
+                .contains("only 12 successful attempts")
+        })
+        .collect();
+    assert!(others.is_empty(), "{others:?}");
 }
 
 #[test]
