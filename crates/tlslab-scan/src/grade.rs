@@ -86,6 +86,8 @@ fn group_bits(group: u16) -> u32 {
         groups::FFDHE2048 => 2048,
         groups::FFDHE3072 => 3072,
         groups::FFDHE4096 => 4096,
+        groups::FFDHE6144 => 6144,
+        groups::FFDHE8192 => 8192,
         // Pure ML-KEM has no classical strength to compare; the guide has no row for it.
         _ => 3072,
     }

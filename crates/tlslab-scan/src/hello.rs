@@ -104,6 +104,8 @@ pub mod groups {
     pub const FFDHE2048: u16 = 0x0100;
     pub const FFDHE3072: u16 = 0x0101;
     pub const FFDHE4096: u16 = 0x0102;
+    pub const FFDHE6144: u16 = 0x0103;
+    pub const FFDHE8192: u16 = 0x0104;
     pub const MLKEM512: u16 = 0x0200;
     pub const MLKEM768: u16 = 0x0201;
     pub const MLKEM1024: u16 = 0x0202;
@@ -112,7 +114,7 @@ pub mod groups {
     pub const SECP384R1MLKEM1024: u16 = 0x11ed;
 
     /// What TLS 1.3 probes ask about, in the order a modern client prefers them.
-    pub const TLS13: [u16; 14] = [
+    pub const TLS13: [u16; 16] = [
         X25519MLKEM768,
         SECP256R1MLKEM768,
         SECP384R1MLKEM1024,
@@ -127,6 +129,8 @@ pub mod groups {
         FFDHE2048,
         FFDHE3072,
         FFDHE4096,
+        FFDHE6144,
+        FFDHE8192,
     ];
 
     /// What TLS 1.2's ECDHE can use (RFC 8422): the hybrids and finite-field groups are not

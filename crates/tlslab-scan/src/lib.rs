@@ -7,8 +7,9 @@
 //!   suite registry) and TLS 1.3 (supported_versions; a HelloRetryRequest counts);
 //! - for each version, every suite the server accepts (take the accepted one out of the
 //!   offer, ask again until the server declines) and whose order it follows;
-//! - TLS 1.3 groups (classical, finite-field and post-quantum hybrids) and TLS 1.2 ECDHE
-//!   curves, with the server's preference where it enforces one; ALPN;
+//! - TLS 1.3 groups (classical, RFC 7919's five finite-field groups, ML-KEM and its
+//!   hybrids) and TLS 1.2 ECDHE curves, with the server's preference where it enforces one;
+//!   ALPN;
 //! - the certificate chain as sent, its trust and name match, and HSTS (one real rustls
 //!   handshake and one `GET /`).
 //!

@@ -381,10 +381,15 @@ fn nginx_tls(level: &Level, library: Library, dhparam: Option<&Path>) -> String 
 }
 
 /// RFC 7919's ffdhe2048 as a PEM DH parameters file (what Mozilla's old and intermediate
-/// levels ask nginx to load), written by `openssl genpkey`, which prints the named group's
-/// fixed parameters: nothing is generated.
+/// levels ask nginx to load).
 fn ffdhe2048_file(dir: &Path) -> PathBuf {
-    let path = dir.join("ffdhe2048.pem");
+    ffdhe_file(dir, "ffdhe2048")
+}
+
+/// One of RFC 7919's groups (`ffdhe8192`) as a PEM DH parameters file, written by `openssl
+/// genpkey`, which prints the named group's fixed parameters: nothing is generated.
+fn ffdhe_file(dir: &Path, group: &str) -> PathBuf {
+    let path = dir.join(format!("{group}.pem"));
     let output = Command::new("openssl")
         .args([
             "genpkey",
@@ -392,7 +397,7 @@ fn ffdhe2048_file(dir: &Path) -> PathBuf {
             "-algorithm",
             "DH",
             "-pkeyopt",
-            "group:ffdhe2048",
+            &format!("group:{group}"),
             "-out",
         ])
         .arg(&path)
@@ -1038,6 +1043,73 @@ fn a_plain_text_port_is_not_tls() {
     });
     let output = tlslab(&["scan", &format!("127.0.0.1:{port}")]);
     assert_user_error(&output, 3, "does not speak TLS");
+}
+
+/// `openssl`: OpenSSL 4's from `scripts/openssl` when it built its programs, else the
+/// system's (OpenSSL 3.0 also has RFC 7919's groups in TLS 1.3).
+fn openssl_binary() -> PathBuf {
+    let built = PathBuf::from("/root/.cache/tlslab/openssl-4.0.3/bin/openssl");
+    if built.is_file() {
+        built
+    } else {
+        PathBuf::from("openssl")
+    }
+}
+
+/// testssl.sh finds ffdhe2048 to ffdhe8192 on a server that has them all in TLS 1.3; so must
+/// the scan, and it names the prime a TLS 1.2 DHE suite uses, ffdhe8192 included.
+#[test]
+fn openssl_s_server_with_every_ffdhe_group_shows_them_all() {
+    let dir = scratch("scan-ffdhe");
+    let lab = lab_chain("rsa-2048");
+    let port = closed_port();
+    let log = dir.join("s_server.log");
+    let child = Command::new(openssl_binary())
+        .args(["s_server", "-accept", &format!("127.0.0.1:{port}")])
+        .args(["-cert", &lab.chain, "-key", &lab.key])
+        .args([
+            "-groups",
+            "ffdhe2048:ffdhe3072:ffdhe4096:ffdhe6144:ffdhe8192",
+        ])
+        .arg("-dhparam")
+        .arg(ffdhe_file(&dir, "ffdhe8192"))
+        .args(["-cipher", "DHE-RSA-AES256-GCM-SHA384", "-www", "-quiet"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("openssl runs (apt-get install openssl; .ci/run does)");
+    let server = Server { child, port };
+    wait_for(&server, &log);
+    let report = scan_json_with(server.port, &["--no-timing"]);
+    let mut groups = strings(&report["groups_tls13"]["groups"]);
+    groups.sort();
+    assert_eq!(
+        groups,
+        [
+            "ffdhe2048",
+            "ffdhe3072",
+            "ffdhe4096",
+            "ffdhe6144",
+            "ffdhe8192"
+        ],
+        "{report}"
+    );
+    let tls12 = report["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|version| version["version"] == "TLS 1.2")
+        .unwrap_or_else(|| panic!("no TLS 1.2: {report}"));
+    assert_eq!(
+        tls12["dhe"],
+        serde_json::json!([{
+            "suite": "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384",
+            "bits": 8192,
+            "group": "ffdhe8192"
+        }]),
+        "{report}"
+    );
 }
 
 #[test]
