@@ -1112,6 +1112,41 @@ fn openssl_s_server_with_every_ffdhe_group_shows_them_all() {
     );
 }
 
+/// A lab server whose only certificate is ML-DSA-65 answers only a ClientHello that offers
+/// ML-DSA: the scan finds its version, suites and groups, and reads the chain.
+#[test]
+fn a_post_quantum_only_lab_server_scans() {
+    let port = closed_port();
+    let dir = scratch("scan-mldsa");
+    let log = dir.join("serve.log");
+    let child = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--backend", "openssl", "--cert", "mldsa65"])
+        .env("TLSLAB_PKI_DIR", pki_dir())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("the lab server starts");
+    let server = Server { child, port };
+    wait_for(&server, &log);
+    let report = scan_json_with(server.port, &["--no-timing"]);
+    assert_eq!(versions(&report), ["TLS 1.3"], "{report}");
+    let (suites, _) = suites(&report, "TLS 1.3");
+    assert!(
+        suites.contains(&"TLS_AES_128_GCM_SHA256".to_string()),
+        "{suites:?}"
+    );
+    let groups = strings(&report["groups_tls13"]["groups"]);
+    assert!(groups.contains(&"x25519mlkem768".to_string()), "{groups:?}");
+    let leaf = &report["certificates"]["chain"][0];
+    assert!(leaf["key"].as_str().unwrap().contains("ML-DSA"), "{leaf}");
+    assert!(
+        report["probe_errors"].as_array().unwrap().is_empty(),
+        "{report}"
+    );
+    assert_ne!(report["grade"]["letter"], "-", "{report}");
+}
+
 #[test]
 fn nginx_preferring_static_rsa_cbc_gets_a_minus() {
     let Some(binary) = nginx_binary() else {
