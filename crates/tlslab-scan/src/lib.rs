@@ -17,8 +17,11 @@
 //! graded in the manner of SSL Labs' rating guide ([`grade`]). [`cost::choices`] lists every
 //! supported version × suite × group, for a caller that times each one (the binary does,
 //! with tlslab's engine) into [`Report::timing`]. One probe failing (a timeout,
-//! a reset) is noted in the report and never ends the scan; a target that cannot be reached
-//! or does not speak TLS is a [`ScanError`].
+//! a reset) is noted in the report and never ends the scan; what it would have found is
+//! reported as unknown, never as refused. An answer that does not parse is never a finding:
+//! a scan with any ([`Report::malformed_answers`]) is neither judged nor graded. A target that
+//! cannot be reached, does not speak TLS, or answers every version malformed is a
+//! [`ScanError`].
 //!
 //! ```no_run
 //! use std::time::Duration;
