@@ -4,21 +4,19 @@
 //! an error, never a panic or an unbounded read.
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use tlslab_scan::certificate::{hsts_max_age, inspect};
-use tlslab_scan::probe::{read_answer, Answer, Limiter, Prober};
+use tlslab_scan::probe::{read_answer, Answer, Prober};
 
 pub fn check(bytes: &[u8]) {
     // No connection is made: `inspect` is told rustls cannot connect.
-    let prober = Prober {
-        address: SocketAddr::from((Ipv4Addr::LOCALHOST, 9)),
-        server_name: None,
-        timeout: Duration::from_millis(1),
-        limiter: Limiter::new(1),
-        errors: Mutex::new(Vec::new()),
-    };
+    let prober = Prober::new(
+        SocketAddr::from((Ipv4Addr::LOCALHOST, 9)),
+        None,
+        Duration::from_millis(1),
+        1,
+    );
     for flight in [false, true] {
         if let Ok(Answer::Hello(hello)) = read_answer(&mut &bytes[..], flight) {
             let certificates = inspect(

@@ -20,7 +20,7 @@ use x509_parser::public_key::PublicKey;
 
 use rustls_pki_types::pem::PemObject;
 
-use crate::probe::Prober;
+use crate::probe::{ProbeError, Prober};
 use crate::scan::{ScanError, ScanErrorKind};
 
 /// One certificate, as a person reads it.
@@ -226,13 +226,7 @@ pub fn inspect(
                 certificates.trust_error = connection.trust.and_then(Result::err);
                 certificates.hsts = connection.hsts;
             }
-            Err(error) => {
-                prober
-                    .errors
-                    .lock()
-                    .unwrap_or_else(|poison| poison.into_inner())
-                    .push(format!("rustls connection: {error}"));
-            }
+            Err(error) => prober.note("rustls connection", &error),
         }
     }
     let summary = summarize_chain(&chain, server_name);
@@ -650,7 +644,7 @@ fn recording_client(
 /// no_application_protocol, RFC 7301, 3.2). TLS 1.3 sends the choice in the encrypted
 /// EncryptedExtensions, so a raw ClientHello cannot read it: this completes a real rustls
 /// handshake (certificate not checked: the trust connection judges that) and closes.
-pub fn tls13_alpn(prober: &Prober, protocol: &str) -> Result<Option<String>, String> {
+pub fn tls13_alpn(prober: &Prober, protocol: &str) -> Result<Option<String>, ProbeError> {
     let server_name = prober.server_name.as_deref().unwrap_or("localhost");
     let (client, _) = recording_client(
         server_name,
@@ -658,8 +652,9 @@ pub fn tls13_alpn(prober: &Prober, protocol: &str) -> Result<Option<String>, Str
         Some(&[]),
         vec![protocol.as_bytes().to_vec()],
         None,
-    )?;
-    let stream = prober.connect().map_err(|error| error.to_string())?;
+    )
+    .map_err(ProbeError::Io)?;
+    let stream = prober.connect()?;
     let mut tls = rustls::StreamOwned::new(client, stream);
     while tls.conn.is_handshaking() {
         if let Err(error) = tls.conn.complete_io(&mut tls.sock) {
@@ -677,7 +672,7 @@ pub fn tls13_alpn(prober: &Prober, protocol: &str) -> Result<Option<String>, Str
             return if refused {
                 Ok(None)
             } else {
-                Err(format!("handshake failed: {error}"))
+                Err(handshake_failed(&error))
             };
         }
     }
@@ -697,15 +692,16 @@ fn connect(
     server_name: &str,
     anchors: Option<&[Vec<u8>]>,
     schemes: Option<&'static [SignatureScheme]>,
-) -> Result<Connection, String> {
+) -> Result<Connection, ProbeError> {
     let (client, verifier) = recording_client(
         server_name,
         rustls::ALL_VERSIONS,
         anchors,
         Vec::new(),
         schemes,
-    )?;
-    let stream = prober.connect().map_err(|error| error.to_string())?;
+    )
+    .map_err(ProbeError::Io)?;
+    let stream = prober.connect()?;
     let mut tls = rustls::StreamOwned::new(client, stream);
     let host = if server_name.contains(':') {
         format!("[{server_name}]")
@@ -727,8 +723,15 @@ fn connect(
             }
         }
     }
-    tls.conn.send_close_notify();
-    let _ = tls.flush();
+    if tls.conn.is_handshaking() {
+        // A failed handshake: send the alert rustls queued, and read nothing more (a flush
+        // would go on with the handshake and wait the whole timeout for a peer that stays
+        // silent after its broken answer).
+        let _ = tls.conn.write_tls(&mut tls.sock);
+    } else {
+        tls.conn.send_close_notify();
+        let _ = tls.flush();
+    }
     let (chain, trust) = std::mem::take(
         &mut *verifier
             .seen
@@ -737,8 +740,8 @@ fn connect(
     );
     if chain.is_empty() {
         return Err(match wrote {
-            Err(error) => format!("handshake failed: {error}"),
-            Ok(()) => "handshake failed".into(),
+            Err(error) => handshake_failed(&error),
+            Ok(()) => ProbeError::Io("handshake failed".into()),
         });
     }
     Ok(Connection {
@@ -746,6 +749,21 @@ fn connect(
         trust,
         hsts: hsts_header(&response),
     })
+}
+
+/// A rustls handshake's failure as a probe error: a message rustls could not decode (a
+/// ServerHello whose extensions run past its end) is a malformed answer, as the raw
+/// probes' reader calls it; anything else (an alert, a reset, a timeout) as rustls says it.
+fn handshake_failed(error: &std::io::Error) -> ProbeError {
+    match error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    {
+        Some(inner @ rustls::Error::InvalidMessage(_)) => {
+            ProbeError::Malformed(format!("rustls: {inner}"))
+        }
+        _ => ProbeError::Io(format!("handshake failed: {error}")),
+    }
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {

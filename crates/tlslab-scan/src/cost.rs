@@ -156,6 +156,7 @@ mod tests {
             version: version.name().into(),
             suites: suites.iter().map(|(name, _)| name.to_string()).collect(),
             order: Order::Server,
+            complete: true,
             dhe,
             protocol: Some(version),
             suite_ids: suites.iter().map(|(_, id)| *id).collect(),
@@ -166,6 +167,7 @@ mod tests {
         Some(GroupSupport {
             groups: names.iter().map(|name| name.to_string()).collect(),
             order: Order::Server,
+            complete: true,
             group_ids: Vec::new(),
         })
     }
@@ -203,6 +205,7 @@ mod tests {
                     Vec::new(),
                 ),
             ],
+            versions_unknown: Vec::new(),
             groups_tls13: groups(&["x25519", "x25519mlkem768"]),
             groups_tls12: groups(&["secp256r1"]),
             secure_renegotiation: Some(true),
@@ -213,6 +216,7 @@ mod tests {
             connections: 0,
             seconds: 0.0,
             probe_errors: Vec::new(),
+            malformed_answers: 0,
             timing: None,
         };
         let listed: Vec<(Version, String, Option<String>)> = choices(&report)

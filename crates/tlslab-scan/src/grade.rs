@@ -31,6 +31,27 @@ pub struct Grade {
     pub notes: Vec<String>,
 }
 
+impl Grade {
+    /// No grade: `malformed` probes got answers that could not be read, so the findings
+    /// may be what a broken server happened to send, and any letter would be a guess.
+    /// The letters are `-`, the scores 0, and the one reason says why.
+    pub fn withheld(malformed: u64) -> Grade {
+        Grade {
+            letter: "-".into(),
+            letter_if_trusted: "-".into(),
+            reasons: vec![format!(
+                "not graded: {malformed} {} a malformed answer (see probe_errors)",
+                if malformed == 1 {
+                    "probe got"
+                } else {
+                    "probes got"
+                }
+            )],
+            ..Grade::default()
+        }
+    }
+}
+
 /// Letters from best to worst; a cap keeps the worse of two.
 const LETTERS: [&str; 8] = ["A+", "A", "A-", "B", "C", "D", "E", "F"];
 
@@ -86,6 +107,8 @@ fn group_bits(group: u16) -> u32 {
         groups::FFDHE2048 => 2048,
         groups::FFDHE3072 => 3072,
         groups::FFDHE4096 => 4096,
+        groups::FFDHE6144 => 6144,
+        groups::FFDHE8192 => 8192,
         // Pure ML-KEM has no classical strength to compare; the guide has no row for it.
         _ => 3072,
     }
@@ -443,14 +466,17 @@ mod tests {
                     version: version.name().into(),
                     suites: Vec::new(),
                     order: Order::Server,
+                    complete: true,
                     dhe: Vec::new(),
                     protocol: Some(*version),
                     suite_ids: suites.to_vec(),
                 })
                 .collect(),
+            versions_unknown: Vec::new(),
             groups_tls13: Some(GroupSupport {
                 groups: Vec::new(),
                 order: Order::Server,
+                complete: true,
                 group_ids: groups.to_vec(),
             }),
             groups_tls12: None,
@@ -479,6 +505,7 @@ mod tests {
             connections: 0,
             seconds: 0.0,
             probe_errors: Vec::new(),
+            malformed_answers: 0,
             timing: None,
         }
     }
@@ -566,6 +593,7 @@ mod tests {
             version: "TLS 1.0".into(),
             suites: Vec::new(),
             order: Order::Server,
+            complete: true,
             dhe: Vec::new(),
             protocol: Some(Version::Tls10),
             suite_ids: vec![0x002f, 0xc009],
@@ -580,6 +608,7 @@ mod tests {
                 version: "TLS 1.3".into(),
                 suites: Vec::new(),
                 order: Order::Client,
+                complete: true,
                 dhe: Vec::new(),
                 protocol: Some(Version::Tls13),
                 suite_ids: MODERN.to_vec(),

@@ -104,6 +104,8 @@ pub mod groups {
     pub const FFDHE2048: u16 = 0x0100;
     pub const FFDHE3072: u16 = 0x0101;
     pub const FFDHE4096: u16 = 0x0102;
+    pub const FFDHE6144: u16 = 0x0103;
+    pub const FFDHE8192: u16 = 0x0104;
     pub const MLKEM512: u16 = 0x0200;
     pub const MLKEM768: u16 = 0x0201;
     pub const MLKEM1024: u16 = 0x0202;
@@ -112,7 +114,7 @@ pub mod groups {
     pub const SECP384R1MLKEM1024: u16 = 0x11ed;
 
     /// What TLS 1.3 probes ask about, in the order a modern client prefers them.
-    pub const TLS13: [u16; 14] = [
+    pub const TLS13: [u16; 16] = [
         X25519MLKEM768,
         SECP256R1MLKEM768,
         SECP384R1MLKEM1024,
@@ -127,6 +129,8 @@ pub mod groups {
         FFDHE2048,
         FFDHE3072,
         FFDHE4096,
+        FFDHE6144,
+        FFDHE8192,
     ];
 
     /// What TLS 1.2's ECDHE can use (RFC 8422): the hybrids and finite-field groups are not
@@ -173,10 +177,32 @@ const P256_GENERATOR: [u8; 65] = [
 ];
 
 /// Signature schemes a ClientHello offers: every one a server certificate may need, so that
-/// a suite is never refused for a signature reason the scan did not ask about.
-const SIGNATURE_SCHEMES: [u16; 17] = [
-    0x0403, 0x0503, 0x0603, 0x0807, 0x0808, 0x0804, 0x0805, 0x0806, 0x0809, 0x080a, 0x080b, 0x0401,
-    0x0501, 0x0601, 0x0203, 0x0201, 0x0904,
+/// a suite (or a whole version) is never refused for a signature reason the scan did not
+/// ask about. That is every scheme either backend's client offers (rustls with aws-lc-rs;
+/// OpenSSL 3.0 and 4.0 by default, as read from their ClientHellos, their legacy SHA-1,
+/// SHA-224 and DSA ones included) and every one tlslab's lab server can sign with: a server
+/// whose only certificate is ML-DSA (FIPS 204; draft-ietf-tls-mldsa) answers TLS 1.3 only
+/// to a client that offers its parameter set.
+#[rustfmt::skip]
+pub const SIGNATURE_SCHEMES: [u16; 30] = [
+    // ecdsa_secp256r1_sha256, ecdsa_secp384r1_sha384, ecdsa_secp521r1_sha512
+    0x0403, 0x0503, 0x0603,
+    // ed25519, ed448
+    0x0807, 0x0808,
+    // rsa_pss_rsae_sha256, _sha384, _sha512; rsa_pss_pss_sha256, _sha384, _sha512
+    0x0804, 0x0805, 0x0806, 0x0809, 0x080a, 0x080b,
+    // rsa_pkcs1_sha256, _sha384, _sha512
+    0x0401, 0x0501, 0x0601,
+    // mldsa44, mldsa65, mldsa87
+    0x0904, 0x0905, 0x0906,
+    // ecdsa_brainpoolP256r1tls13_sha256, P384r1tls13_sha384, P512r1tls13_sha512
+    0x081a, 0x081b, 0x081c,
+    // sm2sig_sm3 (RFC 8998; OpenSSL 4 offers it)
+    0x0708,
+    // TLS 1.2 only: ecdsa_sha224, rsa_pkcs1_sha224, dsa_sha224; dsa_sha256, _sha384, _sha512
+    0x0303, 0x0301, 0x0302, 0x0402, 0x0502, 0x0602,
+    // TLS 1.2 only: ecdsa_sha1, rsa_pkcs1_sha1, dsa_sha1
+    0x0203, 0x0201, 0x0202,
 ];
 
 /// One ClientHello: exactly what it offers, in order.
@@ -428,6 +454,41 @@ mod tests {
         let ssl3 = ClientHello::new(Version::Ssl3, vec![0x000a], None).to_record();
         assert_eq!(&ssl3[..3], &[22, 0x03, 0x00]);
         assert_eq!(&ssl3[9..11], &[0x03, 0x00]);
+    }
+
+    #[test]
+    fn every_signature_scheme_rustls_verifies_is_offered() {
+        let offered: Vec<u16> = SIGNATURE_SCHEMES.to_vec();
+        let provider = rustls::crypto::aws_lc_rs::default_provider();
+        for scheme in provider
+            .signature_verification_algorithms
+            .supported_schemes()
+        {
+            assert!(
+                offered.contains(&u16::from(scheme)),
+                "{scheme:?} not offered"
+            );
+        }
+        // The three ML-DSA parameter sets tlslab's lab server signs with (`--cert mldsa44`,
+        // `mldsa65`, `mldsa87`).
+        for scheme in [0x0904, 0x0905, 0x0906] {
+            assert!(offered.contains(&scheme), "0x{scheme:04x}");
+        }
+        let mut unique = offered.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), offered.len());
+        let hello = ClientHello::new(Version::Tls13, TLS13_SUITES.to_vec(), None);
+        let (_, _, extensions) = parsed_extensions(&hello);
+        let (_, extensions) = tls_parser::parse_tls_client_hello_extensions(&extensions).unwrap();
+        let sent = extensions
+            .iter()
+            .find_map(|extension| match extension {
+                TlsExtension::SignatureAlgorithms(schemes) => Some(schemes.clone()),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(sent, offered);
     }
 
     #[test]

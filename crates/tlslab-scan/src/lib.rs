@@ -7,8 +7,9 @@
 //!   suite registry) and TLS 1.3 (supported_versions; a HelloRetryRequest counts);
 //! - for each version, every suite the server accepts (take the accepted one out of the
 //!   offer, ask again until the server declines) and whose order it follows;
-//! - TLS 1.3 groups (classical, finite-field and post-quantum hybrids) and TLS 1.2 ECDHE
-//!   curves, with the server's preference where it enforces one; ALPN;
+//! - TLS 1.3 groups (classical, RFC 7919's five finite-field groups, ML-KEM and its
+//!   hybrids) and TLS 1.2 ECDHE curves, with the server's preference where it enforces one;
+//!   ALPN;
 //! - the certificate chain as sent, its trust and name match, and HSTS (one real rustls
 //!   handshake and one `GET /`).
 //!
@@ -16,8 +17,11 @@
 //! graded in the manner of SSL Labs' rating guide ([`grade`]). [`cost::choices`] lists every
 //! supported version × suite × group, for a caller that times each one (the binary does,
 //! with tlslab's engine) into [`Report::timing`]. One probe failing (a timeout,
-//! a reset) is noted in the report and never ends the scan; a target that cannot be reached
-//! or does not speak TLS is a [`ScanError`].
+//! a reset) is noted in the report and never ends the scan; what it would have found is
+//! reported as unknown, never as refused. An answer that does not parse is never a finding:
+//! a scan with any ([`Report::malformed_answers`]) is neither judged nor graded. A target that
+//! cannot be reached, does not speak TLS, or answers every version malformed is a
+//! [`ScanError`].
 //!
 //! ```no_run
 //! use std::time::Duration;

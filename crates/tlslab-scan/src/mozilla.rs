@@ -110,6 +110,8 @@ fn curve_code_point(name: &str) -> Option<u16> {
         "ffdhe2048" => Some(groups::FFDHE2048),
         "ffdhe3072" => Some(groups::FFDHE3072),
         "ffdhe4096" => Some(groups::FFDHE4096),
+        "ffdhe6144" => Some(groups::FFDHE6144),
+        "ffdhe8192" => Some(groups::FFDHE8192),
         _ => None,
     }
 }

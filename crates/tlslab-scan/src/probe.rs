@@ -1,7 +1,9 @@
 //! One probe: connect, send one ClientHello, read the server's first answer, close.
 //!
-//! Everything read here comes from the network, so nothing in it may panic: a reply that does
-//! not parse is a [`ProbeError::NotTls`], never an index out of bounds.
+//! Everything read here comes from the network, so nothing in it may panic: a reply that is
+//! not TLS records is a [`ProbeError::NotTls`], TLS records whose handshake does not parse a
+//! [`ProbeError::Malformed`], never an index out of bounds. Neither is ever read as a finding:
+//! a ServerHello that does not parse exactly is no evidence of what the server supports.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -27,8 +29,19 @@ pub enum ProbeError {
     Timeout,
     /// The server answered with something that is not a TLS handshake.
     NotTls,
+    /// TLS records whose handshake message does not parse: a ServerHello whose extensions
+    /// run past its end, a message of the wrong kind at its place. What is wrong, in words.
+    Malformed(String),
     /// Any other socket error (unreachable network, reset), as the system words it.
     Io(String),
+}
+
+impl ProbeError {
+    /// The server answered, but what it said cannot be read as TLS: evidence that it (or
+    /// something in front of it) is broken, unlike a timeout or a reset.
+    pub fn is_malformed(&self) -> bool {
+        matches!(self, ProbeError::NotTls | ProbeError::Malformed(_))
+    }
 }
 
 impl std::fmt::Display for ProbeError {
@@ -37,6 +50,7 @@ impl std::fmt::Display for ProbeError {
             ProbeError::Refused => write!(formatter, "connection refused"),
             ProbeError::Timeout => write!(formatter, "timed out"),
             ProbeError::NotTls => write!(formatter, "the answer is not TLS"),
+            ProbeError::Malformed(why) => write!(formatter, "malformed answer: {why}"),
             ProbeError::Io(message) => write!(formatter, "{message}"),
         }
     }
@@ -129,10 +143,52 @@ pub struct Prober {
     pub timeout: Duration,
     pub limiter: Limiter,
     /// Probes that failed, as "what: why", for the report.
-    pub errors: Mutex<Vec<String>>,
+    errors: Mutex<Vec<String>>,
+    /// Of those, the probes whose answer could not be read ([`ProbeError::is_malformed`]).
+    malformed: AtomicU64,
 }
 
 impl Prober {
+    pub fn new(
+        address: SocketAddr,
+        server_name: Option<String>,
+        timeout: Duration,
+        concurrency: usize,
+    ) -> Prober {
+        Prober {
+            address,
+            server_name,
+            timeout,
+            limiter: Limiter::new(concurrency),
+            errors: Mutex::new(Vec::new()),
+            malformed: AtomicU64::new(0),
+        }
+    }
+
+    /// Notes that the probe `what` failed with `error`.
+    pub fn note(&self, what: &str, error: &ProbeError) {
+        if error.is_malformed() {
+            self.malformed.fetch_add(1, Ordering::Relaxed);
+        }
+        self.errors
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .push(format!("{what}: {error}"));
+    }
+
+    /// The failed probes so far, as "what: why".
+    pub fn errors(&self) -> Vec<String> {
+        self.errors
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .clone()
+    }
+
+    /// How many probes got an answer that could not be read as TLS.
+    pub fn malformed_answers(&self) -> u64 {
+        self.malformed.load(Ordering::Relaxed)
+    }
+
     /// Sends `hello` and reads the answer; with `flight`, reads the server's whole first
     /// flight (Certificate and ServerKeyExchange: TLS 1.2 and older). A failure is also noted in [`Prober::errors`].
     pub fn probe(
@@ -143,10 +199,7 @@ impl Prober {
     ) -> Result<Answer, ProbeError> {
         let result = self.limiter.with_permit(|| self.exchange(hello, flight));
         if let Err(error) = &result {
-            self.errors
-                .lock()
-                .unwrap_or_else(|poison| poison.into_inner())
-                .push(format!("{what}: {error}"));
+            self.note(what, error);
         }
         result
     }
@@ -249,14 +302,19 @@ pub fn read_answer(stream: &mut impl Read, flight: bool) -> Result<Answer, Probe
                     | usize::from(length[2]));
             if handshake.len() < total {
                 if total > MAX_FLIGHT {
-                    return Err(ProbeError::NotTls);
+                    return Err(ProbeError::Malformed(format!(
+                        "a handshake message of {} bytes (no flight is longer than {MAX_FLIGHT})",
+                        total - 4
+                    )));
                 }
                 break;
             }
             let message: Vec<u8> = handshake.drain(..total).collect();
             let done = take_message(&message, &mut hello, flight)?;
             if done {
-                return hello.map(Answer::Hello).ok_or(ProbeError::NotTls);
+                if let Some(hello) = hello {
+                    return Ok(Answer::Hello(hello));
+                }
             }
         }
     }
@@ -276,14 +334,22 @@ fn take_message(
     hello: &mut Option<ServerHello>,
     flight: bool,
 ) -> Result<bool, ProbeError> {
-    let parsed = parse_tls_message_handshake(message).map_err(|_| ProbeError::NotTls)?;
+    let kind = message.first().copied().unwrap_or(0);
+    let malformed = |why: String| ProbeError::Malformed(why);
+    let parsed = parse_tls_message_handshake(message).map_err(|_| {
+        malformed(format!(
+            "a handshake message of type {kind} that does not parse"
+        ))
+    })?;
     let TlsMessage::Handshake(handshake) = parsed.1 else {
-        return Err(ProbeError::NotTls);
+        return Err(malformed(format!(
+            "a handshake message of type {kind} that does not parse"
+        )));
     };
     match handshake {
         TlsMessageHandshake::ServerHello(contents) => {
             if hello.is_some() {
-                return Err(ProbeError::NotTls);
+                return Err(malformed("a second ServerHello".into()));
             }
             let mut server_hello = ServerHello {
                 version: contents.version.0,
@@ -291,9 +357,17 @@ fn take_message(
                 hello_retry: contents.random == tlslab_core::names::HELLO_RETRY_RANDOM,
                 ..ServerHello::default()
             };
-            if let Some(extensions) = contents.ext {
-                let (_, extensions) = parse_tls_server_hello_extensions(extensions)
-                    .map_err(|_| ProbeError::NotTls)?;
+            let extensions = server_hello_extensions(message.get(4..).unwrap_or_default())
+                .map_err(|why| malformed(format!("a ServerHello {why}")))?;
+            if let Some(extensions) = extensions {
+                let (rest, extensions) = parse_tls_server_hello_extensions(extensions)
+                    .map_err(|_| malformed("a ServerHello whose extensions do not parse".into()))?;
+                if !rest.is_empty() {
+                    return Err(malformed(format!(
+                        "a ServerHello whose extensions do not parse ({} bytes left over)",
+                        rest.len()
+                    )));
+                }
                 for extension in extensions {
                     match extension {
                         TlsExtension::SupportedVersions(versions) => {
@@ -326,7 +400,7 @@ fn take_message(
         }
         TlsMessageHandshake::Certificate(contents) => {
             let Some(hello) = hello.as_mut() else {
-                return Err(ProbeError::NotTls);
+                return Err(malformed("a Certificate before the ServerHello".into()));
             };
             hello.certificates = contents
                 .cert_chain
@@ -341,7 +415,9 @@ fn take_message(
         // the two it is follows from the suite (a DHE p may also start with the byte 3).
         TlsMessageHandshake::ServerKeyExchange(contents) => {
             let Some(hello) = hello.as_mut() else {
-                return Err(ProbeError::NotTls);
+                return Err(malformed(
+                    "a ServerKeyExchange before the ServerHello".into(),
+                ));
             };
             let kx = tls_parser::TlsCipherSuite::from_id(hello.suite).map(|suite| suite.kx);
             match (kx, contents.parameters) {
@@ -359,8 +435,45 @@ fn take_message(
             }
             Ok(false)
         }
+        _ if hello.is_none() => Err(malformed(format!(
+            "a handshake message of type {kind} before the ServerHello"
+        ))),
         TlsMessageHandshake::ServerDone(_) => Ok(true),
-        _ => Ok(hello.is_none()),
+        _ => Ok(false),
+    }
+}
+
+/// The extensions block of a ServerHello's body (`None` when it has none), checked to fill
+/// the message exactly; `Err` says what is wrong. Hand-written because tls-parser reads an
+/// extensions length that runs past the message as "no extensions" (its
+/// `opt(complete(..))`) and leaves the bytes unread, so a broken ServerHello would pass for
+/// a plain one; the layout is fixed (RFC 5246, 7.4.1.3; RFC 8446, 4.1.3): version (2),
+/// random (32), session id (1 + at most 32), suite (2), compression (1), extensions.
+fn server_hello_extensions(body: &[u8]) -> Result<Option<&[u8]>, String> {
+    let short = || format!("of {} bytes, shorter than its fixed fields", body.len());
+    let session_id = usize::from(*body.get(34).ok_or_else(short)?);
+    if session_id > 32 {
+        return Err(format!(
+            "with a session id of {session_id} bytes (at most 32)"
+        ));
+    }
+    match body.get(35 + session_id + 3..).ok_or_else(short)? {
+        [] => Ok(None),
+        [high, low, extensions @ ..] => {
+            let length = usize::from(u16::from_be_bytes([*high, *low]));
+            match length.cmp(&extensions.len()) {
+                std::cmp::Ordering::Equal => Ok(Some(extensions)),
+                std::cmp::Ordering::Greater => Err(format!(
+                    "whose extensions length ({length} bytes) runs past its end ({} left)",
+                    extensions.len()
+                )),
+                std::cmp::Ordering::Less => Err(format!(
+                    "with {} bytes after its extensions",
+                    extensions.len() - length
+                )),
+            }
+        }
+        [_] => Err("with one byte after its fixed fields".into()),
     }
 }
 
@@ -385,7 +498,9 @@ mod tests {
         assert_eq!(answers[0], Err(ProbeError::NotTls));
         assert_eq!(answers[1], Ok(Answer::Closed));
         // A handshake message longer than any flight: not a TLS server we can read.
-        assert_eq!(answers[2], Err(ProbeError::NotTls));
+        assert!(
+            matches!(&answers[2], Err(ProbeError::Malformed(why)) if why.contains("16777215 bytes"))
+        );
         assert_eq!(answers[3], Ok(Answer::Alert(40)));
         assert_eq!(answers[4], Ok(Answer::Alert(0)));
         assert_eq!(answers[5], Ok(Answer::Closed));
@@ -434,6 +549,51 @@ mod tests {
             panic!("no hello");
         };
         assert_eq!(hello.dh_prime, None);
+    }
+
+    /// A TLS 1.2 ServerHello (suite 0xc02f) whose extensions block is `extensions`, as
+    /// one record.
+    fn hello_with_extensions(extensions: &[u8]) -> Vec<u8> {
+        let mut body = vec![0x03, 0x03];
+        body.extend_from_slice(&[7; 32]);
+        body.extend_from_slice(&[0, 0xc0, 0x2f, 0]);
+        body.extend_from_slice(extensions);
+        let mut message = vec![2, 0, 0, body.len() as u8];
+        message.extend_from_slice(&body);
+        let mut record = vec![22, 3, 3, 0, message.len() as u8];
+        record.extend_from_slice(&message);
+        record
+    }
+
+    #[test]
+    fn a_server_hello_that_does_not_parse_exactly_is_malformed_not_a_hello() {
+        let read =
+            |extensions: &[u8]| read_answer(&mut &hello_with_extensions(extensions)[..], false);
+        // renegotiation_info, empty: a plain hello.
+        let Ok(Answer::Hello(hello)) = read(&[0, 5, 0xff, 0x01, 0, 1, 0]) else {
+            panic!("no hello");
+        };
+        assert!(hello.secure_renegotiation);
+        assert!(matches!(read(&[]), Ok(Answer::Hello(_))));
+        // tls-parser alone reads each of these as a hello without extensions.
+        let cases: [(&[u8], &str); 4] = [
+            (
+                &[0, 40, 0xff, 0x01, 0, 1, 0],
+                "extensions length (40 bytes) runs past its end (5 left)",
+            ),
+            (
+                &[0, 5, 0xff, 0x01, 0, 1, 0, 9, 9],
+                "2 bytes after its extensions",
+            ),
+            (&[0, 5, 0xff, 0x01, 0, 9, 0], "extensions do not parse"),
+            (&[0], "one byte after its fixed fields"),
+        ];
+        for (extensions, why) in cases {
+            match read(extensions) {
+                Err(ProbeError::Malformed(text)) => assert!(text.contains(why), "{text}"),
+                other => panic!("{extensions:?}: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::hello::{
     group_name, groups, legacy_suites, suite_name, ClientHello, Version, TLS13_SUITES,
 };
 use crate::mozilla::{self, ProfileResult};
-use crate::probe::{Answer, Limiter, ProbeError, Prober, ServerHello};
+use crate::probe::{Answer, ProbeError, Prober, ServerHello};
 
 /// What to scan: a host and a port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,6 +133,8 @@ pub enum Order {
     Mixed,
     /// One choice: there is no order to tell.
     Single,
+    /// A probe failed before the order was told (the list may be incomplete too).
+    Unknown,
 }
 
 impl Order {
@@ -142,6 +144,7 @@ impl Order {
             Order::Client => "client order",
             Order::Mixed => "mixed order",
             Order::Single => "one choice",
+            Order::Unknown => "order unknown: a probe failed",
         }
     }
 }
@@ -153,6 +156,8 @@ pub struct VersionSupport {
     /// IANA names; in the server's order when `order` is `server`.
     pub suites: Vec<String>,
     pub order: Order,
+    /// False when a probe failed before the server declined: more suites may be supported.
+    pub complete: bool,
     /// The finite-field group of each DHE suite, from its ServerKeyExchange (TLS 1.2 and
     /// older; TLS 1.3's finite-field groups are in `groups_tls13`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -209,6 +214,8 @@ impl DheParameters {
 pub struct GroupSupport {
     pub groups: Vec<String>,
     pub order: Order,
+    /// False when a probe failed before the server declined: more groups may be supported.
+    pub complete: bool,
     #[serde(skip)]
     pub group_ids: Vec<u16>,
 }
@@ -223,6 +230,9 @@ pub struct Report {
     pub versions_offered: Vec<String>,
     /// The supported versions, newest first, each with its suites.
     pub versions: Vec<VersionSupport>,
+    /// Versions whose probe failed (see `probe_errors`): neither supported nor refused as
+    /// far as the scan can tell.
+    pub versions_unknown: Vec<String>,
     pub groups_tls13: Option<GroupSupport>,
     pub groups_tls12: Option<GroupSupport>,
     /// Whether the newest pre-1.3 version's ServerHello answered the renegotiation_info we
@@ -237,8 +247,13 @@ pub struct Report {
     pub grade: Grade,
     pub connections: u64,
     pub seconds: f64,
-    /// Probes that got no answer (timeouts, resets), as "what: why"; the scan went on.
+    /// Probes that got no answer (timeouts, resets) or one that could not be read, as
+    /// "what: why"; the scan went on.
     pub probe_errors: Vec<String>,
+    /// Of those, probes whose answer was not TLS or did not parse (a ServerHello whose
+    /// extensions run past its end). A scan with any is not graded and not judged by
+    /// Mozilla's levels: what it found may be what a broken server happened to send.
+    pub malformed_answers: u64,
     /// What each supported choice costs ([`crate::cost`]), filled by whoever times them
     /// (the binary, with tlslab's engine); `None` when not timed (`--no-timing`).
     pub timing: Option<crate::cost::Costs>,
@@ -264,13 +279,12 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
         .server_name
         .clone()
         .unwrap_or_else(|| target.host.clone());
-    let prober = Prober {
+    let prober = Prober::new(
         address,
-        server_name: Some(server_name.clone()),
-        timeout: options.timeout,
-        limiter: Limiter::new(options.concurrency),
-        errors: Mutex::new(Vec::new()),
-    };
+        Some(server_name.clone()),
+        options.timeout,
+        options.concurrency,
+    );
     let unreachable = |error: ProbeError| ScanError {
         kind: ScanErrorKind::Environment,
         message: format!("{target} ({address}): {error}"),
@@ -315,6 +329,28 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
             hint: "is this a plain-text port (HTTP, SMTP before STARTTLS)? tlslab scan needs a port that starts with TLS".into(),
         });
     }
+    // TLS records whose handshake does not parse, to every version: nothing can be graded.
+    if answers
+        .iter()
+        .all(|(_, answer)| matches!(answer, Err(error) if error.is_malformed()))
+    {
+        let why = answers
+            .iter()
+            .find_map(|(version, answer)| match answer {
+                Err(error @ ProbeError::Malformed(_)) => {
+                    Some(format!("{}: {error}", version.name()))
+                }
+                _ => None,
+            })
+            .unwrap_or_default();
+        return Err(ScanError {
+            kind: ScanErrorKind::Environment,
+            message: format!(
+                "{target} ({address}) answered every ClientHello with a malformed handshake ({why})"
+            ),
+            hint: "the server, or something in front of it, breaks TLS: `tlslab run --target` against it fails with not_tls too; scan the server behind it, or report the bug to its vendor".into(),
+        });
+    }
     let supported: Vec<Version> = answers
         .iter()
         .filter(|(version, answer)| {
@@ -330,16 +366,33 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
             Ok(Answer::Hello(hello)) => Some(hello.secure_renegotiation),
             _ => None,
         });
+    let versions_unknown: Vec<Version> = answers
+        .iter()
+        .filter(|(_, answer)| answer.is_err())
+        .map(|(version, _)| *version)
+        .collect();
     if supported.is_empty() {
-        let every_error = answers.iter().all(|(_, answer)| answer.is_err());
+        let failed: Vec<String> = answers
+            .iter()
+            .filter_map(|(version, answer)| {
+                answer
+                    .as_ref()
+                    .err()
+                    .map(|error| format!("{}: {error}", version.name()))
+            })
+            .collect();
         return Err(ScanError {
             kind: ScanErrorKind::Environment,
             message: format!(
                 "{target} ({address}) accepted no version from SSL 3.0 to TLS 1.3{}",
-                if every_error {
-                    ": every probe failed"
-                } else {
-                    ""
+                match failed.len() {
+                    0 => String::new(),
+                    count if count == answers.len() => ": every probe failed".into(),
+                    count => format!(
+                        "; {count} of {} probes failed ({})",
+                        answers.len(),
+                        failed.join("; ")
+                    ),
                 }
             ),
             hint: "check --sni (a server may refuse an unknown name) and --timeout".into(),
@@ -366,7 +419,7 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
             .contains(&Version::Tls12)
             .then(|| scope.spawn(move || tls12_groups(prober)));
         let alpn = match legacy_best {
-            Some(version) => Some(scope.spawn(move || Some(alpn_of(prober, version)))),
+            Some(version) => Some(scope.spawn(move || alpn_of(prober, version))),
             None if supported.contains(&Version::Tls13) => {
                 Some(scope.spawn(move || alpn_tls13(prober)))
             }
@@ -407,6 +460,10 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
         server_name: prober.server_name.clone(),
         versions_offered: Version::ALL.iter().map(|v| v.name().to_string()).collect(),
         versions,
+        versions_unknown: versions_unknown
+            .iter()
+            .map(|version| version.name().to_string())
+            .collect(),
         groups_tls13,
         groups_tls12,
         secure_renegotiation,
@@ -416,17 +473,18 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
         grade: Grade::default(),
         connections: 0,
         seconds: 0.0,
-        probe_errors: Vec::new(),
+        probe_errors: prober.errors(),
+        malformed_answers: prober.malformed_answers(),
         timing: None,
     };
-    report.mozilla = mozilla::check(&report);
-    report.grade = grade::grade(&report);
+    if report.malformed_answers == 0 {
+        report.mozilla = mozilla::check(&report);
+        report.grade = grade::grade(&report);
+    } else {
+        report.grade = Grade::withheld(report.malformed_answers);
+    }
     report.connections = prober.limiter.connections();
     report.seconds = started.elapsed().as_secs_f64();
-    report.probe_errors = prober
-        .errors
-        .into_inner()
-        .unwrap_or_else(|poison| poison.into_inner());
     Ok(report)
 }
 
@@ -451,9 +509,19 @@ fn offered_suites(version: Version) -> Vec<u16> {
     }
 }
 
-/// The server's choice among `offered`, or `None` when it declined (or the probe failed:
-/// noted in the prober's errors). A choice outside `offered` is treated as a refusal, so a
-/// misbehaving server cannot keep a loop going.
+/// What one probe of an enumeration learnt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pick {
+    /// The server chose this one of the offer.
+    Chosen(u16),
+    /// It declined the whole offer (an alert, a close, another version or a choice outside
+    /// the offer: a misbehaving server cannot keep a loop going).
+    Declined,
+    /// The probe failed (noted in the prober's errors): nothing was learnt, not a refusal.
+    Failed,
+}
+
+/// The server's choice among `offered` ([`Pick`]).
 fn choice(
     prober: &Prober,
     what: &str,
@@ -462,50 +530,76 @@ fn choice(
     version: Version,
     pick: impl Fn(&ServerHello) -> Option<u16>,
     offered: &[u16],
-) -> Option<u16> {
+) -> Pick {
     match prober.probe(what, hello, flight) {
-        Ok(Answer::Hello(answer)) if answer.version == version.code_point() => {
-            pick(&answer).filter(|chosen| offered.contains(chosen))
-        }
-        _ => None,
+        Ok(Answer::Hello(answer)) if answer.version == version.code_point() => pick(&answer)
+            .filter(|chosen| offered.contains(chosen))
+            .map_or(Pick::Declined, Pick::Chosen),
+        Ok(_) => Pick::Declined,
+        Err(_) => Pick::Failed,
     }
+}
+
+/// What an enumeration found: the accepted candidates in discovery order, whose order the
+/// server follows, and whether it ended on the server's refusal (`false`: on a failed probe,
+/// so more may be accepted).
+#[derive(Debug, PartialEq, Eq)]
+struct Enumeration {
+    accepted: Vec<u16>,
+    order: Order,
+    complete: bool,
 }
 
 /// Every candidate the server accepts and its order: offer the remaining candidates, take
 /// the server's pick out, ask again until it declines. A server that follows its own order
 /// picks its favourite of the remaining set each time, so the discovery order is its order;
 /// one offer of the accepted set reversed then tells whose order it follows.
-fn enumerate(candidates: &[u16], ask: impl Fn(&[u16]) -> Option<u16>) -> (Vec<u16>, Order) {
+fn enumerate(candidates: &[u16], ask: impl Fn(&[u16]) -> Pick) -> Enumeration {
     let mut remaining = candidates.to_vec();
     let mut accepted = Vec::new();
+    let mut complete = true;
     while !remaining.is_empty() {
-        let Some(chosen) = ask(&remaining) else {
-            break;
-        };
-        remaining.retain(|candidate| *candidate != chosen);
-        accepted.push(chosen);
+        match ask(&remaining) {
+            Pick::Chosen(chosen) => {
+                remaining.retain(|candidate| *candidate != chosen);
+                accepted.push(chosen);
+            }
+            Pick::Declined => break,
+            Pick::Failed => {
+                complete = false;
+                break;
+            }
+        }
     }
     let order = match accepted.as_slice() {
+        // "One choice" would be a finding the scan did not make.
+        _ if !complete => Order::Unknown,
         [] | [_] => Order::Single,
         [first, .., last] => {
             let reversed: Vec<u16> = accepted.iter().rev().copied().collect();
             match ask(&reversed) {
-                Some(chosen) if chosen == *first => Order::Server,
+                Pick::Chosen(chosen) if chosen == *first => Order::Server,
                 // Taking the client's first may be a rule for that one choice (OpenSSL's
                 // ChaCha20 priority, on by default in haproxy): ask once more with it last.
-                Some(chosen) if chosen == *last => {
+                Pick::Chosen(chosen) if chosen == *last => {
                     let mut rotated = reversed.clone();
                     rotated.rotate_left(1);
                     match ask(&rotated) {
-                        Some(chosen) if Some(&chosen) == rotated.first() => Order::Client,
+                        Pick::Chosen(chosen) if Some(&chosen) == rotated.first() => Order::Client,
+                        Pick::Failed => Order::Unknown,
                         _ => Order::Mixed,
                     }
                 }
+                Pick::Failed => Order::Unknown,
                 _ => Order::Mixed,
             }
         }
     };
-    (accepted, order)
+    Enumeration {
+        accepted,
+        order,
+        complete,
+    }
 }
 
 fn suites_of(prober: &Prober, version: Version) -> VersionSupport {
@@ -515,7 +609,7 @@ fn suites_of(prober: &Prober, version: Version) -> VersionSupport {
     // costs no connection and gives each DHE suite's group (its ServerKeyExchange).
     let flight = version != Version::Tls13;
     let dhe = Mutex::new(Vec::new());
-    let (suite_ids, order) = enumerate(&offered_suites(version), |offer| {
+    let found = enumerate(&offered_suites(version), |offer| {
         let hello = ClientHello::new(version, offer.to_vec(), name);
         match prober.probe(&what, &hello, flight) {
             Ok(Answer::Hello(answer))
@@ -530,11 +624,13 @@ fn suites_of(prober: &Prober, version: Version) -> VersionSupport {
                         dhe.push(DheParameters::of(answer.suite, prime));
                     }
                 }
-                Some(answer.suite)
+                Pick::Chosen(answer.suite)
             }
-            _ => None,
+            Ok(_) => Pick::Declined,
+            Err(_) => Pick::Failed,
         }
     });
+    let suite_ids = found.accepted;
     let mut dhe = dhe
         .into_inner()
         .unwrap_or_else(|poison| poison.into_inner());
@@ -547,18 +643,20 @@ fn suites_of(prober: &Prober, version: Version) -> VersionSupport {
     VersionSupport {
         version: version.name().into(),
         suites: suite_ids.iter().map(|id| suite_name(*id)).collect(),
-        order,
+        order: found.order,
+        complete: found.complete,
         dhe,
         protocol: Some(version),
         suite_ids,
     }
 }
 
-fn group_support((group_ids, order): (Vec<u16>, Order)) -> GroupSupport {
+fn group_support(found: Enumeration) -> GroupSupport {
     GroupSupport {
-        groups: group_ids.iter().map(|id| group_name(*id)).collect(),
-        order,
-        group_ids,
+        groups: found.accepted.iter().map(|id| group_name(*id)).collect(),
+        order: found.order,
+        complete: found.complete,
+        group_ids: found.accepted,
     }
 }
 
@@ -612,67 +710,69 @@ fn tls12_groups(prober: &Prober) -> GroupSupport {
             offer,
         )
     };
-    let (mut accepted, order) = enumerate(&groups::TLS12_ECDHE, ask);
-    if !accepted.is_empty() {
+    let mut found = enumerate(&groups::TLS12_ECDHE, ask);
+    if !found.accepted.is_empty() && found.complete {
         for group in groups::TLS12_ECDHE {
-            if accepted.contains(&group) {
+            if found.accepted.contains(&group) {
                 continue;
             }
             let offer: Vec<u16> = std::iter::once(group)
-                .chain(accepted.iter().copied())
+                .chain(found.accepted.iter().copied())
                 .collect();
-            if ask(&offer) == Some(group) {
-                accepted.push(group);
+            match ask(&offer) {
+                Pick::Chosen(chosen) if chosen == group => found.accepted.push(group),
+                Pick::Failed => found.complete = false,
+                _ => {}
             }
         }
     }
-    group_support((accepted, order))
+    group_support(found)
 }
 
 /// Each protocol offered alone: the ones the server selects. Asked in TLS 1.2 or older,
-/// where the ServerHello carries the choice in the clear (TLS 1.3 encrypts it).
-fn alpn_of(prober: &Prober, version: Version) -> Vec<String> {
-    ["h2", "http/1.1"]
-        .iter()
-        .filter(|protocol| {
-            let mut hello = ClientHello::new(
-                version,
-                offered_suites(version),
-                prober.server_name.as_deref(),
-            );
-            hello.alpn = vec![protocol.to_string()];
-            matches!(
-                prober.probe("ALPN", &hello, false),
-                Ok(Answer::Hello(answer)) if answer.alpn.as_deref() == Some(**protocol)
-            )
-        })
-        .map(|protocol| protocol.to_string())
-        .collect()
+/// where the ServerHello carries the choice in the clear (TLS 1.3 encrypts it). `None`
+/// when a probe failed: "not selected" would be a finding the scan did not make.
+fn alpn_of(prober: &Prober, version: Version) -> Option<Vec<String>> {
+    let mut selected = Vec::new();
+    for protocol in ["h2", "http/1.1"] {
+        let mut hello = ClientHello::new(
+            version,
+            offered_suites(version),
+            prober.server_name.as_deref(),
+        );
+        hello.alpn = vec![protocol.to_string()];
+        match prober.probe("ALPN", &hello, false) {
+            Ok(Answer::Hello(answer)) if answer.alpn.as_deref() == Some(protocol) => {
+                selected.push(protocol.to_string());
+            }
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    Some(selected)
 }
 
 /// Each protocol offered alone in a TLS 1.3 handshake (a server that speaks only TLS 1.3
-/// encrypts its choice, so only a completed handshake reads it). `None` when every
-/// handshake failed: the failures are in the prober's errors, and "none selected" would be
-/// a finding the scan did not make.
+/// encrypts its choice, so only a completed handshake reads it). `None` when a handshake
+/// failed: the failure is in the prober's errors, and "not selected" would be a finding the
+/// scan did not make.
 fn alpn_tls13(prober: &Prober) -> Option<Vec<String>> {
     let mut selected = Vec::new();
-    let mut answered = false;
+    let mut answered = true;
     for protocol in ["h2", "http/1.1"] {
         let result = prober
             .limiter
             .with_permit(|| certificate::tls13_alpn(prober, protocol));
         match result {
             Ok(choice) => {
-                answered = true;
                 if choice.as_deref() == Some(protocol) {
                     selected.push(protocol.to_string());
                 }
             }
-            Err(error) => prober
-                .errors
-                .lock()
-                .unwrap_or_else(|poison| poison.into_inner())
-                .push(format!("ALPN (TLS 1.3): {error}")),
+            Err(error) => {
+                answered = false;
+                prober.note("ALPN (TLS 1.3)", &error);
+            }
         }
     }
     answered.then_some(selected)
@@ -748,31 +848,71 @@ mod tests {
 
     #[test]
     fn enumeration_tells_server_order_from_client_order() {
+        let found = |accepted: Vec<u16>, order| Enumeration {
+            accepted,
+            order,
+            complete: true,
+        };
+        let pick = |chosen: Option<u16>| chosen.map_or(Pick::Declined, Pick::Chosen);
         let server_order = [3u16, 1, 2];
-        let server = |offer: &[u16]| server_order.iter().copied().find(|s| offer.contains(s));
+        let server = |offer: &[u16]| pick(server_order.iter().copied().find(|s| offer.contains(s)));
         assert_eq!(
             enumerate(&[1, 2, 3, 4], server),
-            (vec![3, 1, 2], Order::Server)
+            found(vec![3, 1, 2], Order::Server)
         );
         let supported = [2u16, 3];
-        let client = |offer: &[u16]| offer.iter().copied().find(|s| supported.contains(s));
+        let client = |offer: &[u16]| pick(offer.iter().copied().find(|s| supported.contains(s)));
         assert_eq!(
             enumerate(&[1, 2, 3, 4], client),
-            (vec![2, 3], Order::Client)
+            found(vec![2, 3], Order::Client)
         );
         // Server order, except that a client listing 2 first gets it (ChaCha20 priority).
         let chacha_priority = |offer: &[u16]| {
             if offer.first() == Some(&2) {
-                Some(2)
+                Pick::Chosen(2)
             } else {
-                server_order.iter().copied().find(|s| offer.contains(s))
+                pick(server_order.iter().copied().find(|s| offer.contains(s)))
             }
         };
         assert_eq!(
             enumerate(&[1, 2, 3, 4], chacha_priority),
-            (vec![3, 1, 2], Order::Mixed)
+            found(vec![3, 1, 2], Order::Mixed)
         );
-        let none = |_: &[u16]| None;
-        assert_eq!(enumerate(&[1, 2], none), (vec![], Order::Single));
+        let none = |_: &[u16]| Pick::Declined;
+        assert_eq!(enumerate(&[1, 2], none), found(vec![], Order::Single));
+    }
+
+    #[test]
+    fn a_failed_probe_ends_an_enumeration_as_incomplete_not_as_a_refusal() {
+        // The server accepts 1 and 2, but the second probe fails: one found, no order told.
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let flaky = |offer: &[u16]| match asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed) {
+            0 => Pick::Chosen(offer[0]),
+            _ => Pick::Failed,
+        };
+        assert_eq!(
+            enumerate(&[1, 2, 3], flaky),
+            Enumeration {
+                accepted: vec![1],
+                order: Order::Unknown,
+                complete: false,
+            }
+        );
+        // All found, but the order probe fails: the list is whole, the order unknown.
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let order_fails =
+            |offer: &[u16]| match asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed) {
+                0 | 1 => Pick::Chosen(offer[0]),
+                2 => Pick::Declined,
+                _ => Pick::Failed,
+            };
+        assert_eq!(
+            enumerate(&[1, 2, 3], order_fails),
+            Enumeration {
+                accepted: vec![1, 2],
+                order: Order::Unknown,
+                complete: true,
+            }
+        );
     }
 }

@@ -8,7 +8,7 @@ use clap::Args;
 use tlslab_scan::certificate::TrustAnchors;
 use tlslab_scan::{Options, Report, ScanError, ScanErrorKind, Target};
 
-use crate::failure::{CliError, EXIT_ENVIRONMENT};
+use crate::failure::{CliError, EXIT_ENVIRONMENT, EXIT_FAILURES};
 use crate::output;
 
 const SCAN_EXAMPLES: &str = "Examples:
@@ -147,6 +147,7 @@ pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
     };
     let mut reports = Vec::new();
     let mut failures = Vec::new();
+    let mut incomplete = false;
     for target in &targets {
         let started_unix_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -168,6 +169,12 @@ pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
                 if let Some(path) = &args.out {
                     store(path, &report, started_unix_ns)?;
                 }
+                // The findings are printed (they are what could be read), the reason for
+                // the missing grade is the error.
+                if report.malformed_answers > 0 {
+                    incomplete = true;
+                    malformed_error(&report).print();
+                }
                 reports.push(report);
             }
             // One target that cannot be scanned does not stop the others.
@@ -184,11 +191,35 @@ pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
             .map_err(|error| CliError::environment(format!("cannot write JSON: {error}"), ""))?;
         writeln!(output::stdout(), "{text}").map_err(output::write_failed)?;
     }
-    Ok(if failures.is_empty() {
-        0
-    } else {
+    Ok(if !failures.is_empty() {
         EXIT_ENVIRONMENT
+    } else if incomplete {
+        EXIT_FAILURES
+    } else {
+        0
     })
+}
+
+/// A scan that finished, but with probes whose answers could not be read: the exit code is
+/// `run`'s for attempts that failed (its `not_tls`), the report has no grade.
+fn malformed_error(report: &Report) -> CliError {
+    let count = report.malformed_answers;
+    CliError {
+        code: EXIT_FAILURES,
+        message: format!(
+            "{}: {count} {} a malformed answer, so it is not graded; what could be read is above",
+            report.target,
+            if count == 1 {
+                "probe got"
+            } else {
+                "probes got"
+            }
+        ),
+        hint: "the server (or something in front of it) sent TLS that does not parse (listed \
+               under probe errors); `tlslab run --target` against it fails with not_tls. Scan \
+               it again, or the server behind the middlebox"
+            .into(),
+    }
 }
 
 /// Adds `report` to the results store at `path`.
@@ -230,20 +261,40 @@ fn print_report(report: &Report) -> Result<(), CliError> {
         .map(String::as_str)
         .filter(|name| !supported.contains(name))
         .collect();
+    let unknown: Vec<&str> = report
+        .versions_unknown
+        .iter()
+        .rev()
+        .map(String::as_str)
+        .collect();
+    let refused: Vec<&str> = refused
+        .into_iter()
+        .filter(|name| !unknown.contains(name))
+        .collect();
     line(format!(
-        "versions     {}{}",
+        "versions     {}{}{}",
         supported.join(", "),
         if refused.is_empty() {
             String::new()
         } else {
             format!("   (refused: {})", refused.join(", "))
+        },
+        if unknown.is_empty() {
+            String::new()
+        } else {
+            format!("   (unknown, the probe failed: {})", unknown.join(", "))
         }
     ));
     for version in &report.versions {
         line(format!(
-            "{:<12} {} suites, {}",
+            "{:<12} {} suites{}, {}",
             version.version,
             version.suites.len(),
+            if version.complete {
+                ""
+            } else {
+                " found before a probe failed"
+            },
             version.order.describe()
         ));
         for suite in &version.suites {
@@ -264,21 +315,26 @@ fn print_report(report: &Report) -> Result<(), CliError> {
         ("TLS 1.2", &report.groups_tls12),
     ] {
         if let Some(groups) = groups {
-            line(format!(
-                "groups {name} {} ({})",
-                if groups.groups.is_empty() {
-                    "none found".to_string()
-                } else {
-                    groups.groups.join(", ")
-                },
-                groups.order.describe()
-            ));
+            line(match (groups.groups.is_empty(), groups.complete) {
+                (true, true) => format!("groups {name} none found"),
+                (true, false) => format!("groups {name} unknown: a probe failed"),
+                (false, complete) => format!(
+                    "groups {name} {}{} ({})",
+                    groups.groups.join(", "),
+                    if complete {
+                        ""
+                    } else {
+                        ", then a probe failed"
+                    },
+                    groups.order.describe()
+                ),
+            });
         }
     }
     line(format!(
         "ALPN         {}",
         match &report.alpn {
-            None => "not found (every ALPN probe failed)".to_string(),
+            None => "unknown (an ALPN probe failed)".to_string(),
             Some(alpn) if alpn.is_empty() => "none selected".to_string(),
             Some(alpn) => alpn.join(", "),
         }
@@ -381,25 +437,32 @@ fn print_report(report: &Report) -> Result<(), CliError> {
             result.guideline, result.level
         ));
     }
-    let grade = &report.grade;
-    line(format!(
-        "grade        {}{} (score {}: protocol {}, key exchange {}, cipher {})",
-        grade.letter,
-        if grade.letter == grade.letter_if_trusted {
-            String::new()
-        } else {
-            format!(", {} if the certificate were fine", grade.letter_if_trusted)
-        },
-        grade.score,
-        grade.protocol_score,
-        grade.key_exchange_score,
-        grade.cipher_score
-    ));
-    for reason in &grade.reasons {
-        line(format!("             {reason}"));
+    if report.malformed_answers > 0 {
+        line("Mozilla      not judged: some answers could not be read".into());
     }
-    for note in &grade.notes {
-        line(format!("             note: {note}"));
+    let grade = &report.grade;
+    if report.malformed_answers > 0 {
+        line(format!("grade        none: {}", grade.reasons.join("; ")));
+    } else {
+        line(format!(
+            "grade        {}{} (score {}: protocol {}, key exchange {}, cipher {})",
+            grade.letter,
+            if grade.letter == grade.letter_if_trusted {
+                String::new()
+            } else {
+                format!(", {} if the certificate were fine", grade.letter_if_trusted)
+            },
+            grade.score,
+            grade.protocol_score,
+            grade.key_exchange_score,
+            grade.cipher_score
+        ));
+        for reason in &grade.reasons {
+            line(format!("             {reason}"));
+        }
+        for note in &grade.notes {
+            line(format!("             note: {note}"));
+        }
     }
     if let Some(costs) = &report.timing {
         for text in cost_lines(costs) {

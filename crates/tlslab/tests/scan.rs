@@ -381,10 +381,15 @@ fn nginx_tls(level: &Level, library: Library, dhparam: Option<&Path>) -> String 
 }
 
 /// RFC 7919's ffdhe2048 as a PEM DH parameters file (what Mozilla's old and intermediate
-/// levels ask nginx to load), written by `openssl genpkey`, which prints the named group's
-/// fixed parameters: nothing is generated.
+/// levels ask nginx to load).
 fn ffdhe2048_file(dir: &Path) -> PathBuf {
-    let path = dir.join("ffdhe2048.pem");
+    ffdhe_file(dir, "ffdhe2048")
+}
+
+/// One of RFC 7919's groups (`ffdhe8192`) as a PEM DH parameters file, written by `openssl
+/// genpkey`, which prints the named group's fixed parameters: nothing is generated.
+fn ffdhe_file(dir: &Path, group: &str) -> PathBuf {
+    let path = dir.join(format!("{group}.pem"));
     let output = Command::new("openssl")
         .args([
             "genpkey",
@@ -392,7 +397,7 @@ fn ffdhe2048_file(dir: &Path) -> PathBuf {
             "-algorithm",
             "DH",
             "-pkeyopt",
-            "group:ffdhe2048",
+            &format!("group:{group}"),
             "-out",
         ])
         .arg(&path)
@@ -1038,6 +1043,340 @@ fn a_plain_text_port_is_not_tls() {
     });
     let output = tlslab(&["scan", &format!("127.0.0.1:{port}")]);
     assert_user_error(&output, 3, "does not speak TLS");
+}
+
+/// A ServerHello record whose extensions length (64) runs past the record's end (5 bytes
+/// follow): TLS 1.2, suite TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, renegotiation_info. A
+/// parser that reads an overlong optional field as absent sees a plain TLS 1.2 hello.
+fn malformed_server_hello() -> Vec<u8> {
+    let mut body = vec![3, 3];
+    body.extend_from_slice(&[7; 32]); // random
+    body.extend_from_slice(&[0, 0xc0, 0x2f, 0]); // no session id, the suite, no compression
+    body.extend_from_slice(&[0, 64]); // the extensions length: 64 bytes
+    body.extend_from_slice(&[0xff, 0x01, 0, 1, 0]); // the 5 that follow
+    let mut message = vec![2, 0, 0, body.len() as u8];
+    message.extend_from_slice(&body);
+    let mut record = vec![22, 3, 3, 0, message.len() as u8];
+    record.extend_from_slice(&message);
+    record
+}
+
+/// A TCP server in this process: for each connection that sends a ClientHello, `malformed`
+/// (given the hello's bytes and how many hellos came before) says whether to answer with
+/// [`malformed_server_hello`]; otherwise the connection is relayed to `upstream` (a real TLS
+/// server), when there is one. Returns its port and the count of malformed answers sent.
+fn malformed_server(
+    upstream: Option<u16>,
+    malformed: impl Fn(&[u8], usize) -> bool + Send + 'static,
+) -> (u16, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let sent = std::sync::Arc::new(AtomicU64::new(0));
+    let counted = sent.clone();
+    std::thread::spawn(move || {
+        let mut hellos = 0;
+        for mut client in listener.incoming().flatten() {
+            let mut hello = vec![0u8; 64 * 1024];
+            let _ = client.set_read_timeout(Some(Duration::from_secs(5)));
+            let read = match client.read(&mut hello) {
+                Ok(0) | Err(_) => continue,
+                Ok(read) => read,
+            };
+            hello.truncate(read);
+            let answer_malformed = malformed(&hello, hellos);
+            hellos += 1;
+            match upstream {
+                Some(upstream) if !answer_malformed => {
+                    let Ok(mut server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                        continue;
+                    };
+                    let _ = server.write_all(&hello);
+                    let (mut server_reader, mut client_writer) =
+                        (server.try_clone().unwrap(), client.try_clone().unwrap());
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut server_reader, &mut client_writer);
+                        let _ = client_writer.shutdown(std::net::Shutdown::Write);
+                    });
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut client, &mut server);
+                        let _ = server.shutdown(std::net::Shutdown::Write);
+                    });
+                }
+                _ => {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    let _ = client.write_all(&malformed_server_hello());
+                    // Closed once the client has read the answer and hung up.
+                    std::thread::spawn(move || {
+                        let mut rest = [0u8; 4096];
+                        while matches!(client.read(&mut rest), Ok(read) if read > 0) {}
+                    });
+                }
+            }
+        }
+    });
+    (port, sent)
+}
+
+/// `run` calls such a server not_tls; the scan says its answers are malformed, grades
+/// nothing and exits 3, as for a server that does not speak TLS at all.
+#[test]
+fn a_server_hello_whose_extensions_run_past_its_end_is_an_error_not_a_grade() {
+    let (port, sent) = malformed_server(None, |_, _| true);
+    let target = format!("127.0.0.1:{port}");
+    let output = tlslab(&["scan", &target, "--sni", "localhost", "--no-timing"]);
+    assert_user_error(
+        &output,
+        3,
+        "answered every ClientHello with a malformed handshake",
+    );
+    let error = stderr(&output);
+    assert!(
+        error.contains("extensions length (64 bytes) runs past its end (5 left)"),
+        "{error}"
+    );
+    assert!(!stdout(&output).contains("grade"), "{}", stdout(&output));
+    // One answer per version asked.
+    assert_eq!(sent.load(std::sync::atomic::Ordering::SeqCst), 5);
+    let dir = scratch("scan-malformed-run");
+    let summary = Run::new(&dir, "malformed")
+        .option("--target", &target)
+        .args("--sni localhost --warmup 0 -n 2 --json")
+        .fails(1, "not_tls")
+        .json();
+    assert_eq!(summary["configs"][0]["errors"]["not_tls"], 2, "{summary}");
+}
+
+/// A server that answers the version probes (relayed to the lab server) and then only
+/// malformed ServerHellos: every later probe is an error, counted and listed, none is read
+/// as "not supported", and the scan is not graded (exit 1, as `run`'s for failed attempts).
+#[test]
+fn probes_answered_malformed_after_valid_ones_are_errors_not_refusals() {
+    let lab = LabServer::start();
+    // The first five ClientHellos are the five version probes (all run before any other).
+    let (port, sent) = malformed_server(Some(lab.port), |_, before| before >= 5);
+    let target = format!("127.0.0.1:{port}");
+    let output = tlslab(&[
+        "scan",
+        &target,
+        "--sni",
+        "localhost",
+        "--no-timing",
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let error = stderr(&output);
+    assert!(
+        error.contains("error: ") && error.contains("hint: "),
+        "{error}"
+    );
+    assert!(
+        error.contains("got a malformed answer, so it is not graded"),
+        "{error}"
+    );
+    let reports: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let report = &reports[0];
+    let malformed = sent.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(malformed >= 6, "{malformed}: {report}");
+    assert_eq!(report["malformed_answers"], malformed, "{report}");
+    let errors = strings(&report["probe_errors"]);
+    assert_eq!(errors.len() as u64, malformed, "{errors:?}");
+    assert!(
+        errors
+            .iter()
+            .all(|error| error.contains("malformed answer")),
+        "{errors:?}"
+    );
+    // What the valid answers showed stands; what came after is unknown, not refused.
+    assert_eq!(versions(report), ["TLS 1.3", "TLS 1.2"], "{report}");
+    assert_eq!(
+        report["versions_unknown"],
+        serde_json::json!([]),
+        "{report}"
+    );
+    for version in report["versions"].as_array().unwrap() {
+        assert_eq!(version["complete"], false, "{version}");
+        assert_eq!(version["order"], "unknown", "{version}");
+    }
+    assert_eq!(report["groups_tls13"]["complete"], false, "{report}");
+    assert_eq!(report["groups_tls12"]["complete"], false, "{report}");
+    assert_eq!(report["alpn"], Value::Null, "{report}");
+    assert_eq!(report["grade"]["letter"], "-", "{report}");
+    assert_eq!(report["mozilla"], serde_json::json!([]), "{report}");
+
+    // The same, for a person: errors shown, nothing called refused or none.
+    let (port, _) = malformed_server(Some(lab.port), |_, before| before >= 5);
+    let output = tlslab(&[
+        "scan",
+        &format!("127.0.0.1:{port}"),
+        "--sni",
+        "localhost",
+        "--no-timing",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("0 suites found before a probe failed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ALPN         unknown (an ALPN probe failed)"),
+        "{text}"
+    );
+    assert!(text.contains("grade        none: not graded:"), "{text}");
+    assert!(
+        text.contains("groups TLS 1.3 unknown: a probe failed"),
+        "{text}"
+    );
+    assert!(!text.contains("none found"), "{text}");
+    assert!(
+        text.contains(
+            "TLS 1.3 suites: malformed answer: a ServerHello whose extensions length (64 bytes) runs past its end (5 left)"
+        ),
+        "{text}"
+    );
+}
+
+/// Versions whose probes get malformed answers are neither supported nor refused.
+#[test]
+fn a_version_answered_malformed_is_unknown_not_refused() {
+    let lab = LabServer::start();
+    // TLS 1.0 and 1.1 ClientHellos (client_version 0x0301, 0x0302) get the malformed answer;
+    // the rest reach the lab server (which speaks TLS 1.2 and 1.3).
+    let (port, sent) = malformed_server(Some(lab.port), |hello, _| {
+        matches!(hello.get(9..11), Some([3, 1] | [3, 2]))
+    });
+    let target = format!("127.0.0.1:{port}");
+    let output = tlslab(&[
+        "scan",
+        &target,
+        "--sni",
+        "localhost",
+        "--no-timing",
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let reports: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let report = &reports[0];
+    assert_eq!(sent.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(versions(report), ["TLS 1.3", "TLS 1.2"], "{report}");
+    assert_eq!(
+        strings(&report["versions_unknown"]),
+        ["TLS 1.0", "TLS 1.1"],
+        "{report}"
+    );
+    assert_eq!(report["malformed_answers"], 2, "{report}");
+    assert_eq!(report["grade"]["letter"], "-", "{report}");
+    let output = tlslab(&["scan", &target, "--sni", "localhost", "--no-timing"]);
+    let text = stdout(&output);
+    assert!(
+        text.contains("(refused: SSL 3.0)   (unknown, the probe failed: TLS 1.1, TLS 1.0)"),
+        "{text}"
+    );
+}
+
+/// `openssl`: OpenSSL 4's from `scripts/openssl` when it built its programs, else the
+/// system's (OpenSSL 3.0 also has RFC 7919's groups in TLS 1.3).
+fn openssl_binary() -> PathBuf {
+    let built = PathBuf::from("/root/.cache/tlslab/openssl-4.0.3/bin/openssl");
+    if built.is_file() {
+        built
+    } else {
+        PathBuf::from("openssl")
+    }
+}
+
+/// testssl.sh finds ffdhe2048 to ffdhe8192 on a server that has them all in TLS 1.3; so must
+/// the scan, and it names the prime a TLS 1.2 DHE suite uses, ffdhe8192 included.
+#[test]
+fn openssl_s_server_with_every_ffdhe_group_shows_them_all() {
+    let dir = scratch("scan-ffdhe");
+    let lab = lab_chain("rsa-2048");
+    let port = closed_port();
+    let log = dir.join("s_server.log");
+    let child = Command::new(openssl_binary())
+        .args(["s_server", "-accept", &format!("127.0.0.1:{port}")])
+        .args(["-cert", &lab.chain, "-key", &lab.key])
+        .args([
+            "-groups",
+            "ffdhe2048:ffdhe3072:ffdhe4096:ffdhe6144:ffdhe8192",
+        ])
+        .arg("-dhparam")
+        .arg(ffdhe_file(&dir, "ffdhe8192"))
+        .args(["-cipher", "DHE-RSA-AES256-GCM-SHA384", "-www", "-quiet"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("openssl runs (apt-get install openssl; .ci/run does)");
+    let server = Server { child, port };
+    wait_for(&server, &log);
+    let report = scan_json_with(server.port, &["--no-timing"]);
+    let mut groups = strings(&report["groups_tls13"]["groups"]);
+    groups.sort();
+    assert_eq!(
+        groups,
+        [
+            "ffdhe2048",
+            "ffdhe3072",
+            "ffdhe4096",
+            "ffdhe6144",
+            "ffdhe8192"
+        ],
+        "{report}"
+    );
+    assert_eq!(report["groups_tls13"]["complete"], true, "{report}");
+    let tls12 = report["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|version| version["version"] == "TLS 1.2")
+        .unwrap_or_else(|| panic!("no TLS 1.2: {report}"));
+    assert_eq!(
+        tls12["dhe"],
+        serde_json::json!([{
+            "suite": "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384",
+            "bits": 8192,
+            "group": "ffdhe8192"
+        }]),
+        "{report}"
+    );
+}
+
+/// A lab server whose only certificate is ML-DSA-65 answers only a ClientHello that offers
+/// ML-DSA: the scan finds its version, suites and groups, and reads the chain.
+#[test]
+fn a_post_quantum_only_lab_server_scans() {
+    let port = closed_port();
+    let dir = scratch("scan-mldsa");
+    let log = dir.join("serve.log");
+    let child = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--backend", "openssl", "--cert", "mldsa65"])
+        .env("TLSLAB_PKI_DIR", pki_dir())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("the lab server starts");
+    let server = Server { child, port };
+    wait_for(&server, &log);
+    let report = scan_json_with(server.port, &["--no-timing"]);
+    assert_eq!(versions(&report), ["TLS 1.3"], "{report}");
+    let (suites, _) = suites(&report, "TLS 1.3");
+    assert!(
+        suites.contains(&"TLS_AES_128_GCM_SHA256".to_string()),
+        "{suites:?}"
+    );
+    let groups = strings(&report["groups_tls13"]["groups"]);
+    assert!(groups.contains(&"x25519mlkem768".to_string()), "{groups:?}");
+    let leaf = &report["certificates"]["chain"][0];
+    assert!(leaf["key"].as_str().unwrap().contains("ML-DSA"), "{leaf}");
+    assert!(
+        report["probe_errors"].as_array().unwrap().is_empty(),
+        "{report}"
+    );
+    assert_ne!(report["grade"]["letter"], "-", "{report}");
 }
 
 #[test]
