@@ -17,8 +17,8 @@ use crate::packets::TcpSegment;
 use crate::stream::Stream;
 use crate::tls::{Direction, Handshake};
 
-/// Connections silent this long (in capture time) are given up: a handshake in progress
-/// ends as a timeout, anything else is forgotten.
+/// A handshake silent this long (in capture time) is given up and ends as a timeout; the
+/// connection itself is remembered longer (`CLOSED_KEPT_NS`, `OPEN_KEPT_NS`).
 pub const IDLE_TIMEOUT_NS: u64 = 60_000_000_000;
 
 /// A closed connection (a reset, or a FIN each way) is remembered this long after its last
@@ -36,7 +36,7 @@ const OPEN_KEPT_NS: u64 = 600_000_000_000;
 const SWEEP_EVERY: u32 = 8192;
 
 /// ...and at most how often in capture time: forgetting needs no finer steps than this, and
-/// the table now holds recent closed connections too.
+/// each sweep walks recent closed connections too.
 const SWEEP_INTERVAL_NS: u64 = 1_000_000_000;
 
 /// Connection states kept for reuse: one is over a kilobyte, and allocating it anew for
