@@ -1,7 +1,14 @@
 //! TCP connections in a capture: which side is the client, when the TCP handshake happened,
-//! each direction put back in order, and the TLS handshake on top. A connection is handed
-//! on once its TLS handshake is over (TLS 1.2: once the first response byte came, or the
-//! connection closed) and then forgotten, so memory holds only connections in progress.
+//! each direction put back in order, and the TLS handshake on top. A connection's handshake
+//! is handed on once it is over (TLS 1.2: once the first response byte came, or the
+//! connection closed) and its state freed; the connection itself stays as a small marker
+//! until well after it closed, so memory holds only connections in progress and recent ones.
+//!
+//! Counting follows tshark's `tcp.stream`: a connection runs from its first segment (its SYN,
+//! or whatever the capture saw first) to its last, whatever the close (FIN both ways, a
+//! half-close, a reset, a reset after FINs, retransmitted FINs and ACKs after it). Only a SYN
+//! that is not the connection's own (another initial sequence number, as when a client
+//! reuses its port after TIME_WAIT) opens a new connection on the same two endpoints.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -10,12 +17,27 @@ use crate::packets::TcpSegment;
 use crate::stream::Stream;
 use crate::tls::{Direction, Handshake};
 
-/// Connections silent this long (in capture time) are given up: a handshake in progress
-/// ends as a timeout, anything else is forgotten.
+/// A handshake silent this long (in capture time) is given up and ends as a timeout; the
+/// connection itself is remembered longer (`CLOSED_KEPT_NS`, `OPEN_KEPT_NS`).
 pub const IDLE_TIMEOUT_NS: u64 = 60_000_000_000;
 
-/// How often (in segments) idle connections are looked for.
+/// A closed connection (a reset, or a FIN each way) is remembered this long after its last
+/// segment, as long as Linux keeps a socket in TIME_WAIT, so that late retransmissions of
+/// the FINs and their ACKs still belong to it rather than opening a connection of their own.
+const CLOSED_KEPT_NS: u64 = 60_000_000_000;
+
+/// A connection that never closed in the capture is remembered this long silent: longer
+/// than the idle timeouts of common servers and load balancers (60 to 350 s), so that a
+/// keep-alive connection that wakes up, or the FINs that close it at that timeout, are still
+/// the same connection. Its handshake, if still in progress, ended at [`IDLE_TIMEOUT_NS`].
+const OPEN_KEPT_NS: u64 = 600_000_000_000;
+
+/// How often (in segments) idle connections are looked for...
 const SWEEP_EVERY: u32 = 8192;
+
+/// ...and at most how often in capture time: forgetting needs no finer steps than this, and
+/// each sweep walks recent closed connections too.
+const SWEEP_INTERVAL_NS: u64 = 1_000_000_000;
 
 /// Connection states kept for reuse: one is over a kilobyte, and allocating it anew for
 /// every connection made the allocator merge its free lists each time.
@@ -60,7 +82,7 @@ pub struct Connection {
 /// What became of the TCP connections that were not TLS handshakes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FlowCounts {
-    /// TCP connections seen (with a SYN, or with data).
+    /// TCP connections seen, counted as tshark's `tcp.stream` numbers them.
     pub tcp: u64,
     /// Connections whose client did not start with a TLS ClientHello (other protocols, or
     /// connections the capture joined after their handshake).
@@ -73,10 +95,11 @@ pub struct FlowCounts {
 
 #[derive(Debug)]
 enum State {
-    /// Roles not known yet (no SYN, no data).
+    /// Roles not known yet: no SYN and no data so far (a capture that joined the
+    /// connection on an ACK).
     Waiting,
     Open(Box<Open>),
-    /// Handed on or not a handshake: later segments are ignored until it closes.
+    /// Handed on, not a handshake, or closed: later segments only keep it alive.
     Finished,
 }
 
@@ -93,11 +116,62 @@ struct Open {
     handshake: Handshake,
 }
 
+/// One connection of the table, from its first segment to well after its last.
 #[derive(Debug)]
 struct Flow {
     state: State,
     last_packet: u64,
     source: usize,
+    /// The first sequence number each endpoint (in the key's order) sent: a SYN's own, or
+    /// the one before a first segment that was not a SYN, as tshark takes it. A SYN with
+    /// another one is a new connection on the same endpoints.
+    base: [Option<u32>; 2],
+    /// Whether each endpoint sent a FIN.
+    fin: [bool; 2],
+    reset: bool,
+}
+
+impl Flow {
+    fn new(timestamp: u64, source: usize) -> Flow {
+        Flow {
+            state: State::Waiting,
+            last_packet: timestamp,
+            source,
+            base: [None; 2],
+            fin: [false; 2],
+            reset: false,
+        }
+    }
+
+    /// Whether both ends are done: a reset, or a FIN each way.
+    fn closed(&self) -> bool {
+        self.reset || self.fin == [true, true]
+    }
+
+    /// Whether the connection is past remembering at `now`: a segment then starts a new one.
+    fn forgotten(&self, now: u64) -> bool {
+        let kept = if self.closed() {
+            CLOSED_KEPT_NS
+        } else {
+            OPEN_KEPT_NS
+        };
+        self.last_packet.saturating_add(kept) < now
+    }
+
+    /// Whether its handshake (or its wait for roles) has been silent too long at `now`.
+    fn stalled(&self, now: u64) -> bool {
+        !matches!(self.state, State::Finished)
+            && self.last_packet.saturating_add(IDLE_TIMEOUT_NS) < now
+    }
+
+    /// Whether `tcp`, from endpoint `side`, is a SYN that opens another connection on the
+    /// same endpoints: its sequence number is not the one this connection started with from
+    /// that side, or this connection already closed.
+    fn reopened_by(&self, side: usize, tcp: &TcpSegment<'_>) -> bool {
+        tcp.syn
+            && !tcp.ack
+            && (self.closed() || self.base[side].is_some_and(|base| base != tcp.sequence))
+    }
 }
 
 /// Every TCP connection of a capture, by its two endpoints.
@@ -105,6 +179,7 @@ struct Flow {
 pub struct Flows {
     table: HashMap<(SocketAddr, SocketAddr), Flow, foldhash::fast::RandomState>,
     since_sweep: u32,
+    last_sweep: u64,
     /// Boxes of handed-on connections, for the next ones (see [`SPARE_STATES`]): the
     /// boxes themselves are what is reused, so they stay boxes in the vector.
     #[allow(clippy::vec_box)]
@@ -140,8 +215,9 @@ impl Flows {
         emit: &mut impl FnMut(Connection),
     ) {
         self.since_sweep += 1;
-        if self.since_sweep >= SWEEP_EVERY {
-            self.since_sweep = 0;
+        if self.since_sweep >= SWEEP_EVERY
+            && timestamp >= self.last_sweep.saturating_add(SWEEP_INTERVAL_NS)
+        {
             self.sweep(timestamp, emit);
         }
         let key = key(from, to);
@@ -149,56 +225,56 @@ impl Flows {
         // the ACKs): one look-up settles them. A SYN, a FIN or a reset takes the long way.
         if !(tcp.syn || tcp.fin || tcp.rst) {
             if let Some(flow) = self.table.get_mut(&key) {
-                if let State::Finished = flow.state {
+                if matches!(flow.state, State::Finished) && !flow.forgotten(timestamp) {
                     flow.last_packet = timestamp;
                     return;
                 }
             }
         }
-        // A SYN opens a new connection, unless it is the same SYN again (retransmitted
-        // before the SYN-ACK came back).
-        let opening = tcp.syn
-            && !tcp.ack
-            && !self.table.get(&key).is_some_and(|flow| match &flow.state {
-                State::Open(open) => open.syn.is_some() && open.syn_ack.is_none(),
-                _ => false,
-            });
-        if !self.table.contains_key(&key) || opening {
-            // Only a SYN or data starts a connection; a stray ACK or FIN says nothing.
-            if !opening && tcp.payload.is_empty() && !tcp.syn {
-                return;
+        let side = usize::from(from != key.0);
+        // Whether the time since its last segment, or this segment, ends what the table
+        // holds for these endpoints: decided here, at the segment, so that when the sweeps
+        // ran (a file's segment count, a live capture's clock) changes nothing.
+        let (new, stalled) = match self.table.get(&key) {
+            None => (true, false),
+            Some(flow) => {
+                let new = flow.forgotten(timestamp) || flow.reopened_by(side, tcp);
+                (new, new || flow.stalled(timestamp))
             }
-            if let Some(old) = self.table.remove(&key) {
-                // The ports were reused: the old connection is over.
-                self.close(old, Ending::Timeout, emit);
-            }
+        };
+        if stalled {
+            self.end(&key, Ending::Timeout, emit);
+        }
+        if new {
             self.counts.tcp += 1;
-            self.table.insert(
-                key,
-                Flow {
-                    state: State::Waiting,
-                    last_packet: timestamp,
-                    source,
-                },
-            );
+            self.table.insert(key, Flow::new(timestamp, source));
         }
         let Some(flow) = self.table.get_mut(&key) else {
             return;
         };
         flow.last_packet = timestamp;
+        flow.base[side].get_or_insert(if tcp.syn {
+            tcp.sequence
+        } else {
+            tcp.sequence.wrapping_sub(1)
+        });
         if let State::Waiting = flow.state {
             let roles = if tcp.syn {
                 // SYN from the client, SYN-ACK from the server.
-                Some(if tcp.ack { (to, from) } else { (from, to) })
+                Some(Some(if tcp.ack { (to, from) } else { (from, to) }))
             } else if starts_handshake(tcp.payload, 1) {
-                Some((from, to))
+                Some(Some((from, to)))
             } else if starts_handshake(tcp.payload, 2) {
-                Some((to, from))
-            } else {
+                Some(Some((to, from)))
+            } else if tcp.payload.is_empty() {
+                // An ACK, FIN or reset alone says nothing about roles yet.
                 None
+            } else {
+                Some(None)
             };
             match roles {
-                Some((client, server)) => {
+                None => {}
+                Some(Some((client, server))) => {
                     let open = Open {
                         client,
                         server,
@@ -218,13 +294,12 @@ impl Flows {
                         None => Box::new(open),
                     });
                 }
-                None => {
+                Some(None) => {
                     self.counts.not_tls += 1;
                     flow.state = State::Finished;
                 }
             }
         }
-        let ended_by = (tcp.rst || tcp.fin).then_some(from);
         if let State::Open(open) = &mut flow.state {
             open.segment(timestamp, from, tcp);
             if open.handshake.client_not_tls() {
@@ -241,26 +316,55 @@ impl Flows {
                 }
             }
         }
-        if let Some(sender) = ended_by {
-            if let Some(flow) = self.table.remove(&key) {
-                let by_server = match &flow.state {
-                    State::Open(open) => sender == open.server,
-                    _ => false,
-                };
-                let ending = if tcp.rst {
-                    Ending::Reset { by_server }
-                } else {
-                    Ending::Closed { by_server }
-                };
-                self.close(flow, ending, emit);
-            }
+        if tcp.rst || tcp.fin {
+            // The first FIN or reset ends the handshake; the connection stays, to take
+            // the rest of its close.
+            let by_server = match &flow.state {
+                State::Open(open) => from == open.server,
+                _ => false,
+            };
+            flow.fin[side] |= tcp.fin;
+            flow.reset |= tcp.rst;
+            let ending = if tcp.rst {
+                Ending::Reset { by_server }
+            } else {
+                Ending::Closed { by_server }
+            };
+            self.end(&key, ending, emit);
         }
     }
 
-    /// Hands on (or counts) a connection that ends now.
-    fn close(&mut self, flow: Flow, ending: Ending, emit: &mut impl FnMut(Connection)) {
-        let State::Open(mut open) = flow.state else {
+    /// Ends what is in progress on the connection at `key` as `ending`: its handshake is
+    /// handed on (or counted), and the connection stays as a marker.
+    fn end(
+        &mut self,
+        key: &(SocketAddr, SocketAddr),
+        ending: Ending,
+        emit: &mut impl FnMut(Connection),
+    ) {
+        let Some(flow) = self.table.get_mut(key) else {
             return;
+        };
+        let state = std::mem::replace(&mut flow.state, State::Finished);
+        let source = flow.source;
+        self.hand_on(state, source, ending, emit);
+    }
+
+    /// Hands on (or counts) the handshake of a connection whose state was `state`.
+    fn hand_on(
+        &mut self,
+        state: State,
+        source: usize,
+        ending: Ending,
+        emit: &mut impl FnMut(Connection),
+    ) {
+        let mut open = match state {
+            State::Finished => return,
+            State::Waiting => {
+                self.counts.not_tls += 1;
+                return;
+            }
+            State::Open(open) => open,
         };
         open.skip_holes();
         if open.handshake.client_hello.is_none() {
@@ -272,32 +376,43 @@ impl Flows {
         } else {
             ending
         };
-        emit(open.connection(ending, flow.source));
+        emit(open.connection(ending, source));
         if self.spare.len() < SPARE_STATES {
             self.spare.push(open);
         }
     }
 
-    /// Ends connections silent for longer than [`IDLE_TIMEOUT_NS`] before `now`.
+    /// At `now`: handshakes silent for longer than [`IDLE_TIMEOUT_NS`] end as timeouts, and
+    /// connections past remembering are forgotten.
     pub fn sweep(&mut self, now: u64, emit: &mut impl FnMut(Connection)) {
-        let idle: Vec<_> = self
-            .table
-            .iter()
-            .filter(|(_, flow)| flow.last_packet.saturating_add(IDLE_TIMEOUT_NS) < now)
-            .map(|(key, _)| *key)
-            .collect();
-        for key in idle {
-            if let Some(flow) = self.table.remove(&key) {
-                self.close(flow, Ending::Timeout, emit);
+        self.since_sweep = 0;
+        self.last_sweep = now;
+        let mut ended = Vec::new();
+        self.table.retain(|_, flow| {
+            let forgotten = flow.forgotten(now);
+            if forgotten || flow.stalled(now) {
+                ended.push((
+                    std::mem::replace(&mut flow.state, State::Finished),
+                    flow.source,
+                ));
             }
+            !forgotten
+        });
+        for (state, source) in ended {
+            self.hand_on(state, source, Ending::Timeout, emit);
         }
     }
 
     /// The capture ended: completed handshakes are handed on, the rest counted.
     pub fn finish(&mut self, emit: &mut impl FnMut(Connection)) {
         for (_, flow) in std::mem::take(&mut self.table) {
-            let State::Open(mut open) = flow.state else {
-                continue;
+            let mut open = match flow.state {
+                State::Finished => continue,
+                State::Waiting => {
+                    self.counts.not_tls += 1;
+                    continue;
+                }
+                State::Open(open) => open,
             };
             open.skip_holes();
             if open.handshake.done() {
@@ -465,5 +580,153 @@ mod tests {
         flows.finish(&mut |connection| rest.push(connection));
         assert!(rest.is_empty());
         assert_eq!(flows.counts.unfinished, 1);
+    }
+
+    const SECOND: u64 = 1_000_000_000;
+
+    #[test]
+    fn a_connection_is_one_from_its_syn_to_the_last_segment_of_its_close() {
+        let hello = crate::tls::tests::record(22, &crate::tls::tests::client_hello());
+        let close_notify = crate::tls::tests::record(21, &[1, 0]);
+        let mut flows = Flows::default();
+        let out = feed(
+            &mut flows,
+            &[
+                (1_000, true, segment("S", 99, b"")),
+                (2_000, false, segment("SA", 499, b"")),
+                (2_010, true, segment("A", 100, b"")),
+                (2_050, true, segment("A", 100, &hello)),
+                (2_060, false, segment("A", 500, b"")),
+                // The client closes first (close_notify, FIN, as `openssl s_client` does)...
+                (
+                    3_000,
+                    true,
+                    segment("A", 100 + hello.len() as u32, &close_notify),
+                ),
+                (3_010, true, segment("FA", 107 + hello.len() as u32, b"")),
+                // ...and the server's answer and its own close_notify come after that FIN.
+                (3_100, false, segment("A", 500, &close_notify)),
+                (3_110, true, segment("A", 108 + hello.len() as u32, b"")),
+                (3_200, false, segment("FA", 507, b"")),
+                (3_210, true, segment("A", 108 + hello.len() as u32, b"")),
+                // The last ACK was lost beyond the capture point: the FIN again, a second
+                // later, the ACK again, and a reset for good measure.
+                (SECOND + 3_200, false, segment("FA", 507, b"")),
+                (
+                    SECOND + 3_210,
+                    true,
+                    segment("A", 108 + hello.len() as u32, b""),
+                ),
+                (
+                    SECOND + 3_300,
+                    true,
+                    segment("R", 108 + hello.len() as u32, b""),
+                ),
+            ],
+        );
+        assert_eq!(flows.counts.tcp, 1);
+        assert_eq!(flows.counts.not_tls, 0);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].ending, Ending::Closed { by_server: false });
+    }
+
+    #[test]
+    fn a_new_syn_after_the_close_is_a_new_connection_and_the_same_syn_again_is_not() {
+        let mut flows = Flows::default();
+        feed(
+            &mut flows,
+            &[
+                (1_000, true, segment("S", 99, b"")),
+                (2_000, false, segment("SA", 499, b"")),
+                (2_010, true, segment("A", 100, b"")),
+                (3_000, true, segment("R", 100, b"")),
+                // The port again, after the close (TIME_WAIT reuse): a new connection...
+                (4_000, true, segment("S", 90_000, b"")),
+                (5_000, false, segment("SA", 7_000, b"")),
+                // ...whose SYN-ACK the client did not get: its SYN again is the same one.
+                (SECOND, true, segment("S", 90_000, b"")),
+                (SECOND + 10, false, segment("SA", 7_000, b"")),
+                (SECOND + 20, true, segment("A", 90_001, b"")),
+                // A SYN with another sequence number on a connection that never closed
+                // (the capture missed its end): a new one too, as tshark takes it.
+                (2 * SECOND, true, segment("S", 123_456, b"")),
+            ],
+        );
+        assert_eq!(flows.counts.tcp, 3);
+        assert_eq!(flows.counts.not_tls, 2);
+    }
+
+    #[test]
+    fn a_connection_silent_past_the_idle_timeout_keeps_its_later_segments() {
+        let hello = crate::tls::tests::record(22, &crate::tls::tests::client_hello());
+        let server_hello = crate::tls::tests::record(22, &[2, 0, 0, 0]);
+        let silent = IDLE_TIMEOUT_NS + SECOND;
+        let segments = [
+            (1_000, true, segment("S", 99, b"")),
+            (2_000, false, segment("SA", 499, b"")),
+            (2_010, true, segment("A", 100, &hello)),
+            // A minute and more later: the handshake is over as a timeout, but what the
+            // server says then, and the close, are still this connection's.
+            (silent, false, segment("A", 500, &server_hello)),
+            (silent + 10, false, segment("FA", 509, b"")),
+            (
+                silent + 20,
+                true,
+                segment("FA", 100 + hello.len() as u32, b""),
+            ),
+        ];
+        // The same, whether a sweep ran during the silence (a live capture's clock, a busy
+        // file) or not.
+        for swept in [false, true] {
+            let mut flows = Flows::default();
+            let mut out = feed(&mut flows, &segments[..3]);
+            if swept {
+                flows.sweep(silent - 1, &mut |connection| out.push(connection));
+            }
+            out.extend(feed(&mut flows, &segments[3..]));
+            assert_eq!(flows.counts.tcp, 1, "swept: {swept}");
+            assert_eq!(out.len(), 1, "swept: {swept}");
+            assert_eq!(out[0].ending, Ending::Timeout, "swept: {swept}");
+            flows.finish(&mut |connection| out.push(connection));
+            assert_eq!(out.len(), 1);
+            assert_eq!((flows.counts.not_tls, flows.counts.unfinished), (0, 0));
+        }
+    }
+
+    #[test]
+    fn a_connection_joined_on_an_ack_is_counted_once_and_memory_is_let_go() {
+        let mut flows = Flows::default();
+        feed(
+            &mut flows,
+            &[
+                (1_000, true, segment("A", 100, b"")),
+                (2_000, false, segment("A", 500, b"")),
+                (3_000, false, segment("A", 500, b"\x17\x03\x03\x00\x01x")),
+                (4_000, true, segment("FA", 100, b"")),
+            ],
+        );
+        assert_eq!((flows.counts.tcp, flows.counts.not_tls), (1, 1));
+        // Half-closed: remembered for ten minutes of silence, then let go.
+        flows.sweep(IDLE_TIMEOUT_NS + 5_000, &mut |_| {
+            panic!("nothing to hand on")
+        });
+        assert_eq!(flows.table.len(), 1);
+        flows.sweep(OPEN_KEPT_NS + 5_000, &mut |_| panic!("nothing to hand on"));
+        assert!(flows.table.is_empty());
+        // Closed both ways: let go a minute after its last segment.
+        let mut flows = Flows::default();
+        feed(
+            &mut flows,
+            &[
+                (1_000, true, segment("S", 99, b"")),
+                (2_000, false, segment("RA", 0, b"")),
+            ],
+        );
+        assert_eq!(flows.table.len(), 1);
+        flows.sweep(CLOSED_KEPT_NS + 3_000, &mut |_| {
+            panic!("nothing to hand on")
+        });
+        assert!(flows.table.is_empty());
+        assert_eq!((flows.counts.tcp, flows.counts.not_tls), (1, 1));
     }
 }

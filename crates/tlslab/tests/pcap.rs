@@ -26,12 +26,18 @@ struct Tcpdump {
 /// Starts tcpdump and waits until it captures; `None` (with the reason printed) where it
 /// cannot run.
 fn tcpdump(dir: &Path, name: &str) -> Option<Tcpdump> {
-    tcpdump_in(None, "lo", dir, name)
+    tcpdump_in(None, "lo", dir, name, "tcp or udp")
 }
 
 /// tcpdump on `interface` of network namespace `namespace` (`ip netns exec`), or of this
-/// process's.
-fn tcpdump_in(namespace: Option<&str>, interface: &str, dir: &Path, name: &str) -> Option<Tcpdump> {
+/// process's, keeping the packets that `expression` (tcpdump's syntax) passes.
+fn tcpdump_in(
+    namespace: Option<&str>,
+    interface: &str,
+    dir: &Path,
+    name: &str,
+    expression: &str,
+) -> Option<Tcpdump> {
     let file = dir.join(format!("{name}.pcap"));
     let mut command = match namespace {
         Some(namespace) => {
@@ -55,7 +61,7 @@ fn tcpdump_in(namespace: Option<&str>, interface: &str, dir: &Path, name: &str) 
             "-w",
         ])
         .arg(&file)
-        .args(["tcp", "or", "udp"])
+        .args(expression.split_whitespace())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -1010,11 +1016,13 @@ fn a_live_capture_tells_prometheus_and_influxdb_what_it_stores() {
     assert_eq!(times("imported").as_array().map(Vec::len), Some(30));
 }
 
-/// `tlslab capture -i lo --filter FILTER` into `db`, once its socket is open.
-fn filtered_agent(db: &Path, filter: &str) -> Child {
+/// `tlslab capture -i lo --filter FILTER` into `db` (with `more` arguments), once its
+/// socket is open.
+fn filtered_agent(db: &Path, filter: &str, more: &[&str]) -> Child {
     let mut agent = Command::new(env!("CARGO_BIN_EXE_tlslab"))
         .args(["capture", "-i", "lo", "--filter", filter, "--out"])
         .arg(db)
+        .args(more)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -1044,8 +1052,8 @@ fn a_filter_keeps_one_servers_handshakes_live_and_in_files_alike() {
     let second_live = dir.join("second-live.db");
     let first_filter = format!("tcp port {}", first.port);
     let second_filter = format!("tcp port {}", second.port);
-    let first_agent = filtered_agent(&first_live, &first_filter);
-    let second_agent = filtered_agent(&second_live, &second_filter);
+    let first_agent = filtered_agent(&first_live, &first_filter, &[]);
+    let second_agent = filtered_agent(&second_live, &second_filter, &[]);
     // Different counts, so that a filter that let both through, or the wrong one, shows.
     let runs = [(&first, 6, "first"), (&second, 4, "second")].map(|(server, n, name)| {
         Run::new(&dir, name)
@@ -1096,6 +1104,250 @@ fn a_filter_keeps_one_servers_handshakes_live_and_in_files_alike() {
         ]);
         assert_eq!(count_samples(&read, ok), expected, "{filter}");
     }
+}
+
+/// The TCP connections tshark numbers in `capture` (its `tcp.stream` values, as
+/// `tshark -r FILE -T fields -e tcp.stream | sort -u | wc -l` counts them).
+fn tshark_streams(capture: &Path) -> u64 {
+    let output = Command::new("tshark")
+        .arg("-r")
+        .arg(capture)
+        .args(["-T", "fields", "-e", "tcp.stream"])
+        .output()
+        .expect("tshark runs");
+    assert!(
+        output.status.success(),
+        "tshark: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    let streams: std::collections::BTreeSet<&str> =
+        text.lines().filter(|line| !line.is_empty()).collect();
+    streams.len() as u64
+}
+
+/// Whether tshark runs here; prints why not.
+fn tshark_runs() -> bool {
+    match Command::new("tshark").arg("--version").output() {
+        Ok(output) if output.status.success() => true,
+        Ok(_) | Err(_) => {
+            println!("skipped: tshark does not run here; .ci/run installs it");
+            false
+        }
+    }
+}
+
+/// The same traffic counted three ways: tshark on tcpdump's file, `tlslab pcap` on the
+/// same file, and `tlslab capture` live beside it; each the `capture` part of its JSON
+/// summary, with the passive store.
+struct Counted {
+    tshark: u64,
+    pcap: serde_json::Value,
+    pcap_db: PathBuf,
+    live: serde_json::Value,
+}
+
+impl Counted {
+    /// Asserts that the three counts are `connections`, each of them a stored handshake.
+    fn agree(&self, connections: u64) {
+        let (pcap, live) = (&self.pcap, &self.live);
+        assert_eq!(self.tshark, connections, "tshark's tcp.stream count");
+        assert_eq!(pcap["tcp_connections"], connections, "pcap: {pcap}");
+        assert_eq!(live["tcp_connections"], connections, "capture: {live}");
+        for counts in [pcap, live] {
+            assert_eq!(counts["handshakes"], connections, "{counts}");
+            assert_eq!(counts["not_tls"], 0, "{counts}");
+            assert_eq!(counts["unfinished"], 0, "{counts}");
+        }
+    }
+}
+
+/// Whether the counts can be compared here: capturing needs root, and tshark must run.
+fn can_count() -> bool {
+    can_capture() && tshark_runs()
+}
+
+/// Runs `traffic` (files in `dir`) while tcpdump and `tlslab capture` keep the packets of
+/// server port `port` alone, and counts them three ways; `None` (with the reason printed)
+/// where tcpdump cannot run. The server is started, and its readiness probed, before.
+fn counted(dir: &Path, port: u16, traffic: impl FnOnce()) -> Option<Counted> {
+    let _capturing = CAPTURING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let filter = format!("tcp port {port}");
+    let tcpdump = tcpdump_in(None, "lo", dir, "counted", &filter)?;
+    let live_db = dir.join("live.db");
+    let agent = filtered_agent(&live_db, &filter, &["--json"]);
+    traffic();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let _ = Command::new("kill")
+        .args(["-INT", &agent.id().to_string()])
+        .status();
+    let output = agent.wait_with_output().unwrap();
+    assert!(output.status.success(), "Ctrl-C is how a capture ends");
+    let live: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let file = tcpdump.stop();
+    let pcap_db = dir.join("pcap.db");
+    let pcap = tlslab_succeeds(&[
+        "pcap",
+        file.to_str().unwrap(),
+        "--json",
+        "--out",
+        pcap_db.to_str().unwrap(),
+    ]);
+    let pcap: serde_json::Value = serde_json::from_str(&pcap).unwrap();
+    Some(Counted {
+        tshark: tshark_streams(&file),
+        pcap: pcap["capture"].clone(),
+        pcap_db,
+        live: live["capture"].clone(),
+    })
+}
+
+/// `openssl s_server` on a port of its own, with a certificate made for it in `dir`: it
+/// sends its session tickets and close_notify after the client's, so they cross the
+/// client's FIN. Killed on drop.
+fn openssl_server(dir: &Path) -> (Stopped, u16) {
+    let (key, certificate) = (dir.join("key.pem"), dir.join("certificate.pem"));
+    let made = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
+        .args([
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=lab",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&certificate)
+        .output()
+        .expect("openssl runs");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let port = closed_port();
+    let server = Command::new("openssl")
+        .args([
+            "s_server",
+            "-quiet",
+            "-accept",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .arg("-cert")
+        .arg(&certificate)
+        .arg("-key")
+        .arg(&key)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("openssl runs");
+    let server = Stopped(server);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "openssl s_server did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    (server, port)
+}
+
+/// One `openssl s_client` session to `port`, from `bind` when given, closed as it closes
+/// at the end of its input: close_notify and a FIN, while the server's tickets and its
+/// own close_notify may still be on their way.
+fn openssl_session(port: u16, bind: Option<u16>) {
+    let mut command = Command::new("openssl");
+    command.args(["s_client", "-connect", &format!("127.0.0.1:{port}")]);
+    if let Some(bind) = bind {
+        command.args(["-bind", &format!("127.0.0.1:{bind}")]);
+    }
+    let output = command
+        .args(["-quiet", "-no_ign_eof"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("openssl runs");
+    assert!(
+        output.status.success(),
+        "openssl s_client: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn a_graceful_openssl_session_and_its_reused_port_count_as_tshark_counts() {
+    if Command::new("openssl").arg("version").output().is_err() {
+        println!("skipped: openssl does not run here");
+        return;
+    }
+    if !can_count() {
+        return;
+    }
+    // A client port in TIME_WAIT is taken again only where the kernel allows it (Linux's
+    // default, 2, allows it on loopback).
+    let reuse = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_tw_reuse")
+        .is_ok_and(|value| value.trim() != "0");
+    if !reuse {
+        println!("skipped in part: net.ipv4.tcp_tw_reuse is 0, so no port is reused");
+    }
+    let dir = scratch("count-openssl");
+    let (_server, port) = openssl_server(&dir);
+    let bind = closed_port();
+    let Some(counted) = counted(&dir, port, || {
+        openssl_session(port, None);
+        if reuse {
+            // The same client port twice: the client closes first (TIME_WAIT), and the
+            // second session's SYN opens a new connection on the same four numbers.
+            openssl_session(port, Some(bind));
+            openssl_session(port, Some(bind));
+        }
+    }) else {
+        return;
+    };
+    counted.agree(if reuse { 3 } else { 1 });
+    if reuse {
+        assert_eq!(
+            count_samples(
+                &counted.pcap_db,
+                &format!("s.client = '127.0.0.1:{bind}' AND s.outcome = 'ok'")
+            ),
+            2
+        );
+    }
+}
+
+#[test]
+fn graceful_and_reset_closes_of_a_run_count_as_tshark_counts() {
+    if !can_count() {
+        return;
+    }
+    let dir = scratch("count-runs");
+    let server = LabServer::start();
+    let port = server.port;
+    let Some(counted) = counted(&dir, port, || {
+        for close in ["graceful", "reset"] {
+            Run::new(&dir, close)
+                .args(&format!(
+                    "--tls 1.2,1.3 --insecure -n 10 --warmup 0 --close {close}"
+                ))
+                .option("--target", format!("127.0.0.1:{port}"))
+                .succeeds();
+        }
+        // And an openssl client's graceful close, as the lab server meets it.
+        if Command::new("openssl").arg("version").output().is_ok() {
+            openssl_session(port, None);
+        }
+    }) else {
+        return;
+    };
+    let openssl = u64::from(Command::new("openssl").arg("version").output().is_ok());
+    counted.agree(40 + openssl);
 }
 
 #[test]
@@ -1171,10 +1423,10 @@ fn a_capture_at_the_server_leaves_the_clients_events_null() {
             .spawn()
             .unwrap(),
     );
-    let Some(at_server) = tcpdump_in(Some(server), "any", &dir, "server") else {
+    let Some(at_server) = tcpdump_in(Some(server), "any", &dir, "server", "tcp or udp") else {
         return;
     };
-    let Some(at_client) = tcpdump_in(Some(client), "any", &dir, "client") else {
+    let Some(at_client) = tcpdump_in(Some(client), "any", &dir, "client", "tcp or udp") else {
         return;
     };
     let active = dir.join("active.db");
