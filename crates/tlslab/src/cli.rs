@@ -451,6 +451,13 @@ pub struct RunArgs {
     #[arg(long)]
     #[arg(help_heading = "Output")]
     pub report: bool,
+    /// The phase the summary's table, its verdicts and its gains all use (handshake, ttfb,
+    /// total, server_response, ...); default: the question's (ttfb when the Configs vary a
+    /// session technique, the transport or the HTTP version and all send a request; total
+    /// for requests on kept connections or plain HTTP; else handshake).
+    #[arg(long)]
+    #[arg(help_heading = "Output")]
+    pub metric: Option<String>,
 }
 
 impl RunArgs {
@@ -585,6 +592,10 @@ pub struct ReportArgs {
     /// Also write every chart as a PNG into this directory.
     #[arg(long, value_name = "DIR")]
     pub png: Option<PathBuf>,
+    /// The phase the report's summary table, comparisons and gains use (handshake, ttfb,
+    /// total, ...); default: the question's, as `tlslab run` chose it.
+    #[arg(long)]
+    pub metric: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -734,8 +745,10 @@ pub struct CompareArgs {
     #[arg(long, value_name = "DIMENSION")]
     pub by: Option<String>,
     /// The phase or event compared (handshake, server_response, cert_validation, total, ...);
-    /// default: handshake, or total (the request's time) for a store of requests on kept
-    /// connections or over plain HTTP (`tlslab load`), where most samples have no handshake.
+    /// default: the question's, as the run summary chose it: total (the request's time) for
+    /// requests on kept connections or over plain HTTP (`tlslab load`), where most samples
+    /// have no handshake; ttfb when every Config sends a request and they vary a session
+    /// technique, the transport or the HTTP version; else handshake.
     #[arg(long)]
     pub metric: Option<String>,
     /// For sample files: the CSV column holding the values.
