@@ -84,7 +84,15 @@ pub(crate) fn answer(
         let mut left_out = Vec::new();
         for dimension in &dimensions {
             match crate::factorial::factorial_of(rows, dimension, None, metric, options, values) {
-                Ok(factorial) => factorials.push(factorial),
+                Ok(factorial) => {
+                    left_out.extend(
+                        factorial
+                            .left_out
+                            .iter()
+                            .map(|reason| format!("{} {reason}", factorial.name())),
+                    );
+                    factorials.push(factorial);
+                }
                 Err(error) => left_out.push(format!("{dimension}: {}", error.message)),
             }
         }
@@ -446,6 +454,50 @@ mod tests {
         assert!(
             text.contains("  aes256gcm+ecdsa-p256 vs aes128gcm+rsa2048: ratio 0.70"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn a_value_no_config_changes_alone_is_left_out_with_the_reason() {
+        // examples/cipher-cert-matrix.toml in small: TLS 1.2 runs only its own suite, TLS 1.3
+        // two others, each at two RTTs.
+        let mut rows = Vec::new();
+        for rtt in [30_000_000, 100_000_000] {
+            for (version, suite) in [
+                ("1.2", "ecdhe-rsa"),
+                ("1.3", "aes256gcm"),
+                ("1.3", "chacha20"),
+            ] {
+                let id = rows.len() as i64 + 1;
+                rows.push(row(id, &format!("{version} {suite} {rtt}"), |c| {
+                    c.version = version.into();
+                    c.suite = suite.into();
+                    c.rtt_ns = Some(rtt);
+                }));
+            }
+        }
+        let of = |config: &ConfigRow| -> Result<Vec<f64>, StoreError> {
+            Ok((0..10)
+                .map(|i| config.id as f64 + f64::from(i) * 0.01)
+                .collect())
+        };
+        let answer = answer(&rows, &of, "handshake", &CompareOptions::default()).unwrap();
+        // Every Config is in a contrast (of the RTT), so the answer is by dimension ...
+        assert!(!answer.factorials.is_empty());
+        let suite = answer
+            .factorials
+            .iter()
+            .find(|factorial| factorial.by == "suite")
+            .unwrap();
+        // ... the suites are set against the first one a Config shares everything else with,
+        assert_eq!(suite.baseline, "aes256gcm");
+        // ... and what no contrast changes alone is left out, saying why.
+        assert_eq!(
+            answer.left_out,
+            [
+                "tls: no two Configs differ in tls alone: the closest pairs that change it also change suite",
+                "suite ecdhe-rsa: no Config with it differs from one with aes256gcm in suite alone",
+            ]
         );
     }
 }

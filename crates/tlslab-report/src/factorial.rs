@@ -80,6 +80,8 @@ pub struct Factorial {
     pub metric: String,
     pub contrasts: Vec<Contrast>,
     pub pooled: Vec<Pooled>,
+    /// Each value of `by` that no contrast sets against the baseline, and why.
+    pub left_out: Vec<String>,
 }
 
 /// One stratum: its key (`name=value` of each other dimension) and its Configs by level.
@@ -162,16 +164,12 @@ pub fn factorial_of(
             "compare by a dimension the run varied (its labels show which)".into(),
         ));
     }
-    let baseline = match baseline {
-        None => levels[0].clone(),
-        Some(wanted) if levels.iter().any(|level| level == wanted) => wanted.to_string(),
-        Some(wanted) => {
-            return Err(input(
-                format!("--baseline {wanted}: the run has no such {by}"),
-                format!("give one of: {}", levels.join(", ")),
-            ))
-        }
-    };
+    if let Some(wanted) = baseline.filter(|wanted| !levels.iter().any(|level| level == wanted)) {
+        return Err(input(
+            format!("--baseline {wanted}: the run has no such {by}"),
+            format!("give one of: {}", levels.join(", ")),
+        ));
+    }
     // Configs by stratum, then by level. Strata go in the order of their levels (each
     // dimension's position in its ordered levels), not as text: concurrency=100 would come
     // before concurrency=20.
@@ -199,6 +197,23 @@ pub fn factorial_of(
             .1
             .insert(value_of(config), config);
     }
+    // Whether some Config with `level` has a partner that differs from it in `by` (and what
+    // changes with it) alone.
+    let partnered = |level: &String| {
+        strata
+            .values()
+            .any(|(_, members)| members.len() >= 2 && members.contains_key(level))
+    };
+    // The first level as listed, or the first that has a partner when it has none (a TLS
+    // 1.2 suite that only TLS 1.2 runs): its contrasts are the comparison's.
+    let baseline = match baseline {
+        Some(wanted) => wanted.to_string(),
+        None => levels
+            .iter()
+            .find(|level| partnered(level))
+            .unwrap_or(&levels[0])
+            .clone(),
+    };
     let mut contrasts = Vec::new();
     let mut by_level: BTreeMap<String, Vec<StratumSamples>> = BTreeMap::new();
     for (positions, (key, members)) in &strata {
@@ -267,31 +282,59 @@ pub fn factorial_of(
                 "give --baseline a value that some Config shares everything else with".into(),
             ));
         }
-        // No two Configs differ in `by` (and what changes with it) alone: say what else
-        // every pair that changes it changes.
-        let mut also: Vec<&str> = Vec::new();
+        // No two Configs differ in `by` (and what changes with it) alone: say what else the
+        // closest pairs that change it change.
+        let mut closest: Vec<Vec<&str>> = Vec::new();
         for (index, one) in configs.iter().enumerate() {
             for other in &configs[index + 1..] {
                 if value_of(one) == value_of(other) {
                     continue;
                 }
-                for name in differences(one, other) {
-                    if !together.contains(&name) && !also.contains(&name) {
-                        also.push(name);
-                    }
+                let extra: Vec<&str> = differences(one, other)
+                    .into_iter()
+                    .filter(|name| !together.contains(name))
+                    .collect();
+                match closest.first().map(Vec::len) {
+                    Some(fewest) if extra.len() > fewest => {}
+                    Some(fewest) if extra.len() < fewest => closest = vec![extra],
+                    _ if !closest.contains(&extra) => closest.push(extra),
+                    _ => {}
                 }
             }
         }
-        also.sort_by_key(|name| crate::dimensions::names().iter().position(|n| n == name));
+        let also: Vec<String> = closest
+            .iter()
+            .map(|extra| crate::dimensions::in_words(extra))
+            .collect();
         return Err(input(
             format!(
-                "no two Configs differ in {} alone: each pair that changes it also changes {}",
+                "no two Configs differ in {} alone: the closest pairs that change it also change {}",
                 crate::dimensions::in_words(&together),
-                also.join(" or ")
+                also.join(", or ")
             ),
             "no effect can be credited to it; compare without --by (each Config against the first, naming every dimension that differs) or by a dimension the Configs cross".into(),
         ));
     }
+    // Each other level without a contrast, and why.
+    let left_out: Vec<String> = levels
+        .iter()
+        .filter(|level| **level != baseline && !by_level.contains_key(*level))
+        .map(|level| {
+            let value = named.get(level).cloned().unwrap_or_else(|| level.clone());
+            let together_with_baseline = strata
+                .values()
+                .any(|(_, members)| members.contains_key(level) && members.contains_key(&baseline));
+            if together_with_baseline {
+                format!("{value}: fewer than 2 successful samples of {metric} beside its baseline")
+            } else {
+                format!(
+                    "{value}: no Config with it differs from one with {} in {} alone",
+                    named.get(&baseline).unwrap_or(&baseline),
+                    crate::dimensions::in_words(&together)
+                )
+            }
+        })
+        .collect();
     let adjusted = holm_adjust(
         &contrasts
             .iter()
@@ -371,6 +414,7 @@ pub fn factorial_of(
         metric: metric.to_string(),
         contrasts,
         pooled,
+        left_out,
     })
 }
 
@@ -457,6 +501,9 @@ pub fn render_factorial(factorial: &Factorial) -> String {
                 ))
             );
         }
+    }
+    for reason in &factorial.left_out {
+        let _ = writeln!(out, "  left out: {reason}");
     }
     let _ = writeln!(
         out,

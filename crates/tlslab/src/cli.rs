@@ -734,7 +734,8 @@ pub struct CompareArgs {
     pub inputs: Vec<PathBuf>,
     /// The config the others are compared with (default: the first); with --by, the
     /// dimension's baseline value (default: its first as listed: the smallest for numbers
-    /// such as concurrency or RTT, else the first Config's).
+    /// such as concurrency or RTT, else the first Config's; or the first that some Config
+    /// shares everything else with, when the first has no such partner).
     #[arg(long)]
     pub baseline: Option<String>,
     /// Compare by one dimension with every other held fixed (tls, suite, group, cert,

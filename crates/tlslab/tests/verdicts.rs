@@ -187,7 +187,7 @@ fn explicit_configs_credit_each_contrast_to_every_dimension_it_changes() {
     // A dimension no two Configs change alone is refused, with what else they change.
     let output = tlslab(&["compare", store, "--by", "tls"]);
     assert_user_error(&output, 2, "no two Configs differ in tls alone");
-    assert!(stderr(&output).contains("also changes suite or cert"));
+    assert!(stderr(&output).contains("the closest pairs that change it also change suite and cert"));
     // Each Config against the first, in text and JSON, names what differs.
     let plain = tlslab_succeeds(&["compare", store]);
     assert!(
