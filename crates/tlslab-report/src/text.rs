@@ -111,7 +111,17 @@ pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
         out.push_str(&crate::verdict::render_verdicts(&summary.verdicts, &name));
     }
     for reason in &summary.left_out {
-        let _ = writeln!(out, "  left out: {reason}");
+        // `render_factorial` has said its own values left out.
+        let said = options.verbose
+            && summary.factorials.iter().any(|factorial| {
+                factorial
+                    .left_out
+                    .iter()
+                    .any(|own| *reason == format!("{} {own}", factorial.name()))
+            });
+        if !said {
+            let _ = writeln!(out, "  left out: {reason}");
+        }
     }
     if !summary.verdicts.is_empty()
         || !summary.left_out.is_empty()
