@@ -2,8 +2,92 @@
 
 use std::fmt::Write;
 
-use tlslab_stats::{compare_all, CompareOptions, ComparisonSet, PValueMethod};
-use tlslab_store::{Store, StoreError};
+use serde::Serialize;
+use tlslab_stats::{
+    compare_all, CompareOptions, Comparison, ComparisonSet, KruskalWallis, PValueMethod,
+};
+use tlslab_store::{ConfigRow, Store, StoreError};
+
+use crate::verdict::{Verdict, VerdictKind};
+
+/// Each Config against a baseline on one metric: every comparison's statistics, and the
+/// dimensions in which each Config differs from the baseline (none for sample files).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparisons {
+    pub baseline: String,
+    pub metric: String,
+    /// In the order of the Configs, the baseline left out.
+    pub comparisons: Vec<Compared>,
+    pub kruskal_wallis: Option<KruskalWallis>,
+}
+
+/// One Config against the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Compared {
+    #[serde(flatten)]
+    pub comparison: Comparison,
+    /// Every dimension in which the Config differs from the baseline (by `--by` name): the
+    /// difference is theirs together, never one's alone unless it is the only one.
+    pub dimensions: Vec<String>,
+}
+
+impl Comparisons {
+    /// `set` on `metric`, each comparison named by the dimensions in which its Config differs
+    /// from the baseline among `configs` (found by label; none when no Config has it).
+    pub fn new(set: ComparisonSet, metric: &str, configs: &[ConfigRow]) -> Comparisons {
+        let find = |label: &str| configs.iter().find(|config| config.label == label);
+        let baseline = find(&set.baseline);
+        Comparisons {
+            comparisons: set
+                .comparisons
+                .into_iter()
+                .map(|comparison| Compared {
+                    dimensions: match (baseline, find(&comparison.other)) {
+                        (Some(baseline), Some(other)) => {
+                            crate::dimensions::differences(baseline, other)
+                                .into_iter()
+                                .map(String::from)
+                                .collect()
+                        }
+                        _ => Vec::new(),
+                    },
+                    comparison,
+                })
+                .collect(),
+            baseline: set.baseline,
+            metric: metric.to_string(),
+            kruskal_wallis: set.kruskal_wallis,
+        }
+    }
+
+    /// Each comparison as the verdict the summary prints.
+    pub fn verdicts(&self, alpha: f64) -> Vec<Verdict> {
+        self.comparisons
+            .iter()
+            .map(|compared| {
+                let comparison = &compared.comparison;
+                Verdict {
+                    kind: VerdictKind::Config,
+                    dimensions: compared.dimensions.clone(),
+                    other: comparison.other.clone(),
+                    baseline: comparison.baseline.clone(),
+                    metric: self.metric.clone(),
+                    verdict: verdict_in_words(
+                        comparison.ratio_median,
+                        comparison.detects_difference(alpha),
+                        Some(comparison.mann_whitney_p_holm),
+                        alpha,
+                    ),
+                    ratio: comparison.ratio_median,
+                    ratio_ci: comparison.ratio_median_ci,
+                    p_value: Some(comparison.mann_whitney_p_holm),
+                    strata: None,
+                    depends_on: Vec::new(),
+                }
+            })
+            .collect()
+    }
+}
 
 /// Compares every Config's `metric` with the baseline's (default: the first Config). Values
 /// are the successful measured samples, in milliseconds.
@@ -110,19 +194,34 @@ pub(crate) fn p_value(p: f64) -> String {
     }
 }
 
-/// The comparison as text: one verdict line per Config, details indented below it.
-pub fn render_comparisons(set: &ComparisonSet, metric: &str, unit: &str) -> String {
+/// The comparison as text: one verdict line per Config (naming the dimensions in which it
+/// differs from the baseline, when it is a Config), details indented below it.
+pub fn render_comparisons(set: &Comparisons, unit: &str) -> String {
     let mut out = String::new();
     let Some(first) = set.comparisons.first() else {
         return out;
     };
+    let metric = &set.metric;
     let _ = writeln!(
         out,
         "{metric}: each config against baseline '{}' (n = {}, median {:.4} {unit})",
-        set.baseline, first.n_baseline, first.median_baseline
+        set.baseline, first.comparison.n_baseline, first.comparison.median_baseline
     );
-    for comparison in &set.comparisons {
-        let _ = writeln!(out, "  {}: {}", comparison.other, comparison.verdict);
+    for Compared {
+        comparison,
+        dimensions,
+    } in &set.comparisons
+    {
+        let differs = if dimensions.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", crate::dimensions::joined(dimensions))
+        };
+        let _ = writeln!(
+            out,
+            "  {}{differs}: {metric} {}",
+            comparison.other, comparison.verdict
+        );
         let method = match comparison.mann_whitney_method {
             PValueMethod::Exact => "exact",
             PValueMethod::Asymptotic => "asymptotic",
@@ -209,42 +308,6 @@ pub(crate) fn verdict_in_words(
 /// A ratio and its interval as `×0.982 [0.951, 1.013]`.
 pub(crate) fn ratio_with_interval(ratio: f64, interval: [f64; 2]) -> String {
     format!("×{ratio:.3} [{:.3}, {:.3}]", interval[0], interval[1])
-}
-
-/// Each Config against the baseline in one line: the change in words, the ratio of medians
-/// with its 95% interval and the Holm-adjusted Mann-Whitney p. `names` shortens the labels
-/// (the words every Config shares are said once elsewhere).
-pub fn render_comparisons_brief(
-    set: &ComparisonSet,
-    metric: &str,
-    alpha: f64,
-    names: &dyn Fn(&str) -> String,
-) -> String {
-    let mut out = String::new();
-    if set.comparisons.is_empty() {
-        return out;
-    }
-    let _ = writeln!(
-        out,
-        "{metric} against '{}' (median ratio, 95% CI, Holm p):",
-        names(&set.baseline)
-    );
-    for comparison in &set.comparisons {
-        let _ = writeln!(
-            out,
-            "  {}: {} ({}, p {})",
-            names(&comparison.other),
-            verdict_in_words(
-                comparison.ratio_median,
-                comparison.detects_difference(alpha),
-                Some(comparison.mann_whitney_p_holm),
-                alpha
-            ),
-            ratio_with_interval(comparison.ratio_median, comparison.ratio_median_ci),
-            p_value(comparison.mann_whitney_p_holm)
-        );
-    }
-    out
 }
 
 #[cfg(test)]

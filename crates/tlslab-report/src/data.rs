@@ -77,7 +77,7 @@ impl Interaction {
         let values = |name: &str| -> Vec<String> {
             crate::levels::distinct_ordered(
                 rows.iter()
-                    .map(|row| crate::factorial::dimension_value(name, row).unwrap_or_default()),
+                    .map(|row| crate::dimensions::dimension_value(name, row).unwrap_or_default()),
             )
         };
         // The dimension with the most levels along x (a sweep reads best there), the next
@@ -97,8 +97,8 @@ impl Interaction {
                             .iter()
                             .zip(configs)
                             .filter(|(row, _)| {
-                                crate::factorial::dimension_value(x, row).as_ref() == Some(x_level)
-                                    && crate::factorial::dimension_value(line, row).as_ref()
+                                crate::dimensions::dimension_value(x, row).as_ref() == Some(x_level)
+                                    && crate::dimensions::dimension_value(line, row).as_ref()
                                         == Some(line_level)
                             })
                             .filter_map(|(_, config)| config.quantile(0.5))
@@ -121,7 +121,13 @@ impl Interaction {
 
 impl ReportData {
     pub fn from_store(store: &Store) -> Result<ReportData, StoreError> {
-        let summary = RunSummary::from_store(store)?;
+        ReportData::from_store_on(store, None)
+    }
+
+    /// [`ReportData::from_store`] with the summary's tables and verdicts on the metric
+    /// `metric` names (`--metric`), or on the one the Configs' question calls for.
+    pub fn from_store_on(store: &Store, metric: Option<&str>) -> Result<ReportData, StoreError> {
+        let summary = RunSummary::from_store_on(store, metric)?;
         let run = store.run()?;
         let rows = store.configs()?;
         let labels: Vec<String> = rows.iter().map(|row| row.label.clone()).collect();

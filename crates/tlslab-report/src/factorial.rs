@@ -1,7 +1,10 @@
 //! Factorial comparisons (`tlslab compare RESULTS.db --by tls`): the effect of one dimension
 //! with every other dimension held fixed. Within each stratum (one combination of the other
 //! dimensions' values) each value is compared with the baseline value, so no contrast ever
-//! changes two dimensions; the contrasts are Holm-adjusted as one family. Then one pooled
+//! changes two dimensions, unless the Configs change two together everywhere (each suite
+//! with its own certificate): then every contrast changes both, and the comparison is named
+//! by both (`suite+cert`), never credited to the one asked for. The contrasts are
+//! Holm-adjusted as one family. Then one pooled
 //! answer per value: the median of the per-stratum ratios of medians with a bootstrap
 //! interval over strata, van Elteren's stratified test, and whether the effect depends on
 //! another dimension (the ratio at each of its levels, Kruskal-Wallis across them).
@@ -17,103 +20,14 @@ use tlslab_stats::{
 use tlslab_store::{ConfigRow, Store, StoreError};
 
 use crate::comparison::p_value;
+use crate::verdict::{Verdict, VerdictKind};
 
-/// A dimension of a stored Config, as `--by` names it.
-type Dimension = (&'static str, fn(&ConfigRow) -> String);
-
-fn text(value: &Option<String>) -> String {
-    value.clone().unwrap_or_else(|| "–".into())
-}
-
-fn number<T: ToString>(value: Option<T>) -> String {
-    value.map_or_else(|| "–".into(), |value| value.to_string())
-}
-
-/// Every dimension a Config can differ in, by the name of its flag.
-const DIMENSIONS: &[Dimension] = &[
-    ("tls", |c| c.version.clone()),
-    ("suite", |c| c.suite.clone()),
-    ("group", |c| c.group.clone()),
-    ("cert", |c| text(&c.cert)),
-    ("chain", |c| number(c.chain)),
-    ("concurrency", |c| number(c.concurrency)),
-    ("arrival-rate", |c| {
-        c.arrival_rate
-            .map_or_else(|| "closed".into(), tlslab_core::arrival::format_rate)
-    }),
-    ("transport", |c| c.transport.clone()),
-    ("http", |c| c.http.clone()),
-    ("resume", |c| c.resumption.clone()),
-    ("early-data", |c| c.early_data_bytes.to_string()),
-    ("cert-cache", |c| switch(c.cert_cache)),
-    ("hello-retry", |c| switch(c.hello_retry)),
-    ("mtls", |c| switch(c.mtls)),
-    ("keep-alive", |c| switch(c.keep_alive)),
-    ("scheme", |c| c.scheme.clone()),
-    ("client-backend", |c| text(&c.client_backend)),
-    ("server-backend", |c| text(&c.server_backend)),
-    ("ech", |c| c.ech.clone()),
-    ("rtt", |c| {
-        number(c.rtt_ns.map(|rtt| format!("{}ms", rtt as f64 / 1e6)))
-    }),
-    ("loss", |c| number(c.loss)),
-    ("target", |c| text(&c.target)),
-];
-
-/// An on/off dimension's value as its flag takes it (`--mtls off,on`, `--baseline off`).
-fn switch(on: bool) -> String {
-    if on { "on" } else { "off" }.to_string()
-}
+use crate::dimensions::{differences, joined, tied, tied_with, varies, Dimension, DIMENSIONS};
 
 /// A Config's value of the dimension named `name` (as `compare --by` names it).
-pub(crate) fn dimension_value(name: &str, config: &ConfigRow) -> Option<String> {
-    DIMENSIONS
-        .iter()
-        .find(|(dimension, _)| *dimension == name)
-        .map(|(_, value)| value(config))
-}
-
-/// Whether the Configs hold more than one value of a dimension.
-fn varies(configs: &[ConfigRow], value: fn(&ConfigRow) -> String) -> bool {
-    let first = configs.first().map(value);
-    configs.iter().any(|config| Some(value(config)) != first)
-}
-
-/// Whether two dimensions change together: any two Configs equal in one are equal in the
-/// other, and the other way round.
-fn tied(
-    configs: &[ConfigRow],
-    one: fn(&ConfigRow) -> String,
-    other: fn(&ConfigRow) -> String,
-) -> bool {
-    // A one-to-one map between their values is the same thing, found in one pass.
-    let mut forward: BTreeMap<String, String> = BTreeMap::new();
-    let mut backward: BTreeMap<String, String> = BTreeMap::new();
-    configs.iter().all(|config| {
-        let (a, b) = (one(config), other(config));
-        let ahead = forward.entry(a.clone()).or_insert_with(|| b.clone()) == &b;
-        let behind = backward.entry(b).or_insert(a.clone()) == &a;
-        ahead && behind
-    })
-}
-
-/// The dimensions the Configs vary, by `--by` name, one name for dimensions that change
-/// together (the first in flag order): the axes a factorial comparison can take one at a
-/// time. Two or more mean the Configs cross dimensions, and comparing every Config with one
-/// baseline would mix their effects.
-pub fn varied_dimensions(configs: &[ConfigRow]) -> Vec<&'static str> {
-    let mut chosen: Vec<&Dimension> = Vec::new();
-    for dimension in DIMENSIONS {
-        if varies(configs, dimension.1)
-            && !chosen
-                .iter()
-                .any(|(_, value)| tied(configs, *value, dimension.1))
-        {
-            chosen.push(dimension);
-        }
-    }
-    chosen.into_iter().map(|(name, _)| *name).collect()
-}
+pub(crate) use crate::dimensions::dimension_value;
+/// The dimensions the Configs vary (see [`crate::dimensions::varied_dimensions`]).
+pub use crate::dimensions::varied_dimensions;
 
 /// One contrast within a stratum.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -121,6 +35,9 @@ pub struct Contrast {
     /// The other dimensions' values, as `suite=aes128gcm concurrency=10`.
     pub stratum: String,
     pub level: String,
+    /// Every dimension in which the two Configs differ: the factorial's `dimensions`, and the
+    /// effect is theirs together.
+    pub dimensions: Vec<String>,
     pub comparison: Comparison,
 }
 
@@ -152,10 +69,19 @@ pub struct Pooled {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Factorial {
     pub by: String,
+    /// `by` and every dimension that changes together with it among these Configs: each
+    /// contrast changes them all, so its effect is credited to them together (one name when
+    /// `by` changes alone).
+    pub dimensions: Vec<String>,
     pub baseline: String,
+    /// Each level of `by` as the values of all `dimensions` (`aes256gcm+ecdsa-p256`; the level
+    /// itself when `by` changes alone).
+    pub values: BTreeMap<String, String>,
     pub metric: String,
     pub contrasts: Vec<Contrast>,
     pub pooled: Vec<Pooled>,
+    /// Each value of `by` that no contrast sets against the baseline, and why.
+    pub left_out: Vec<String>,
 }
 
 /// One stratum: its key (`name=value` of each other dimension) and its Configs by level.
@@ -203,13 +129,24 @@ pub fn factorial_of(
     options: &CompareOptions,
     values: &dyn Fn(&ConfigRow) -> Result<Vec<f64>, StoreError>,
 ) -> Result<Factorial, StoreError> {
-    let names: Vec<&str> = DIMENSIONS.iter().map(|(name, _)| *name).collect();
-    let Some(&(_, value_of)) = DIMENSIONS.iter().find(|(name, _)| *name == by) else {
+    let Some(&(_, value_of)) = crate::dimensions::find(by) else {
         return Err(input(
             format!("--by {by}: not a dimension"),
-            format!("give one of: {}", names.join(", ")),
+            format!("give one of: {}", crate::dimensions::names().join(", ")),
         ));
     };
+    // What changes with `by` in every Config: a contrast of `by` changes these too.
+    let together = tied_with(configs, by);
+    let named: BTreeMap<String, String> = configs
+        .iter()
+        .map(|config| {
+            let parts: Vec<String> = together
+                .iter()
+                .filter_map(|name| dimension_value(name, config))
+                .collect();
+            (value_of(config), joined(&parts))
+        })
+        .collect();
     // The dimensions other than `by` that vary: they make the strata. One that changes
     // exactly when `by` does is `by` under another name (`--backend` sets both libraries):
     // as a stratum it would leave each stratum one value of `by`.
@@ -227,16 +164,12 @@ pub fn factorial_of(
             "compare by a dimension the run varied (its labels show which)".into(),
         ));
     }
-    let baseline = match baseline {
-        None => levels[0].clone(),
-        Some(wanted) if levels.iter().any(|level| level == wanted) => wanted.to_string(),
-        Some(wanted) => {
-            return Err(input(
-                format!("--baseline {wanted}: the run has no such {by}"),
-                format!("give one of: {}", levels.join(", ")),
-            ))
-        }
-    };
+    if let Some(wanted) = baseline.filter(|wanted| !levels.iter().any(|level| level == wanted)) {
+        return Err(input(
+            format!("--baseline {wanted}: the run has no such {by}"),
+            format!("give one of: {}", levels.join(", ")),
+        ));
+    }
     // Configs by stratum, then by level. Strata go in the order of their levels (each
     // dimension's position in its ordered levels), not as text: concurrency=100 would come
     // before concurrency=20.
@@ -264,6 +197,23 @@ pub fn factorial_of(
             .1
             .insert(value_of(config), config);
     }
+    // Whether some Config with `level` has a partner that differs from it in `by` (and what
+    // changes with it) alone.
+    let partnered = |level: &String| {
+        strata
+            .values()
+            .any(|(_, members)| members.len() >= 2 && members.contains_key(level))
+    };
+    // The first level as listed, or the first that has a partner when it has none (a TLS
+    // 1.2 suite that only TLS 1.2 runs): its contrasts are the comparison's.
+    let baseline = match baseline {
+        Some(wanted) => wanted.to_string(),
+        None => levels
+            .iter()
+            .find(|level| partnered(level))
+            .unwrap_or(&levels[0])
+            .clone(),
+    };
     let mut contrasts = Vec::new();
     let mut by_level: BTreeMap<String, Vec<StratumSamples>> = BTreeMap::new();
     for (positions, (key, members)) in &strata {
@@ -275,6 +225,13 @@ pub fn factorial_of(
             let Some(other) = members.get(level) else {
                 continue;
             };
+            // Held fixed by the strata: every other dimension that varies on its own. What is
+            // left to differ is `by` and what changes with it; anything else would credit the
+            // contrast to a dimension it did not change alone, so it is no contrast.
+            let differ = differences(base, other);
+            if differ != together {
+                continue;
+            }
             let other_values = values(other)?;
             let Ok(comparison) = compare(
                 &base.label,
@@ -302,16 +259,82 @@ pub fn factorial_of(
                     key.join(" ")
                 },
                 level: level.clone(),
+                dimensions: differ.iter().map(|name| name.to_string()).collect(),
                 comparison,
             });
         }
     }
     if contrasts.is_empty() {
+        let paired = |with_baseline: bool| {
+            strata.values().any(|(_, members)| {
+                members.len() >= 2 && (!with_baseline || members.contains_key(&baseline))
+            })
+        };
+        if paired(true) {
+            return Err(input(
+                format!("no stratum has both {baseline} and another {by} with samples of {metric}"),
+                "every Config needs at least 2 successful measured samples of the metric".into(),
+            ));
+        }
+        if paired(false) {
+            return Err(input(
+                format!("no Config with {by} {baseline} differs from another in {by} alone"),
+                "give --baseline a value that some Config shares everything else with".into(),
+            ));
+        }
+        // No two Configs differ in `by` (and what changes with it) alone: say what else the
+        // closest pairs that change it change.
+        let mut closest: Vec<Vec<&str>> = Vec::new();
+        for (index, one) in configs.iter().enumerate() {
+            for other in &configs[index + 1..] {
+                if value_of(one) == value_of(other) {
+                    continue;
+                }
+                let extra: Vec<&str> = differences(one, other)
+                    .into_iter()
+                    .filter(|name| !together.contains(name))
+                    .collect();
+                match closest.first().map(Vec::len) {
+                    Some(fewest) if extra.len() > fewest => {}
+                    Some(fewest) if extra.len() < fewest => closest = vec![extra],
+                    _ if !closest.contains(&extra) => closest.push(extra),
+                    _ => {}
+                }
+            }
+        }
+        let also: Vec<String> = closest
+            .iter()
+            .map(|extra| crate::dimensions::in_words(extra))
+            .collect();
         return Err(input(
-            format!("no stratum has both {baseline} and another {by} with samples of {metric}"),
-            "every Config needs at least 2 successful measured samples of the metric".into(),
+            format!(
+                "no two Configs differ in {} alone: the closest pairs that change it also change {}",
+                crate::dimensions::in_words(&together),
+                also.join(", or ")
+            ),
+            "no effect can be credited to it; compare without --by (each Config against the first, naming every dimension that differs) or by a dimension the Configs cross".into(),
         ));
     }
+    // Each other level without a contrast, and why.
+    let left_out: Vec<String> = levels
+        .iter()
+        .filter(|level| **level != baseline && !by_level.contains_key(*level))
+        .map(|level| {
+            let value = named.get(level).cloned().unwrap_or_else(|| level.clone());
+            let together_with_baseline = strata
+                .values()
+                .any(|(_, members)| members.contains_key(level) && members.contains_key(&baseline));
+            if together_with_baseline {
+                format!("{value}: fewer than 2 successful samples of {metric} beside its baseline")
+            } else {
+                format!(
+                    "{value}: no Config with it differs from one with {} in {} alone",
+                    named.get(&baseline).unwrap_or(&baseline),
+                    crate::dimensions::in_words(&together)
+                )
+            }
+        })
+        .collect();
     let adjusted = holm_adjust(
         &contrasts
             .iter()
@@ -385,11 +408,29 @@ pub fn factorial_of(
     }
     Ok(Factorial {
         by: by.to_string(),
+        dimensions: together.iter().map(|name| name.to_string()).collect(),
         baseline,
+        values: named,
         metric: metric.to_string(),
         contrasts,
         pooled,
+        left_out,
     })
+}
+
+impl Factorial {
+    /// The comparison's name: `by`, or `by` and what changes with it (`suite+cert`).
+    pub fn name(&self) -> String {
+        joined(&self.dimensions)
+    }
+
+    /// A level of `by` as the values of every dimension of the comparison.
+    pub fn value(&self, level: &str) -> String {
+        self.values
+            .get(level)
+            .cloned()
+            .unwrap_or_else(|| level.to_string())
+    }
 }
 
 /// The factorial comparison as text: one answer line per value, the interactions, then one
@@ -399,8 +440,17 @@ pub fn render_factorial(factorial: &Factorial) -> String {
     let _ = writeln!(
         out,
         "{} by {}: each value against {} with every other dimension held fixed",
-        factorial.metric, factorial.by, factorial.baseline
+        factorial.metric,
+        factorial.name(),
+        factorial.value(&factorial.baseline)
     );
+    if factorial.dimensions.len() > 1 {
+        let _ = writeln!(
+            out,
+            "  ({} change together in every Config: no contrast tells their effects apart)",
+            crate::dimensions::in_words(&factorial.dimensions)
+        );
+    }
     for pooled in &factorial.pooled {
         let depends: Vec<&str> = pooled
             .interactions
@@ -410,12 +460,13 @@ pub fn render_factorial(factorial: &Factorial) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "  {} vs {}: ratio {:.3} [{:.3}, {:.3}] across {} {}{}{}",
-            pooled.level,
-            factorial.baseline,
+            "  {} vs {}: ratio {:.3} [{:.3}, {:.3}] of {} medians across {} {}{}{}",
+            factorial.value(&pooled.level),
+            factorial.value(&factorial.baseline),
             pooled.ratio,
             pooled.ratio_ci[0],
             pooled.ratio_ci[1],
+            factorial.metric,
             pooled.strata,
             if pooled.strata == 1 {
                 "stratum"
@@ -451,6 +502,9 @@ pub fn render_factorial(factorial: &Factorial) -> String {
             );
         }
     }
+    for reason in &factorial.left_out {
+        let _ = writeln!(out, "  left out: {reason}");
+    }
     let _ = writeln!(
         out,
         "  per stratum (Holm across all {}):",
@@ -460,9 +514,10 @@ pub fn render_factorial(factorial: &Factorial) -> String {
         let comparison = &contrast.comparison;
         let _ = writeln!(
             out,
-            "    {} · {}: median {:.4} vs {:.4} ms, ratio {:.3} [{:.3}, {:.3}], {}",
+            "    {} · {}: median {} {:.4} vs {:.4} ms, ratio {:.3} [{:.3}, {:.3}], {}",
             contrast.stratum,
-            contrast.level,
+            factorial.value(&contrast.level),
+            factorial.metric,
             comparison.median_other,
             comparison.median_baseline,
             comparison.ratio_median,
@@ -483,23 +538,9 @@ impl Pooled {
     }
 }
 
-/// One value's pooled answer against the baseline, as the summary and the reports say it.
-pub(crate) struct Answer<'a> {
-    pub dimension: &'a str,
-    pub level: &'a str,
-    pub baseline: &'a str,
-    pub ratio: f64,
-    pub interval: [f64; 2],
-    pub detected: bool,
-    pub strata: usize,
-    /// van Elteren's p, when the strata allowed the test.
-    pub p_value: Option<f64>,
-    /// The dimensions the effect depends on.
-    pub depends: Vec<&'a str>,
-}
-
-/// Every pooled answer of `factorials`, in order.
-pub(crate) fn answers(factorials: &[Factorial], alpha: f64) -> Vec<Answer<'_>> {
+/// Every pooled answer of `factorials`, in order, as verdicts: each credited to the
+/// factorial's dimensions together.
+pub(crate) fn answers(factorials: &[Factorial], alpha: f64) -> Vec<Verdict> {
     let mut answers = Vec::new();
     for factorial in factorials {
         for pooled in &factorial.pooled {
@@ -525,67 +566,30 @@ pub(crate) fn answers(factorials: &[Factorial], alpha: f64) -> Vec<Answer<'_>> {
                     pooled.van_elteren.map(|test| test.p_value),
                 ),
             };
-            answers.push(Answer {
-                dimension: &factorial.by,
-                level: &pooled.level,
-                baseline: &factorial.baseline,
+            answers.push(Verdict {
+                kind: VerdictKind::Dimension,
+                dimensions: factorial.dimensions.clone(),
+                other: factorial.value(&pooled.level),
+                baseline: factorial.value(&factorial.baseline),
+                metric: factorial.metric.clone(),
+                verdict: crate::comparison::verdict_in_words(
+                    pooled.ratio,
+                    detected,
+                    p_value,
+                    alpha,
+                ),
                 ratio: pooled.ratio,
-                interval,
-                detected,
-                strata: pooled.strata,
+                ratio_ci: interval,
                 p_value,
-                depends: pooled
+                strata: Some(pooled.strata),
+                depends_on: pooled
                     .interactions
                     .iter()
                     .filter(|interaction| interaction.depends)
-                    .map(|interaction| interaction.dimension.as_str())
+                    .map(|interaction| interaction.dimension.clone())
                     .collect(),
             });
         }
     }
     answers
-}
-
-/// The pooled answers of several factorial comparisons, one line per value: the change in
-/// words, the ratio of medians with its interval, the strata, and the dimensions the effect
-/// depends on. The run summary's comparison when its Configs cross dimensions; the strata
-/// themselves are [`render_factorial`]'s.
-pub fn render_pooled(factorials: &[Factorial], alpha: f64) -> String {
-    let mut out = String::new();
-    let Some(first) = factorials.first() else {
-        return out;
-    };
-    let _ = writeln!(
-        out,
-        "{} by each dimension, the others held fixed (median ratio, 95% CI over strata):",
-        first.metric
-    );
-    for answer in answers(factorials, alpha) {
-        let _ = writeln!(
-            out,
-            "  {} {} vs {}: {} ({}, {} {}){}",
-            answer.dimension,
-            answer.level,
-            answer.baseline,
-            crate::comparison::verdict_in_words(
-                answer.ratio,
-                answer.detected,
-                answer.p_value,
-                alpha
-            ),
-            crate::comparison::ratio_with_interval(answer.ratio, answer.interval),
-            answer.strata,
-            if answer.strata == 1 {
-                "stratum"
-            } else {
-                "strata"
-            },
-            if answer.depends.is_empty() {
-                String::new()
-            } else {
-                format!("; depends on {}", answer.depends.join(" and "))
-            }
-        );
-    }
-    out
 }

@@ -168,8 +168,12 @@ pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
         out.push_str("</ul></div>\n");
     }
 
-    out.push_str("<h2 id=\"summary\">Summary</h2>\n");
-    out.push_str("<p>Handshake times are of successful measured attempts (warm-up excluded), from the first socket call to the handshake's completion.</p>\n");
+    let _ = writeln!(
+        out,
+        "<h2 id=\"summary\">Summary: {}</h2>",
+        escape(&summary.metric)
+    );
+    let _ = writeln!(out, "<p>{}</p>", escape(&tables::summary_note(data)));
     write_table(&mut out, &tables::summary(data));
     let stopping: Vec<String> = summary
         .configs
@@ -185,13 +189,21 @@ pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
     }
 
     if let Some(table) = tables::factorial(data) {
-        out.push_str("<h2 id=\"by-dimension\">By dimension</h2>\n");
-        let _ = writeln!(out, "<p>{}</p>", escape(tables::FACTORIAL_NOTE));
+        let _ = writeln!(
+            out,
+            "<h2 id=\"by-dimension\">By dimension: {}</h2>",
+            escape(&summary.metric)
+        );
+        let _ = writeln!(out, "<p>{}</p>", escape(&tables::factorial_note(data)));
         write_table(&mut out, &table);
     }
 
     if let (Some(table), Some(note)) = (tables::comparisons(data), tables::comparison_note(data)) {
-        out.push_str("<h2 id=\"comparisons\">Comparisons</h2>\n");
+        let _ = writeln!(
+            out,
+            "<h2 id=\"comparisons\">Comparisons: {}</h2>",
+            escape(&summary.metric)
+        );
         let _ = writeln!(out, "<p>{}</p>", escape(&note));
         write_table(&mut out, &table);
     }
@@ -202,8 +214,12 @@ pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
         write_table(&mut out, &table);
     }
     if let Some(table) = tables::gains(data) {
-        out.push_str("<h2 id=\"techniques\">Session techniques</h2>\n");
-        let _ = writeln!(out, "<p>{}</p>", escape(tables::GAINS_NOTE));
+        let _ = writeln!(
+            out,
+            "<h2 id=\"techniques\">Session techniques: {}</h2>",
+            escape(&summary.metric)
+        );
+        let _ = writeln!(out, "<p>{}</p>", escape(&tables::gains_note(data)));
         write_table(&mut out, &table);
     }
     if let Some(table) = tables::load(data) {

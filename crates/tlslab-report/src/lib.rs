@@ -12,16 +12,19 @@
 //! tlslab_report::write_pngs(&data, "charts".as_ref()).unwrap();
 //! ```
 
+mod answer;
 pub mod bottleneck;
 mod charts;
 mod comparison;
 mod data;
 mod diagnosis;
+pub mod dimensions;
 pub mod factorial;
 mod html;
 mod levels;
 pub mod load;
 mod markdown;
+pub mod metric;
 mod samples;
 mod scans;
 pub mod schedule;
@@ -29,20 +32,25 @@ mod summary;
 mod tables;
 mod text;
 pub mod thresholds;
+pub mod verdict;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use charts::{charts_for, render_png, render_svg, ChartKind};
-pub use comparison::{compare_comparable, compare_store, render_comparisons};
+pub use comparison::{
+    compare_comparable, compare_store, render_comparisons, Compared, Comparisons,
+};
 pub use data::{distinguishing_words, ConfigData, ReportData};
 pub use html::{escape, render_html, render_scan_report_html};
 pub use markdown::{render_markdown, render_scan_report_markdown};
+pub use metric::Metric;
 pub use samples::{parse_samples, SampleFileError};
-pub use summary::{ConfigSummary, Distribution, RunSummary};
+pub use summary::{ConfigSummary, Distribution, Gain, RunSummary};
 pub use text::{
     duration, quiet_warnings, render_details_of_each, render_text, result_line, TextOptions,
 };
+pub use verdict::{Verdict, VerdictKind};
 
 /// Why a report could not be made, and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -87,15 +87,16 @@ pub fn render_markdown(data: &ReportData, chart_links: Option<&str>) -> String {
     if !summary.warnings.is_empty() {
         out.push('\n');
     }
-    out.push_str("## Summary\n\n");
+    let _ = writeln!(out, "## Summary: {}\n", text_line(&summary.metric));
+    let _ = writeln!(out, "{}\n", text_line(&tables::summary_note(data)));
     write_table(&mut out, &tables::summary(data));
     if let Some(table) = tables::factorial(data) {
-        out.push_str("## By dimension\n\n");
-        let _ = writeln!(out, "{}\n", text_line(tables::FACTORIAL_NOTE));
+        let _ = writeln!(out, "## By dimension: {}\n", text_line(&summary.metric));
+        let _ = writeln!(out, "{}\n", text_line(&tables::factorial_note(data)));
         write_table(&mut out, &table);
     }
     if let (Some(table), Some(note)) = (tables::comparisons(data), tables::comparison_note(data)) {
-        out.push_str("## Comparisons\n\n");
+        let _ = writeln!(out, "## Comparisons: {}\n", text_line(&summary.metric));
         let _ = writeln!(out, "{}\n", text_line(&note));
         write_table(&mut out, &table);
     }
@@ -104,8 +105,12 @@ pub fn render_markdown(data: &ReportData, chart_links: Option<&str>) -> String {
         write_table(&mut out, &table);
     }
     if let Some(table) = tables::gains(data) {
-        out.push_str("## Session techniques\n\n");
-        let _ = writeln!(out, "{}\n", text_line(tables::GAINS_NOTE));
+        let _ = writeln!(
+            out,
+            "## Session techniques: {}\n",
+            text_line(&summary.metric)
+        );
+        let _ = writeln!(out, "{}\n", text_line(&tables::gains_note(data)));
         write_table(&mut out, &table);
     }
     if let Some(table) = tables::load(data) {

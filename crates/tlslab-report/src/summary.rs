@@ -4,10 +4,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use tlslab_core::Phase;
-use tlslab_stats::{CompareOptions, ComparisonSet, Summary};
+use tlslab_stats::{CompareOptions, Summary};
 use tlslab_store::{ConfigRow, ReplayRow, Store, StoreError};
 
-use crate::comparison::compare_groups;
+use crate::comparison::Comparisons;
+use crate::metric::Metric;
 
 /// Statistics of one metric in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -91,10 +92,15 @@ pub fn round_trips(version: &str, resume: bool, connect_delayed: bool) -> u32 {
 /// resumption, 0-RTT, certificate caching.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Gain {
+    /// Every technique the Config sets (`0-RTT (tickets)`, `resumption (tickets) +
+    /// certificate cache`).
     pub technique: String,
+    /// Every dimension in which the Config differs from its baseline: the technique's, and
+    /// nothing else.
+    pub dimensions: Vec<String>,
     pub label: String,
     pub baseline: String,
-    /// `ttfb` when the Configs send a request (what a user waits for), else `handshake`.
+    /// The summary's metric (see [`crate::metric`]).
     pub metric: String,
     pub median_ms: f64,
     pub baseline_median_ms: f64,
@@ -104,94 +110,6 @@ pub struct Gain {
     pub gain_ci: [f64; 2],
     /// Mann-Whitney p of the two samples.
     pub p: f64,
-}
-
-/// What a Config does beyond a full handshake, or `None` for a full handshake.
-fn technique(config: &ConfigRow) -> Option<String> {
-    if config.early_data_bytes > 0 {
-        Some(format!("0-RTT ({})", config.resumption))
-    } else if config.resumption != "off" {
-        Some(format!("resumption ({})", config.resumption))
-    } else if config.cert_cache {
-        Some("certificate cache".to_string())
-    } else {
-        None
-    }
-}
-
-/// Everything but the session techniques: Configs equal in this are a technique and its
-/// baseline.
-fn setting(config: &ConfigRow) -> impl PartialEq + '_ {
-    (
-        (&config.version, &config.suite, &config.group, &config.cert),
-        (config.chain, &config.target, config.concurrency),
-        (
-            config.rtt_ns,
-            config.loss.map(f64::to_bits),
-            &config.emulator,
-        ),
-        (&config.transport, &config.http),
-        (
-            config.hello_retry,
-            config.mtls,
-            &config.client_backend,
-            &config.server_backend,
-            &config.ech,
-        ),
-    )
-}
-
-/// Pairs every technique Config with its full-handshake baseline and measures the gain.
-fn gains(store: &Store, configs: &[ConfigRow]) -> Result<Vec<Gain>, StoreError> {
-    let mut gains = Vec::new();
-    for config in configs {
-        let Some(name) = technique(config) else {
-            continue;
-        };
-        let Some(baseline) = configs
-            .iter()
-            .find(|other| technique(other).is_none() && setting(other) == setting(config))
-        else {
-            continue;
-        };
-        let metric = if config.http != "none" {
-            "ttfb"
-        } else {
-            "handshake"
-        };
-        let millis = |id| -> Result<Vec<f64>, StoreError> {
-            Ok(store
-                .phase_values(id, metric)?
-                .into_iter()
-                .map(|nanos| nanos / 1e6)
-                .collect())
-        };
-        let (values, baseline_values) = (millis(config.id)?, millis(baseline.id)?);
-        let Ok(comparison) = tlslab_stats::compare(
-            &baseline.label,
-            &baseline_values,
-            &config.label,
-            &values,
-            &CompareOptions::default(),
-        ) else {
-            continue;
-        };
-        gains.push(Gain {
-            technique: name,
-            label: config.label.clone(),
-            baseline: baseline.label.clone(),
-            metric: metric.to_string(),
-            median_ms: comparison.median_other,
-            baseline_median_ms: comparison.median_baseline,
-            gain: 1.0 - comparison.ratio_median,
-            gain_ci: [
-                1.0 - comparison.ratio_median_ci[1],
-                1.0 - comparison.ratio_median_ci[0],
-            ],
-            p: comparison.mann_whitney_p,
-        });
-    }
-    Ok(gains)
 }
 
 fn physics(label: &str, median_ms: f64, floor_ms: f64, round_trips: u32) -> Option<String> {
@@ -319,6 +237,9 @@ pub struct ConfigSummary {
     pub diagnoses: BTreeMap<String, String>,
     /// The full handshake (start → handshake_done) of successful attempts, in ms.
     pub handshake_ms: Option<Distribution>,
+    /// The summary's metric (its `metric`) of successful attempts, in ms: what the table
+    /// shows and the verdicts compare.
+    pub metric_ms: Option<Distribution>,
     /// tcp or quic.
     pub transport: String,
     /// Time to the first byte of the response (start → first_byte), when there was a request.
@@ -397,18 +318,30 @@ pub struct RunSummary {
     pub configs: Vec<ConfigSummary>,
     /// Things a careful reader must know (a saturated client, certificate checks off).
     pub warnings: Vec<String>,
-    /// Each Config's handshake against the first one's, when there are several.
-    pub comparisons: Option<ComparisonSet>,
+    /// Each Config against the first one on `metric`, when there are several, each naming
+    /// the dimensions in which it differs from the first.
+    pub comparisons: Option<Comparisons>,
     /// The dimensions the Configs vary (by `compare --by` name; dimensions that change
     /// together are named once).
     pub dimensions: Vec<String>,
-    /// With two or more `dimensions`: the effect of each with the others held fixed
-    /// (`tlslab compare --by`), the answer a crossed matrix was built for. A dimension that no
-    /// stratum holds two values of has no entry.
+    /// With two or more `dimensions` that the Configs cross: the effect of each with the
+    /// others held fixed (`tlslab compare --by`), the answer a crossed matrix was built for.
+    /// A dimension that no stratum holds two values of has no entry (see `left_out`); Configs
+    /// that do not cross their dimensions have none, and are answered each against the first.
     pub factorials: Vec<crate::factorial::Factorial>,
-    /// What the comparisons compare: `handshake`, or `total` (the request's whole time) when
-    /// every Config sends a request (a load run, where kept connections shake no hands).
-    pub comparison_metric: String,
+    /// The one metric of the table, the verdicts and the gains (`handshake`, `ttfb`,
+    /// `total`, or any phase `--metric` names), chosen by the question the Configs ask
+    /// ([`crate::metric`]).
+    pub metric: String,
+    /// Why that metric, in words.
+    pub metric_reason: String,
+    /// The summary's answer, one verdict per line it prints: the by-dimension answers when
+    /// the Configs cross dimensions, else each Config against the first; each credited to
+    /// every dimension in which the Configs compared differ.
+    pub verdicts: Vec<crate::verdict::Verdict>,
+    /// What the by-dimension answers could not say, and why (a dimension no contrast
+    /// changes alone).
+    pub left_out: Vec<String>,
     /// Session techniques against their full-handshake baselines.
     pub gains: Vec<Gain>,
     /// Where latency breaks across each sweep of arrival rates.
@@ -423,7 +356,13 @@ const ONE_PASS_LIMIT: usize = 500_000;
 
 impl RunSummary {
     pub fn from_store(store: &Store) -> Result<RunSummary, StoreError> {
-        RunSummary::from_store_in_passes(store, ONE_PASS_LIMIT)
+        RunSummary::from_store_on(store, None)
+    }
+
+    /// [`RunSummary::from_store`] on the metric `metric` names (`--metric`: its table, its
+    /// verdicts and its gains), or on the one the Configs' question calls for.
+    pub fn from_store_on(store: &Store, metric: Option<&str>) -> Result<RunSummary, StoreError> {
+        RunSummary::read(store, ONE_PASS_LIMIT, metric)
     }
 
     /// [`RunSummary::from_store`], reading the values of a Config with more than
@@ -432,6 +371,14 @@ impl RunSummary {
     pub fn from_store_in_passes(
         store: &Store,
         one_pass_limit: usize,
+    ) -> Result<RunSummary, StoreError> {
+        RunSummary::read(store, one_pass_limit, None)
+    }
+
+    fn read(
+        store: &Store,
+        one_pass_limit: usize,
+        asked: Option<&str>,
     ) -> Result<RunSummary, StoreError> {
         let run = store.run()?;
         let until_ci = tlslab_core::Experiment::from_toml(&run.experiment)
@@ -445,20 +392,21 @@ impl RunSummary {
         let mut configs = Vec::new();
         let mut warnings = Vec::new();
         let rows = store.configs()?;
-        let comparison_metric = if rows.iter().all(|row| row.http != "none") {
-            "total"
-        } else {
-            "handshake"
-        };
+        let metric = Metric::choose(&rows, asked);
+        let metric_name = metric.name.as_str();
         // Every value of the successful samples the summary reads, in one pass over each
         // Config's samples (one column at a time above `one_pass_limit`): byte counts,
-        // status, then the phases (and the comparison's metric when it is not among them).
+        // status, then the phases (and the summary's metric when it is not among them).
         // One Config's values at a time: they are the summary's memory.
+        let timed: Vec<&str> = ["handshake", "ttfb"]
+            .into_iter()
+            .chain(Phase::PARTS.iter().map(|phase| phase.name()))
+            .collect();
+        let extra = (!timed.contains(&metric_name)).then_some(metric_name);
         let names: Vec<&str> = tlslab_store::MEASURED_COUNTS
             .into_iter()
-            .chain(["handshake", "ttfb"])
-            .chain(Phase::PARTS.iter().map(|phase| phase.name()))
-            .chain((comparison_metric == "total").then_some("total"))
+            .chain(timed.iter().copied())
+            .chain(extra)
             .collect();
         // Each Config's values of the comparison's metric (ms), kept from the pass below for
         // the comparison and the factorial contrasts, which would read them again.
@@ -485,15 +433,12 @@ impl RunSummary {
                 }
             }
             let in_one_pass = usize::try_from(ok).is_ok_and(|ok| ok <= one_pass_limit);
-            let (mut timings, mut total) = if in_one_pass {
+            let (mut timings, mut extra_values) = if in_one_pass {
                 let mut values = store.phases_values(config.id, &names)?;
-                let total = match comparison_metric {
-                    "total" => values.pop(),
-                    _ => None,
-                };
+                let extra_values = extra.and_then(|_| values.pop());
                 let values: Box<dyn Iterator<Item = Result<Vec<f64>, StoreError>>> =
                     Box::new(values.into_iter().map(Ok));
-                (values, total)
+                (values, extra_values)
             } else {
                 let id = config.id;
                 let values: Box<dyn Iterator<Item = Result<Vec<f64>, StoreError>>> =
@@ -505,26 +450,35 @@ impl RunSummary {
             let server_flight_bytes = Store::median_count(&next()?);
             let statuses = Store::count_statuses(&next()?);
             let client_certificate_bytes = Store::median_count(&next()?);
+            // The metric's values, from the column of its name.
+            let mut metric_nanos = None;
+            let mut keep = |name: &str, values: &Vec<f64>| {
+                if name == metric_name {
+                    metric_nanos = Some(values.clone());
+                }
+            };
             let handshake = next()?;
+            keep("handshake", &handshake);
             let handshake_ms = Distribution::of_nanos(&handshake);
-            let ttfb_ms = Distribution::of_nanos(&next()?);
+            let ttfb = next()?;
+            keep("ttfb", &ttfb);
+            let ttfb_ms = Distribution::of_nanos(&ttfb);
             let mut phase_medians_ms = BTreeMap::new();
             for phase in Phase::PARTS {
                 let values = next()?;
+                keep(phase.name(), &values);
                 if let Some(summary) = Distribution::of_nanos(&values) {
                     phase_medians_ms.insert(phase.name().to_string(), summary.median);
                 }
             }
-            if comparison_metric == "total" && total.is_none() {
-                total = Some(next()?);
+            if extra.is_some() && extra_values.is_none() {
+                extra_values = Some(next()?);
             }
+            let metric_nanos = metric_nanos.or(extra_values).unwrap_or_default();
+            let metric_ms = Distribution::of_nanos(&metric_nanos);
             metric_values.insert(
                 config.id,
-                total
-                    .unwrap_or(handshake)
-                    .into_iter()
-                    .map(|nanos| nanos / 1e6)
-                    .collect(),
+                metric_nanos.into_iter().map(|nanos| nanos / 1e6).collect(),
             );
             let totals = store.trial_totals(config.id)?;
             let client_signing_ms = phase_medians_ms.get("client_signing").copied();
@@ -668,6 +622,7 @@ impl RunSummary {
                 error_examples,
                 diagnoses,
                 handshake_ms,
+                metric_ms,
                 transport: config.transport.clone(),
                 ttfb_ms,
                 client_hello_bytes,
@@ -725,48 +680,10 @@ impl RunSummary {
         let values = |config: &ConfigRow| -> Result<Vec<f64>, StoreError> {
             Ok(metric_values.get(&config.id).cloned().unwrap_or_default())
         };
-        let comparisons = if configs.len() > 1 {
-            let groups = rows
-                .iter()
-                .map(|row| Ok((row.label.clone(), values(row)?)))
-                .collect::<Result<Vec<_>, StoreError>>()?;
-            match compare_groups(groups, comparison_metric, &CompareOptions::default()) {
-                Ok((set, left_out)) => {
-                    if !left_out.is_empty() {
-                        warnings.push(format!(
-                            "left out of the comparison (fewer than 2 successful samples): {}",
-                            left_out.join(", ")
-                        ));
-                    }
-                    Some(set)
-                }
-                Err(error) => {
-                    warnings.push(format!("no comparison between configs: {}", error.message));
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        let dimensions = crate::factorial::varied_dimensions(&rows);
-        let factorials = if dimensions.len() >= 2 {
-            dimensions
-                .iter()
-                .filter_map(|dimension| {
-                    crate::factorial::factorial_of(
-                        &rows,
-                        dimension,
-                        None,
-                        comparison_metric,
-                        &CompareOptions::default(),
-                        &values,
-                    )
-                    .ok()
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let answer =
+            crate::answer::answer(&rows, &values, metric_name, &CompareOptions::default())?;
+        warnings.extend(answer.warnings);
+        let dimensions = crate::dimensions::varied_dimensions(&rows);
         Ok(RunSummary {
             store: store.path().display().to_string(),
             started_at: run.started_at,
@@ -780,11 +697,14 @@ impl RunSummary {
             insecure,
             configs,
             warnings,
-            comparisons,
-            comparison_metric: comparison_metric.to_string(),
+            comparisons: answer.comparisons,
+            metric: metric.name,
+            metric_reason: metric.reason,
+            verdicts: answer.verdicts,
+            left_out: answer.left_out,
             dimensions: dimensions.iter().map(|name| name.to_string()).collect(),
-            factorials,
-            gains: gains(store, &rows)?,
+            factorials: answer.factorials,
+            gains: answer.gains,
             knees,
         })
     }

@@ -33,17 +33,23 @@ fn optional(value: Option<f64>, format: impl Fn(f64) -> String) -> String {
     value.map(format).unwrap_or_else(|| "–".into())
 }
 
-/// One row per Config: outcomes, handshake statistics, rate and CPU.
+/// One row per Config: outcomes, the statistics of the summary's metric (which its headers
+/// name), rate and CPU.
 pub fn summary(data: &ReportData) -> Table {
+    let metric = &data.summary.metric;
+    let median = format!("{metric} median ms");
+    let p90 = format!("{metric} p90 ms");
+    let p99 = format!("{metric} p99 ms");
+    let mean = format!("{metric} mean ms (95% CI)");
     let mut table = Table::new(&[
         "config",
         "attempted",
         "ok",
         "failed",
-        "median ms",
-        "p90 ms",
-        "p99 ms",
-        "mean ms (95% CI)",
+        median.as_str(),
+        p90.as_str(),
+        p99.as_str(),
+        mean.as_str(),
         "handshakes/s",
         "server CPU ms/handshake",
         "client CPU ms/handshake",
@@ -54,7 +60,7 @@ pub fn summary(data: &ReportData) -> Table {
         table.headers.push("resumed / full".into());
     }
     for config in &data.summary.configs {
-        let handshake = config.handshake_ms;
+        let handshake = config.metric_ms;
         let mut row = vec![
             config.label.clone(),
             thousands(config.attempted as f64),
@@ -92,11 +98,13 @@ pub fn summary(data: &ReportData) -> Table {
     table
 }
 
-/// One row per Config against the baseline, or `None` with a single Config.
+/// One row per Config against the baseline, naming the dimensions in which it differs from
+/// it, or `None` with a single Config.
 pub fn comparisons(data: &ReportData) -> Option<Table> {
     let set = data.summary.comparisons.as_ref()?;
     let mut table = Table::new(&[
         "config",
+        "differs in",
         "verdict",
         "median ms",
         "difference ms (95% CI)",
@@ -106,11 +114,13 @@ pub fn comparisons(data: &ReportData) -> Option<Table> {
         "rank-biserial r",
         "Hedges' g",
     ]);
-    table.text_columns.push(1);
-    for comparison in &set.comparisons {
+    table.text_columns.extend([1, 2]);
+    for compared in &set.comparisons {
+        let comparison = &compared.comparison;
         table.rows.push(vec![
             comparison.other.clone(),
-            comparison.verdict.clone(),
+            crate::dimensions::joined(&compared.dimensions),
+            format!("{} {}", set.metric, comparison.verdict),
             millis(comparison.median_other),
             format!(
                 "{:+.4} ({:+.4} to {:+.4})",
@@ -155,27 +165,22 @@ pub fn factorial(data: &ReportData) -> Option<Table> {
     table.text_columns.extend([1, 2, 6]);
     for answer in crate::factorial::answers(factorials, alpha) {
         table.rows.push(vec![
-            answer.dimension.to_string(),
-            format!("{} vs {}", answer.level, answer.baseline),
-            crate::comparison::verdict_in_words(
-                answer.ratio,
-                answer.detected,
-                answer.p_value,
-                alpha,
-            ),
+            crate::dimensions::joined(&answer.dimensions),
+            format!("{} vs {}", answer.other, answer.baseline),
+            format!("{} in {}", answer.verdict, answer.metric),
             format!(
                 "{:.3} ({:.3}–{:.3})",
-                answer.ratio, answer.interval[0], answer.interval[1]
+                answer.ratio, answer.ratio_ci[0], answer.ratio_ci[1]
             ),
-            answer.strata.to_string(),
+            answer.strata.unwrap_or(1).to_string(),
             answer.p_value.map_or_else(
                 || "–".into(),
                 |p| p_value(p).trim_start_matches("= ").to_string(),
             ),
-            if answer.depends.is_empty() {
+            if answer.depends_on.is_empty() {
                 "–".into()
             } else {
-                answer.depends.join(", ")
+                answer.depends_on.join(", ")
             },
         ]);
     }
@@ -192,15 +197,38 @@ pub fn command_line(stored: &str) -> String {
         .unwrap_or_else(|| stored.to_string())
 }
 
-/// What the by-dimension table holds, in a sentence.
-pub const FACTORIAL_NOTE: &str = "Each value of a dimension against its baseline with every other dimension held fixed: the median of the per-stratum ratios of medians with a bootstrap interval over strata, van Elteren's stratified test (with one stratum, that stratum's own interval and Mann-Whitney test), and the dimensions the effect depends on (Kruskal-Wallis across their levels).";
+/// What the by-dimension table holds, in a sentence, naming its metric.
+pub fn factorial_note(data: &ReportData) -> String {
+    format!(
+        "The {} ({}) of each value of a dimension against its baseline with every other dimension held fixed: the median of the per-stratum ratios of medians with a bootstrap interval over strata, van Elteren's stratified test (with one stratum, that stratum's own interval and Mann-Whitney test), and the dimensions the effect depends on (Kruskal-Wallis across their levels). Dimensions that change together in every Config (each suite with its own certificate) are named together, as in suite+cert: no contrast tells their effects apart.{}",
+        data.summary.metric,
+        crate::metric::describe(&data.summary.metric),
+        if data.summary.left_out.is_empty() {
+            String::new()
+        } else {
+            format!(" Left out: {}.", data.summary.left_out.join("; "))
+        }
+    )
+}
+
+/// What the report's summary table holds, in a sentence: its metric, and why.
+pub fn summary_note(data: &ReportData) -> String {
+    format!(
+        "Times are the {} ({}) of successful measured attempts (warm-up excluded): the metric of every comparison below, because {} (tlslab report --metric picks another).",
+        data.summary.metric,
+        crate::metric::describe(&data.summary.metric),
+        data.summary.metric_reason
+    )
+}
 
 /// A sentence on the comparisons: the baseline and the Kruskal-Wallis test across all Configs.
 pub fn comparison_note(data: &ReportData) -> Option<String> {
     let set = data.summary.comparisons.as_ref()?;
-    let first = set.comparisons.first()?;
+    let first = &set.comparisons.first()?.comparison;
     let mut note = format!(
-        "Handshake times of each config against the baseline '{}' (n = {}, median {} ms). A difference is called only when the 95% BCa bootstrap interval of the difference of medians excludes 0 and the Holm-adjusted Mann-Whitney p is below 0.05.",
+        "The {} ({}) of each config against the baseline '{}' (n = {}, median {} ms), naming every dimension in which it differs from the baseline. A difference is called only when the 95% BCa bootstrap interval of the difference of medians excludes 0 and the Holm-adjusted Mann-Whitney p is below 0.05.",
+        set.metric,
+        crate::metric::describe(&set.metric),
         set.baseline,
         first.n_baseline,
         millis(first.median_baseline)
@@ -270,8 +298,14 @@ pub fn time_to_first_byte(data: &ReportData) -> Option<Table> {
     (!table.rows.is_empty()).then_some(table)
 }
 
-/// What the report says above [`gains`].
-pub const GAINS_NOTE: &str = "Each session technique against the full handshake that differs from it in nothing else: the share of the baseline's median it saves (of the time to first byte when the Configs send a request, else of the handshake), with a 95% bootstrap interval and the Mann-Whitney p of the two samples.";
+/// What the report says above [`gains`], naming the metric.
+pub fn gains_note(data: &ReportData) -> String {
+    format!(
+        "Each session technique against the full handshake that differs from it in the technique's dimensions alone: the share of the baseline's median {} ({}) it saves, with a 95% bootstrap interval and the Mann-Whitney p of the two samples.",
+        data.summary.metric,
+        crate::metric::describe(&data.summary.metric)
+    )
+}
 
 /// Each session technique's gain over its full-handshake baseline (resumption, 0-RTT, the
 /// certificate cache), as the summary says it; `None` when the run has none.

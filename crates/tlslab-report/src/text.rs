@@ -90,31 +90,43 @@ pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
             out.push('\n');
         }
     }
-    let alpha = tlslab_stats::CompareOptions::default().alpha;
-    if !summary.factorials.is_empty() {
-        if options.verbose {
-            for factorial in &summary.factorials {
-                out.push_str(&crate::factorial::render_factorial(factorial));
-            }
-        } else {
-            out.push_str(&crate::factorial::render_pooled(&summary.factorials, alpha));
+    // The table's metric, what it measures and why it is the one, above the verdicts and the
+    // gains that use it too (and whenever it is not the handshake a table is expected to show).
+    if !summary.verdicts.is_empty() || !summary.gains.is_empty() || summary.metric != "handshake" {
+        let _ = writeln!(
+            out,
+            "metric: {} ({}): {}",
+            summary.metric,
+            crate::metric::describe(&summary.metric),
+            summary.metric_reason
+        );
+    }
+    if options.verbose && !summary.factorials.is_empty() {
+        for factorial in &summary.factorials {
+            out.push_str(&crate::factorial::render_factorial(factorial));
         }
-        out.push('\n');
-    } else if let Some(comparisons) = &summary.comparisons {
-        if options.verbose {
-            out.push_str(&crate::comparison::render_comparisons(
-                comparisons,
-                &summary.comparison_metric,
-                "ms",
-            ));
-        } else {
-            out.push_str(&crate::comparison::render_comparisons_brief(
-                comparisons,
-                &summary.comparison_metric,
-                alpha,
-                &name,
-            ));
+    } else if let (true, Some(comparisons)) = (options.verbose, &summary.comparisons) {
+        out.push_str(&crate::comparison::render_comparisons(comparisons, "ms"));
+    } else {
+        out.push_str(&crate::verdict::render_verdicts(&summary.verdicts, &name));
+    }
+    for reason in &summary.left_out {
+        // `render_factorial` has said its own values left out.
+        let said = options.verbose
+            && summary.factorials.iter().any(|factorial| {
+                factorial
+                    .left_out
+                    .iter()
+                    .any(|own| *reason == format!("{} {own}", factorial.name()))
+            });
+        if !said {
+            let _ = writeln!(out, "  left out: {reason}");
         }
+    }
+    if !summary.verdicts.is_empty()
+        || !summary.left_out.is_empty()
+        || (summary.gains.is_empty() && summary.metric != "handshake")
+    {
         out.push('\n');
     }
     if !summary.gains.is_empty() {
@@ -244,24 +256,16 @@ fn rate(per_second: f64) -> String {
 }
 
 /// One row per Config: its distinguishing words, n, median, p90, p99, p99.9, max, rate and,
-/// when any Config failed, its errors. The handshake, or the time to the first byte when no
-/// Config measured a handshake (plain HTTP, kept connections). When the names make a row
-/// wider than `width`, each name goes on a line of its own above its numbers.
+/// when any Config failed, its errors, all of the summary's metric (its header's first cell),
+/// which the verdicts and the gains below compare. When the names make a row wider than
+/// `width`, each name goes on a line of its own above its numbers.
 fn render_table(summary: &RunSummary, names: &[String], width: usize) -> String {
-    let use_ttfb = summary
-        .configs
-        .iter()
-        .all(|config| config.handshake_ms.is_none())
-        && summary
-            .configs
-            .iter()
-            .any(|config| config.ttfb_ms.is_some());
     let errors = summary
         .configs
         .iter()
         .any(|config| config.attempted > config.ok);
     let mut header: Vec<String> = [
-        if use_ttfb { "ttfb" } else { "handshake" },
+        summary.metric.as_str(),
         "n",
         "median",
         "p90",
@@ -277,11 +281,7 @@ fn render_table(summary: &RunSummary, names: &[String], width: usize) -> String 
     }
     let mut rows = vec![header];
     for (config, name) in summary.configs.iter().zip(names) {
-        let distribution = if use_ttfb {
-            config.ttfb_ms
-        } else {
-            config.handshake_ms
-        };
+        let distribution = config.metric_ms;
         let mut row = vec![
             name.clone(),
             distribution.map_or(config.ok, |d| d.n as i64).to_string(),
@@ -711,7 +711,10 @@ fn render_details(config: &crate::summary::ConfigSummary) -> String {
 
 /// Each technique's gain over its full-handshake baseline, with the 95% interval.
 pub fn render_gains(gains: &[crate::summary::Gain]) -> String {
-    let mut out = String::from("gains over the full handshake (median, 95% bootstrap CI):\n");
+    let mut out = format!(
+        "gains over the full handshake (median {}, 95% bootstrap CI):\n",
+        gains.first().map_or("", |gain| gain.metric.as_str())
+    );
     for gain in gains {
         let _ = writeln!(
             out,
@@ -793,6 +796,7 @@ mod tests {
             )]
             .into(),
             handshake_ms: handshake,
+            metric_ms: handshake,
             transport: "tcp".into(),
             ttfb_ms: None,
             client_hello_bytes: Some(216),
@@ -833,7 +837,10 @@ mod tests {
             configs,
             warnings: vec!["'tls1.3 aes128gcm x25519 c4': the client used 95% of all cores".into()],
             comparisons: None,
-            comparison_metric: "handshake".into(),
+            metric: "handshake".into(),
+            metric_reason: "the Configs send no request".into(),
+            verdicts: Vec::new(),
+            left_out: Vec::new(),
             dimensions: Vec::new(),
             factorials: Vec::new(),
             gains: Vec::new(),

@@ -174,6 +174,10 @@ pub struct ConfigRow {
     pub stopped_half_width: Option<f64>,
     /// The emulated round trip, when the Config ran on an emulated link.
     pub rtt_ns: Option<i64>,
+    /// The emulated link's jitter, when the Config ran on one (schema 2; read so that Configs
+    /// that differ only in it are told apart).
+    #[serde(default)]
+    pub jitter_ns: Option<i64>,
     pub loss: Option<f64>,
     /// Which emulator carried the packets (netem, tun, relay).
     pub emulator: Option<String>,

@@ -456,6 +456,13 @@ pub struct RunArgs {
     #[arg(long)]
     #[arg(help_heading = "Output")]
     pub report: bool,
+    /// The phase the summary's table, its verdicts and its gains all use (handshake, ttfb,
+    /// total, server_response, ...); default: the question's (ttfb when the Configs vary a
+    /// session technique, the transport or the HTTP version and all send a request; total
+    /// for requests on kept connections or plain HTTP; else handshake).
+    #[arg(long)]
+    #[arg(help_heading = "Output")]
+    pub metric: Option<String>,
 }
 
 impl RunArgs {
@@ -591,6 +598,10 @@ pub struct ReportArgs {
     /// Also write every chart as a PNG into this directory.
     #[arg(long, value_name = "DIR")]
     pub png: Option<PathBuf>,
+    /// The phase the report's summary table, comparisons and gains use (handshake, ttfb,
+    /// total, ...); default: the question's, as `tlslab run` chose it.
+    #[arg(long)]
+    pub metric: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -729,7 +740,8 @@ pub struct CompareArgs {
     pub inputs: Vec<PathBuf>,
     /// The config the others are compared with (default: the first); with --by, the
     /// dimension's baseline value (default: its first as listed: the smallest for numbers
-    /// such as concurrency or RTT, else the first Config's).
+    /// such as concurrency or RTT, else the first Config's; or the first that some Config
+    /// shares everything else with, when the first has no such partner).
     #[arg(long)]
     pub baseline: Option<String>,
     /// Compare by one dimension with every other held fixed (tls, suite, group, cert,
@@ -740,8 +752,10 @@ pub struct CompareArgs {
     #[arg(long, value_name = "DIMENSION")]
     pub by: Option<String>,
     /// The phase or event compared (handshake, server_response, cert_validation, total, ...);
-    /// default: handshake, or total (the request's time) for a store of requests on kept
-    /// connections or over plain HTTP (`tlslab load`), where most samples have no handshake.
+    /// default: the question's, as the run summary chose it: total (the request's time) for
+    /// requests on kept connections or over plain HTTP (`tlslab load`), where most samples
+    /// have no handshake; ttfb when every Config sends a request and they vary a session
+    /// technique, the transport or the HTTP version; else handshake.
     #[arg(long)]
     pub metric: Option<String>,
     /// For sample files: the CSV column holding the values.

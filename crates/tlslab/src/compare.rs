@@ -3,25 +3,19 @@
 
 use std::path::Path;
 
-use tlslab_report::{compare_store, render_comparisons};
-use tlslab_stats::{compare_all, CompareOptions, ComparisonSet};
+use tlslab_report::{compare_store, render_comparisons, Comparisons, Metric};
+use tlslab_stats::{compare_all, CompareOptions};
 
 use crate::cli::{CompareArgs, Gate};
 use crate::failure::{CliError, EXIT_THRESHOLD};
 use crate::output;
 
-/// The metric asked for, or the store's natural one: `total` (each request's time) when a
-/// Config sends requests on kept connections or over plain HTTP, as `tlslab load` does, so
-/// that most of its samples open no connection and have no handshake; `handshake` otherwise.
+/// The metric asked for, or the one the run summary chose for the store's Configs
+/// (`tlslab_report::metric`): `total` for requests on kept connections or over plain HTTP,
+/// `ttfb` when every Config sends a request and they vary a session technique, the transport
+/// or the HTTP version, else `handshake`.
 fn metric_of(store: &tlslab_store::Store, asked: Option<&str>) -> Result<String, CliError> {
-    if let Some(metric) = asked {
-        return Ok(metric.to_string());
-    }
-    let requests = store
-        .configs()?
-        .iter()
-        .any(|config| config.keep_alive || config.scheme == "http");
-    Ok(if requests { "total" } else { "handshake" }.to_string())
+    Ok(Metric::choose(&store.configs()?, asked).name)
 }
 
 pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
@@ -71,12 +65,13 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
         }
         return Ok(0);
     }
-    let (set, metric, unit) = match args.inputs.as_slice() {
+    let (set, unit) = match args.inputs.as_slice() {
         [store] => {
             let store = output::open_store(store)?;
             let metric = metric_of(&store, args.metric.as_deref())?;
             let set = compare_store(&store, args.baseline.as_deref(), &metric, &options)?;
-            (set, metric, "ms")
+            // Each Config named by the dimensions in which it differs from the baseline.
+            (Comparisons::new(set, &metric, &store.configs()?), "ms")
         }
         [baseline, other] => {
             let groups = vec![
@@ -89,15 +84,12 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
             let set = compare_all(0, &groups, &options).map_err(|error| {
                 CliError::usage(error, "each file needs at least 2 finite numbers")
             })?;
-            (
-                set,
-                args.column.clone().unwrap_or_else(|| "value".into()),
-                "",
-            )
+            let metric = args.column.clone().unwrap_or_else(|| "value".into());
+            (Comparisons::new(set, &metric, &[]), "")
         }
         _ => unreachable!("clap allows one or two inputs"),
     };
-    print_set(&set, &metric, unit, args.json)?;
+    print_set(&set, unit, args.json)?;
     let Some(gate) = args.fail_on else {
         return Ok(0);
     };
@@ -106,6 +98,7 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
     let caught: Vec<_> = set
         .comparisons
         .iter()
+        .map(|compared| &compared.comparison)
         .filter(|comparison| {
             comparison.detects_difference(args.alpha)
                 && match gate {
@@ -137,11 +130,11 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
     Ok(EXIT_THRESHOLD)
 }
 
-fn print_set(set: &ComparisonSet, metric: &str, unit: &str, json: bool) -> Result<(), CliError> {
+fn print_set(set: &Comparisons, unit: &str, json: bool) -> Result<(), CliError> {
     if json {
         output::print(format_args!("{}\n", output::json(set)))
     } else {
-        output::print_fitted(&render_comparisons(set, metric, unit))
+        output::print_fitted(&render_comparisons(set, unit))
     }
 }
 

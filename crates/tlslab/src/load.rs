@@ -77,6 +77,12 @@ fn base(args: &LoadArgs) -> Experiment {
 }
 
 pub fn load(args: &LoadArgs) -> Result<i32, CliError> {
+    if args.run.metric.is_some() {
+        return Err(CliError::usage(
+            "--metric chooses what tlslab run's summary compares; tlslab load prints ab's figures of each request",
+            "leave --metric out, or compare the stored requests with tlslab compare RESULTS.db --metric PHASE",
+        ));
+    }
     let mut experiment = crate::run::experiment(&args.run, base(args))?;
     if let Some(text) = &args.url {
         let url = parse_url(text)?;

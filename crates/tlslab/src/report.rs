@@ -42,6 +42,7 @@ fn link_from(base: &Path, path: &Path) -> String {
 }
 
 pub fn report(args: &ReportArgs) -> Result<i32, CliError> {
+    crate::run::checked_metric(args.metric.as_deref())?;
     let format = format(args);
     let output = args.output.clone().unwrap_or_else(|| {
         args.results.with_extension(match format {
@@ -63,7 +64,7 @@ pub fn report(args: &ReportArgs) -> Result<i32, CliError> {
         crate::output::note(format_args!("wrote {}", output.display()));
         return Ok(0);
     }
-    let data = ReportData::from_store(&store)?;
+    let data = ReportData::from_store_on(&store, args.metric.as_deref())?;
     if let Some(directory) = &args.png {
         let written = write_pngs(&data, directory)?;
         output::note(format_args!(
@@ -90,11 +91,11 @@ pub fn beside(results: &Path) -> PathBuf {
 }
 
 /// `tlslab run --report`: the HTML report beside the results file.
-pub fn report_beside(results: &Path) -> Result<PathBuf, CliError> {
+pub fn report_beside(results: &Path, metric: Option<&str>) -> Result<PathBuf, CliError> {
     let output = beside(results);
     files::check_output(&output, &[results])?;
     let store = Store::open(results)?;
-    let data = ReportData::from_store(&store)?;
+    let data = ReportData::from_store_on(&store, metric)?;
     files::write_whole(&output, render_html(&data)?.as_bytes())?;
     Ok(output)
 }

@@ -244,7 +244,34 @@ impl<F: Fn(&Store, &RunSummary) -> Result<(), CliError> + Sync> Printer for F {
     }
 }
 
+/// `--metric`, checked before anything runs (a misspelt phase found after a long run would
+/// cost the run its summary): a phase or an event.
+pub fn checked_metric(metric: Option<&str>) -> Result<Option<&str>, CliError> {
+    let Some(name) = metric else {
+        return Ok(None);
+    };
+    let known = tlslab_core::Phase::from_name(name).is_some()
+        || tlslab_core::Event::ALL
+            .iter()
+            .any(|event| event.name() == name);
+    if !known {
+        let phases: Vec<&str> = tlslab_core::Phase::ALL
+            .iter()
+            .map(|phase| phase.name())
+            .collect();
+        return Err(CliError::usage(
+            format!("--metric {name}: not a phase or event"),
+            format!(
+                "give a phase ({}) or an event (first_byte, response_done, ...)",
+                phases.join(", ")
+            ),
+        ));
+    }
+    Ok(Some(name))
+}
+
 pub fn run(args: &RunArgs) -> Result<i32, CliError> {
+    checked_metric(args.metric.as_deref())?;
     let experiment = experiment(args, Experiment::default())?;
     let print = |_: &Store, summary: &RunSummary| -> Result<(), CliError> {
         if args.json {
@@ -364,7 +391,7 @@ pub fn execute(
                 .name("tlslab-summary".into())
                 .spawn_scoped(scope, || print.prepare(open()));
         }
-        RunSummary::from_store(&store)
+        RunSummary::from_store_on(&store, args.metric.as_deref())
     })?;
     if quiet {
         for warning in tlslab_report::quiet_warnings(&summary) {
@@ -378,7 +405,7 @@ pub fn execute(
     }
     let mut result_line = tlslab_report::result_line(&summary);
     if args.report {
-        match crate::report::report_beside(&path) {
+        match crate::report::report_beside(&path, args.metric.as_deref()) {
             Ok(report) if quiet => {
                 result_line.push_str(&format!(" · report: {}", report.display()))
             }

@@ -290,9 +290,10 @@ fn reports_carry_the_time_to_first_byte_and_the_technique_gains_of_the_summary()
     tlslab_succeeds(&["report", db, "-o", html.to_str().unwrap()]);
     let markdown = std::fs::read_to_string(&markdown).unwrap();
     let html = std::fs::read_to_string(&html).unwrap();
+    // A heading may go on to name its metric (`## Session techniques: ttfb`).
     let section = |heading: &str| -> Vec<String> {
         markdown
-            .split(&format!("## {heading}\n"))
+            .split(&format!("\n## {heading}"))
             .nth(1)
             .unwrap_or_else(|| panic!("no {heading} section:\n{markdown}"))
             .split("\n## ")
