@@ -18,6 +18,7 @@ mod comparison;
 mod data;
 mod diagnosis;
 pub mod factorial;
+mod flights;
 mod html;
 mod levels;
 pub mod load;
