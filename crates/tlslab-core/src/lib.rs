@@ -58,6 +58,6 @@ pub use record::{
 pub use resolution::{NameResolution, PinnedAddress};
 pub use sample::{
     ClientCertificateStatus, ConnectionUse, EchStatus, ErrorClass, Event, Negotiated, Observed,
-    Offered, Outcome, Phase, QuicPath, Response, Sample, Timeline, Vantage,
+    Offered, Outcome, Phase, QuicPath, Response, ResponseFlights, Sample, Timeline, Vantage,
 };
 pub use sink_thread::SinkThread;

@@ -491,6 +491,28 @@ pub struct QuicPath {
     /// QUIC packets sent, and those declared lost.
     pub packets_sent: u64,
     pub packets_lost: u64,
+    /// How the server's datagrams brought the response of the request that opened the
+    /// connection; `None` without one, or when flights could not be told apart.
+    pub response_flights: Option<ResponseFlights>,
+}
+
+/// The server's flights that carried an HTTP/3 response, as the client's socket received
+/// them: a flight is datagrams that arrive without a gap longer than half the RTT (quinn's
+/// smoothed estimate, or the handshake's first round trip when shorter; a server's next
+/// flight waits for the client's acknowledgements, a round trip). From the flight that
+/// brought the response's first byte to the one that brought its last.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ResponseFlights {
+    /// Round trips from the response's first byte to its last: 1 when the flight that brought
+    /// the first byte brought it all.
+    pub round_trips: u64,
+    /// Datagrams and their UDP payload bytes in the flight with the first byte (whatever else
+    /// the server sent in it too: acknowledgements, tickets, HTTP/3 settings).
+    pub first_datagrams: u64,
+    pub first_bytes: u64,
+    /// Datagrams and bytes of the later flights, up to the one with the response's last byte.
+    pub later_datagrams: u64,
+    pub later_bytes: u64,
 }
 
 /// What the optional request after the handshake returned.

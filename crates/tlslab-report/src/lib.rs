@@ -20,6 +20,7 @@ mod data;
 mod diagnosis;
 pub mod dimensions;
 pub mod factorial;
+mod flights;
 mod html;
 mod levels;
 pub mod load;

@@ -247,6 +247,10 @@ pub struct ConfigSummary {
     /// Median bytes of the client's first flight and of the server's first flight.
     pub client_hello_bytes: Option<i64>,
     pub server_flight_bytes: Option<i64>,
+    /// The server's flights that carried the responses (QUIC, with an RTT long enough to
+    /// tell them apart): round trips from first byte to last, and what each flight carried.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_flights: Option<crate::flights::FlightsSummary>,
     /// 0-RTT attempts whose early data was accepted, and those refused.
     pub early_data: Option<(i64, i64)>,
     /// The replay probe: flights re-sent, rejected, accepted.
@@ -480,6 +484,10 @@ impl RunSummary {
                 config.id,
                 metric_nanos.into_iter().map(|nanos| nanos / 1e6).collect(),
             );
+            let response_flights = match config.transport.as_str() {
+                "quic" => crate::flights::FlightsSummary::of(&store.response_flights(config.id)?),
+                _ => None,
+            };
             let totals = store.trial_totals(config.id)?;
             let client_signing_ms = phase_medians_ms.get("client_signing").copied();
             let server_checks = totals.client_verifications.filter(|&count| count > 0);
@@ -627,6 +635,7 @@ impl RunSummary {
                 ttfb_ms,
                 client_hello_bytes,
                 server_flight_bytes,
+                response_flights,
                 early_data,
                 replay,
                 ech,

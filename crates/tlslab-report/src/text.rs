@@ -643,6 +643,9 @@ fn render_details(config: &crate::summary::ConfigSummary) -> String {
             thousands(flight as f64)
         );
     }
+    if let Some(flights) = &config.response_flights {
+        let _ = writeln!(out, "  flights    {}", flights.describe());
+    }
     if let Some(mutual) = &config.mutual_tls {
         let mut steps = Vec::new();
         if let Some(signing) = mutual.client_signing_ms {
@@ -801,6 +804,7 @@ mod tests {
             ttfb_ms: None,
             client_hello_bytes: Some(216),
             server_flight_bytes: Some(805),
+            response_flights: None,
             early_data: None,
             replay: None,
             ech: Vec::new(),

@@ -124,6 +124,11 @@ fn observed<'a, T>(
     sample.observed.as_deref().map(part)
 }
 
+/// The server's flights that carried a QUIC response, when the client told them apart.
+fn flights(sample: &Sample) -> Option<tlslab_core::ResponseFlights> {
+    sample.quic.and_then(|path| path.response_flights)
+}
+
 /// A sample column holding an address, as text.
 const fn address(name: &'static str, fill: fn(&Sample) -> Option<SocketAddr>) -> Field {
     Field {
@@ -365,6 +370,24 @@ const FIELDS: &[Field] = &[
     // opened its connection.
     sample("server_software", "TEXT", |s| {
         Cell::text(s.server_software.as_deref())
+    }),
+    // Schema 14: the server's flights that carried a QUIC response, from its first byte to its
+    // last (`QuicPath::response_flights`): round trips, then datagrams and bytes of the
+    // first flight and of the later ones.
+    sample("response_round_trips", "INTEGER", |s| {
+        Cell::integer(flights(s).map(|f| f.round_trips))
+    }),
+    sample("response_first_flight_datagrams", "INTEGER", |s| {
+        Cell::integer(flights(s).map(|f| f.first_datagrams))
+    }),
+    sample("response_first_flight_bytes", "INTEGER", |s| {
+        Cell::integer(flights(s).map(|f| f.first_bytes))
+    }),
+    sample("response_later_datagrams", "INTEGER", |s| {
+        Cell::integer(flights(s).map(|f| f.later_datagrams))
+    }),
+    sample("response_later_bytes", "INTEGER", |s| {
+        Cell::integer(flights(s).map(|f| f.later_bytes))
     }),
     Field {
         name: "started_at",

@@ -848,6 +848,33 @@ impl Store {
             .optional()?)
     }
 
+    /// The server's flights that carried each response of a Config's successful measured
+    /// samples, where the client told them apart (QUIC: `QuicPath::response_flights`), in
+    /// sample order.
+    pub fn response_flights(
+        &self,
+        config_id: i64,
+    ) -> Result<Vec<tlslab_core::ResponseFlights>, StoreError> {
+        let mut statement = self.connection.prepare(
+            "SELECT response_round_trips, response_first_flight_datagrams,
+                    response_first_flight_bytes, response_later_datagrams, response_later_bytes
+             FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok'
+                 AND response_round_trips IS NOT NULL ORDER BY id",
+        )?;
+        let flights = statement
+            .query_map([config_id], |row| {
+                Ok(tlslab_core::ResponseFlights {
+                    round_trips: row.get(0)?,
+                    first_datagrams: row.get(1)?,
+                    first_bytes: row.get(2)?,
+                    later_datagrams: row.get(3)?,
+                    later_bytes: row.get(4)?,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(flights)
+    }
+
     /// The median of a per-sample byte count (`client_hello_bytes`, `server_flight_bytes`)
     /// over a Config's successful measured samples.
     pub fn median_bytes(&self, config_id: i64, column: &str) -> Result<Option<i64>, StoreError> {

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use quinn::udp::{RecvMeta, Transmit};
 use quinn::{AsyncUdpSocket, ConnectionError, Runtime, UdpPoller};
-use tlslab_core::{ErrorClass, Event, QuicPath, Response};
+use tlslab_core::{ErrorClass, Event, QuicPath, Response, ResponseFlights};
 
 use tlslab_backend::{Attempt, Failure, Observer};
 
@@ -30,6 +30,63 @@ use crate::AgentSession;
 /// Datagrams the log keeps per direction: a handshake takes a handful; the cap only bounds
 /// memory on a long transfer.
 const KEPT_DATAGRAMS: usize = 256;
+
+/// Below this RTT the response's flights are not told apart: a server's next flight
+/// would follow the last one by less than the client's own scheduling delays.
+const SHORTEST_FLIGHT_RTT: Duration = Duration::from_millis(5);
+
+/// The server's flights, in `received` (each datagram's arrival and size, in order), that
+/// carried a response whose first byte was read at `first_byte` and last at `done`: a gap
+/// longer than half of `rtt` starts a new flight (the server's next one waits for the
+/// client's acknowledgements: a round trip later; quinn's pacer releases a window's bursts at
+/// most 0.8 RTT apart only when each burst is a whole window). `None` when `rtt` is too short
+/// to tell flights apart or no datagram came before `first_byte`.
+fn response_flights(
+    received: &[(Instant, usize)],
+    first_byte: Instant,
+    done: Instant,
+    rtt: Duration,
+) -> Option<ResponseFlights> {
+    if rtt < SHORTEST_FLIGHT_RTT {
+        return None;
+    }
+    let gap = rtt / 2;
+    // The flight each datagram belongs to, counted from 0.
+    let mut flight = 0;
+    let flights: Vec<(usize, Instant, usize)> = received
+        .iter()
+        .enumerate()
+        .map(|(index, &(at, size))| {
+            if index > 0 && at.saturating_duration_since(received[index - 1].0) > gap {
+                flight += 1;
+            }
+            (flight, at, size)
+        })
+        .collect();
+    let flight_at = |moment: Instant| {
+        flights
+            .iter()
+            .take_while(|(_, at, _)| *at <= moment)
+            .last()
+            .map(|(flight, _, _)| *flight)
+    };
+    let first = flight_at(first_byte)?;
+    let last = flight_at(done).unwrap_or(first).max(first);
+    let mut counted = ResponseFlights {
+        round_trips: (last - first + 1) as u64,
+        ..ResponseFlights::default()
+    };
+    for &(flight, _, size) in &flights {
+        if flight == first {
+            counted.first_datagrams += 1;
+            counted.first_bytes += size as u64;
+        } else if flight > first && flight <= last {
+            counted.later_datagrams += 1;
+            counted.later_bytes += size as u64;
+        }
+    }
+    Some(counted)
+}
 
 /// What one QUIC attempt's socket and probes observed.
 pub(crate) struct QuicLog {
@@ -172,6 +229,32 @@ impl Observer for QuicLog {
         }
         attempt.bytes_sent = datagrams.bytes_sent;
         attempt.bytes_received = datagrams.bytes_received;
+        // The round trip that separates flights: quinn's smoothed RTT, or the handshake's
+        // first one (ClientHello to the server's first datagram) when shorter. A stall or a
+        // lost packet early on inflates one of them, rarely both; an inflated one would merge
+        // two flights into one.
+        let handshake_round_trip = match (datagrams.sent.first(), first_answer) {
+            (Some((sent, _)), Some(answer)) => Some(answer.saturating_duration_since(*sent)),
+            _ => None,
+        };
+        // A log that reached its cap may lack the response's last datagrams.
+        let flights = match (
+            attempt.instant_of(Event::FirstByte),
+            attempt.instant_of(Event::ResponseDone),
+            attempt.quic,
+        ) {
+            (Some(first_byte), Some(done), Some(path))
+                if datagrams.received.len() < KEPT_DATAGRAMS =>
+            {
+                let smoothed = Duration::from_nanos(path.rtt_ns);
+                let rtt = handshake_round_trip.map_or(smoothed, |first| first.min(smoothed));
+                response_flights(&datagrams.received, first_byte, done, rtt)
+            }
+            _ => None,
+        };
+        if let Some(path) = attempt.quic.as_mut() {
+            path.response_flights = flights;
+        }
         if let Some(captured) = datagrams.captured.take() {
             attempt.captured = Some(captured);
         }
@@ -526,6 +609,8 @@ impl Client {
             datagrams_received: statistics.udp_rx.datagrams,
             packets_sent: statistics.path.sent_packets,
             packets_lost: statistics.path.lost_packets,
+            // Counted when the attempt settles, from the datagrams' arrivals.
+            response_flights: None,
         });
         Ok(QuicSession {
             connection,
@@ -649,4 +734,79 @@ pub async fn replay_quic(
     let mut buffer = vec![0u8; 2048];
     let _ = tokio::time::timeout(patience, socket.recv(&mut buffer)).await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Datagrams of `sizes` arriving `spacing` apart from `start`.
+    fn burst(start: Instant, spacing: Duration, sizes: &[usize]) -> Vec<(Instant, usize)> {
+        (0..sizes.len())
+            .map(|index| (start + spacing * index as u32, sizes[index]))
+            .collect()
+    }
+
+    #[test]
+    fn a_response_cut_by_the_window_takes_two_round_trips() {
+        let origin = Instant::now();
+        let rtt = Duration::from_millis(30);
+        let micro = Duration::from_micros(20);
+        // The handshake flight, the response's flight (8 full datagrams after a probe and
+        // small packets), and its rest a round trip later: quinn's defaults with 10 kB.
+        let mut received = burst(origin, micro, &[1_200, 138]);
+        let response = origin + rtt * 2;
+        received.extend(burst(response, micro, &[37, 1_326, 31, 70, 33]));
+        received.extend(burst(response + micro * 5, micro, &[1_200; 8]));
+        received.extend(burst(response + rtt, micro, &[682, 1_389]));
+        let flights = response_flights(
+            &received,
+            response + micro * 6,
+            response + rtt + micro * 2,
+            rtt,
+        )
+        .expect("flights");
+        assert_eq!(
+            flights,
+            ResponseFlights {
+                round_trips: 2,
+                first_datagrams: 13,
+                first_bytes: 11_097,
+                later_datagrams: 2,
+                later_bytes: 2_071,
+            }
+        );
+    }
+
+    #[test]
+    fn a_response_in_one_flight_takes_one_round_trip() {
+        let origin = Instant::now();
+        let rtt = Duration::from_millis(30);
+        let millisecond = Duration::from_millis(1);
+        let mut received = burst(origin, millisecond, &[1_200, 138]);
+        // Paced bursts a few milliseconds apart are one flight; the acknowledgement of the
+        // client's last ACK-eliciting packet, a round trip later, is not the response's.
+        received.extend(burst(origin + rtt * 2, millisecond * 3, &[1_350; 8]));
+        received.extend(burst(origin + rtt * 4, millisecond, &[38]));
+        let done = origin + rtt * 2 + millisecond * 22;
+        let flights = response_flights(&received, origin + rtt * 2, done, rtt).expect("flights");
+        assert_eq!(flights.round_trips, 1);
+        assert_eq!((flights.first_datagrams, flights.first_bytes), (8, 10_800));
+        assert_eq!((flights.later_datagrams, flights.later_bytes), (0, 0));
+    }
+
+    #[test]
+    fn flights_are_not_told_apart_on_a_path_shorter_than_scheduling() {
+        let origin = Instant::now();
+        let received = burst(origin, Duration::from_micros(50), &[1_200; 4]);
+        let rtt = Duration::from_micros(200);
+        assert_eq!(response_flights(&received, origin, origin, rtt), None);
+        // Nor before any datagram arrived.
+        let later = burst(origin + rtt, Duration::from_micros(50), &[1_200; 4]);
+        let end = origin + Duration::from_secs(1);
+        assert_eq!(
+            response_flights(&later, origin, end, Duration::from_millis(30)),
+            None
+        );
+    }
 }

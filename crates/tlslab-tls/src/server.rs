@@ -285,12 +285,42 @@ impl Lab {
         &self.site
     }
 
-    /// quinn's server configuration for this lab server.
+    /// quinn's server configuration for this lab server, with the transport of
+    /// [`quic_transport`].
     pub fn quic_config(&self) -> Result<quinn::ServerConfig, Error> {
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(self.quic.clone())
             .map_err(|error| Error::Quic(error.to_string()))?;
-        Ok(quinn::ServerConfig::with_crypto(Arc::new(crypto)))
+        let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+        config.transport_config(Arc::new(quic_transport()));
+        Ok(config)
     }
+}
+
+/// The lab server's datagrams from its first packet: Cloudflare tokio-quiche's default
+/// `max_send_udp_payload_size`.
+pub const QUIC_DATAGRAM_BYTES: u16 = 1_350;
+
+/// The lab server's QUIC transport, as Cloudflare's tokio-quiche (the QUIC library of its
+/// HTTP/3 services) starts by default: [`QUIC_DATAGRAM_BYTES`] from the first packet, an
+/// initial congestion window of ten of them (13,500 bytes: RFC 9002 §7.2's ten datagrams),
+/// and no path MTU probing.
+///
+/// quinn's defaults start at 1,200 bytes with a 12,000-byte window and send a path MTU probe
+/// (1,326–1,452 bytes) at the handshake's end, in the response's flight and inside that
+/// window: a 10 kB HTTP/3 body then came 8 datagrams at once and the rest a round trip later,
+/// while TCP's initial window (ten 1,448-byte segments, 14,480 bytes) carries it whole.
+/// Google's quiche starts with 32 packets and sends its first MTU probe after 100 packets,
+/// so neither spends its first flights on a probe. quinn's pacer stays on: its bursts are at
+/// least ten datagrams, the whole initial window, so it never splits the first flight.
+pub fn quic_transport() -> quinn::TransportConfig {
+    let mut window = quinn::congestion::CubicConfig::default();
+    window.initial_window(10 * u64::from(QUIC_DATAGRAM_BYTES));
+    let mut transport = quinn::TransportConfig::default();
+    transport
+        .initial_mtu(QUIC_DATAGRAM_BYTES)
+        .mtu_discovery_config(None)
+        .congestion_controller_factory(Arc::new(window));
+    transport
 }
 
 /// Accepts TLS-over-TCP connections forever, one task each.

@@ -228,6 +228,57 @@ fn at_rtt_50ms_quic_saves_one_round_trip_and_0rtt_another() {
     }
 }
 
+/// The tcp-vs-quic example's 10 kB response at an emulated RTT of 30 ms: the lab server's
+/// QUIC sends it whole in the round trip that brings its first byte, as TCP's initial window
+/// does. With quinn's defaults (a 12,000-byte window and a path MTU probe in it) it came as
+/// 11 kB of datagrams and the rest a round trip later. The client counts the server's flights
+/// from the datagrams its socket received; a larger body shows the count is no constant.
+#[test]
+fn a_10kb_quic_response_arrives_in_the_round_trip_of_its_first_byte() {
+    require_emulation!();
+    let dir = scratch("quic-window");
+    let flights = |db: &std::path::Path| -> Vec<(i64, i64, i64)> {
+        rows(
+            db,
+            "SELECT response_round_trips, response_first_flight_bytes, response_later_datagrams \
+             FROM samples WHERE warmup = 0 AND outcome = 'ok' AND response_round_trips IS NOT NULL",
+            [],
+        )
+    };
+    let Finished { db, summary, .. } = Run::new(&dir, "window")
+        .args("--transport quic --http 3 --body 10000 --rtt 30ms -n 10 --warmup 1 --verbose")
+        .succeeds();
+    let measured = flights(&db);
+    assert_eq!(
+        measured.len(),
+        10,
+        "every response's flights counted: {summary}"
+    );
+    for (round_trips, first_bytes, later_datagrams) in measured {
+        assert_eq!(
+            (round_trips, later_datagrams),
+            (1, 0),
+            "the 10 kB response needed a later flight: {summary}"
+        );
+        assert!(first_bytes >= 10_000, "{first_bytes} bytes carried 10 kB");
+    }
+    assert!(
+        summary.contains("flights    response in 1 round trip (10 of 10) from first byte to last"),
+        "{summary}"
+    );
+
+    // 40 kB is past any initial window: the rest follows the client's acknowledgements.
+    let Finished { db, summary, .. } = Run::new(&dir, "window-40k")
+        .args("--transport quic --http 3 --body 40000 --rtt 30ms -n 4 --warmup 1")
+        .succeeds();
+    let measured = flights(&db);
+    assert_eq!(measured.len(), 4, "{summary}");
+    for (round_trips, first_bytes, later_datagrams) in measured {
+        assert!(round_trips >= 2 && later_datagrams > 0, "{summary}");
+        assert!(first_bytes < 40_000, "{first_bytes} bytes in one flight");
+    }
+}
+
 /// The session-techniques example prints each technique's gain with a 95% interval.
 #[test]
 fn the_session_techniques_example_prints_each_gain_with_its_interval() {
