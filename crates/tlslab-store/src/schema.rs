@@ -4,8 +4,9 @@ use rusqlite::Connection;
 
 use crate::columns::{definitions, quoted, sample_columns, stored_sample_columns, CONFIG_COLUMNS};
 
-/// The schema version this build writes, kept in `PRAGMA user_version`.
-pub const VERSION: i64 = 13;
+/// The schema version this build writes, kept in `PRAGMA user_version` (14: the
+/// `server_accepted` event on samples, added by the upgrade as every new event column is).
+pub const VERSION: i64 = 14;
 
 pub fn create(connection: &Connection) -> rusqlite::Result<()> {
     let configs = definitions(CONFIG_COLUMNS.iter().map(|(name, sql, _)| (*name, *sql)));
