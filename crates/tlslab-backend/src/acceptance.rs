@@ -13,12 +13,12 @@
 //! On a busy machine the server may be scheduled late: with two cores at a load of 15, the
 //! tickets of the lab server's TLS 1.3 handshakes came after more than one handshake's time
 //! in 5 of 300 attempts, after more than two in 1, and once after twelve. So the bound
-//! follows what the Config's server did last time: while it answers after its handshakes,
-//! the client waits up to [`AcceptanceWait::ANSWERING`] handshakes' time (the wait ends with
-//! the answer, so this costs nothing); once the server was silent, up to
+//! follows what the Config's server did last time: while it answers after its handshakes
+//! (and at first), the client waits up to [`AcceptanceWait::ANSWERING`] handshakes' time
+//! (the wait ends with the answer, so this costs nothing); once the server was silent, up to
 //! [`AcceptanceWait::SILENT`], which is what each attempt then adds to a silent server's
-//! handshakes (at least a tick of tokio's timer, 1 ms, on loopback). A refusal later than
-//! that after a silent acceptance is missed, and the next wait is the long one again.
+//! handshakes (timed by a timerfd, not tokio's 1 ms tick: see `timer.rs`). A refusal later
+//! than that after a silent acceptance is missed, and the next wait is the long one again.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -35,7 +35,7 @@ impl AcceptanceWait {
     /// Handshakes' time to wait while the server answers after its handshakes.
     pub const ANSWERING: u32 = 20;
     /// Handshakes' time to wait once the server was silent after one.
-    pub const SILENT: u32 = 2;
+    pub const SILENT: u32 = 1;
 
     /// How long to wait after a handshake that took `handshake` (the caller also keeps the
     /// wait within the attempt's time limit).
@@ -64,7 +64,7 @@ mod tests {
         // Not known yet: as if it answers, so a first refusal is not missed.
         assert_eq!(wait.patience(handshake), Duration::from_millis(12));
         wait.saw(false);
-        assert_eq!(wait.patience(handshake), Duration::from_micros(1_200));
+        assert_eq!(wait.patience(handshake), Duration::from_micros(600));
         wait.saw(true);
         assert_eq!(wait.patience(handshake), Duration::from_millis(12));
     }

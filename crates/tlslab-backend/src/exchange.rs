@@ -337,10 +337,14 @@ pub async fn await_acceptance<C: Channel>(
             }
         }
     };
-    match tokio::time::timeout(patience, wait).await {
-        Ok(Err(failure)) if failure.class == ErrorClass::Alert => Err(failure.after_finished()),
-        Ok(result) => result,
-        Err(_) => Ok(false),
+    // The patience is about a handshake's time, often less than tokio's timer tick.
+    tokio::select! {
+        biased;
+        verdict = wait => match verdict {
+            Err(failure) if failure.class == ErrorClass::Alert => Err(failure.after_finished()),
+            verdict => verdict,
+        },
+        () = crate::timer::sleep(patience) => Ok(false),
     }
 }
 
@@ -467,8 +471,9 @@ mod tests {
     }
 
     fn block_on<F: Future>(future: F) -> F::Output {
+        // Time and I/O, as the attempts' runtime has: short waits use a timerfd.
         tokio::runtime::Builder::new_current_thread()
-            .enable_time()
+            .enable_all()
             .build()
             .unwrap()
             .block_on(future)

@@ -39,6 +39,7 @@ mod exchange;
 mod failure;
 mod key_log;
 mod settings;
+mod timer;
 
 pub use acceptance::AcceptanceWait;
 pub use attempt::{Attempt, Observer};
