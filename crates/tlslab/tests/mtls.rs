@@ -231,6 +231,16 @@ fn each_mutual_tls_step_is_timed_on_both_sides_in_every_pairing() {
     }
 }
 
+/// A server child, killed on drop (also when an assertion fails).
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A lab server started by hand (`tlslab serve --client-cert-profile`) of library `backend`,
 /// requiring a client certificate issued by the lab root of `profile`: the server a target
 /// run meets. Its address; killed on drop.
@@ -434,18 +444,20 @@ fn openssl_s_server_with_verify_refuses_tls13_without_a_certificate_and_accepts_
     let served = pki.chain(tlslab_core::CertProfile::EcdsaP256, 1).unwrap();
     let (root, certificate, key) = lab_root_and_client(tlslab_core::CertProfile::EcdsaP256);
     let port = closed_port();
-    let mut server = std::process::Command::new(&openssl)
-        .arg("s_server")
-        .args(["-accept", &format!("127.0.0.1:{port}"), "-cert"])
-        .arg(&served.chain_pem)
-        .arg("-key")
-        .arg(&served.key_pem)
-        .args(["-CAfile", &root, "-Verify", "1", "-www", "-quiet"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let _server = Killed(
+        std::process::Command::new(&openssl)
+            .arg("s_server")
+            .args(["-accept", &format!("127.0.0.1:{port}"), "-cert"])
+            .arg(&served.chain_pem)
+            .arg("-key")
+            .arg(&served.key_pem)
+            .args(["-CAfile", &root, "-Verify", "1", "-www", "-quiet"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
@@ -496,8 +508,6 @@ fn openssl_s_server_with_verify_refuses_tls13_without_a_certificate_and_accepts_
         "{}",
         accepted.summary
     );
-    let _ = server.kill();
-    let _ = server.wait();
 }
 
 #[test]
