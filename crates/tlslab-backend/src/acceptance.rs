@@ -15,10 +15,10 @@
 //! in 5 of 300 attempts, after more than two in 1, and once after twelve; and with the test
 //! suite's runs beside it, an OpenSSL lab server's refusal once came after more than twenty
 //! (a 4 ms handshake, nothing in 75 ms). So the bound follows what the Config's server did
-//! last time: while it answers after its handshakes (and at first), the client waits up to
+//! last time: while it answers after its handshakes, the client waits up to
 //! [`AcceptanceWait::ANSWERING`] handshakes' time (the wait ends with the answer, so this
-//! costs nothing but one long wait when an answering server falls silent, and the first
-//! attempt's against a silent server); once the server was silent, up to
+//! costs nothing but one long wait when an answering server falls silent); while it is
+//! silent (and at first), up to
 //! [`AcceptanceWait::SILENT`], which is what each attempt then adds to a silent server's
 //! handshakes (timed by a timerfd, not tokio's 1 ms tick: see `timer.rs`). A refusal later
 //! than that after a silent acceptance is missed, and the next wait is the long one again.
@@ -27,11 +27,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// One Config's wait for its server's verdict on TLS 1.3 handshakes, shared by its agents:
-/// how long to wait depends on whether the server answered last time.
-#[derive(Debug, Default)]
+/// how long to wait depends on whether the server answered last time. Until it has, it is
+/// taken as silent: the first attempts of every agent start together, and a long first wait
+/// against a silent server would cost each of them a hundred handshakes (seconds on an
+/// emulated link), where a short one misses only a first refusal later than a handshake.
+#[derive(Debug)]
 pub struct AcceptanceWait {
     /// The last wait ended with nothing from the server (no ticket, alert or close).
     silent: AtomicBool,
+}
+
+impl Default for AcceptanceWait {
+    fn default() -> AcceptanceWait {
+        AcceptanceWait {
+            silent: AtomicBool::new(true),
+        }
+    }
 }
 
 impl AcceptanceWait {
@@ -64,11 +75,11 @@ mod tests {
     fn the_wait_is_long_while_the_server_answers_and_short_once_it_was_silent() {
         let wait = AcceptanceWait::default();
         let handshake = Duration::from_micros(600);
-        // Not known yet: as if it answers, so a first refusal is not missed.
-        assert_eq!(wait.patience(handshake), Duration::from_millis(60));
-        wait.saw(false);
+        // Not known yet: as if silent, so many agents' first attempts do not all wait long.
         assert_eq!(wait.patience(handshake), Duration::from_micros(600));
         wait.saw(true);
         assert_eq!(wait.patience(handshake), Duration::from_millis(60));
+        wait.saw(false);
+        assert_eq!(wait.patience(handshake), Duration::from_micros(600));
     }
 }
