@@ -55,6 +55,9 @@ pub struct Attempt {
     handshake_bytes: Option<(u64, u64)>,
     /// When the last read returned, and the bytes received by then.
     last_read: Option<(Instant, u64)>,
+    /// When the first read after `handshake_done` returned (TLS 1.3: what the server sent
+    /// once it judged the client's Finished; see [`Attempt::server_answered`]).
+    answer_read: Option<Instant>,
     /// The client's Finished goes out with the next write.
     finished_pending: bool,
     /// A request on a kept connection: bytes are counted, but mark no handshake events.
@@ -92,6 +95,7 @@ impl Attempt {
             server_software: None,
             handshake_bytes: None,
             last_read: None,
+            answer_read: None,
             finished_pending: false,
             established: false,
             observer: None,
@@ -118,6 +122,7 @@ impl Attempt {
         self.server_software = None;
         self.handshake_bytes = None;
         self.last_read = None;
+        self.answer_read = None;
         self.finished_pending = false;
         self.established = false;
     }
@@ -183,6 +188,35 @@ impl Attempt {
         self.origin.elapsed() * 2 + Duration::from_millis(100)
     }
 
+    /// The handshake's time (start → `handshake_done`): the yardstick of the wait for the
+    /// server's acceptance ([`crate::AcceptanceWait`]). Zero before the handshake is done.
+    pub fn handshake_time(&self) -> Duration {
+        Duration::from_nanos(self.timeline.get(Event::HandshakeDone).unwrap_or(0))
+    }
+
+    /// The client processed, without an alert, the records of the first read after
+    /// `handshake_done`: they were the server's answer to the client's Finished, and
+    /// `server_accepted` is that read's time (once). Nothing when no read followed the
+    /// handshake.
+    pub fn server_answered(&mut self) {
+        if let Some(at) = self.answer_read {
+            self.timeline
+                .mark_once(Event::ServerAccepted, self.origin, at);
+        }
+    }
+
+    /// Whether a read followed `handshake_done` (see [`Attempt::server_answered`]).
+    pub fn read_since_handshake(&self) -> bool {
+        self.answer_read.is_some()
+    }
+
+    /// What was read after the handshake so far did not answer the client's Finished: 0.5-RTT
+    /// data answering an accepted 0-RTT request, which the server sent before it saw the
+    /// Finished. The next read may.
+    pub fn not_an_answer(&mut self) {
+        self.answer_read = None;
+    }
+
     /// The client handed `bytes` to the kernel at `at`: the first write is the ClientHello;
     /// the first after [`Attempt::finished_due`] carries the client's Finished.
     pub fn sent(&mut self, bytes: usize, at: Instant) {
@@ -232,6 +266,9 @@ impl Attempt {
         self.timeline
             .mark_once(Event::ServerHelloReceived, self.origin, at);
         self.last_read = Some((at, self.bytes_received));
+        if self.answer_read.is_none() && self.timeline.get(Event::HandshakeDone).is_some() {
+            self.answer_read = Some(at);
+        }
     }
 
     /// The client began to react to the server's flight (to verify it, or to answer it):

@@ -1,16 +1,18 @@
 //! One attempt over TLS-over-TCP for any library: the handshake (the library's), then the
-//! request and its response, the wait for a session ticket and the close, written once.
+//! request and its response, the wait for the server to accept a TLS 1.3 handshake, the wait
+//! for a session ticket and the close, written once.
 //!
 //! A library implements [`Client`] (set-up and handshake) and [`Channel`] (moving bytes of
 //! an established connection); [`attempt_over_tcp`] does the rest the same way for all.
 
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use tlslab_core::{CloseMode, ErrorClass};
+use tlslab_core::{CloseMode, ErrorClass, Event};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::acceptance::AcceptanceWait;
 use crate::attempt::Attempt;
 use crate::failure::Failure;
 use crate::settings::Request;
@@ -84,32 +86,44 @@ pub trait Client: Send + Sync {
     /// Sessions (TLS 1.3: tickets) the agent has received so far; `None` when the Config
     /// does not resume.
     fn tickets_received(&self, agent: &Self::Agent) -> Option<u64>;
+
+    /// The Config's wait for its server's acceptance of TLS 1.3 handshakes, shared by its
+    /// agents.
+    fn acceptance(&self) -> &AcceptanceWait;
 }
 
-/// One attempt on a connected stream: the handshake, the Config's request, the session
-/// ticket of a resuming Config (waiting at most `ticket_limit`, and never as part of the
-/// handshake), then the close.
+/// One attempt on a connected stream: the handshake, the Config's request, in TLS 1.3 the
+/// server's acceptance, the session ticket of a resuming Config, then the close. The waits
+/// after the handshake are never part of it, and end at the latest `wait_limit` after the
+/// attempt's start.
 pub async fn attempt_over_tcp<C: Client>(
     client: &C,
     agent: &C::Agent,
     attempt: &mut Attempt,
     stream: TcpStream,
     close: CloseMode,
-    ticket_limit: Duration,
+    wait_limit: Duration,
 ) -> Result<(), Failure> {
-    let channel = open_over_tcp(client, agent, attempt, stream, ticket_limit).await?;
+    let channel = open_over_tcp(client, agent, attempt, stream, wait_limit).await?;
     channel.close(close).await;
     Ok(())
 }
 
 /// [`attempt_over_tcp`] without the close: the connection stays open for the agent's next
 /// request (HTTP keep-alive).
+///
+/// A TLS 1.3 handshake counts only once the server accepted it (measurement rule 11): its
+/// server judges the client's Finished and certificate after the client is done, and refuses
+/// by an alert on the client's next read. With a request, the response is that read; without
+/// one, the client waits for the server's next flight (a session ticket, any record: the
+/// `server_accepted` event) or its refusal, for a few handshakes' time ([`AcceptanceWait`]);
+/// a server that sends nothing unasked is counted when that time passes without a refusal.
 pub async fn open_over_tcp<C: Client>(
     client: &C,
     agent: &C::Agent,
     attempt: &mut Attempt,
     stream: TcpStream,
-    ticket_limit: Duration,
+    wait_limit: Duration,
 ) -> Result<C::Channel, Failure> {
     let tickets_before = client.tickets_received(agent);
     attempt.local_address = stream.local_addr().ok();
@@ -120,18 +134,45 @@ pub async fn open_over_tcp<C: Client>(
         .handshake(agent, attempt, stream)
         .await
         .map_err(|failure| failure.explained_by(attempt))?;
+    // Waits end by this moment, so they cannot turn into the attempt's timeout.
+    let waits_end = attempt.origin + wait_limit;
+    let tls13 = channel.is_tls13();
     if let Some(request) = client.request() {
         // TLS 1.3: a server that wanted a certificate says so after the client's Finished,
         // so the client learns it on its first read.
         exchange(&mut channel, attempt, request, request_sent)
             .await
+            .map_err(|failure| match (tls13, failure.class) {
+                (true, ErrorClass::Alert) => failure.after_finished(),
+                _ => failure,
+            })
             .map_err(|failure| failure.explained_by(attempt))?;
         if let Some(failure) = Failure::refused_at_http(attempt) {
             return Err(failure);
         }
+        // The response's first read answered the client's Finished, unless the request went
+        // as 0-RTT data: its answer was sent before the server saw the Finished.
+        match (tls13, request_sent) {
+            (true, false) => attempt.server_answered(),
+            (true, true) => attempt.not_an_answer(),
+            (false, _) => {}
+        }
     }
-    if let (Some(before), true) = (tickets_before, channel.is_tls13()) {
-        let patience = attempt.ticket_patience().min(ticket_limit);
+    // Without a request, or with a 0-RTT answer, nothing read so far says the server
+    // accepted the handshake.
+    if tls13 && attempt.timeline.get(Event::ServerAccepted).is_none() {
+        let patience = client
+            .acceptance()
+            .patience(attempt.handshake_time())
+            .min(waits_end.saturating_duration_since(Instant::now()));
+        let verdict = await_acceptance(&mut channel, attempt, patience).await;
+        client.acceptance().saw(!matches!(verdict, Ok(false)));
+        verdict.map_err(|failure| failure.explained_by(attempt))?;
+    }
+    if let (Some(before), true) = (tickets_before, tls13) {
+        let patience = attempt
+            .ticket_patience()
+            .min(waits_end.saturating_duration_since(Instant::now()));
         let arrived = || client.tickets_received(agent) != Some(before);
         await_ticket(&mut channel, attempt, patience, arrived).await;
     }
@@ -270,6 +311,43 @@ async fn answer<C: Channel>(
     Ok(attempt.record_response(&progress))
 }
 
+/// Reads, at most `patience`, until the server's first records after a TLS 1.3 handshake
+/// arrive (`Ok(true)`; [`Attempt::server_answered`] marks `server_accepted`) or the server
+/// refuses the handshake: an alert (the library's failure, said to come after the client's
+/// Finished) or a closed connection, either a failure. Nothing within `patience` is no
+/// refusal: `Ok(false)`.
+pub async fn await_acceptance<C: Channel>(
+    channel: &mut C,
+    attempt: &mut Attempt,
+    patience: Duration,
+) -> Result<bool, Failure> {
+    let wait = async {
+        loop {
+            // Some libraries process what was read (tickets, alerts) only while decrypting.
+            let closed = channel.plaintext()?.closed;
+            if attempt.read_since_handshake() {
+                attempt.server_answered();
+                return Ok(true);
+            }
+            if closed || !channel.receive(attempt).await? {
+                return Err(Failure::new(
+                    ErrorClass::Protocol,
+                    "the server closed the connection after the client's Finished without accepting the handshake",
+                ));
+            }
+        }
+    };
+    // The patience is about a handshake's time, often less than tokio's timer tick.
+    tokio::select! {
+        biased;
+        verdict = wait => match verdict {
+            Err(failure) if failure.class == ErrorClass::Alert => Err(failure.after_finished()),
+            verdict => verdict,
+        },
+        () = crate::timer::sleep(patience) => Ok(false),
+    }
+}
+
 /// Reads until `arrived` says the session ticket came (it follows a TLS 1.3 handshake), so
 /// the agent's next handshake can resume. Gives up quietly after `patience`: a server that
 /// issues no tickets just means the next handshake is full.
@@ -280,12 +358,15 @@ pub async fn await_ticket<C: Channel>(
     arrived: impl Fn() -> bool + Sync,
 ) {
     let wait = async {
-        while !arrived() {
+        loop {
+            // Some libraries process the ticket while decrypting.
             match channel.plaintext() {
                 Ok(plaintext) if !plaintext.closed => plaintext.data.clear(),
                 _ => return,
             }
-            // Some libraries process the ticket while decrypting.
+            // Read and processed without an alert: a ticket that came after the wait for the
+            // server's acceptance is its acceptance still.
+            attempt.server_answered();
             if arrived() || !matches!(channel.receive(attempt).await, Ok(true)) {
                 return;
             }
@@ -308,6 +389,10 @@ mod tests {
         written: Vec<u8>,
         sent: Vec<u8>,
         close_notify_after_script: bool,
+        /// After the script: the server's refusal (an alert), or silence when `None` and
+        /// `silent`; otherwise a closed connection.
+        refusal: Option<Failure>,
+        silent: bool,
     }
 
     impl Scripted {
@@ -318,6 +403,8 @@ mod tests {
                 written: Vec::new(),
                 sent: Vec::new(),
                 close_notify_after_script: false,
+                refusal: None,
+                silent: false,
             }
         }
     }
@@ -345,7 +432,11 @@ mod tests {
                         self.incoming.is_empty() && self.close_notify_after_script;
                     Ok(true)
                 }
-                None => Ok(false),
+                None => match self.refusal.take() {
+                    Some(failure) => Err(failure),
+                    None if self.silent => std::future::pending().await,
+                    None => Ok(false),
+                },
             }
         }
 
@@ -380,8 +471,9 @@ mod tests {
     }
 
     fn block_on<F: Future>(future: F) -> F::Output {
+        // Time and I/O, as the attempts' runtime has: short waits use a timerfd.
         tokio::runtime::Builder::new_current_thread()
-            .enable_time()
+            .enable_all()
             .build()
             .unwrap()
             .block_on(future)
@@ -457,12 +549,111 @@ mod tests {
         assert_eq!(failure.class, ErrorClass::Protocol);
     }
 
+    /// An attempt whose TLS 1.3 handshake just ended.
+    fn handshaken() -> Attempt {
+        let mut attempt = Attempt::start();
+        attempt.received(1_000, std::time::Instant::now());
+        attempt.handshake_done();
+        attempt
+    }
+
+    #[test]
+    fn the_servers_next_flight_is_its_acceptance_and_is_timed() {
+        let mut channel = Scripted::new(vec![vec![4; 200], vec![4; 200]]);
+        let mut attempt = handshaken();
+        let answered = block_on(await_acceptance(
+            &mut channel,
+            &mut attempt,
+            Duration::from_secs(5),
+        ))
+        .unwrap();
+        assert!(answered);
+        // The first record read after the handshake ended the wait.
+        assert_eq!(channel.incoming.len(), 1);
+        let accepted = attempt.timeline.get(Event::ServerAccepted).unwrap();
+        assert!(accepted > attempt.timeline.get(Event::HandshakeDone).unwrap());
+        assert!(attempt.timeline.is_ordered());
+        // Not part of the handshake, nor of its bytes.
+        assert_eq!(attempt.handshake_bytes(), (0, 1_000));
+    }
+
+    #[test]
+    fn an_alert_or_a_close_after_the_handshake_refuses_it() {
+        let mut channel = Scripted::new(Vec::new());
+        channel.refusal = Some(Failure::new(
+            ErrorClass::Alert,
+            "alert 116 (CertificateRequired)",
+        ));
+        let mut attempt = handshaken();
+        let failure = block_on(await_acceptance(
+            &mut channel,
+            &mut attempt,
+            Duration::from_secs(5),
+        ))
+        .unwrap_err();
+        assert_eq!(failure.class, ErrorClass::Alert);
+        assert_eq!(
+            failure.detail,
+            "alert 116 (CertificateRequired), after the client's Finished"
+        );
+        assert_eq!(attempt.timeline.get(Event::ServerAccepted), None);
+
+        for close_notify in [false, true] {
+            let mut channel = Scripted::new(Vec::new());
+            channel.plaintext.closed = close_notify;
+            let mut attempt = handshaken();
+            let failure = block_on(await_acceptance(
+                &mut channel,
+                &mut attempt,
+                Duration::from_secs(5),
+            ))
+            .unwrap_err();
+            assert_eq!(failure.class, ErrorClass::Protocol);
+            assert!(failure.detail.ends_with("without accepting the handshake"));
+        }
+    }
+
+    #[test]
+    fn a_silent_server_is_no_refusal_and_the_wait_is_bounded() {
+        let mut channel = Scripted::new(Vec::new());
+        channel.silent = true;
+        let mut attempt = handshaken();
+        let answered = block_on(await_acceptance(
+            &mut channel,
+            &mut attempt,
+            Duration::from_millis(5),
+        ))
+        .unwrap();
+        assert!(!answered);
+        assert_eq!(attempt.timeline.get(Event::ServerAccepted), None);
+    }
+
+    #[test]
+    fn a_0rtt_answer_read_after_the_handshake_is_not_the_acceptance() {
+        // The rest of a 0.5-RTT answer read after the handshake was sent before the server
+        // saw the client's Finished; the ticket after it is the acceptance.
+        let mut channel = Scripted::new(vec![vec![1; 10], vec![4; 200]]);
+        let mut attempt = handshaken();
+        block_on(channel.receive(&mut attempt)).unwrap();
+        attempt.not_an_answer();
+        let after_the_answer = std::time::Instant::now();
+        block_on(await_acceptance(
+            &mut channel,
+            &mut attempt,
+            Duration::from_secs(5),
+        ))
+        .unwrap();
+        assert!(attempt.instant_of(Event::ServerAccepted).unwrap() >= after_the_answer);
+        assert!(channel.incoming.is_empty());
+    }
+
     #[test]
     fn the_ticket_wait_ends_when_the_ticket_arrives_or_the_server_leaves() {
         let arrivals = std::sync::atomic::AtomicU64::new(0);
         let mut channel = Scripted::new(vec![vec![1], vec![2], vec![3]]);
         let mut attempt = Attempt::start();
-        let arrived = || arrivals.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= 3;
+        // The ticket is there from the second look on: after the first read.
+        let arrived = || arrivals.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= 1;
         block_on(await_ticket(
             &mut channel,
             &mut attempt,

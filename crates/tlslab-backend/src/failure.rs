@@ -18,10 +18,38 @@ impl Failure {
     /// by certificate_required after the client's Finished (TLS 1.3: on the first read), or by
     /// closing the connection, so the detail says it in words the diagnosis can find.
     pub fn explained_by(mut self, attempt: &Attempt) -> Self {
-        if attempt.client_certificate == Some(false) {
-            self.detail
-                .push_str("; the server asked for a client certificate and none was sent");
+        match attempt.client_certificate {
+            Some(false) => self
+                .detail
+                .push_str("; the server asked for a client certificate and none was sent"),
+            // A certificate alert after the client sent its certificate is about that
+            // certificate, not the server's (which the client checks, and refuses locally).
+            Some(true) if self.class == ErrorClass::Alert && self.is_certificate_alert() => {
+                self.detail
+                    .push_str("; the server refused the client certificate sent");
+            }
+            _ => {}
         }
+        self
+    }
+
+    /// The alert a failure's detail names first (`alert 48 (...)`, as every client writes
+    /// it) is about a certificate: bad, unsupported, revoked, expired, unknown, of an unknown
+    /// CA, or denied access.
+    fn is_certificate_alert(&self) -> bool {
+        let number = self
+            .detail
+            .strip_prefix("alert ")
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|number| number.parse::<u8>().ok());
+        matches!(number, Some(42..=46 | 48 | 49))
+    }
+
+    /// An alert that answered the client's Finished: a TLS 1.3 server judges the client's
+    /// Finished and certificate after the client is done, so it refuses the handshake only
+    /// then, and the detail says so.
+    pub fn after_finished(mut self) -> Self {
+        self.detail.push_str(", after the client's Finished");
         self
     }
 
@@ -91,6 +119,31 @@ mod tests {
         );
         let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
         assert_eq!(Failure::io(&refused).class, ErrorClass::Refused);
+    }
+
+    #[test]
+    fn an_alert_about_a_certificate_the_client_sent_says_so() {
+        let mut attempt = Attempt::start();
+        attempt.client_certificate = Some(true);
+        let refused = |attempt: &Attempt, detail: &str| {
+            Failure::new(ErrorClass::Alert, detail)
+                .after_finished()
+                .explained_by(attempt)
+                .detail
+        };
+        assert_eq!(
+            refused(&attempt, "alert 48 (UnknownCA)"),
+            "alert 48 (UnknownCA), after the client's Finished; the server refused the client certificate sent"
+        );
+        // Not about a certificate: the alert alone.
+        assert_eq!(
+            refused(&attempt, "alert 80 (internal error)"),
+            "alert 80 (internal error), after the client's Finished"
+        );
+        // Asked and none sent: that is the reason, whatever the alert.
+        attempt.client_certificate = Some(false);
+        assert!(refused(&attempt, "alert 116 (CertificateRequired)")
+            .ends_with("after the client's Finished; the server asked for a client certificate and none was sent"));
     }
 
     #[test]

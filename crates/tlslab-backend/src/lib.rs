@@ -2,9 +2,9 @@
 //! whichever library measured them: the attempt recorder ([`Attempt`]), failures
 //! ([`Failure`]), what a client offers and trusts ([`ClientSettings`], [`Trust`],
 //! [`EchMode`]), what a lab server offers ([`ServerSettings`]) and counts ([`Counters`]),
-//! and the part of an attempt written once for every library: the request, the wait for a
-//! ticket and the close ([`attempt_over_tcp`], over a library's [`Client`] and
-//! [`Channel`]).
+//! and the part of an attempt written once for every library: the request, the wait for the
+//! server to accept a TLS 1.3 handshake ([`AcceptanceWait`]), the wait for a ticket and the
+//! close ([`attempt_over_tcp`], over a library's [`Client`] and [`Channel`]).
 //!
 //! The rustls backend (`tlslab-tls`) and the OpenSSL backend (`tlslab-openssl`) depend on
 //! this crate and not on each other; a new library attaches here.
@@ -31,6 +31,7 @@
 //! assert_eq!(attempt.server_flight_bytes, Some(2_800));
 //! ```
 
+mod acceptance;
 mod attempt;
 pub mod certificate;
 mod counters;
@@ -38,12 +39,14 @@ mod exchange;
 mod failure;
 mod key_log;
 mod settings;
+mod timer;
 
+pub use acceptance::AcceptanceWait;
 pub use attempt::{Attempt, Observer};
 pub use counters::{CounterSnapshot, Counters};
 pub use exchange::{
-    attempt_over_tcp, await_ticket, exchange, open_over_tcp, Channel, Client, Handshake,
-    PlainChannel, Plaintext,
+    attempt_over_tcp, await_acceptance, await_ticket, exchange, open_over_tcp, Channel, Client,
+    Handshake, PlainChannel, Plaintext,
 };
 pub use failure::Failure;
 pub use key_log::KeyLogFile;

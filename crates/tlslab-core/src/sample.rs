@@ -48,6 +48,15 @@ pub enum Event {
     ClientFinishedSent,
     /// The client may send application data (TLS 1.2: the server's Finished was read).
     HandshakeDone,
+    /// The server's first sign, after `handshake_done`, that it accepted the handshake (TLS
+    /// 1.3, whose server judges the client's Finished and certificate after the client is
+    /// done): over TCP the first read after `handshake_done` whose records held no alert (a
+    /// session ticket, the response); over QUIC the datagram that confirmed the handshake
+    /// (HANDSHAKE_DONE). `None` when no sign came while the client waited (a server that
+    /// sends nothing unasked), in TLS 1.2 (whose server Finished already is the sign), and on
+    /// a request that reused a connection. Not part of any phase: `handshake` ends at
+    /// `handshake_done`.
+    ServerAccepted,
     /// The first byte of the response to an optional request.
     FirstByte,
     /// The last byte of that response.
@@ -55,7 +64,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 14] = [
+    pub const ALL: [Event; 15] = [
         Event::Start,
         Event::Resolved,
         Event::TcpConnected,
@@ -68,6 +77,7 @@ impl Event {
         Event::ClientSignEnd,
         Event::ClientFinishedSent,
         Event::HandshakeDone,
+        Event::ServerAccepted,
         Event::FirstByte,
         Event::ResponseDone,
     ];
@@ -87,6 +97,7 @@ impl Event {
             Event::ClientSignEnd => "client_sign_end",
             Event::ClientFinishedSent => "client_finished_sent",
             Event::HandshakeDone => "handshake_done",
+            Event::ServerAccepted => "server_accepted",
             Event::FirstByte => "first_byte",
             Event::ResponseDone => "response_done",
         }
@@ -278,9 +289,23 @@ impl Timeline {
     }
 
     /// True when the observed events never go backwards in [`Event::ALL`] order.
+    /// `server_accepted` only has to follow `handshake_done`: a 0-RTT answer arrives with
+    /// the server's flight, so the response may be read before the server's acceptance.
     pub fn is_ordered(&self) -> bool {
-        let observed: Vec<u64> = self.events.iter().flatten().copied().collect();
-        observed.windows(2).all(|pair| pair[0] <= pair[1])
+        let observed: Vec<u64> = Event::ALL
+            .iter()
+            .filter(|event| **event != Event::ServerAccepted)
+            .filter_map(|event| self.get(*event))
+            .collect();
+        let accepted_after_done = match (
+            self.get(Event::HandshakeDone),
+            self.get(Event::ServerAccepted),
+        ) {
+            (Some(done), Some(accepted)) => done <= accepted,
+            (None, Some(_)) => false,
+            _ => true,
+        };
+        accepted_after_done && observed.windows(2).all(|pair| pair[0] <= pair[1])
     }
 }
 
@@ -749,6 +774,28 @@ mod tests {
     }
 
     #[test]
+    fn acceptance_follows_the_handshake_and_belongs_to_no_phase() {
+        let mut timeline = full_handshake();
+        let handshake = timeline.phase(Phase::Handshake);
+        // A 0-RTT answer read with the server's flight, the ticket (the acceptance) after it.
+        timeline.set(Event::FirstByte, 562_000);
+        timeline.set(Event::ResponseDone, 563_000);
+        timeline.set(Event::ServerAccepted, 700_000);
+        assert!(timeline.is_ordered());
+        assert_eq!(timeline.phase(Phase::Handshake), handshake);
+        // No phase reaches it: the wait for the server is not a part of any.
+        for phase in Phase::ALL {
+            assert!(timeline.phase(phase) < Some(700_000), "{}", phase.name());
+        }
+        // Before the handshake ended, or without it, it is out of order.
+        timeline.set(Event::ServerAccepted, 500_000);
+        assert!(!timeline.is_ordered());
+        timeline.clear(Event::HandshakeDone);
+        timeline.set(Event::ServerAccepted, 700_000);
+        assert!(!timeline.is_ordered());
+    }
+
+    #[test]
     fn os_errors_map_to_classes() {
         let class = |code| ErrorClass::of_io_error(&std::io::Error::from_raw_os_error(code));
         assert_eq!(class(libc::ECONNREFUSED), ErrorClass::Refused);
@@ -763,7 +810,7 @@ mod tests {
         let mut timeline = full_handshake();
         timeline.set(Event::CertVerifyEnd, 1);
         assert!(!timeline.is_ordered());
-        assert_eq!(Event::ALL.map(Event::name).len(), 14);
+        assert_eq!(Event::ALL.map(Event::name).len(), 15);
         assert_eq!(
             Phase::from_name("server_response"),
             Some(Phase::ServerResponse)

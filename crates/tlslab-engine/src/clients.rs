@@ -306,10 +306,10 @@ impl Connector for ConfigClient {
         }
     }
 
-    /// Connect (TCP) or open a QUIC connection, handshake, the optional request, the ticket
-    /// of a resuming Config, close. Waiting for the ticket happens after the handshake and is
-    /// not part of it; it never takes more than half the attempt's time limit, so it cannot
-    /// turn into a timeout. With keep-alive, an agent's request goes on the connection it
+    /// Connect (TCP) or open a QUIC connection, handshake, the optional request, in TLS 1.3
+    /// the server's acceptance, the ticket of a resuming Config, close. Waiting for the
+    /// acceptance and the ticket happens after the handshake and is not part of it; it ends
+    /// by half the attempt's time limit from its start, so it cannot turn into a timeout. With keep-alive, an agent's request goes on the connection it
     /// kept, when it has one, and a connection it opens stays open for the next.
     async fn attempt(&self, agent: &Agent, attempt: &mut Attempt) -> Result<(), Failure> {
         let config = &self.config;

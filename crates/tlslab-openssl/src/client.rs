@@ -15,7 +15,8 @@ use openssl::ssl::{
 };
 use openssl::x509::{X509VerifyResult, X509};
 use tlslab_backend::{
-    Attempt, Channel, ClientSettings, EchMode, Failure, Handshake, Plaintext, Request, Trust,
+    AcceptanceWait, Attempt, Channel, ClientSettings, EchMode, Failure, Handshake, Plaintext,
+    Request, Trust,
 };
 use tlslab_core::{CloseMode, ErrorClass, Http, TlsVersion};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -83,6 +84,8 @@ pub struct Client {
     early_data: u64,
     /// `--client-cert`: sent whenever the server asks.
     has_client_certificate: bool,
+    /// How long TLS 1.3 attempts wait for the server's acceptance.
+    acceptance: Arc<AcceptanceWait>,
 }
 
 impl std::fmt::Debug for Client {
@@ -144,6 +147,7 @@ impl Client {
             request,
             early_data: settings.early_data,
             has_client_certificate: settings.client_certificate.is_some(),
+            acceptance: Arc::default(),
         };
         // A configuration OpenSSL cannot use fails here, once, not on every attempt.
         client
@@ -313,6 +317,10 @@ impl tlslab_backend::Client for Client {
 
     fn tickets_received(&self, agent: &AgentSession) -> Option<u64> {
         agent.slot.as_ref().map(sessions_received)
+    }
+
+    fn acceptance(&self) -> &AcceptanceWait {
+        &self.acceptance
     }
 
     fn agent(&self) -> AgentSession {

@@ -23,6 +23,13 @@ fn sent(example: &str) -> &str {
         .map_or(after, |(sent, _)| sent)
 }
 
+/// The number of the alert an example names first (`alert 48 (...)`, as every client
+/// writes a received alert).
+fn alert_number(example: &str) -> Option<u8> {
+    let (_, after) = example.split_once("alert ")?;
+    after.split(' ').next()?.parse().ok()
+}
+
 /// The text between `start` and the next `end` in `text`.
 fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
     let (_, after) = text.split_once(start)?;
@@ -61,6 +68,23 @@ pub fn diagnose(class: &str, example: &str, config: &ConfigRow) -> Option<String
         _ if mentions(example, &["asked for a client certificate and none was sent"]) => {
             "the server requires a client certificate and none was sent: pass --client-cert FILE --client-key FILE (nginx: a certificate issued by its ssl_client_certificate CA)".into()
         }
+        // TLS 1.2 servers refuse a client certificate during the handshake, TLS 1.3 ones
+        // after the client's Finished; the client's library names the alert.
+        "alert" if mentions(example, &["the server refused the client certificate sent"]) => {
+            let reason = match alert_number(example) {
+                Some(48) => "it does not trust the certificate's issuer (unknown_ca)",
+                Some(45) => "the certificate is out of its dates (certificate_expired)",
+                Some(44) => "the certificate is revoked (certificate_revoked)",
+                Some(49) => "its access rules deny this certificate (access_denied)",
+                _ => "it cannot use or verify the certificate (bad_certificate, unsupported_certificate or certificate_unknown)",
+            };
+            format!(
+                "the server refused the client certificate sent: {reason}: give --client-cert a \
+                 certificate issued by a CA the server trusts (nginx: ssl_client_certificate; \
+                 openssl s_server: -CAfile), valid now and made for client authentication \
+                 (extendedKeyUsage clientAuth)"
+            )
+        }
         "alert" if mentions(example, &["alert 70 "]) => format!(
             "the server does not enable TLS {version} (it answered protocol_version): enable it \
              (nginx: ssl_protocols ... TLSv{version}; before nginx 1.23.4 the default has no TLS 1.3)"
@@ -81,6 +105,14 @@ pub fn diagnose(class: &str, example: &str, config: &ConfigRow) -> Option<String
         }
         "alert" if mentions(example, &["alert 112 "]) => {
             "the server does not serve the name sent (unrecognized_name): give --sni with a name it serves".into()
+        }
+        // Any other alert that answered the client's Finished (TLS 1.3): the server judged
+        // the client's second flight then, after the client was done.
+        "alert" if mentions(example, &["after the client's Finished"]) => {
+            "the server refused the handshake after the client's Finished (a TLS 1.3 server judges the client's Finished and certificate only then, so the handshake looked complete to the client): the alert says why, and the server's error log says more".into()
+        }
+        "protocol" if mentions(example, &["without accepting the handshake"]) => {
+            "the server closed the connection right after the client's Finished instead of accepting the handshake, as some servers refuse a TLS 1.3 client's certificate (or its absence) or its Finished: see the server's error log; if it requires client certificates, pass --client-cert FILE --client-key FILE".into()
         }
         "not_tls" => "the port does not speak TLS (a plain-HTTP port answers with 'HTTP/1.1 400', \
              which neither library reads as TLS): give the server's TLS port"
@@ -185,6 +217,56 @@ mod tests {
             dates("certificate has expired", "certificate expired on "),
             None
         );
+    }
+
+    #[test]
+    fn a_refusal_after_the_finished_is_told_by_what_the_server_judged() {
+        let config: ConfigRow = serde_json::from_value(serde_json::json!({
+            "id": 1, "label": "tls1.3", "version": "1.3", "suite": "aes128gcm",
+            "group": "x25519", "cert": null, "chain": null, "target": "127.0.0.1:443",
+            "address": "127.0.0.1:443", "concurrency": 1, "resume": false, "insecure": false,
+            "stopped_round": null, "stopped_samples": null, "stopped_half_width": null,
+            "rtt_ns": null, "loss": null, "rate_bps": null, "emulator": null,
+            "transport": "tcp", "http": "none", "resumption": "off", "early_data_bytes": 0,
+            "cert_cache": false, "path": null, "client_backend": "rustls",
+            "server_backend": null, "ech": "off", "hello_retry": false, "trust": null,
+            "arrival_rate": null, "keep_alive": false, "mtls": false, "scheme": "https"
+        }))
+        .unwrap();
+        let diagnose = |class: &str, example: &str| diagnose(class, example, &config).unwrap();
+        // No certificate, whichever way the server said so.
+        for (class, example) in [
+            ("alert", "alert 116 (CertificateRequired), after the client's Finished; the server asked for a client certificate and none was sent"),
+            ("protocol", "the server closed the connection after the client's Finished without accepting the handshake; the server asked for a client certificate and none was sent"),
+        ] {
+            assert!(
+                diagnose(class, example).starts_with("the server requires a client certificate and none was sent: pass --client-cert"),
+                "{example}"
+            );
+        }
+        // A certificate it refused: the reason by the alert, both clients' words.
+        for example in [
+            "alert 48 (UnknownCA), after the client's Finished; the server refused the client certificate sent",
+            "alert 48 (tlsv1 alert unknown ca), after the client's Finished; the server refused the client certificate sent",
+        ] {
+            assert!(diagnose("alert", example).contains("does not trust the certificate's issuer"));
+        }
+        assert!(diagnose(
+            "alert",
+            "alert 45 (CertificateExpired); the server refused the client certificate sent"
+        )
+        .contains("out of its dates"));
+        // Anything else after the Finished, and a silent close.
+        assert!(diagnose(
+            "alert",
+            "alert 51 (DecryptError), after the client's Finished"
+        )
+        .starts_with("the server refused the handshake after the client's Finished"));
+        assert!(diagnose(
+            "protocol",
+            "the server closed the connection after the client's Finished without accepting the handshake"
+        )
+        .starts_with("the server closed the connection right after the client's Finished"));
     }
 
     #[test]

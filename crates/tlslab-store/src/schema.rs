@@ -4,7 +4,9 @@ use rusqlite::Connection;
 
 use crate::columns::{definitions, quoted, sample_columns, stored_sample_columns, CONFIG_COLUMNS};
 
-/// The schema version this build writes, kept in `PRAGMA user_version`.
+/// The schema version this build writes, kept in `PRAGMA user_version` (14: the
+/// `server_accepted` event and QUIC's response flights on samples, added by the upgrade as
+/// every new column is).
 pub const VERSION: i64 = 14;
 
 pub fn create(connection: &Connection) -> rusqlite::Result<()> {

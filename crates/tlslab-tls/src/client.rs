@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tlslab_backend::{
-    Attempt, Channel, ClientSettings, EchMode, Failure, Handshake, Plaintext, Request, Suite, Trust,
+    AcceptanceWait, Attempt, Channel, ClientSettings, EchMode, Failure, Handshake, Plaintext,
+    Request, Suite, Trust,
 };
 
 use rustls::client::danger::ServerCertVerifier;
@@ -94,6 +95,8 @@ pub struct Client {
     pub(crate) settings: ClientSettings,
     /// The request, encoded once: HTTP/1.1 or HTTP/2 bytes, or HTTP/3's request stream.
     pub(crate) request: Option<Request>,
+    /// How long TLS 1.3 attempts over TCP wait for the server's acceptance.
+    acceptance: Arc<AcceptanceWait>,
 }
 
 /// One agent's view of a [`Client`]: with resumption, its own session cache; over QUIC, its
@@ -257,6 +260,7 @@ impl Client {
             server_name,
             settings: settings.clone(),
             request: settings.request(),
+            acceptance: Arc::default(),
         })
     }
 
@@ -413,6 +417,10 @@ impl tlslab_backend::Client for Client {
 
     fn tickets_received(&self, agent: &AgentSession) -> Option<u64> {
         agent.store.as_ref().map(|store| store.tickets_received())
+    }
+
+    fn acceptance(&self) -> &AcceptanceWait {
+        &self.acceptance
     }
 
     fn agent(&self) -> AgentSession {

@@ -92,6 +92,9 @@ fn response_flights(
 pub(crate) struct QuicLog {
     observed: Arc<Mutex<Observed>>,
     datagrams: Mutex<Datagrams>,
+    /// Told of every datagram received (before quinn processes it): the wait for the
+    /// server's confirmation looks again then.
+    arrivals: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -119,6 +122,7 @@ impl QuicLog {
                 captured: capture.then(Vec::new),
                 ..Datagrams::default()
             }),
+            arrivals: tokio::sync::Notify::new(),
         }
     }
 
@@ -161,6 +165,32 @@ impl QuicLog {
                 left -= size;
             }
         }
+        drop(datagrams);
+        self.arrivals.notify_one();
+    }
+
+    /// How many datagrams arrived before the client's Finished left (the first datagram sent
+    /// once its application keys existed at `keys`; all of them if it has not left yet):
+    /// none of those can confirm the handshake, which answers that Finished.
+    fn received_before_finished(&self, keys: Option<Instant>) -> u64 {
+        let datagrams = self.datagrams();
+        let finished = keys.and_then(|keys| datagrams.sent.iter().find(|(at, _)| *at >= keys));
+        let before = match finished {
+            Some((finished, _)) => datagrams
+                .received
+                .iter()
+                .take_while(|(at, _)| at < finished)
+                .count(),
+            None => datagrams.received.len(),
+        };
+        before as u64
+    }
+
+    /// When the `index`th datagram (from 0) was received, if the log kept it.
+    fn received_at(&self, index: u64) -> Option<Instant> {
+        let datagrams = self.datagrams();
+        let index = usize::try_from(index).ok()?;
+        datagrams.received.get(index).map(|(at, _)| *at)
     }
 
     fn totals(&self) -> (u64, u64) {
@@ -316,10 +346,22 @@ impl AsyncUdpSocket for ObservedSocket {
 }
 
 /// The class of a failed QUIC connection. TLS alerts travel as CRYPTO_ERROR codes
-/// (0x100 + alert); certificate alerts mean verification failed on one side.
+/// (0x100 + alert). One the server sent is a received alert, named as the TCP clients name
+/// one (`alert 116 (CertificateRequired)`), whatever it is about: a certificate alert from
+/// the server refuses the client's certificate. One of the client's own, a certificate
+/// alert, means the client refused the server's certificate.
 fn connection_failure(error: ConnectionError) -> Failure {
     use quinn::ConnectionError as E;
     let alert = |code: u64| (0x100..0x200).contains(&code).then(|| (code - 0x100) as u8);
+    if let E::ConnectionClosed(closed) = &error {
+        if let Some(number) = alert(u64::from(closed.error_code)) {
+            let description = rustls::AlertDescription::from(number);
+            return Failure::new(
+                ErrorClass::Alert,
+                format!("alert {number} ({description:?})"),
+            );
+        }
+    }
     let class = match &error {
         E::TimedOut => ErrorClass::Timeout,
         E::Reset => ErrorClass::Reset,
@@ -330,14 +372,114 @@ fn connection_failure(error: ConnectionError) -> Failure {
             Some(_) => ErrorClass::Alert,
             None => ErrorClass::Protocol,
         },
-        E::ConnectionClosed(closed) => match alert(u64::from(closed.error_code)) {
-            Some(42..=46 | 48) => ErrorClass::Certificate,
-            Some(_) => ErrorClass::Alert,
-            None => ErrorClass::Protocol,
-        },
+        E::ConnectionClosed(_) => ErrorClass::Protocol,
         E::ApplicationClosed(_) | E::LocallyClosed => ErrorClass::Protocol,
     };
     Failure::new(class, error.to_string())
+}
+
+/// What a failed exchange means: when the server closed the connection, its reason (a TLS
+/// alert refusing the handshake, in TLS 1.3 after the client's Finished), not the stream's.
+fn exchange_failure(connection: &quinn::Connection, failure: Failure) -> Failure {
+    match connection.close_reason() {
+        Some(reason) => refusal(connection_failure(reason)),
+        None => failure,
+    }
+}
+
+/// A failure once the handshake was done: an alert then answered the client's Finished.
+fn refusal(failure: Failure) -> Failure {
+    if failure.class == ErrorClass::Alert {
+        failure.after_finished()
+    } else {
+        failure
+    }
+}
+
+/// Whether the server confirmed the handshake, read from quinn's statistics: quinn tells no
+/// event when the HANDSHAKE_DONE frame arrives (RFC 9000 19.20: a server sends it once it
+/// verified the client's Finished, and certificate), but counts it, under the same lock as
+/// the datagrams it processed. Each look that finds none notes how many datagrams were
+/// processed, so the first positive look pins the datagram that carried it: the first one
+/// processed after the last negative look (at first, the first one after the client's
+/// Finished left: the confirmation may be in before the attempt's task first looks).
+#[derive(Debug)]
+struct Confirmation {
+    processed_before: u64,
+    /// The index of the datagram that confirmed the handshake, once a look found it.
+    carrier: Option<u64>,
+}
+
+impl Confirmation {
+    /// Looks start after the `answered_finished`th datagram: those before answered nothing
+    /// the client's Finished said.
+    fn after(answered_finished: u64) -> Confirmation {
+        Confirmation {
+            processed_before: answered_finished,
+            carrier: None,
+        }
+    }
+
+    fn look(&mut self, connection: &quinn::Connection) -> bool {
+        if self.carrier.is_none() {
+            let statistics = connection.stats();
+            if statistics.frame_rx.handshake_done > 0 {
+                self.carrier = Some(self.processed_before);
+            } else {
+                self.processed_before = self.processed_before.max(statistics.udp_rx.datagrams);
+            }
+        }
+        self.carrier.is_some()
+    }
+
+    /// Waits until the server confirmed the handshake (`Ok(true)`), closed the connection
+    /// (its reason), or `until` passed (`Ok(false)`).
+    async fn wait(
+        &mut self,
+        connection: &quinn::Connection,
+        log: &QuicLog,
+        until: Instant,
+    ) -> Result<bool, Failure> {
+        loop {
+            if self.look(connection) {
+                return Ok(true);
+            }
+            if let Some(reason) = connection.close_reason() {
+                return Err(refusal(connection_failure(reason)));
+            }
+            tokio::select! {
+                () = log.arrivals.notified() => tokio::task::yield_now().await,
+                // A datagram is told before quinn processed it: look again a tick later.
+                () = tokio::time::sleep(Duration::from_millis(1)) => {}
+                _ = connection.closed() => {}
+                () = tokio::time::sleep_until(until.into()) => return Ok(self.look(connection)),
+            }
+        }
+    }
+}
+
+/// The HTTP/3 exchange of a handshake just done, while looking for the server's
+/// confirmation at every datagram: the response's datagrams must not hide which one
+/// confirmed.
+async fn exchange_confirming(
+    connection: &quinn::Connection,
+    log: &QuicLog,
+    confirmation: &mut Confirmation,
+    request: &[u8],
+    until: Instant,
+) -> Result<Exchanged, Failure> {
+    let exchange = exchange_http3(connection, request);
+    tokio::pin!(exchange);
+    let watch = confirmation.wait(connection, log, until);
+    tokio::pin!(watch);
+    let mut watching = true;
+    loop {
+        tokio::select! {
+            result = &mut exchange => return result,
+            // A close fails the exchange too, which says why.
+            _ = &mut watch, if watching => watching = false,
+        }
+    }
 }
 
 fn stream_failure(error: impl fmt::Display) -> Failure {
@@ -415,6 +557,26 @@ async fn request_http3(
     }
 }
 
+/// Whether the server asked for a client certificate and whether one went, as the probe saw
+/// it (settled again when the attempt ends): a refusal read now is explained by it.
+fn note_client_certificate(attempt: &mut Attempt, observed: &Mutex<Observed>) {
+    attempt.client_certificate = observed
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .client_certificate;
+}
+
+/// A handshake that failed: its reason, explained (as over TCP) by a client certificate the
+/// server asked for and did not get.
+fn handshake_failure(
+    attempt: &mut Attempt,
+    observed: &Mutex<Observed>,
+    error: ConnectionError,
+) -> Failure {
+    note_client_certificate(attempt, observed);
+    connection_failure(error).explained_by(attempt)
+}
+
 /// Records when the HTTP/3 response arrived. The client cannot read 1-RTT data before it
 /// holds the handshake keys: a first byte stamped before `handshake_done` only reflects which
 /// of two tasks woke first.
@@ -453,14 +615,22 @@ fn endpoint_config() -> quinn::EndpointConfig {
 pub struct QuicAttemptOptions {
     /// Keep the datagrams of the first flight for the replay probe.
     pub capture: bool,
-    /// Stop waiting for a session ticket at this moment (the attempt's own time limit).
+    /// Stop waiting for the server's confirmation and for a session ticket at this moment
+    /// (within the attempt's own time limit).
     pub ticket_deadline: Instant,
 }
 
 impl Client {
     /// One QUIC attempt from a fresh UDP socket: the handshake, the Config's HTTP/3 request
-    /// (as 0-RTT data when the Config asks and the agent holds a ticket), the session ticket
-    /// when resuming, and a close. Call [`Attempt::settle`] afterwards, also on a timeout.
+    /// (as 0-RTT data when the Config asks and the agent holds a ticket), the server's
+    /// confirmation, the session ticket when resuming, and a close. Call [`Attempt::settle`]
+    /// afterwards, also on a timeout.
+    ///
+    /// The handshake counts only once the server accepted it (measurement rule 11): a QUIC
+    /// server confirms every handshake it accepts with HANDSHAKE_DONE, and refuses one by
+    /// closing the connection with the TLS alert, so the attempt waits for either (at most
+    /// until `ticket_deadline`: a confirmation lost and never resent is no refusal) and
+    /// records the confirmation's datagram as `server_accepted`, after `handshake_done`.
     pub async fn quic_attempt(
         &self,
         session: &AgentSession,
@@ -560,39 +730,86 @@ impl Client {
                         .mark_once(Event::HandshakeDone, attempt.origin, done);
                     attempt.set_handshake_bytes(bytes.0, bytes.1);
                     attempt.negotiated.early_data = Some(accepted);
+                    note_client_certificate(attempt, &observed);
                     let exchanged = match (accepted, early) {
                         (true, Ok(exchanged)) => exchanged,
-                        (true, Err(failure)) => return Err(failure),
+                        (true, Err(failure)) => {
+                            return Err(exchange_failure(&connection, failure).explained_by(attempt))
+                        }
                         // Rejected: the 0-RTT streams are gone; ask again in 1-RTT.
-                        (false, _) => exchange_http3(&connection, request).await?,
+                        (false, _) => {
+                            exchange_http3(&connection, request)
+                                .await
+                                .map_err(|failure| {
+                                    exchange_failure(&connection, failure).explained_by(attempt)
+                                })?
+                        }
                     };
                     (connection, Some(exchanged))
                 }
                 Err(connecting) => {
-                    let connection = connecting.await.map_err(connection_failure)?;
+                    let connection = connecting
+                        .await
+                        .map_err(|error| handshake_failure(attempt, &observed, error))?;
                     attempt.mark(Event::HandshakeDone);
                     let (sent, received) = log.totals();
                     attempt.set_handshake_bytes(sent, received);
-                    let exchanged = exchange_http3(&connection, request).await?;
-                    (connection, Some(exchanged))
+                    (connection, None)
                 }
             },
             _ => {
-                let connection = connecting.await.map_err(connection_failure)?;
+                let connection = connecting
+                    .await
+                    .map_err(|error| handshake_failure(attempt, &observed, error))?;
                 attempt.mark(Event::HandshakeDone);
                 let (sent, received) = log.totals();
                 attempt.set_handshake_bytes(sent, received);
-                let exchanged = match request {
-                    Some(request) => Some(exchange_http3(&connection, request).await?),
-                    None => None,
-                };
-                (connection, exchanged)
+                (connection, None)
             }
+        };
+        note_client_certificate(attempt, &observed);
+        // What was negotiated, kept also when the server then refuses the handshake.
+        self.describe(attempt, &connection, &observed);
+        // The waits after the handshake end by then, within the attempt's time limit.
+        let waits_end = options.ticket_deadline;
+        let keys = observed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .traffic_keys;
+        let mut confirmation = Confirmation::after(log.received_before_finished(keys));
+        let exchanged = match (exchanged, request) {
+            (Some(exchanged), _) => Some(exchanged),
+            (None, Some(request)) => Some(
+                exchange_confirming(&connection, &log, &mut confirmation, request, waits_end)
+                    .await
+                    .map_err(|failure| {
+                        exchange_failure(&connection, failure).explained_by(attempt)
+                    })?,
+            ),
+            (None, None) => None,
         };
         if let Some(exchanged) = &exchanged {
             record_exchange(attempt, exchanged);
         }
-        self.describe(attempt, &connection, &observed);
+        if confirmation
+            .wait(&connection, &log, waits_end)
+            .await
+            .map_err(|failure| failure.explained_by(attempt))?
+        {
+            // Processed after the handshake, though its arrival may be stamped before the
+            // attempt's task woke to mark `handshake_done` (see `record_exchange`).
+            let done = attempt
+                .instant_of(Event::HandshakeDone)
+                .unwrap_or(attempt.origin);
+            if let Some(at) = confirmation
+                .carrier
+                .and_then(|index| log.received_at(index))
+            {
+                attempt
+                    .timeline
+                    .mark_once(Event::ServerAccepted, attempt.origin, at.max(done));
+            }
+        }
 
         if let (Some(before), Some(store)) = (tickets_before, &session.store) {
             let patience = attempt.ticket_patience().min(

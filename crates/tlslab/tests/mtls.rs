@@ -231,42 +231,78 @@ fn each_mutual_tls_step_is_timed_on_both_sides_in_every_pairing() {
     }
 }
 
+/// A server child, killed on drop (also when an assertion fails).
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A lab server started by hand (`tlslab serve --client-cert-profile`) of library `backend`,
+/// requiring a client certificate issued by the lab root of `profile`: the server a target
+/// run meets. Its address; killed on drop.
+struct Requiring {
+    child: std::process::Child,
+    address: String,
+}
+
+impl Requiring {
+    fn start(backend: &str, profile: &str) -> Requiring {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tlslab"))
+            .args(["serve", "--control", "--listen", "127.0.0.1:0", "--backend"])
+            .arg(backend)
+            .args(["--client-cert-profile", profile, "--pki-dir"])
+            .arg(pki_dir())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut ready = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut ready,
+        )
+        .unwrap();
+        let ready: serde_json::Value = serde_json::from_str(&ready).unwrap();
+        let address = ready["listening"].as_str().unwrap().to_string();
+        Requiring { child, address }
+    }
+}
+
+impl Drop for Requiring {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The lab root the lab servers' certificates chain to, and the lab's client certificate and
+/// key of `profile`.
+fn lab_root_and_client(profile: tlslab_core::CertProfile) -> (String, String, String) {
+    let pki = tlslab_pki::Pki::open(pki_dir()).unwrap();
+    let root = pki.chain(tlslab_core::CertProfile::EcdsaP256, 1).unwrap();
+    let client = pki.client_certificate(profile).unwrap();
+    let text = |path: &std::path::Path| path.display().to_string();
+    (
+        text(&root.root_pem),
+        text(&client.certificate_pem),
+        text(&client.key_pem),
+    )
+}
+
 #[test]
 fn a_lab_server_that_requires_a_client_certificate_refuses_a_client_without_one_and_says_why() {
     // `tlslab serve --client-cert-profile` by hand is the server a target run meets: without
     // --client-cert every attempt fails, and the summary names the missing certificate.
     let dir = scratch("mtls-refused");
-    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_tlslab"))
-        .args([
-            "serve",
-            "--control",
-            "--listen",
-            "127.0.0.1:0",
-            "--client-cert-profile",
-            "ed25519",
-            "--pki-dir",
-        ])
-        .arg(pki_dir())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut ready = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
-        &mut ready,
-    )
-    .unwrap();
-    let ready: serde_json::Value = serde_json::from_str(&ready).unwrap();
-    let address = ready["listening"].as_str().unwrap().to_string();
-    let pki = tlslab_pki::Pki::open(pki_dir()).unwrap();
-    let root = pki.chain(tlslab_core::CertProfile::EcdsaP256, 1).unwrap();
-    let client = pki
-        .client_certificate(tlslab_core::CertProfile::Ed25519)
-        .unwrap();
+    let server = Requiring::start("rustls", "ed25519");
+    let (root, certificate, key) = lab_root_and_client(tlslab_core::CertProfile::Ed25519);
     let common = format!(
-        "--target {address} --sni localhost --ca {} -n 5 --warmup 0",
-        root.root_pem.display()
+        "--target {} --sni localhost --ca {root} -n 5 --warmup 0",
+        server.address
     );
     let refused = Run::new(&dir, "without")
         .args(&common)
@@ -278,11 +314,8 @@ fn a_lab_server_that_requires_a_client_certificate_refuses_a_client_without_one_
     let accepted = Run::new(&dir, "with")
         .args(&common)
         .args("--client-backend rustls,openssl --tls 1.2,1.3")
-        .option(
-            "--client-cert",
-            client.certificate_pem.display().to_string(),
-        )
-        .option("--client-key", client.key_pem.display().to_string())
+        .option("--client-cert", certificate)
+        .option("--client-key", key)
         .succeeds();
     assert_eq!(
         count_samples(
@@ -291,8 +324,193 @@ fn a_lab_server_that_requires_a_client_certificate_refuses_a_client_without_one_
         ),
         20
     );
-    let _ = server.kill();
-    let _ = server.wait();
+}
+
+#[test]
+fn tls13_handshakes_the_server_refuses_after_the_clients_finished_are_failures() {
+    // A TLS 1.3 server judges the client's certificate (here: its absence) after the client's
+    // Finished, when the client's handshake is already done, and refuses it by an alert
+    // (certificate_required) that follows. Every attempt waits for the server's verdict, so
+    // each one fails with it: both clients over TCP against both lab servers, and over QUIC,
+    // where the server closes the connection with the alert. (Until a Config's server has
+    // answered once, the wait is one handshake's time, which a loaded machine may outlast:
+    // the warm-up attempts learn that this server answers, and the measured ones wait for it
+    // as long as it takes.)
+    let dir = scratch("mtls-refused-13");
+    let (root, certificate, key) = lab_root_and_client(tlslab_core::CertProfile::EcdsaP256);
+    let rustls_server = Requiring::start("rustls", "ecdsa-p256");
+    let openssl_server = Requiring::start("openssl", "ecdsa-p256");
+    let runs = [
+        (
+            "rustls-tcp",
+            &rustls_server,
+            "--client-backend rustls,openssl",
+        ),
+        (
+            "openssl-tcp",
+            &openssl_server,
+            "--client-backend rustls,openssl",
+        ),
+        ("rustls-quic", &rustls_server, "--transport quic"),
+    ];
+    for (name, server, arguments) in runs {
+        let run = Run::new(&dir, name)
+            .option("--target", &server.address)
+            .args("--sni localhost --tls 1.3 -n 10 --warmup 3")
+            .option("--ca", &root)
+            .args(arguments);
+        let output = run.output();
+        let text = format!("{}{}", stdout(&output), stderr(&output));
+        assert_eq!(output.status.code(), Some(1), "{name}: {text}");
+        let all = count(run.db(), "SELECT COUNT(*) FROM samples WHERE warmup = 0");
+        // Each attempt completed its handshake, then read the refusal: class alert, the
+        // alert named, when it came, and why.
+        assert_eq!(
+            count_samples(
+                run.db(),
+                "s.warmup = 0 AND s.outcome = 'error' AND s.error = 'alert' AND s.version = '1.3' \
+                 AND s.handshake_done IS NOT NULL AND s.server_accepted IS NULL \
+                 AND s.client_certificate = 'asked-none-sent' \
+                 AND s.error_detail LIKE 'alert 116 (%), after the client''s Finished; \
+                 the server asked for a client certificate and none was sent'"
+            ),
+            all,
+            "{name}: {text}"
+        );
+        let configs = count(run.db(), "SELECT COUNT(*) FROM configs");
+        assert_eq!(
+            text.matches(" alert: why: the server requires a client certificate and none was sent: pass --client-cert FILE --client-key FILE")
+                .count(),
+            configs as usize,
+            "{name}: {text}"
+        );
+    }
+
+    // With the certificate the same servers accept every handshake. The lab servers send
+    // nothing unasked after a fresh TLS 1.3 handshake (no tickets): over TCP the client sees
+    // no sign of acceptance, only no refusal; over QUIC the server confirms the handshake
+    // (HANDSHAKE_DONE), which the sample records at the handshake's end or after it (the
+    // confirmation may be in before the client's task woke to mark the end).
+    for (name, server, arguments) in runs {
+        let finished = Run::new(&dir, &format!("{name}-with"))
+            .option("--target", &server.address)
+            .args("--sni localhost --tls 1.3 -n 10 --warmup 0")
+            .option("--ca", &root)
+            .option("--client-cert", &certificate)
+            .option("--client-key", &key)
+            .args(arguments)
+            .succeeds();
+        let all = count(&finished.db, "SELECT COUNT(*) FROM samples");
+        assert_eq!(
+            count_samples(
+                &finished.db,
+                "s.outcome = 'ok' AND s.client_certificate = 'sent'"
+            ),
+            all,
+            "{name}: {}",
+            finished.summary
+        );
+        let confirmed = match name {
+            "rustls-quic" => "s.server_accepted >= s.handshake_done",
+            _ => "s.server_accepted IS NULL",
+        };
+        assert_eq!(count_samples(&finished.db, confirmed), all, "{name}");
+    }
+}
+
+/// `openssl` (4.0.3 when the build cache holds its command, else the system's), or `None`.
+fn openssl_command() -> Option<std::path::PathBuf> {
+    let built = std::path::Path::new("/root/.cache/tlslab/openssl-4.0.3/bin/openssl");
+    let command = match built.is_file() {
+        true => built.to_path_buf(),
+        false => std::path::PathBuf::from("openssl"),
+    };
+    std::process::Command::new(&command)
+        .arg("version")
+        .output()
+        .is_ok_and(|output| output.status.success())
+        .then_some(command)
+}
+
+#[test]
+fn openssl_s_server_with_verify_refuses_tls13_without_a_certificate_and_accepts_with_one() {
+    // A real external server: `openssl s_server -Verify 1` requires a client certificate. In
+    // TLS 1.3 it refuses a handshake without one after the client's Finished; with one it
+    // accepts and sends its session tickets, which are the sign of acceptance the sample
+    // records (`server_accepted`), after the handshake and outside its time.
+    let Some(openssl) = openssl_command() else {
+        eprintln!("skipping: the openssl command is not installed (.ci/run installs it)");
+        return;
+    };
+    let dir = scratch("mtls-s-server");
+    let pki = tlslab_pki::Pki::open(pki_dir()).unwrap();
+    let served = pki.chain(tlslab_core::CertProfile::EcdsaP256, 1).unwrap();
+    let (root, certificate, key) = lab_root_and_client(tlslab_core::CertProfile::EcdsaP256);
+    let port = closed_port();
+    let _server = Killed(
+        std::process::Command::new(&openssl)
+            .arg("s_server")
+            .args(["-accept", &format!("127.0.0.1:{port}"), "-cert"])
+            .arg(&served.chain_pem)
+            .arg("-key")
+            .arg(&served.key_pem)
+            .args(["-CAfile", &root, "-Verify", "1", "-www", "-quiet"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "openssl s_server did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let run = |name: &str| {
+        Run::new(&dir, name)
+            .option("--target", format!("127.0.0.1:{port}"))
+            .args("--sni localhost --tls 1.3 -n 10 --warmup 3 --client-backend rustls,openssl")
+            .option("--ca", &root)
+    };
+    let refused = run("without").fails(1, "client certificate");
+    assert_eq!(
+        count_samples(
+            &refused.db,
+            "s.warmup = 0 AND s.outcome = 'error' AND s.error = 'alert' AND s.error_detail LIKE 'alert 116 (%' \
+             AND s.error_detail LIKE '%after the client''s Finished; the server asked for a client certificate and none was sent'"
+        ),
+        20,
+        "{}",
+        refused.summary
+    );
+    assert_eq!(
+        refused
+            .summary
+            .matches(" alert: why: the server requires a client certificate and none was sent")
+            .count(),
+        2,
+        "{}",
+        refused.summary
+    );
+    let accepted = run("with")
+        .option("--client-cert", &certificate)
+        .option("--client-key", &key)
+        .succeeds();
+    // Accepted, and seen to be: the tickets came after the handshake, whose time ends where
+    // it did before (the client could send), without the wait.
+    assert_eq!(
+        count_samples(
+            &accepted.db,
+            "s.warmup = 0 AND s.outcome = 'ok' AND s.client_certificate = 'sent' \
+             AND s.server_accepted > s.handshake_done AND s.handshake = s.handshake_done - s.start"
+        ),
+        20,
+        "{}",
+        accepted.summary
+    );
 }
 
 #[test]

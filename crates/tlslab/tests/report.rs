@@ -436,6 +436,14 @@ fn a_version_1_store_is_upgraded_when_opened() {
     assert_eq!((version, loopback), (14, 4));
     // Schema 13's scans table is there, empty.
     assert_eq!(count(&results, "SELECT count(*) FROM scans"), 0);
+    // Schema 14's server_accepted is there, empty for the old samples.
+    assert_eq!(
+        count(
+            &results,
+            "SELECT count(*) FROM samples WHERE server_accepted IS NOT NULL"
+        ),
+        0
+    );
     let active = count(
         &results,
         "SELECT count(*) FROM runs WHERE source = 'active'",
