@@ -159,8 +159,12 @@ pub async fn open_over_tcp<C: Client>(
         }
     }
     // Without a request, or with a 0-RTT answer, nothing read so far says the server
-    // accepted the handshake.
-    if tls13 && attempt.timeline.get(Event::ServerAccepted).is_none() {
+    // accepted the handshake. Only a server that asked for a certificate can still refuse
+    // (`acceptance.rs` says why and what waiting always cost).
+    if tls13
+        && attempt.timeline.get(Event::ServerAccepted).is_none()
+        && AcceptanceWait::can_refuse(attempt.client_certificate)
+    {
         let patience = client
             .acceptance()
             .patience(attempt.handshake_time())

@@ -791,10 +791,16 @@ impl Client {
         if let Some(exchanged) = &exchanged {
             record_exchange(attempt, exchanged);
         }
-        if confirmation
-            .wait(&connection, &log, waits_end)
-            .await
-            .map_err(|failure| failure.explained_by(attempt))?
+        // With a request the confirmation came before its answer; without one, only a
+        // server that asked for a certificate can still refuse (tlslab-backend's
+        // `acceptance.rs`), so only then is waiting for its verdict worth a round trip.
+        let judged = exchanged.is_some()
+            || tlslab_backend::AcceptanceWait::can_refuse(attempt.client_certificate);
+        if judged
+            && confirmation
+                .wait(&connection, &log, waits_end)
+                .await
+                .map_err(|failure| failure.explained_by(attempt))?
         {
             // Processed after the handshake, though its arrival may be stamped before the
             // attempt's task woke to mark `handshake_done` (see `record_exchange`).
