@@ -37,6 +37,7 @@ mod counters;
 mod exchange;
 mod failure;
 mod key_log;
+pub mod server_socket;
 mod settings;
 
 pub use attempt::{Attempt, Observer};

@@ -315,7 +315,7 @@ pub async fn serve_tcp(listener: TcpListener, lab: Arc<Lab>) -> io::Result<()> {
 
 /// Runs one connection: hyper over the TLS stream, which drives the handshake as hyper reads.
 async fn serve_connection(stream: TcpStream, lab: Arc<Lab>) -> io::Result<()> {
-    stream.set_nodelay(true)?;
+    tlslab_backend::server_socket::accepted(&stream)?;
     let mut connection = ServerConnection::new(lab.tcp.clone()).map_err(io::Error::other)?;
     // Responses larger than rustls' default 64 KiB plaintext buffer go out whole.
     connection.set_buffer_limit(None);
