@@ -42,8 +42,8 @@ const TLS13_SUITES: &str = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:\
 const TLS12_SUITES: &str = "ALL:!aNULL:!eNULL";
 
 /// The application protocols the server selects, in its order of preference (the rustls lab
-/// server's).
-const ALPN: &[u8] = b"\x02h2\x08http/1.1";
+/// server's). HTTP/1.0 too, which `curl --http1.0` offers alone: hyper's HTTP/1 answers it.
+const ALPN: &[u8] = b"\x02h2\x08http/1.1\x08http/1.0";
 
 /// How much early data the server accepts per connection, as the rustls lab server.
 const MAX_EARLY_DATA: u32 = 16_384;

@@ -361,6 +361,39 @@ fn curl_transfers(curl: &Path, args: &[&str]) -> Vec<(u16, u64, u64)> {
         .collect()
 }
 
+/// `curl --http1.0` offers ALPN `http/1.0` alone: both lab servers select it (rustls refused
+/// the handshake with `no_application_protocol`; OpenSSL selected nothing) and hyper's
+/// HTTP/1 answers with HTTP/1.0.
+#[test]
+fn curl_http1_0_over_tls_negotiates_http1_0_and_gets_the_page() {
+    let Some(curl) = tool("curl", "apt-get install curl") else {
+        return;
+    };
+    for backend in BACKENDS {
+        let lab = Lab::start(backend);
+        let output = run(Command::new(&curl)
+            .args(["-sS", "-k", "-v", "--http1.0", "-o", "/dev/null"])
+            .args(["-w", "%{http_code} %{size_download}\\n"])
+            .arg(lab.https("/")));
+        let (answer, verbose) = (
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr),
+        );
+        let context = format!("{backend}:\n{answer}{verbose}");
+        assert!(output.status.success(), "{context}");
+        assert_eq!(answer.trim(), format!("200 {BODY}"), "{context}");
+        assert!(verbose.contains("< HTTP/1.0 200 OK"), "{context}");
+        // "ALPN: server accepted http/1.0" (curl 7.88), "ALPN, server accepted to use
+        // http/1.0" (older).
+        assert!(
+            verbose.lines().any(|line| line.contains("ALPN")
+                && line.contains("server accepted")
+                && line.contains("http/1.0")),
+            "{context}"
+        );
+    }
+}
+
 /// A network namespace of its own, with its loopback up, removed on drop: its counters
 /// (`/proc/PID/net/netstat` of a process inside) count only what happens in it.
 struct Namespace {
