@@ -38,6 +38,7 @@ mod counters;
 mod exchange;
 mod failure;
 mod key_log;
+pub mod server_socket;
 mod settings;
 mod timer;
 

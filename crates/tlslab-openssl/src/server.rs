@@ -21,7 +21,7 @@ use openssl::ssl::{
 };
 use openssl::x509::X509;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use tlslab_backend::{CounterSnapshot, Counters, ServerSettings};
+use tlslab_backend::{server_socket, CounterSnapshot, Counters, ServerSettings};
 use tlslab_core::{Group, ServerResumption};
 use tlslab_site::Site;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -42,8 +42,8 @@ const TLS13_SUITES: &str = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:\
 const TLS12_SUITES: &str = "ALL:!aNULL:!eNULL";
 
 /// The application protocols the server selects, in its order of preference (the rustls lab
-/// server's).
-const ALPN: &[u8] = b"\x02h2\x08http/1.1";
+/// server's). HTTP/1.0 too, which `curl --http1.0` offers alone: hyper's HTTP/1 answers it.
+const ALPN: &[u8] = b"\x02h2\x08http/1.1\x08http/1.0";
 
 /// How much early data the server accepts per connection, as the rustls lab server.
 const MAX_EARLY_DATA: u32 = 16_384;
@@ -352,7 +352,7 @@ pub async fn serve(listener: TcpListener, config: Arc<ServerConfig>) -> io::Resu
 /// data first when the server accepts it) as hyper reads. Application data that is not HTTP
 /// gets a 400 or a closed connection.
 pub async fn serve_connection(socket: TcpStream, config: &ServerConfig) -> io::Result<()> {
-    socket.set_nodelay(true)?;
+    server_socket::accepted(&socket)?;
     let mut ssl = Ssl::new(&config.context).map_err(io::Error::other)?;
     ssl.set_accept_state();
     let tls = SslStream::new(ssl, Pipe::default()).map_err(io::Error::other)?;
@@ -371,6 +371,7 @@ pub async fn serve_connection(socket: TcpStream, config: &ServerConfig) -> io::R
         incoming: vec![0; READ_SIZE].into_boxed_slice(),
         sent: 0,
         failure: None,
+        unacknowledged: false,
     };
     // A failed handshake, a client that is not speaking HTTP or one that left: all end the
     // connection alike.
@@ -410,6 +411,10 @@ struct TlsStream {
     sent: usize,
     /// A failed handshake's error, returned once the alert OpenSSL queued has been sent.
     failure: Option<io::Error>,
+    /// The handshake just ended with the client's message and nothing went back since: the
+    /// client's Finished waits for an ACK that no data of ours carries
+    /// ([`server_socket::acknowledge_now`] says why that stalls a client with Nagle on).
+    unacknowledged: bool,
 }
 
 impl Drop for TlsStream {
@@ -463,6 +468,8 @@ impl TlsStream {
                 return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
             }
             self.sent += written;
+            // These bytes carry the ACK of everything received.
+            self.unacknowledged = false;
         }
     }
 
@@ -497,6 +504,11 @@ impl TlsStream {
                         }
                         let held = std::mem::take(&mut self.held);
                         write_all(&held, |data| self.tls.ssl_write(data)).map_err(failed)?;
+                        // Ended by the client, with no tickets (nor anything else) to send
+                        // back.
+                        if self.tls.get_ref().outgoing.len() == self.sent {
+                            self.unacknowledged = true;
+                        }
                     }
                     Err(error) if error.code() == ErrorCode::WANT_READ => {
                         return Ok(Step::WantRead)
@@ -545,6 +557,11 @@ impl AsyncRead for TlsStream {
             // Send the flight, tickets or answers before waiting for the client, which may be
             // waiting for them.
             ready!(this.poll_send(cx))?;
+            // Nothing answered the client's Finished (no request came with it): acknowledge it
+            // before waiting for the request it may be holding back.
+            if std::mem::take(&mut this.unacknowledged) {
+                server_socket::acknowledge_now(&this.socket);
+            }
             let mut read = ReadBuf::new(&mut this.incoming);
             ready!(Pin::new(&mut this.socket).poll_read(cx, &mut read))?;
             if read.filled().is_empty() {

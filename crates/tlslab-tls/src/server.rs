@@ -251,7 +251,9 @@ impl Lab {
                 });
             }
         }
-        tcp.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        // HTTP/1.0 too (`curl --http1.0` offers only it): hyper's HTTP/1 answers it; without
+        // it in the list rustls would end such a handshake with `no_application_protocol`.
+        tcp.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec(), b"http/1.0".to_vec()];
         let mut quic = ServerConfig::builder_with_provider(server_provider())
             .with_protocol_versions(&[&rustls::version::TLS13])?
             .with_client_cert_verifier(client_verifier)
@@ -345,7 +347,7 @@ pub async fn serve_tcp(listener: TcpListener, lab: Arc<Lab>) -> io::Result<()> {
 
 /// Runs one connection: hyper over the TLS stream, which drives the handshake as hyper reads.
 async fn serve_connection(stream: TcpStream, lab: Arc<Lab>) -> io::Result<()> {
-    stream.set_nodelay(true)?;
+    tlslab_backend::server_socket::accepted(&stream)?;
     let mut connection = ServerConnection::new(lab.tcp.clone()).map_err(io::Error::other)?;
     // Responses larger than rustls' default 64 KiB plaintext buffer go out whole.
     connection.set_buffer_limit(None);

@@ -4,6 +4,11 @@
 //! Early data is readable as soon as rustls accepted it, before the client's Finished, and
 //! what is written then goes out at once as 0.5-RTT data (`send_half_rtt_data`): a 0-RTT
 //! request is answered a round trip before the handshake completes.
+//!
+//! A handshake that ends with the client's Finished and leaves the server nothing to send (no
+//! tickets) has the client's Finished acknowledged at once
+//! ([`tlslab_backend::server_socket::acknowledge_now`]): a client with Nagle on would otherwise
+//! hold its request for the kernel's delayed-ACK timer.
 
 use std::io::{self, Read, Write};
 use std::pin::Pin;
@@ -11,7 +16,7 @@ use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use rustls::ServerConnection;
-use tlslab_backend::Counters;
+use tlslab_backend::{server_socket, Counters};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
@@ -34,6 +39,9 @@ pub(super) struct TlsStream {
     sent: usize,
     /// A failed handshake's error, returned once the alert rustls queued has been sent.
     failure: Option<io::Error>,
+    /// The handshake just ended with the client's message and nothing went back since: the
+    /// client's Finished waits for an ACK that no data of ours carries.
+    unacknowledged: bool,
 }
 
 impl TlsStream {
@@ -53,6 +61,7 @@ impl TlsStream {
             outgoing: Vec::with_capacity(8 * 1024),
             sent: 0,
             failure: None,
+            unacknowledged: false,
         }
     }
 
@@ -76,6 +85,8 @@ impl TlsStream {
                 return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
             }
             self.sent += written;
+            // These bytes carry the ACK of everything received.
+            self.unacknowledged = false;
         }
     }
 
@@ -154,14 +165,27 @@ impl AsyncRead for TlsStream {
                 let mut data = &this.incoming[this.start..this.end];
                 let taken = this.connection.read_tls(&mut data)?;
                 this.start += taken;
+                let handshaking = this.connection.is_handshaking();
                 if let Err(error) = this.connection.process_new_packets() {
                     this.failure = Some(io::Error::other(error));
+                }
+                // Ended by the client, with no tickets (nor anything else) to send back.
+                if handshaking
+                    && !this.connection.is_handshaking()
+                    && !this.connection.wants_write()
+                {
+                    this.unacknowledged = true;
                 }
                 continue;
             }
             // Everything read is processed: send the flight, tickets or alerts it caused before
             // waiting for the client, which may be waiting for them.
             ready!(this.poll_send(cx))?;
+            // Nothing answered the client's Finished (no request came with it): acknowledge it
+            // before waiting for the request it may be holding back.
+            if std::mem::take(&mut this.unacknowledged) {
+                server_socket::acknowledge_now(&this.socket);
+            }
             let mut read = ReadBuf::new(&mut this.incoming);
             ready!(Pin::new(&mut this.socket).poll_read(cx, &mut read))?;
             let count = read.filled().len();
