@@ -105,8 +105,8 @@ pub struct ManArgs {
     /// Write tlslab.1 and tlslab-<command>.1 here instead of printing tlslab.1.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Write over an existing file of another kind (an existing file of the same kind is
-    /// replaced anyway); never over a results store or an input.
+    /// Replace an existing file of another kind (without it, only a file of the same kind is
+    /// replaced); never a results store or an input.
     #[arg(long)]
     pub force: bool,
 }
@@ -456,8 +456,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     #[arg(help_heading = "Output")]
     pub capture: Option<PathBuf>,
-    /// Write over an existing file of another kind (an existing file of the same kind is
-    /// replaced anyway); never over a results store or an input.
+    /// Replace an existing file of another kind at --out, --keylog, --capture or the report
+    /// (without it, only a file of the same kind is replaced, and a key log appended to);
+    /// never a results store or an input.
     #[arg(long)]
     #[arg(help_heading = "Output")]
     pub force: bool,
@@ -607,8 +608,8 @@ pub struct ReportArgs {
     /// Also write every chart as a PNG into this directory.
     #[arg(long, value_name = "DIR")]
     pub png: Option<PathBuf>,
-    /// Write over an existing file of another kind (an existing file of the same kind is
-    /// replaced anyway); never over a results store or an input.
+    /// Replace an existing file of another kind (without it, only a file of the same kind is
+    /// replaced); never a results store or an input.
     #[arg(long)]
     pub force: bool,
     /// The phase the report's summary table, comparisons and gains use (handshake, ttfb,
@@ -626,8 +627,8 @@ pub struct ExportArgs {
     /// Output file (default: stdout).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Write over an existing file of another kind (an existing file of the same kind is
-    /// replaced anyway); never over a results store or an input.
+    /// Replace an existing file of another kind (without it, only a file of the same kind is
+    /// replaced); never a results store or an input.
     #[arg(long)]
     pub force: bool,
     /// Export the stored scans (`tlslab scan --out`) instead of the samples: JSON Lines,
@@ -645,8 +646,8 @@ pub struct PcapArgs {
     /// Results file (default: ./tlslab-results/<UTC time>.db).
     #[arg(short, long)]
     pub out: Option<PathBuf>,
-    /// Write over an existing file of another kind (an existing file of the same kind is
-    /// replaced anyway); never over a results store or an input.
+    /// Replace an existing file of another kind (without it, only a file of the same kind is
+    /// replaced); never a results store or an input.
     #[arg(long)]
     pub force: bool,
     /// Print the summary as JSON.
@@ -715,8 +716,8 @@ pub struct CaptureArgs {
     /// capture time has passed (10m, 1h); files are NAME-000001.pcap, NAME-000002.pcap, ...
     #[arg(long, value_name = "SIZE|DURATION", requires = "write")]
     pub rotate: Option<String>,
-    /// Write over an existing file of another kind (an existing file of the same kind is
-    /// replaced anyway); never over a results store or an input.
+    /// Replace an existing file of another kind (without it, only a file of the same kind is
+    /// replaced); never a results store or an input.
     #[arg(long)]
     pub force: bool,
     /// A key log to decrypt TLS 1.3 handshakes with (as `tlslab pcap --keylog`).
