@@ -50,7 +50,7 @@ pub use exchange::{
     Handshake, PlainChannel, Plaintext,
 };
 pub use failure::Failure;
-pub use key_log::KeyLogFile;
+pub use key_log::{KeyLogFile, KeyLogOutcome, Tally};
 pub use settings::{
     ClientCertificate, ClientSettings, EchMode, Request, ServerSettings, Suite, Trust,
 };

@@ -8,12 +8,13 @@
 //! one inside the client's namespace to record a run's own packets.
 
 use std::fs::File;
-use std::io::{BufWriter, IoSliceMut};
+use std::io::IoSliceMut;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use byteorder_slice::NativeEndian;
 use nix::errno::Errno;
 use nix::libc;
 use nix::sys::socket::{
@@ -21,7 +22,7 @@ use nix::sys::socket::{
     MsgFlags, SockFlag, SockType, SockaddrLike,
 };
 use nix::sys::time::TimeVal;
-use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+use pcap_file::pcap::{PcapHeader, PcapPacket};
 use pcap_file::{DataLink, Endianness, TsResolution};
 
 use crate::filter::Filter;
@@ -236,17 +237,29 @@ impl Live {
 }
 
 /// A pcap file of live packets (raw IP, nanosecond timestamps), as tcpdump would write it.
+///
+/// Records are gathered in memory and written in whole records, 8 KiB at a time (as a
+/// `BufWriter` would), so that a write that fails (a full disk) is cut back to the last
+/// whole record: the file stays a capture other tools read, and the error says how many
+/// packets it holds. (pcap-file's writer reports every I/O error as "Error reading bytes"
+/// and cannot say where its last whole record ends.)
 pub struct PcapFile {
-    writer: PcapWriter<BufWriter<File>>,
+    path: PathBuf,
+    file: File,
+    /// Whole records not written yet, and how many packets they are.
+    spool: Vec<u8>,
+    spooled: u64,
+    /// The file's length: its header and every record written.
+    length: u64,
+    /// Packets in the file.
     pub packets: u64,
 }
 
-fn cannot_write(error: &dyn std::fmt::Display) -> CaptureError {
-    CaptureError {
-        message: format!("cannot write the capture: {error}"),
-        hint: "give a path in a directory you can write, on a disk with free space".into(),
-    }
-}
+/// How much is gathered before it is written.
+const SPOOL_BYTES: usize = 8 * 1024;
+
+/// The snapshot length in the header: every packet whole.
+const SNAPLEN: u32 = LARGEST_PACKET as u32;
 
 impl PcapFile {
     pub fn create(path: &Path) -> Result<PcapFile, CaptureError> {
@@ -259,14 +272,26 @@ impl PcapFile {
             version_minor: 4,
             ts_correction: 0,
             ts_accuracy: 0,
-            snaplen: LARGEST_PACKET as u32,
+            snaplen: SNAPLEN,
             datalink: DataLink::RAW,
             ts_resolution: TsResolution::NanoSecond,
             endianness: Endianness::native(),
         };
-        let writer = PcapWriter::with_header(BufWriter::new(file), header)
-            .map_err(|error| cannot_write(&error))?;
-        Ok(PcapFile { writer, packets: 0 })
+        let mut spool = Vec::with_capacity(SPOOL_BYTES + LARGEST_PACKET);
+        header
+            .write_to(&mut spool)
+            .map_err(|error| cannot_format(path, &error))?;
+        let mut pcap = PcapFile {
+            path: path.to_path_buf(),
+            file,
+            spool,
+            spooled: 0,
+            length: 0,
+            packets: 0,
+        };
+        // The header at once: a file that cannot take even that fails before the capture.
+        pcap.write_out()?;
+        Ok(pcap)
     }
 
     pub fn write(&mut self, packet: &Packet<'_>) -> Result<(), CaptureError> {
@@ -275,21 +300,54 @@ impl PcapFile {
             packet.length as u32,
             packet.data,
         );
-        self.writer
-            .write_packet(&record)
-            .map_err(|error| cannot_write(&error))?;
-        self.packets += 1;
+        record
+            .write_to::<_, NativeEndian>(&mut self.spool, TsResolution::NanoSecond, SNAPLEN)
+            .map_err(|error| cannot_format(&self.path, &error))?;
+        self.spooled += 1;
+        if self.spool.len() >= SPOOL_BYTES {
+            self.write_out()?;
+        }
         Ok(())
     }
 
-    /// Writes out what is buffered.
-    pub fn finish(self) -> Result<u64, CaptureError> {
+    /// Writes what is gathered; on failure cuts the file back to its last whole record.
+    fn write_out(&mut self) -> Result<(), CaptureError> {
         use std::io::Write;
-        self.writer
-            .into_writer()
-            .flush()
-            .map_err(|error| cannot_write(&error))?;
+        if self.spool.is_empty() {
+            return Ok(());
+        }
+        if let Err(error) = self.file.write_all(&self.spool) {
+            let _ = self.file.set_len(self.length);
+            self.spool.clear();
+            return Err(CaptureError {
+                message: format!(
+                    "cannot write the capture {}: {error}, after {} packets (the file holds \
+                     them whole)",
+                    self.path.display(),
+                    self.packets
+                ),
+                hint: "give a path on a disk with free space".into(),
+            });
+        }
+        self.length += self.spool.len() as u64;
+        self.packets += self.spooled;
+        self.spool.clear();
+        self.spooled = 0;
+        Ok(())
+    }
+
+    /// Writes out what is gathered; the packets in the file.
+    pub fn finish(mut self) -> Result<u64, CaptureError> {
+        self.write_out()?;
         Ok(self.packets)
+    }
+}
+
+/// A packet the pcap format cannot hold (a time past 2106): not a write error.
+fn cannot_format(path: &Path, error: &pcap_file::PcapError) -> CaptureError {
+    CaptureError {
+        message: format!("cannot record a packet in {}: {error}", path.display()),
+        hint: "check the system clock".into(),
     }
 }
 
@@ -302,28 +360,40 @@ pub enum Rotation {
     Every(Duration),
 }
 
+/// Whether a capture file may be begun at a path (the caller's rule for existing files).
+pub type FileCheck = dyn FnMut(&Path) -> Result<(), CaptureError> + Send;
+
 /// Capture files written one after another: `NAME.pcap` alone, or with a rotation
 /// `NAME-000001.pcap`, `NAME-000002.pcap`, ... (names that sort in order, so `tlslab pcap
 /// NAME-*.pcap` reads them as one capture, its connections continuing across files).
 pub struct PcapFiles {
-    base: std::path::PathBuf,
+    base: PathBuf,
     rotation: Option<Rotation>,
+    /// Asked before each file is begun whether it may be written (the caller's rule for
+    /// existing files).
+    check: Box<FileCheck>,
     current: Option<PcapFile>,
     /// Bytes of packets in the current file, and the capture time of its first packet.
     bytes: u64,
     opened_at: Option<u64>,
     /// Every file begun, in order.
-    pub paths: Vec<std::path::PathBuf>,
+    pub paths: Vec<PathBuf>,
     pub packets: u64,
 }
 
 impl PcapFiles {
     /// Creates the first file at once, so a path that cannot be written fails before the
-    /// capture starts.
-    pub fn create(path: &Path, rotation: Option<Rotation>) -> Result<PcapFiles, CaptureError> {
+    /// capture starts. `check` is asked about each file before it is begun; its error ends
+    /// the capture.
+    pub fn create(
+        path: &Path,
+        rotation: Option<Rotation>,
+        check: impl FnMut(&Path) -> Result<(), CaptureError> + Send + 'static,
+    ) -> Result<PcapFiles, CaptureError> {
         let mut files = PcapFiles {
             base: path.to_path_buf(),
             rotation,
+            check: Box::new(check),
             current: None,
             bytes: 0,
             opened_at: None,
@@ -334,28 +404,26 @@ impl PcapFiles {
         Ok(files)
     }
 
-    /// The name of file `number` (from 1).
-    fn name(&self, number: usize) -> std::path::PathBuf {
-        if self.rotation.is_none() {
-            return self.base.clone();
+    /// The name of file `number` (from 1) of a capture into `base`.
+    pub fn name(base: &Path, rotation: Option<Rotation>, number: usize) -> PathBuf {
+        if rotation.is_none() {
+            return base.to_path_buf();
         }
-        let stem = self
-            .base
+        let stem = base
             .file_stem()
             .map_or_else(|| "capture".into(), |stem| stem.to_string_lossy());
-        let extension = self
-            .base
+        let extension = base
             .extension()
             .map_or_else(|| "pcap".into(), |extension| extension.to_string_lossy());
-        self.base
-            .with_file_name(format!("{stem}-{number:06}.{extension}"))
+        base.with_file_name(format!("{stem}-{number:06}.{extension}"))
     }
 
     fn next(&mut self) -> Result<(), CaptureError> {
         if let Some(file) = self.current.take() {
             file.finish()?;
         }
-        let path = self.name(self.paths.len() + 1);
+        let path = PcapFiles::name(&self.base, self.rotation, self.paths.len() + 1);
+        (self.check)(&path)?;
         self.current = Some(PcapFile::create(&path)?);
         self.paths.push(path);
         self.bytes = 0;
@@ -386,7 +454,7 @@ impl PcapFiles {
     }
 
     /// Writes out the last file; the files written, in order.
-    pub fn finish(mut self) -> Result<Vec<std::path::PathBuf>, CaptureError> {
+    pub fn finish(mut self) -> Result<Vec<PathBuf>, CaptureError> {
         if let Some(file) = self.current.take() {
             file.finish()?;
         }

@@ -86,7 +86,10 @@ pub fn run(
     let recording = options
         .capture
         .as_deref()
-        .map(|path| Recording::start(path, emulated.as_ref(), experiment.target.is_some()))
+        .map(|path| {
+            let external = experiment.target.is_some();
+            Recording::start(path, emulated.as_ref(), external, halt.clone())
+        })
         .transpose()?;
 
     // Both clocks read together: a sample's wall-clock time (started_at_unix_ns plus its
@@ -142,6 +145,7 @@ pub fn run(
         namespace_failure,
         servers: &mut servers,
         writer: &writer,
+        recording: recording.as_ref(),
     };
     let ended = trials.run(&runtime, plan, &mut surroundings);
     if experiment.replay && !ended.stopped && ended.failure.is_none() {
@@ -258,12 +262,14 @@ struct RunSurroundings<'a> {
     namespace_failure: NamespaceFailure,
     servers: &'a mut LabServers,
     writer: &'a Writer,
+    recording: Option<&'a Recording>,
 }
 
 impl Surroundings for RunSurroundings<'_> {
     fn check(&mut self) -> Result<(), RunError> {
         let failure = self.writer.failure();
         match failure
+            .or_else(|| self.recording.and_then(Recording::failure))
             .or_else(|| self.servers.failure())
             .or_else(|| self.namespace_failure.take())
         {

@@ -9,7 +9,9 @@
 //!
 //! let data = tlslab_report::ReportData::from_store(&store).unwrap();
 //! std::fs::write("report.html", tlslab_report::render_html(&data).unwrap()).unwrap();
-//! tlslab_report::write_pngs(&data, "charts".as_ref()).unwrap();
+//! for (name, png) in tlslab_report::png_charts(&data).unwrap() {
+//!     std::fs::write(name, png).unwrap();
+//! }
 //! ```
 
 mod answer;
@@ -36,7 +38,6 @@ pub mod thresholds;
 pub mod verdict;
 
 use std::fmt;
-use std::path::{Path, PathBuf};
 
 pub use charts::{charts_for, render_png, render_svg, ChartKind};
 pub use comparison::{
@@ -77,18 +78,11 @@ impl From<tlslab_store::StoreError> for ReportError {
     }
 }
 
-/// Writes every chart that applies as `DIRECTORY/<chart>.png` (creating the directory) and
-/// returns the files written.
-pub fn write_pngs(data: &ReportData, directory: &Path) -> Result<Vec<PathBuf>, ReportError> {
-    std::fs::create_dir_all(directory).map_err(|error| ReportError {
-        message: format!("cannot create {}: {error}", directory.display()),
-        hint: "choose a writable directory for --png".into(),
-    })?;
-    let mut written = Vec::new();
-    for kind in charts_for(data) {
-        let path = directory.join(markdown::png_name(kind));
-        render_png(kind, data, &path)?;
-        written.push(path);
-    }
-    Ok(written)
+/// Every chart that applies, as PNG images with their file names (`<chart>.png`), in memory:
+/// the caller checks where they may go before it writes any (`tlslab report --png`).
+pub fn png_charts(data: &ReportData) -> Result<Vec<(String, Vec<u8>)>, ReportError> {
+    charts_for(data)
+        .into_iter()
+        .map(|kind| Ok((markdown::png_name(kind), render_png(kind, data)?)))
+        .collect()
 }

@@ -32,6 +32,8 @@ pub struct StoreSink {
     /// Records of the open transaction, to write again after a full disk.
     batch: Vec<Record>,
     pending: usize,
+    /// Samples committed: what a failure says is kept.
+    stored: u64,
     /// The samples at the end of `batch` not inserted yet: samples are inserted together,
     /// before the next other record or the commit, with one look-up of the prepared insert
     /// for each run of samples that fill the same columns (finding it in the statement cache
@@ -97,6 +99,7 @@ impl StoreSink {
             lock,
             batch: Vec::new(),
             pending: 0,
+            stored: 0,
             unwritten: 0,
             batch_started: coarse_now(),
             in_transaction: false,
@@ -149,6 +152,7 @@ impl StoreSink {
                 return Err(self.failed(error));
             }
             self.in_transaction = false;
+            self.stored += self.pending as u64;
             self.pending = 0;
             self.batch.clear();
         }
@@ -237,15 +241,28 @@ impl StoreSink {
         let batch = std::mem::take(&mut self.batch);
         if !disk_full(&error) {
             return SinkError {
-                message: format!("cannot write {}: {error}", self.path.display()),
+                message: format!(
+                    "cannot write {}: {error}; it holds the {} samples committed before",
+                    self.path.display(),
+                    self.stored
+                ),
                 hint: "the samples committed before the failure are kept".into(),
             };
         }
         let saved = self.release_reserve() && self.write_again(&batch).is_ok();
+        if saved {
+            let samples = batch
+                .iter()
+                .filter(|record| matches!(record, Record::Sample(_)))
+                .count();
+            self.stored += samples as u64;
+        }
         SinkError {
             message: format!(
-                "no space left on the device that holds {} (ENOSPC): the run stopped there",
-                self.path.display()
+                "no space left on the device that holds {} (ENOSPC): the run stopped there, \
+                 with {} samples stored",
+                self.path.display(),
+                self.stored
             ),
             hint: format!(
                 "free disk space or give --out a file on another file system; the samples {} \

@@ -2,6 +2,7 @@
 //! sample as it completes; the store is written as it goes, so a stop (the --duration, Ctrl-C
 //! or SIGTERM) loses nothing but the handshakes still in progress.
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tlslab_capture::live::{Live, PcapFiles, Rotation};
@@ -11,6 +12,7 @@ use tlslab_telemetry::{influx, metrics, Metrics, Telemetry};
 
 use crate::cli::CaptureArgs;
 use crate::failure::CliError;
+use crate::files;
 use crate::output;
 use crate::passive::{self, Ending};
 
@@ -26,7 +28,6 @@ fn now_unix_ns() -> u64 {
 pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
     let filter = passive::filter(args.filter.as_deref())?;
     let path = args.out.clone().unwrap_or_else(crate::run::default_output);
-    crate::files::check_output(&path, &[])?;
     let duration = args
         .duration
         .as_deref()
@@ -39,6 +40,18 @@ pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
             )
         })?;
     let rotation = args.rotate.as_deref().map(rotation).transpose()?;
+    // Every output is checked before the capture opens: the store, and the first capture
+    // file (each later one as it is begun).
+    let first = args
+        .write
+        .as_deref()
+        .map(|base| PcapFiles::name(base, rotation, 1));
+    let mut outputs = vec![files::Output::new("--out", &path, files::Kind::Results)];
+    if let Some(first) = &first {
+        outputs.push(files::Output::new("--write", first, files::Kind::Capture));
+    }
+    let inputs: Vec<&Path> = args.keylog.iter().map(PathBuf::as_path).collect();
+    let writes = files::claim_all(&outputs, &inputs, args.force)?;
     let keys = passive::keys(args.keylog.as_deref())?;
     // The capture opens first: without the right to capture, no store is left behind.
     let environment =
@@ -48,7 +61,7 @@ pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
     let mut file = args
         .write
         .as_deref()
-        .map(|path| PcapFiles::create(path, rotation))
+        .map(|base| PcapFiles::create(base, rotation, file_check(args, &path)))
         .transpose()
         .map_err(environment)?;
     // So is monitoring: a port in use or an InfluxDB that does not answer leaves nothing.
@@ -62,6 +75,7 @@ pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
         .as_deref()
         .map(influx::Writer::connect)
         .transpose()?;
+    files::make_room(&path, writes[0])?;
     let store = passive::begin(
         &path,
         Source::Capture {
@@ -175,6 +189,26 @@ pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
     }
     passive::print_summary(&path, args.json, &report)?;
     Ok(0)
+}
+
+/// The rule for each capture file `--write` begins: never over the store, the key log or a
+/// file of another kind (a rotated file's name may be taken by anything).
+fn file_check(
+    args: &CaptureArgs,
+    store: &Path,
+) -> impl FnMut(&Path) -> Result<(), tlslab_capture::CaptureError> + Send + 'static {
+    let inputs: Vec<PathBuf> = args.keylog.iter().cloned().chain([store.into()]).collect();
+    let force = args.force;
+    move |file| {
+        let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+        let output = files::Output::new("--write", file, files::Kind::Capture);
+        files::claim(&output, &inputs, force)
+            .map(drop)
+            .map_err(|error| tlslab_capture::CaptureError {
+                message: error.message,
+                hint: error.hint,
+            })
+    }
 }
 
 /// `--rotate`: a duration (10m, 1h) or a size with its unit (100MB, 1GiB). A duration is

@@ -105,6 +105,10 @@ pub struct ManArgs {
     /// Write tlslab.1 and tlslab-<command>.1 here instead of printing tlslab.1.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Replace an existing file of another kind (without it, only a file of the same kind is
+    /// replaced); never a results store or an input.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -452,6 +456,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     #[arg(help_heading = "Output")]
     pub capture: Option<PathBuf>,
+    /// Replace an existing file of another kind at --out, --keylog, --capture or the report
+    /// (without it, only a file of the same kind is replaced, and a key log appended to);
+    /// never a results store or an input.
+    #[arg(long)]
+    #[arg(help_heading = "Output")]
+    pub force: bool,
     /// Also write the HTML report beside the results file when the run ends.
     #[arg(long)]
     #[arg(help_heading = "Output")]
@@ -598,6 +608,10 @@ pub struct ReportArgs {
     /// Also write every chart as a PNG into this directory.
     #[arg(long, value_name = "DIR")]
     pub png: Option<PathBuf>,
+    /// Replace an existing file of another kind (without it, only a file of the same kind is
+    /// replaced); never a results store or an input.
+    #[arg(long)]
+    pub force: bool,
     /// The phase the report's summary table, comparisons and gains use (handshake, ttfb,
     /// total, ...); default: the question's, as `tlslab run` chose it.
     #[arg(long)]
@@ -613,6 +627,10 @@ pub struct ExportArgs {
     /// Output file (default: stdout).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Replace an existing file of another kind (without it, only a file of the same kind is
+    /// replaced); never a results store or an input.
+    #[arg(long)]
+    pub force: bool,
     /// Export the stored scans (`tlslab scan --out`) instead of the samples: JSON Lines,
     /// one scan a line, its `--json` object under `scan` (whatever --format says).
     #[arg(long)]
@@ -628,6 +646,10 @@ pub struct PcapArgs {
     /// Results file (default: ./tlslab-results/<UTC time>.db).
     #[arg(short, long)]
     pub out: Option<PathBuf>,
+    /// Replace an existing file of another kind (without it, only a file of the same kind is
+    /// replaced); never a results store or an input.
+    #[arg(long)]
+    pub force: bool,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -694,6 +716,10 @@ pub struct CaptureArgs {
     /// capture time has passed (10m, 1h); files are NAME-000001.pcap, NAME-000002.pcap, ...
     #[arg(long, value_name = "SIZE|DURATION", requires = "write")]
     pub rotate: Option<String>,
+    /// Replace an existing file of another kind (without it, only a file of the same kind is
+    /// replaced); never a results store or an input.
+    #[arg(long)]
+    pub force: bool,
     /// A key log to decrypt TLS 1.3 handshakes with (as `tlslab pcap --keylog`).
     #[arg(long, value_name = "FILE")]
     pub keylog: Option<PathBuf>,

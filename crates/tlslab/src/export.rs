@@ -10,7 +10,8 @@ use crate::{files, output};
 
 pub fn export(args: &ExportArgs) -> Result<i32, CliError> {
     if let Some(path) = &args.output {
-        files::check_output(path, &[&args.results])?;
+        let output = files::Output::new("-o", path, files::Kind::Export);
+        files::claim(&output, &[&args.results], args.force)?;
     }
     let store = output::open_store(&args.results)?;
     let format = match args.format {

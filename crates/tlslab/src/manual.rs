@@ -6,6 +6,7 @@ use clap::CommandFactory;
 
 use crate::cli::{Cli, CompletionsArgs, ManArgs};
 use crate::failure::CliError;
+use crate::files;
 use crate::output;
 
 pub fn completions(args: &CompletionsArgs) -> Result<i32, CliError> {
@@ -23,26 +24,27 @@ pub fn man(args: &ManArgs) -> Result<i32, CliError> {
         output::print(String::from_utf8_lossy(&page))?;
         return Ok(0);
     };
-    let cannot = |error: std::io::Error| {
-        CliError::environment(
-            format!(
-                "cannot write the man pages into {}: {error}",
-                directory.display()
-            ),
-            "give a directory you can write",
-        )
-    };
-    std::fs::create_dir_all(directory).map_err(cannot)?;
     let mut pages = vec![("tlslab.1".to_string(), command.clone())];
     for subcommand in command.get_subcommands() {
         // Each page names its command as a user types it.
         let name = format!("tlslab-{}", subcommand.get_name());
         pages.push((format!("{name}.1"), subcommand.clone().name(name)));
     }
+    let mut rendered = Vec::new();
     for (file, page_command) in pages {
         let mut page = Vec::new();
         render(&page_command, &mut page)?;
-        std::fs::write(directory.join(&file), page).map_err(cannot)?;
+        rendered.push((directory.join(file), page));
+    }
+    // Every page is checked by the rule before any is written.
+    let outputs: Vec<files::Output<'_>> = rendered
+        .iter()
+        .map(|(path, _)| files::Output::in_directory("--out", path, files::Kind::ManPage))
+        .collect();
+    files::claim_all(&outputs, &[], args.force)?;
+    std::fs::create_dir_all(directory).map_err(|error| files::cannot_write(directory, error))?;
+    for (path, page) in &rendered {
+        files::write_whole(path, page)?;
     }
     output::note(format_args!(
         "man pages written to {} (read one with: man -l {}/tlslab.1)",

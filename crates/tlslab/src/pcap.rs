@@ -8,13 +8,20 @@ use tlslab_telemetry::{influx, Telemetry};
 
 use crate::cli::PcapArgs;
 use crate::failure::{CliError, EXIT_INTERRUPTED};
+use crate::files;
 use crate::passive::{self, Ending};
 
 pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
     let filter = passive::filter(args.filter.as_deref())?;
     let path = args.out.clone().unwrap_or_else(crate::run::default_output);
-    let inputs: Vec<&Path> = args.captures.iter().map(|path| path.as_path()).collect();
-    crate::files::check_output(&path, &inputs)?;
+    let inputs: Vec<&Path> = args
+        .captures
+        .iter()
+        .chain(&args.keylog)
+        .map(|path| path.as_path())
+        .collect();
+    let output = files::Output::new("--out", &path, files::Kind::Results);
+    let write = files::claim(&output, &inputs, args.force)?;
     for capture in &args.captures {
         if !capture.is_file() {
             return Err(CliError::usage(
@@ -24,6 +31,7 @@ pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
         }
     }
     let keys = passive::keys(args.keylog.as_deref())?;
+    files::make_room(&path, write)?;
     let source = Source::Pcap {
         files: args
             .captures

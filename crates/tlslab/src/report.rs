@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use tlslab_report::{
-    render_html, render_markdown, render_scan_report_html, render_scan_report_markdown, write_pngs,
+    png_charts, render_html, render_markdown, render_scan_report_html, render_scan_report_markdown,
     ReportData,
 };
 use tlslab_store::Store;
@@ -50,7 +50,8 @@ pub fn report(args: &ReportArgs) -> Result<i32, CliError> {
             ReportFormat::Md => "md",
         })
     });
-    files::check_output(&output, &[&args.results])?;
+    let report = files::Output::new("-o", &output, files::Kind::Report);
+    files::claim(&report, &[&args.results], args.force)?;
     let store = output::open_store(&args.results)?;
     // A store of scans alone (`tlslab scan --out`) has no run to summarize.
     if !store.has_run()? {
@@ -66,12 +67,7 @@ pub fn report(args: &ReportArgs) -> Result<i32, CliError> {
     }
     let data = ReportData::from_store_on(&store, args.metric.as_deref())?;
     if let Some(directory) = &args.png {
-        let written = write_pngs(&data, directory)?;
-        output::note(format_args!(
-            "wrote {} charts to {}",
-            written.len(),
-            directory.display()
-        ));
+        write_charts(&data, directory, report, &args.results, args.force)?;
     }
     let text = match format {
         ReportFormat::Html => render_html(&data)?,
@@ -85,15 +81,56 @@ pub fn report(args: &ReportArgs) -> Result<i32, CliError> {
     Ok(0)
 }
 
+/// `--png DIR`: every chart as `DIR/<chart>.png`, each file checked by the rule before any
+/// is written.
+fn write_charts(
+    data: &ReportData,
+    directory: &Path,
+    report: files::Output<'_>,
+    results: &Path,
+    force: bool,
+) -> Result<(), CliError> {
+    let charts = png_charts(data)?;
+    let paths: Vec<PathBuf> = charts
+        .iter()
+        .map(|(name, _)| directory.join(name))
+        .collect();
+    let mut outputs = vec![report];
+    outputs.extend(
+        paths
+            .iter()
+            .map(|path| files::Output::in_directory("--png", path, files::Kind::Chart)),
+    );
+    files::claim_all(&outputs, &[results], force)?;
+    std::fs::create_dir_all(directory).map_err(|error| files::cannot_write(directory, error))?;
+    for ((_, png), path) in charts.iter().zip(&paths) {
+        files::write_whole(path, png)?;
+    }
+    output::note(format_args!(
+        "wrote {} charts to {}",
+        charts.len(),
+        directory.display()
+    ));
+    Ok(())
+}
+
 /// The HTML report's path for `tlslab run --report`: beside the results file.
 pub fn beside(results: &Path) -> PathBuf {
     results.with_extension("html")
 }
 
 /// `tlslab run --report`: the HTML report beside the results file.
-pub fn report_beside(results: &Path, metric: Option<&str>) -> Result<PathBuf, CliError> {
+pub fn report_beside(
+    results: &Path,
+    metric: Option<&str>,
+    force: bool,
+) -> Result<PathBuf, CliError> {
     let output = beside(results);
-    files::check_output(&output, &[results])?;
+    files::claim(
+        &files::Output::new("--report", &output, files::Kind::Report),
+        &[results],
+        force,
+    )?;
     let store = Store::open(results)?;
     let data = ReportData::from_store_on(&store, metric)?;
     files::write_whole(&output, render_html(&data)?.as_bytes())?;

@@ -11,7 +11,8 @@ use tlslab_report::{render_text, RunSummary, TextOptions};
 use tlslab_store::{Store, StoreError};
 
 use crate::cli::RunArgs;
-use crate::failure::{CliError, EXIT_FAILURES, EXIT_INTERRUPTED, EXIT_THRESHOLD};
+use crate::failure::{CliError, EXIT_ENVIRONMENT, EXIT_FAILURES, EXIT_INTERRUPTED, EXIT_THRESHOLD};
+use crate::files;
 use crate::output;
 
 /// The experiment the flags describe: the file's (or `base`), with flags on top.
@@ -199,17 +200,27 @@ pub fn stop_on_signals() -> Stop {
     stop
 }
 
-/// The key log `--keylog` names, else `$SSLKEYLOGFILE` (as curl and browsers read it).
-fn key_log(args: &RunArgs) -> Result<Option<Arc<tlslab_backend::KeyLogFile>>, CliError> {
-    let path = args.keylog.clone().or_else(|| {
-        std::env::var_os("SSLKEYLOGFILE")
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from)
-    });
-    let Some(path) = path else {
+/// The key log `--keylog` names, else `$SSLKEYLOGFILE` (as curl and browsers read it), and
+/// the name it was given by.
+fn key_log_path(args: &RunArgs) -> Option<(PathBuf, &'static str)> {
+    if let Some(path) = &args.keylog {
+        return Some((path.clone(), "--keylog"));
+    }
+    std::env::var_os("SSLKEYLOGFILE")
+        .filter(|value| !value.is_empty())
+        .map(|path| (PathBuf::from(path), "SSLKEYLOGFILE"))
+}
+
+/// Opens the key log, as the rule allowed (appended to, or replaced with --force).
+fn key_log(
+    path: Option<&(PathBuf, &'static str)>,
+    write: Option<files::Disposition>,
+) -> Result<Option<Arc<tlslab_backend::KeyLogFile>>, CliError> {
+    let (Some((path, _)), Some(write)) = (path, write) else {
         return Ok(None);
     };
-    let file = tlslab_backend::KeyLogFile::open(&path).map_err(|error| {
+    files::make_room(path, write)?;
+    let file = tlslab_backend::KeyLogFile::open(path).map_err(|error| {
         CliError::environment(
             format!("cannot write the key log {}: {error}", path.display()),
             "give --keylog (or SSLKEYLOGFILE) a file in a directory you can write",
@@ -220,6 +231,70 @@ fn key_log(args: &RunArgs) -> Result<Option<Arc<tlslab_backend::KeyLogFile>>, Cl
         path.display()
     ));
     Ok(Some(Arc::new(file)))
+}
+
+/// Says what a key log that could not be written holds and what it lost; whether it lost
+/// any (the run then exits 3: its samples are stored, its capture cannot be decrypted whole).
+fn key_log_lost(file: Option<&tlslab_backend::KeyLogFile>) -> bool {
+    let Some(file) = file else {
+        return false;
+    };
+    let outcome = file.outcome();
+    let Some(failure) = outcome.failure else {
+        return false;
+    };
+    output::note(format_args!(
+        "warning: the key log {} holds the secrets of {} handshakes ({} lines): writing it failed \
+         ({failure}), and those of {} more handshakes ({} lines) are not in it",
+        file.path().display(),
+        outcome.written.handshakes,
+        outcome.written.lines,
+        outcome.lost.handshakes,
+        outcome.lost.lines
+    ));
+    output::note(
+        "hint: free space on its disk or give --keylog a file on another; the samples are stored",
+    );
+    true
+}
+
+/// How the rule lets the run write its store and its key log (`None` when none is asked
+/// for); the capture and the report are checked with them, before anything is written.
+struct Writes {
+    store: files::Disposition,
+    key_log: Option<files::Disposition>,
+}
+
+fn claim_outputs(
+    args: &RunArgs,
+    store: &Path,
+    key_log: Option<&(PathBuf, &'static str)>,
+    report: Option<&Path>,
+) -> Result<Writes, CliError> {
+    let mut outputs = vec![files::Output::new("--out", store, files::Kind::Results)];
+    if let Some((path, option)) = key_log {
+        outputs.push(files::Output::new(option, path, files::Kind::KeyLog));
+    }
+    if let Some(path) = &args.capture {
+        outputs.push(files::Output::new("--capture", path, files::Kind::Capture));
+    }
+    if let Some(path) = report {
+        outputs.push(files::Output::new("--report", path, files::Kind::Report));
+    }
+    let inputs: Vec<&Path> = [
+        &args.experiment,
+        &args.ca,
+        &args.client_cert,
+        &args.client_key,
+    ]
+    .into_iter()
+    .filter_map(|input| input.as_deref())
+    .collect();
+    let writes = files::claim_all(&outputs, &inputs, args.force)?;
+    Ok(Writes {
+        store: writes[0],
+        key_log: key_log.map(|_| writes[1]),
+    })
 }
 
 /// What a finished run prints: the run summary, or (`tlslab load`) the load figures.
@@ -306,20 +381,20 @@ pub fn execute(
     recorded.seed = Some(seed);
 
     let path = args.out.clone().unwrap_or_else(default_output);
-    if args.report {
-        // The report goes beside the results, with .html: never onto them.
-        let report = crate::report::beside(&path);
-        if report == path {
-            return Err(CliError::usage(
-                format!(
-                    "--report would write its HTML over the results file {}",
-                    path.display()
-                ),
-                "give --out a name ending in .db",
-            ));
-        }
-        crate::files::check_output(&report, &[])?;
+    // The report goes beside the results, with .html: never onto them.
+    let report = args.report.then(|| crate::report::beside(&path));
+    if report.as_ref() == Some(&path) {
+        return Err(CliError::usage(
+            format!(
+                "--report would write its HTML over the results file {}",
+                path.display()
+            ),
+            "give --out a name ending in .db",
+        ));
     }
+    let key_log_path = key_log_path(args);
+    let writes = claim_outputs(args, &path, key_log_path.as_ref(), report.as_deref())?;
+    files::make_room(&path, writes.store)?;
     // The summaries read the values the writer kept rather than every row back (unless the
     // run plans more measured samples than they may take).
     let planned = plan
@@ -327,6 +402,7 @@ pub fn execute(
         .iter()
         .filter(|trial| !trial.warmup)
         .fold(0u64, |sum, trial| sum.saturating_add(trial.handshakes));
+    let key_log = key_log(key_log_path.as_ref(), writes.key_log)?;
     let (sink, kept) = Store::create(&path)?.into_sink_keeping(planned);
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
     let options = RunOptions {
@@ -348,7 +424,7 @@ pub fn execute(
             let labels: Vec<String> = configs.iter().map(|config| config.label.clone()).collect();
             progress_bar(&labels)
         }),
-        key_log: key_log(args)?,
+        key_log: key_log.clone(),
         capture: args.capture.clone(),
     };
     let sink = Box::new(sink.without_index());
@@ -357,6 +433,7 @@ pub fn execute(
         let _ = write!(std::io::stderr(), "\r{}\r", " ".repeat(100));
     }
     let end = result.map_err(|error| {
+        key_log_lost(key_log.as_deref());
         // The samples stored so far are read as fast as a finished run's.
         let _ = Store::build_index(&path);
         let mut error = CliError::from(error);
@@ -405,7 +482,7 @@ pub fn execute(
     }
     let mut result_line = tlslab_report::result_line(&summary);
     if args.report {
-        match crate::report::report_beside(&path, args.metric.as_deref()) {
+        match crate::report::report_beside(&path, args.metric.as_deref(), args.force) {
             Ok(report) if quiet => {
                 result_line.push_str(&format!(" · report: {}", report.display()))
             }
@@ -424,6 +501,7 @@ pub fn execute(
     if quiet {
         output::print(format_args!("{result_line}\n"))?;
     }
+    let key_log_lost = key_log_lost(key_log.as_deref());
 
     let error_rate = if end.attempted == 0 {
         0.0
@@ -495,7 +573,7 @@ pub fn execute(
         ));
         return Ok(EXIT_THRESHOLD);
     }
-    Ok(0)
+    Ok(if key_log_lost { EXIT_ENVIRONMENT } else { 0 })
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use tlslab_scan::certificate::TrustAnchors;
 use tlslab_scan::{Options, Report, ScanError, ScanErrorKind, Target};
 
 use crate::failure::{CliError, EXIT_ENVIRONMENT, EXIT_FAILURES};
-use crate::output;
+use crate::{files, output};
 
 const SCAN_EXAMPLES: &str = "Examples:
   tlslab scan example.com
@@ -58,6 +58,10 @@ pub struct ScanArgs {
     /// comparisons over time.
     #[arg(long, value_name = "FILE")]
     pub out: Option<std::path::PathBuf>,
+    /// With --out: replace an existing file that is not a results store (never a store or
+    /// an input).
+    #[arg(long)]
+    pub force: bool,
 }
 
 fn from_scan_error(error: ScanError) -> CliError {
@@ -119,12 +123,10 @@ pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
     }
     if let Some(path) = &args.out {
         // Checked before the first connection: a scan is not made to be thrown away.
-        if path.exists() && !tlslab_store::is_store(path) {
-            return Err(CliError::usage(
-                format!("--out {}: not a tlslab results store", path.display()),
-                "give a new file (it is created) or a .db file tlslab wrote",
-            ));
-        }
+        let output = files::Output::new("--out", path, files::Kind::Scans);
+        let inputs: Vec<&std::path::Path> = args.ca.as_deref().into_iter().collect();
+        let write = files::claim(&output, &inputs, args.force)?;
+        files::make_room(path, write)?;
     }
     // Every target is checked before the first connection.
     let targets = args

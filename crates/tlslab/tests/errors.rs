@@ -28,7 +28,7 @@ fn configuration_mistakes_exit_2_with_error_and_hint() {
     // A store path that exists is not overwritten.
     let taken = Run::new(&dir, "taken").args("-n 1");
     std::fs::write(taken.db(), "keep me").unwrap();
-    let taken = taken.fails(2, "already exists");
+    let taken = taken.fails(2, "the file exists and is not a tlslab results store");
     assert_eq!(std::fs::read_to_string(&taken.db).unwrap(), "keep me");
 }
 

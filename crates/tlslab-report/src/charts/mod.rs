@@ -18,7 +18,6 @@ mod tail;
 mod usage;
 
 use std::ops::Range;
-use std::path::Path;
 use std::sync::Once;
 
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
@@ -227,8 +226,8 @@ pub fn render_svg(kind: ChartKind, data: &ReportData) -> Result<String, ReportEr
 /// Pixel density of PNG charts relative to the SVG ones: 2× reads sharply in print.
 const PNG_SCALE: f64 = 2.0;
 
-/// Writes the chart as a PNG file.
-pub fn render_png(kind: ChartKind, data: &ReportData, path: &Path) -> Result<(), ReportError> {
+/// The chart as a PNG image, in memory: the caller decides where it may be written.
+pub fn render_png(kind: ChartKind, data: &ReportData) -> Result<Vec<u8>, ReportError> {
     register_fonts();
     let style = Style { scale: PNG_SCALE };
     let (width, height) = kind.size(data, &style);
@@ -238,18 +237,19 @@ pub fn render_png(kind: ChartKind, data: &ReportData, path: &Path) -> Result<(),
         draw_on(&root, kind, data, &style)?;
     }
     let failure = |error: &dyn std::fmt::Display| ReportError {
-        message: format!("cannot write {}: {error}", path.display()),
-        hint: "check that the directory exists and is writable".into(),
+        message: format!("cannot encode the {} chart: {error}", kind.title()),
+        hint: "report this as a bug".into(),
     };
-    let file = std::fs::File::create(path).map_err(|error| failure(&error))?;
-    let mut encoder = png::Encoder::new(std::io::BufWriter::new(file), width, height);
+    let mut png = Vec::new();
+    let mut encoder = png::Encoder::new(&mut png, width, height);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
     let mut writer = encoder.write_header().map_err(|error| failure(&error))?;
     writer
         .write_image_data(&pixels)
         .map_err(|error| failure(&error))?;
-    writer.finish().map_err(|error| failure(&error))
+    writer.finish().map_err(|error| failure(&error))?;
+    Ok(png)
 }
 
 fn draw_on<DB: DrawingBackend>(
