@@ -1,0 +1,66 @@
+//! End-to-end: small outputs that were wrong (issue 31, "small wrong outputs"): a time of
+//! "-0 s", "NaN" in a report, an option silently ignored, messages that named the wrong
+//! cause, and two exit codes for one DNS failure. Each input is the one the hostile review
+//! tried.
+
+mod support;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::*;
+
+/// Waits until the run writing `db` has committed a sample.
+fn wait_for_samples(db: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let measuring = db.exists()
+            && rusqlite::Connection::open_with_flags(
+                db,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+            )
+            .and_then(|connection| {
+                connection.query_row("SELECT COUNT(*) FROM samples", [], |row| {
+                    row.get::<_, i64>(0)
+                })
+            })
+            .is_ok_and(|samples| samples > 1);
+        if measuring {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the run never took a sample");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn plan_on_a_cut_off_store_says_the_time_is_unknown_instead_of_minus_zero() {
+    let dir = scratch("small-plan-cut-off");
+    // One block of a million: killed in it, the run stored samples but no trial, so no rate.
+    let run = Run::new(&dir, "cut").args("-n 1000000 --block 1000000 --warmup 0");
+    let mut child = run
+        .command()
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_samples(run.db());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let db = run.db().to_str().unwrap();
+
+    let text = assert_success(&tlslab(&["plan", db]));
+    assert!(!text.contains("-0 s"), "{text}");
+    assert!(text.contains("run with -n "), "{text}");
+    assert!(
+        text.contains("how long that takes is unknown: 1 of 1 Configs recorded no rate"),
+        "{text}"
+    );
+    let plan: Value =
+        serde_json::from_str(&assert_success(&tlslab(&["plan", db, "--json"]))).expect("JSON");
+    assert!(plan["handshakes"].as_u64().is_some(), "{plan}");
+    assert_eq!(plan["seconds"], Value::Null, "{plan}");
+}
+
