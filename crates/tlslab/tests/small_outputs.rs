@@ -64,3 +64,29 @@ fn plan_on_a_cut_off_store_says_the_time_is_unknown_instead_of_minus_zero() {
     assert_eq!(plan["seconds"], Value::Null, "{plan}");
 }
 
+#[test]
+fn one_sample_shows_no_nan_in_reports_and_summaries() {
+    let dir = scratch("small-one-sample");
+    let one = Run::new(&dir, "one")
+        .args("-n 1 --warmup 0 --verbose")
+        .succeeds();
+    assert!(!one.summary.contains("NaN"), "{}", one.summary);
+    assert!(
+        one.summary.contains("one value: no interval"),
+        "{}",
+        one.summary
+    );
+    let db = one.db.to_str().unwrap();
+    for name in ["one.md", "one.html"] {
+        let path = dir.join(name);
+        tlslab_succeeds(&["report", db, "-o", path.to_str().unwrap()]);
+        let report = std::fs::read_to_string(&path).unwrap();
+        assert!(!report.contains("NaN"), "{name}: {report}");
+        assert!(report.contains("(one value: no interval)"), "{name}");
+    }
+    // The load summary's ab-style table too.
+    let load = dir.join("load.db");
+    let text = tlslab_succeeds(&["load", "-n", "1", "--out", load.to_str().unwrap()]);
+    assert!(!text.contains("NaN"), "{text}");
+}
+
