@@ -738,7 +738,8 @@ pub struct CompareArgs {
     /// column chosen with --column).
     #[arg(required = true, num_args = 1..=2)]
     pub inputs: Vec<PathBuf>,
-    /// The config the others are compared with (default: the first); with --by, the
+    /// The config the others are compared with (default: the first); with two sample
+    /// files, one of them, by its path or file name (default: the first); with --by, the
     /// dimension's baseline value (default: its first as listed: the smallest for numbers
     /// such as concurrency or RTT, else the first Config's; or the first that some Config
     /// shares everything else with, when the first has no such partner).

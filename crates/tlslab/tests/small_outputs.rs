@@ -90,3 +90,46 @@ fn one_sample_shows_no_nan_in_reports_and_summaries() {
     assert!(!text.contains("NaN"), "{text}");
 }
 
+#[test]
+fn compare_of_two_files_applies_baseline_or_refuses_it() {
+    let dir = scratch("small-compare-baseline");
+    let write = |name: &str, first: u32| {
+        let path = dir.join(name);
+        let values: String = (first..first + 20).map(|v| format!("{v}\n")).collect();
+        std::fs::write(&path, values).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let (a, b) = (write("a.csv", 1), write("b.csv", 2));
+    // A name that is neither file: a usage error naming both, not silently ignored.
+    let refused = tlslab(&["compare", &a, &b, "--baseline", "zzz"]);
+    assert_user_error(&refused, 2, "--baseline 'zzz' is neither sample file");
+    assert!(stderr(&refused).contains(&format!("'{b}'")));
+    // The second file named as the baseline becomes it, by file name or path.
+    for named in ["b.csv", b.as_str()] {
+        let set: Value = serde_json::from_str(&tlslab_succeeds(&[
+            "compare",
+            &a,
+            &b,
+            "--baseline",
+            named,
+            "--json",
+        ]))
+        .unwrap();
+        let comparison = &set["comparisons"][0];
+        assert_eq!(comparison["baseline"], "b.csv", "{comparison}");
+        assert_eq!(comparison["other"], "a.csv", "{comparison}");
+        // a's values are 1 lower than b's.
+        assert!(comparison["diff_median"].as_f64().unwrap() < 0.0);
+    }
+    // Two files of one name: only a path tells them apart.
+    std::fs::create_dir(dir.join("other")).unwrap();
+    let twin = dir.join("other/a.csv");
+    std::fs::copy(&a, &twin).unwrap();
+    let twin = twin.to_str().unwrap();
+    assert_user_error(
+        &tlslab(&["compare", &a, twin, "--baseline", "a.csv"]),
+        2,
+        "names both sample files",
+    );
+}
+
