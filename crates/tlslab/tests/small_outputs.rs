@@ -133,3 +133,26 @@ fn compare_of_two_files_applies_baseline_or_refuses_it() {
     );
 }
 
+#[test]
+fn pcap_of_a_file_that_exists_but_is_no_capture_says_what_it_is() {
+    let dir = scratch("small-pcap-kinds");
+    let out = dir.join("out.db");
+    let out = out.to_str().unwrap();
+    let zero = tlslab(&["pcap", "/dev/zero", "--out", out]);
+    assert_user_error(
+        &zero,
+        2,
+        "/dev/zero is a character device, not a capture file",
+    );
+    assert!(!stderr(&zero).contains("no such"), "{}", stderr(&zero));
+    let directory = tlslab(&["pcap", dir.to_str().unwrap(), "--out", out]);
+    assert_user_error(&directory, 2, "is a directory, not a capture file");
+    // A missing file is still "no such capture file".
+    let missing = dir.join("missing.pcap");
+    assert_user_error(
+        &tlslab(&["pcap", missing.to_str().unwrap(), "--out", out]),
+        2,
+        "no such capture file",
+    );
+}
+
