@@ -5,6 +5,7 @@
 
 mod support;
 
+use std::net::TcpListener;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -154,5 +155,39 @@ fn pcap_of_a_file_that_exists_but_is_no_capture_says_what_it_is() {
         2,
         "no such capture file",
     );
+}
+
+#[test]
+fn a_plain_http_timeout_says_no_response_not_no_handshake() {
+    let dir = scratch("small-plain-timeout");
+    // The kernel completes connections into the backlog; nothing ever reads or answers.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let run = Run::new(&dir, "silent")
+        .option("--target", format!("127.0.0.1:{port}"))
+        .option("--plain-port", port.to_string())
+        .args("--scheme http --http 1.1 --timeout 300ms -n 2 --warmup 0 --verbose");
+    let output = run.output();
+    let summary = stdout(&output);
+    let errors = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{summary}\n{errors}");
+    let details: Vec<String> = column(
+        run.db(),
+        "SELECT error_detail FROM samples WHERE error = 'timeout'",
+        [],
+    );
+    assert_eq!(details.len(), 2, "{summary}\n{errors}");
+    for detail in &details {
+        assert_eq!(detail, "connected, but no response within 300ms");
+    }
+    for text in [&summary, &errors] {
+        assert!(!text.contains("no handshake within"), "{text}");
+        assert!(!text.contains("finish the handshake"), "{text}");
+    }
+    assert!(
+        summary.contains("did not answer within --timeout"),
+        "{summary}"
+    );
+    drop(silent);
 }
 
