@@ -191,3 +191,30 @@ fn a_plain_http_timeout_says_no_response_not_no_handshake() {
     drop(silent);
 }
 
+#[test]
+fn an_unresolvable_name_is_an_environment_error_for_run_load_and_scan_alike() {
+    let dir = scratch("small-dns");
+    let name = "tlslab-test.invalid:443";
+    let run_db = dir.join("run.db");
+    let load_db = dir.join("load.db");
+    for arguments in [
+        vec!["run", "--target", name, "--out", run_db.to_str().unwrap()],
+        vec!["load", "--target", name, "--out", load_db.to_str().unwrap()],
+        vec!["scan", name],
+    ] {
+        assert_user_error(&tlslab(&arguments), 3, "cannot resolve");
+    }
+    // A host that cannot be a name is a typing mistake, told before any lookup, by both.
+    assert_user_error(
+        &tlslab(&[
+            "run",
+            "--target",
+            "a b:1",
+            "--out",
+            dir.join("typo.db").to_str().unwrap(),
+        ]),
+        2,
+        "is not host:port",
+    );
+    assert_user_error(&tlslab(&["scan", "a b:1"]), 2, "is not HOST[:PORT]");
+}
