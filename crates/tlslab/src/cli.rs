@@ -405,7 +405,8 @@ pub struct RunArgs {
     #[arg(help_heading = "Network emulation")]
     pub emulator: Option<String>,
     /// Start this server (nginx, haproxy) in the server's network namespace instead of the lab
-    /// server; --target names its port. Run with `sh -c`, stopped when the run ends.
+    /// server; --target names its port. Run with `sh -c`; stopped when the run ends, with
+    /// everything it started, a server that daemonised too.
     #[arg(long, value_name = "COMMAND")]
     #[arg(help_heading = "Network emulation")]
     pub server_cmd: Option<String>,
