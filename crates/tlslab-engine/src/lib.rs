@@ -50,6 +50,7 @@ mod error;
 pub mod lab;
 pub mod network;
 mod page;
+mod process_tree;
 mod progress;
 mod recording;
 mod replay;

@@ -3,7 +3,7 @@
 
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use tlslab_core::{Emulator, Experiment, Network, Transport};
@@ -12,6 +12,7 @@ use tlslab_emulation::{
 };
 
 use crate::error::RunError;
+use crate::process_tree;
 
 /// Tells the user something on stderr; a closed stderr is no reason to stop a run.
 pub(crate) fn note(text: std::fmt::Arguments<'_>) {
@@ -130,8 +131,10 @@ impl EmulatedNetwork {
 }
 
 /// A server the user's `--server-cmd` started (in the server namespace when there is one).
-/// Stopped, with everything it started, when dropped.
+/// Stopped, with everything it started, daemons included, when dropped
+/// (`process_tree`).
 pub struct ExternalServer {
+    /// The shell that runs the command and adopts whatever it leaves.
     child: Child,
 }
 
@@ -143,13 +146,13 @@ impl ExternalServer {
         address: SocketAddr,
         network: Option<&EmulatedNetwork>,
     ) -> Result<ExternalServer, RunError> {
-        let mut shell = Command::new("sh");
+        let mut shell = process_tree::command(command);
         shell
-            .args(["-c", command])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
-            // Its own process group, so stopping it stops what it forks (nginx workers).
+            // Its own process group: a Ctrl-C at the terminal reaches tlslab alone, which
+            // stops the server after the run's samples are stored.
             .process_group(0);
         if let Some(network) = network {
             network.network.place_in_server_namespace(&mut shell);
@@ -174,11 +177,23 @@ impl ExternalServer {
                         "--server-cmd exited ({status}) before accepting connections: {}",
                         message.trim()
                     ),
-                    "run the command by hand to see why; it must stay in the foreground (nginx: daemon off;)",
+                    "run the command by hand to see why it failed",
                 ));
             }
+            let returned = process_tree::returned(server.child.id());
             if accepts(address, namespace.clone()) {
+                if returned {
+                    note(format_args!(
+                        "note: --server-cmd returned and left its server running in the background (a daemon, as nginx without 'daemon off;'); tlslab stops it, and all the command started, after the run"
+                    ));
+                }
                 return Ok(server);
+            }
+            if returned && process_tree::descendants(server.child.id()).is_empty() {
+                return Err(RunError::configuration(
+                    "--server-cmd returned (exit status 0) and left nothing running",
+                    "run the command by hand to see why; it must start a server that listens on --target's port",
+                ));
             }
             if Instant::now() > deadline {
                 return Err(RunError::configuration(
@@ -206,23 +221,33 @@ fn accepts(address: SocketAddr, namespace: Option<NamespaceHandle>) -> bool {
 }
 
 impl Drop for ExternalServer {
+    /// SIGTERM to everything below the shell, SIGKILL to what is left after 5 s, then the
+    /// shell itself: the shell goes last, as while it lives every orphan below it is its own
+    /// and so found (a daemon's workers outlive a killed master otherwise).
     fn drop(&mut self) {
-        let group = self.child.id() as i32;
-        let group = rustix::process::Pid::from_raw(group);
-        let signal = |signal| {
-            if let Some(group) = group {
-                let _ = rustix::process::kill_process_group(group, signal);
-            }
-        };
-        signal(rustix::process::Signal::TERM);
+        use rustix::process::Signal;
+        let root = self.child.id();
+        let mut signalled = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
+        loop {
+            let running = process_tree::descendants(root);
+            if running.is_empty() {
+                break;
             }
+            if Instant::now() > deadline {
+                process_tree::signal(&running, Signal::KILL);
+                break;
+            }
+            // Each once: a server may take SIGTERM as "finish gracefully".
+            let new: Vec<u32> = running
+                .into_iter()
+                .filter(|pid| !signalled.contains(pid))
+                .collect();
+            process_tree::signal(&new, Signal::TERM);
+            signalled.extend(new);
             std::thread::sleep(Duration::from_millis(20));
         }
-        signal(rustix::process::Signal::KILL);
+        let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }

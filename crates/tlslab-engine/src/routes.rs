@@ -120,7 +120,10 @@ impl Resolver<'_> {
             self.runtime
                 .block_on(look_up(target, self.pins))
                 .map_err(|error| {
-                    RunError::configuration(
+                    // The target's form was checked with the experiment: a name that does
+                    // not resolve is this machine's name service's answer, an environment
+                    // problem (exit 3), as `tlslab scan` says of the same name.
+                    RunError::environment(
                         format!("cannot resolve target '{target}': {error}"),
                         "check the host name, pin its address (--resolve HOST:PORT:ADDRESS), or \
                      give an IP address: --target 127.0.0.1:8443",
@@ -199,7 +202,7 @@ pub fn start_external_server(
     let given = runtime
         .block_on(look_up(target, &experiment.resolve))
         .map_err(|error| {
-            RunError::configuration(
+            RunError::environment(
                 format!("cannot resolve target '{target}': {error}"),
                 "with --server-cmd, give the port the server listens on: --target 127.0.0.1:8443",
             )

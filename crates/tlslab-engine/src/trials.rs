@@ -559,18 +559,9 @@ impl<C: Connector> Block<C> {
             )),
             Some(Ok(Ok(()))) => None,
             Some(Ok(Err(failure))) => Some(failure),
-            Some(Err(_)) if attempt.timeline.get(Event::HandshakeDone).is_some() => {
-                Some(Failure::new(
-                    ErrorClass::Timeout,
-                    format!(
-                        "the handshake completed, but the request did not within {:?}",
-                        config.timeout
-                    ),
-                ))
-            }
             Some(Err(_)) => Some(Failure::new(
                 ErrorClass::Timeout,
-                format!("no handshake within {:?}", config.timeout),
+                timed_out(config, &attempt),
             )),
         };
         if let (Some(flights), Some(captured), Some(true)) = (
@@ -620,6 +611,30 @@ impl<C: Connector> Block<C> {
             server_software: attempt.server_software,
             observed: None,
         }
+    }
+}
+
+/// What did not arrive within the time limit, said by the last step the attempt reached.
+/// Plain HTTP has no handshake: its attempt waits for a connection, then for the response.
+fn timed_out(config: &Config, attempt: &Attempt) -> String {
+    let timeout = config.timeout;
+    let reached = |event| attempt.timeline.get(event).is_some();
+    if config.scheme != tlslab_core::Scheme::Http {
+        return if reached(Event::HandshakeDone) {
+            format!("the handshake completed, but the request did not within {timeout:?}")
+        } else {
+            format!("no handshake within {timeout:?}")
+        };
+    }
+    // A request on a kept connection connects nothing: its connection is already open.
+    let connected =
+        reached(Event::TcpConnected) || attempt.connection.is_some_and(|used| used.request > 1);
+    if reached(Event::FirstByte) {
+        format!("the response started but did not end within {timeout:?}")
+    } else if connected {
+        format!("connected, but no response within {timeout:?}")
+    } else {
+        format!("no TCP connection within {timeout:?}")
     }
 }
 

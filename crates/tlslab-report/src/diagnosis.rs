@@ -194,6 +194,9 @@ pub fn diagnose(class: &str, example: &str, config: &ConfigRow) -> Option<String
         }
         "reset" => "the server reset the connection during the handshake: a TLS-terminating proxy or load balancer in front of it, or a server that refuses this ClientHello".into(),
         "refused" => "nothing accepts connections on the port: check the address and that the server runs".into(),
+        // Plain HTTP has no handshake to wait for: the client waited for the connection or
+        // the response (the example says which).
+        "timeout" if config.scheme == "http" => "the server did not answer within --timeout: a firewall dropping packets, a server that accepts connections but does not serve them, or an overloaded server".into(),
         "timeout" => "the server did not finish the handshake within --timeout: a firewall dropping packets, or an overloaded server".into(),
         _ => return None,
     };

@@ -447,7 +447,12 @@ fn times_row(out: &mut String, name: &str, times: Option<Times>) {
             "  {name:<11}{:>9} {:>9} {:>8} {:>9} {:>9}",
             millis(t.min),
             millis(t.mean),
-            millis(t.sd),
+            // One value has no standard deviation (NaN): a dash, as for any missing figure.
+            if t.sd.is_finite() {
+                millis(t.sd)
+            } else {
+                "–".to_string()
+            },
             millis(t.median),
             millis(t.max)
         );
@@ -688,7 +693,8 @@ pub fn render_ab(summary: &LoadSummary) -> String {
                     "{name:<12}{:>5} {:>5} {:>5.1} {:>6} {:>7}",
                     whole(t.min),
                     whole(t.mean),
-                    t.sd,
+                    // ab prints 0.0 for one request, whose deviation is undefined (NaN here).
+                    if t.sd.is_finite() { t.sd } else { 0.0 },
                     whole(t.median),
                     whole(t.max)
                 );

@@ -29,6 +29,26 @@ pub struct Distribution {
 }
 
 impl Distribution {
+    /// The mean's 95% interval, or `None` for a single value, whose interval and standard
+    /// deviation are undefined (NaN, which no output may print).
+    pub fn mean_interval(&self) -> Option<[f64; 2]> {
+        self.mean_ci
+            .iter()
+            .all(|end| end.is_finite())
+            .then_some(self.mean_ci)
+    }
+
+    /// The mean and its interval as the tables show them: `mean (low–high)`, and for a
+    /// single value, which has no interval, says so.
+    pub fn mean_with_interval(&self, format: impl Fn(f64) -> String) -> String {
+        match self.mean_interval() {
+            Some([low, high]) => {
+                format!("{} ({}–{})", format(self.mean), format(low), format(high))
+            }
+            None => format!("{} (one value: no interval)", format(self.mean)),
+        }
+    }
+
     /// Statistics of nanosecond values, reported in milliseconds.
     pub fn of_nanos(values: &[f64]) -> Option<Distribution> {
         let mut millis: Vec<f64> = values.iter().map(|v| v / 1e6).collect();

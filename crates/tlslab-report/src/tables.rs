@@ -69,14 +69,7 @@ pub fn summary(data: &ReportData) -> Table {
             optional(handshake.map(|h| h.median), millis),
             optional(handshake.map(|h| h.p90), millis),
             optional(handshake.map(|h| h.p99), millis),
-            handshake.map_or("–".into(), |h| {
-                format!(
-                    "{} ({}–{})",
-                    millis(h.mean),
-                    millis(h.mean_ci[0]),
-                    millis(h.mean_ci[1])
-                )
-            }),
+            handshake.map_or("–".into(), |h| h.mean_with_interval(millis)),
             optional(config.handshakes_per_second, thousands),
             optional(config.server_cpu_per_handshake_ms, millis),
             optional(config.client_cpu_per_handshake_ms, millis),
@@ -286,12 +279,7 @@ pub fn time_to_first_byte(data: &ReportData) -> Option<Table> {
             millis(ttfb.median),
             millis(ttfb.p90),
             millis(ttfb.p99),
-            format!(
-                "{} ({}–{})",
-                millis(ttfb.mean),
-                millis(ttfb.mean_ci[0]),
-                millis(ttfb.mean_ci[1])
-            ),
+            ttfb.mean_with_interval(millis),
             optional(config.handshake_ms.map(|h| h.median), millis),
         ]);
     }

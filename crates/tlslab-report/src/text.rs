@@ -520,14 +520,21 @@ fn render_details(config: &crate::summary::ConfigSummary) -> String {
     }
     match &config.handshake_ms {
         Some(h) => {
+            // One value has no interval and no sd (both NaN): say so rather than print NaN.
+            let spread = match h.mean_interval() {
+                Some([low, high]) => format!(
+                    "(95% CI {}–{})   sd {}",
+                    millis(low),
+                    millis(high),
+                    millis(h.sd)
+                ),
+                None => "(one value: no interval, no sd)".to_string(),
+            };
             let _ = writeln!(
                 out,
-                "  handshake  median {} ms   mean {} ms (95% CI {}–{})   sd {}   p90 {}   p99 {}",
+                "  handshake  median {} ms   mean {} ms {spread}   p90 {}   p99 {}",
                 millis(h.median),
                 millis(h.mean),
-                millis(h.mean_ci[0]),
-                millis(h.mean_ci[1]),
-                millis(h.sd),
                 millis(h.p90),
                 millis(h.p99)
             );

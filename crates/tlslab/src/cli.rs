@@ -409,7 +409,8 @@ pub struct RunArgs {
     #[arg(help_heading = "Network emulation")]
     pub emulator: Option<String>,
     /// Start this server (nginx, haproxy) in the server's network namespace instead of the lab
-    /// server; --target names its port. Run with `sh -c`, stopped when the run ends.
+    /// server; --target names its port. Run with `sh -c`; stopped when the run ends, with
+    /// everything it started, a server that daemonised too.
     #[arg(long, value_name = "COMMAND")]
     #[arg(help_heading = "Network emulation")]
     pub server_cmd: Option<String>,
@@ -764,7 +765,8 @@ pub struct CompareArgs {
     /// column chosen with --column).
     #[arg(required = true, num_args = 1..=2)]
     pub inputs: Vec<PathBuf>,
-    /// The config the others are compared with (default: the first); with --by, the
+    /// The config the others are compared with (default: the first); with two sample
+    /// files, one of them, by its path or file name (default: the first); with --by, the
     /// dimension's baseline value (default: its first as listed: the smallest for numbers
     /// such as concurrency or RTT, else the first Config's; or the first that some Config
     /// shares everything else with, when the first has no such partner).

@@ -73,7 +73,8 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
             // Each Config named by the dimensions in which it differs from the baseline.
             (Comparisons::new(set, &metric, &store.configs()?), "ms")
         }
-        [baseline, other] => {
+        [first, second] => {
+            let (baseline, other) = file_baseline(first, second, args.baseline.as_deref())?;
             let groups = vec![
                 (
                     name_of(baseline),
@@ -135,6 +136,46 @@ fn print_set(set: &Comparisons, unit: &str, json: bool) -> Result<(), CliError> 
         output::print(format_args!("{}\n", output::json(set)))
     } else {
         output::print_fitted(&render_comparisons(set, unit))
+    }
+}
+
+/// The two sample files as (baseline, other): the first given, or the one `--baseline`
+/// names by its path as given or its file name. A name that is neither is a usage error, not
+/// ignored: a gate (`--fail-on slower`) compared the wrong way round passes what it should
+/// catch.
+fn file_baseline<'a>(
+    first: &'a Path,
+    second: &'a Path,
+    asked: Option<&str>,
+) -> Result<(&'a Path, &'a Path), CliError> {
+    let Some(asked) = asked else {
+        return Ok((first, second));
+    };
+    let valid = [first, second]
+        .map(|path| format!("'{}'", path.display()))
+        .join(", ");
+    let is = |path: &Path| path.display().to_string() == asked;
+    let is_named = |path: &Path| name_of(path) == asked;
+    match (is(first), is(second)) {
+        // The same file twice is its own baseline.
+        (true, _) => return Ok((first, second)),
+        (false, true) => return Ok((second, first)),
+        (false, false) => {}
+    }
+    match (is_named(first), is_named(second)) {
+        (true, false) => Ok((first, second)),
+        (false, true) => Ok((second, first)),
+        // Two files of one name in two directories: only the path tells them apart.
+        (true, true) => Err(CliError::usage(
+            format!("--baseline '{asked}' names both sample files"),
+            format!("give the baseline's path: one of {valid}"),
+        )),
+        (false, false) => Err(CliError::usage(
+            format!("--baseline '{asked}' is neither sample file"),
+            format!(
+                "with two sample files the baseline is one of them: use one of {valid}, or give the baseline first"
+            ),
+        )),
     }
 }
 

@@ -11,6 +11,48 @@ use crate::failure::{CliError, EXIT_INTERRUPTED};
 use crate::files;
 use crate::passive::{self, Ending};
 
+/// A capture must be a regular file: says what the path is when it is not, since "no such
+/// file" for one that exists (`/dev/zero`, a directory) sends the user looking for a typo.
+fn check_capture_file(capture: &Path) -> Result<(), CliError> {
+    use std::os::unix::fs::FileTypeExt;
+    const HINT: &str =
+        "give pcap or pcapng files (tcpdump -w, dumpcap, Wireshark), optionally .gz or .zst";
+    let kind = match std::fs::metadata(capture) {
+        Ok(metadata) => metadata.file_type(),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(CliError::usage(
+                format!("{}: no such capture file", capture.display()),
+                HINT,
+            ))
+        }
+        Err(error) => {
+            return Err(CliError::usage(
+                format!("cannot read {}: {error}", capture.display()),
+                HINT,
+            ))
+        }
+    };
+    let what = if kind.is_file() {
+        return Ok(());
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_fifo() {
+        "a pipe"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    Err(CliError::usage(
+        format!("{} is {what}, not a capture file", capture.display()),
+        HINT,
+    ))
+}
+
 pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
     let filter = passive::filter(args.filter.as_deref())?;
     let path = args.out.clone().unwrap_or_else(crate::run::default_output);
@@ -23,12 +65,7 @@ pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
     let output = files::Output::new("--out", &path, files::Kind::Results);
     let write = files::claim(&output, &inputs, args.force)?;
     for capture in &args.captures {
-        if !capture.is_file() {
-            return Err(CliError::usage(
-                format!("{}: no such capture file", capture.display()),
-                "give pcap or pcapng files (tcpdump -w, dumpcap, Wireshark), optionally .gz or .zst",
-            ));
-        }
+        check_capture_file(capture)?;
     }
     let keys = passive::keys(args.keylog.as_deref())?;
     files::make_room(&path, write)?;

@@ -63,12 +63,21 @@ pub fn plan(args: &PlanArgs) -> Result<i32, CliError> {
         });
     }
     let most = plans.iter().filter_map(|plan| plan.handshakes).max();
-    // One -n for every Config: the most any needs, at each Config's own rate.
-    let total: f64 = plans
+    // One -n for every Config: the most any needs, at each Config's own rate. A Config
+    // without a rate (a run cut off before its first block ended records none) leaves the
+    // time unknown: a sum without it would understate the time, and a sum of nothing is
+    // -0.0 in Rust, printed as "-0 s".
+    let unrated = plans
         .iter()
-        .filter_map(|plan| plan.rate_per_second.filter(|rate| *rate > 0.0))
-        .map(|rate| most.unwrap_or(0) as f64 / rate)
-        .sum();
+        .filter(|plan| !plan.rate_per_second.is_some_and(|rate| rate > 0.0))
+        .count();
+    let total: Option<f64> = (unrated == 0).then(|| {
+        plans
+            .iter()
+            .filter_map(|plan| plan.rate_per_second)
+            .map(|rate| most.unwrap_or(0) as f64 / rate)
+            .fold(0.0, |total, seconds| total + seconds)
+    });
     if args.json {
         output::print(format_args!(
             "{}\n",
@@ -113,9 +122,15 @@ pub fn plan(args: &PlanArgs) -> Result<i32, CliError> {
         });
     }
     if let Some(most) = most {
-        out.push_str(&format!(
-            "run with -n {most} (the most any Config needs): about {total:.0} s of handshakes at the rates measured\n"
-        ));
+        out.push_str(&match total {
+            Some(total) => format!(
+                "run with -n {most} (the most any Config needs): about {total:.0} s of handshakes at the rates measured\n"
+            ),
+            None => format!(
+                "run with -n {most} (the most any Config needs); how long that takes is unknown: {unrated} of {} Configs recorded no rate (a run cut off before its first block ended records none)\n",
+                plans.len()
+            ),
+        });
     }
     output::print_fitted(&out)?;
     Ok(0)

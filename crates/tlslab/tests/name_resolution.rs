@@ -157,11 +157,12 @@ fn a_pinned_name_is_not_looked_up() {
     let port = server.address.port();
     let target = format!("tlslab-test.invalid:{port}");
     let pin = format!("tlslab-test.invalid:{port}:127.0.0.1");
-    // The name does not resolve: without the pin the run cannot start.
+    // The name does not resolve: without the pin the run cannot start (exit 3, the name
+    // service's answer, as `tlslab scan` gives for it).
     Run::new(&dir, "unpinned")
         .args("--insecure -n 5 --warmup 0")
         .option("--target", &target)
-        .fails(2, "--resolve");
+        .fails(3, "--resolve");
     let once = Run::new(&dir, "pinned")
         .args("--insecure -n 20 --warmup 0")
         .option("--target", &target)

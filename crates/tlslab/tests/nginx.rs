@@ -1101,3 +1101,118 @@ http {{
         8
     );
 }
+
+/// The processes that hold a file under `dir` open (nginx's master and workers all hold
+/// its error log): found by the files they hold, so nginx servers of other tests and
+/// other users on the machine are not counted.
+fn processes_holding(dir: &Path) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse().ok())
+        else {
+            continue;
+        };
+        let Ok(files) = std::fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        let holds = files
+            .flatten()
+            .filter_map(|file| std::fs::read_link(file.path()).ok())
+            .any(|target| target.starts_with(dir));
+        if holds {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Kills whatever still holds files in its directory when dropped: a failing test leaves
+/// no daemon behind.
+struct Leftovers<'a>(&'a Path);
+
+impl Drop for Leftovers<'_> {
+    fn drop(&mut self) {
+        for pid in processes_holding(self.0) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+    }
+}
+
+#[test]
+fn a_server_cmd_that_daemonises_is_stopped_with_its_workers_after_the_run() {
+    let Some(binary) = nginx_binary() else {
+        eprintln!("skipping: nginx is not installed (apt-get install nginx-light; .ci/run does)");
+        return;
+    };
+    let dir = scratch("nginx-daemon");
+    let _leftovers = Leftovers(&dir);
+    let path_of = lab_paths("ecdsa-p256", "1");
+    let port = closed_port();
+    // No `daemon off;`: nginx forks, its child calls setsid (leaving the process group
+    // tlslab started) and the command returns, as most nginx configurations do.
+    let dir_text = dir.display();
+    let config = dir.join("daemon.conf");
+    std::fs::write(
+        &config,
+        format!(
+            "worker_processes 2; pid {dir_text}/nginx.pid;
+error_log {dir_text}/error.log warn;
+events {{ worker_connections 64; }}
+http {{
+  access_log off;
+  client_body_temp_path {dir_text}/body; proxy_temp_path {dir_text}/proxy;
+  fastcgi_temp_path {dir_text}/fastcgi; uwsgi_temp_path {dir_text}/uwsgi; scgi_temp_path {dir_text}/scgi;
+  server {{
+    listen 127.0.0.1:{port} ssl;
+    ssl_certificate {};
+    ssl_certificate_key {};
+    ssl_protocols TLSv1.2 TLSv1.3;
+    location / {{ return 200 \"ok\\n\"; }}
+  }}
+}}
+",
+            path_of("chain"),
+            path_of("key")
+        ),
+    )
+    .unwrap();
+    let command = format!(
+        "{} -e {dir_text}/error.log -p {dir_text} -c {}",
+        binary.display(),
+        config.display()
+    );
+    let finished = against(
+        &dir,
+        "daemon",
+        &format!("127.0.0.1:{port}"),
+        &path_of("root"),
+    )
+    .option("--server-cmd", command)
+    .args("-n 10 --warmup 0 --json")
+    .succeeds();
+    assert_eq!(
+        finished.json()["configs"][0]["ok"],
+        10,
+        "{}",
+        finished.summary
+    );
+    assert!(
+        finished
+            .stderr
+            .contains("left its server running in the background"),
+        "{}",
+        finished.stderr
+    );
+    // Neither the master nor a worker outlives the run: tlslab returns once they are gone.
+    let left = processes_holding(&dir);
+    assert!(
+        left.is_empty(),
+        "nginx processes {left:?} still run after the run"
+    );
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
+}

@@ -310,7 +310,9 @@ pub fn target_host(address: &str) -> Option<&str> {
         .strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
         .unwrap_or(host);
-    (!host.is_empty()).then_some(host)
+    // No host name or address holds white space: `a b:1` is a typing mistake (exit 2), not
+    // a name to look up, as `tlslab scan` judges it.
+    (!host.is_empty() && !host.contains(char::is_whitespace)).then_some(host)
 }
 
 /// The most handshakes (measured, and warm-up) per Config: beyond this a run would outlast
