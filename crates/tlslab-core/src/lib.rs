@@ -35,6 +35,7 @@ pub mod record;
 pub mod resolution;
 pub mod sample;
 pub mod sink_thread;
+pub mod terminal;
 pub mod threshold;
 
 pub use arrival::{ArrivalRate, ArrivalTimes, Arrivals};

@@ -14,10 +14,16 @@ use tlslab_emulation::{
 use crate::error::RunError;
 use crate::process_tree;
 
-/// Tells the user something on stderr; a closed stderr is no reason to stop a run.
+/// Tells the user something on stderr, each line escaped for a terminal (it names devices and
+/// commands); a closed stderr is no reason to stop a run.
 pub(crate) fn note(text: std::fmt::Arguments<'_>) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "{text}");
+    let text = text.to_string();
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "{}",
+        tlslab_core::terminal::escape_lines(&text)
+    );
 }
 
 /// The emulated link of a run, and how to describe it.

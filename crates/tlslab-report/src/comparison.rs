@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use serde::Serialize;
+use tlslab_core::terminal::escape;
 use tlslab_stats::{
     compare_all, CompareOptions, Comparison, ComparisonSet, KruskalWallis, PValueMethod,
 };
@@ -105,12 +106,12 @@ pub fn compare_store(
             .position(|c| c.label == label)
             .ok_or_else(|| {
                 StoreError::input(
-                    format!("no config is labelled '{label}'"),
+                    format!("no config is labelled '{}'", escape(label)),
                     format!(
                         "use one of: {}",
                         configs
                             .iter()
-                            .map(|c| format!("'{}'", c.label))
+                            .map(|c| format!("'{}'", escape(&c.label)))
                             .collect::<Vec<_>>()
                             .join(", ")
                     ),
@@ -172,7 +173,7 @@ pub fn compare_groups(
             format!(
                 "fewer than 2 configs have 2 or more successful measured samples of {metric} \
                  (too few: {})",
-                left_out.join(", ")
+                escape(&left_out.join(", "))
             ),
             "see why their attempts failed above",
         ));
@@ -195,8 +196,11 @@ pub(crate) fn p_value(p: f64) -> String {
 }
 
 /// The comparison as text: one verdict line per Config (naming the dimensions in which it
-/// differs from the baseline, when it is a Config), details indented below it.
+/// differs from the baseline, when it is a Config), details indented below it; labels and
+/// file names escaped for a terminal.
 pub fn render_comparisons(set: &Comparisons, unit: &str) -> String {
+    let set = &crate::terminal::comparisons(set);
+    let unit = tlslab_core::terminal::escape(unit);
     let mut out = String::new();
     let Some(first) = set.comparisons.first() else {
         return out;

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
+use tlslab_core::terminal::escape;
 use tlslab_stats::{
     compare, holm_adjust, kruskal_wallis, median, median_ci, van_elteren, CompareOptions,
     Comparison, VanElteren,
@@ -160,14 +161,17 @@ pub fn factorial_of(
     let levels = crate::levels::distinct_ordered(configs.iter().map(value_of));
     if levels.len() < 2 {
         return Err(input(
-            format!("the run has one value of {by} ({})", levels.join("")),
+            format!(
+                "the run has one value of {by} ({})",
+                escape(&levels.join(""))
+            ),
             "compare by a dimension the run varied (its labels show which)".into(),
         ));
     }
     if let Some(wanted) = baseline.filter(|wanted| !levels.iter().any(|level| level == wanted)) {
         return Err(input(
-            format!("--baseline {wanted}: the run has no such {by}"),
-            format!("give one of: {}", levels.join(", ")),
+            format!("--baseline {}: the run has no such {by}", escape(wanted)),
+            format!("give one of: {}", escape(&levels.join(", "))),
         ));
     }
     // Configs by stratum, then by level. Strata go in the order of their levels (each
@@ -434,8 +438,9 @@ impl Factorial {
 }
 
 /// The factorial comparison as text: one answer line per value, the interactions, then one
-/// line per stratum.
+/// line per stratum; labels and values escaped for a terminal.
 pub fn render_factorial(factorial: &Factorial) -> String {
+    let factorial = &crate::terminal::factorial(factorial);
     let mut out = String::new();
     let _ = writeln!(
         out,

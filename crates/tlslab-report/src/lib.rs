@@ -33,6 +33,7 @@ mod scans;
 pub mod schedule;
 mod summary;
 mod tables;
+mod terminal;
 mod text;
 pub mod thresholds;
 pub mod verdict;

@@ -467,8 +467,10 @@ fn p(value: f64) -> String {
     }
 }
 
-/// The load summary on a terminal: per Config ab's figures and ours, then HTTPS against HTTP.
+/// The load summary on a terminal: per Config ab's figures and ours, then HTTPS against HTTP;
+/// the target's words (its `Server` field) and the labels escaped for a terminal.
 pub fn render_load_text(summary: &LoadSummary) -> String {
+    let summary = &crate::terminal::load_summary(summary);
     let mut out = String::new();
     for config in &summary.configs {
         let _ = writeln!(out, "{}", config.label);
@@ -580,8 +582,10 @@ pub fn render_load_text(summary: &LoadSummary) -> String {
 }
 
 /// ApacheBench's own layout, one block per Config, so scripts that read ab's output (`grep
-/// "Requests per second"`) read tlslab's. Each block is what `ab` prints for one run.
+/// "Requests per second"`) read tlslab's. Each block is what `ab` prints for one run, the
+/// target's words escaped for a terminal.
 pub fn render_ab(summary: &LoadSummary) -> String {
+    let summary = &crate::terminal::load_summary(summary);
     let mut out = String::new();
     for config in &summary.configs {
         let (host, port) = config

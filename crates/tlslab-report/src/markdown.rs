@@ -17,17 +17,19 @@ fn cell(text: &str) -> String {
 }
 
 /// One line of text in Markdown: tags shown as text (quotes can stay: they matter only
-/// inside a tag), line breaks folded.
+/// inside a tag), line breaks folded, other controls shown as escapes (a Markdown file is
+/// read on a terminal too).
 fn text_line(text: &str) -> String {
-    text.replace('&', "&amp;")
+    tlslab_core::terminal::escape(&text.replace(['\n', '\r'], " "))
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
-        .replace(['\n', '\r'], " ")
 }
 
 /// `text` in a code block: the fence is longer than any run of backticks inside, so nothing
-/// in the text can end the block.
+/// in the text can end the block; controls show as escapes, the lines stay.
 fn code_block(language: &str, text: &str) -> String {
+    let text = tlslab_core::terminal::escape_lines(text);
     let longest = text
         .split(|character| character != '`')
         .map(str::len)
@@ -37,8 +39,10 @@ fn code_block(language: &str, text: &str) -> String {
     format!("{fence}{language}\n{text}\n{fence}")
 }
 
-/// `text` as inline code, whatever backticks it holds.
+/// `text` as inline code, whatever backticks it holds; controls and line breaks show as
+/// escapes.
 fn inline_code(text: &str) -> String {
+    let text = tlslab_core::terminal::escape(text);
     let longest = text
         .split(|character| character != '`')
         .map(str::len)
@@ -223,6 +227,12 @@ mod tests {
             "&lt;img src=x onerror=alert(1)&gt; \\| a"
         );
         assert_eq!(cell("two\nlines"), "two lines");
+        assert_eq!(cell("evil\u{1b}[31m"), "evil\\x1b[31m");
+        assert_eq!(inline_code("a\nb.db"), "`a\\nb.db`");
+        assert_eq!(
+            code_block("sh", "tlslab run\n--label '\u{1b}]0;x\u{7}'"),
+            "```sh\ntlslab run\n--label '\\x1b]0;x\\x07'\n```"
+        );
         assert_eq!(code_block("toml", "a = 1"), "```toml\na = 1\n```");
         assert_eq!(
             code_block("toml", "labels = [\"```\"]"),

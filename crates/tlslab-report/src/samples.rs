@@ -3,6 +3,8 @@
 //! meant: its warm-up and failed rows are left out. Parsing works on bytes, so a file can be
 //! anything and still gets an error, never a panic.
 
+use tlslab_core::terminal::{escape, Escaped};
+
 /// Why a sample file cannot be compared, and what would do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
@@ -18,12 +20,21 @@ fn error(message: String, hint: impl Into<String>) -> SampleFileError {
     }
 }
 
-/// The values of a sample file's `bytes`; `name` (its path) names it in messages.
+/// The values of a sample file's `bytes`; `name` (its path) names it in messages, which show
+/// the file's words (its columns, a cell) escaped for a terminal.
 pub fn parse_samples(
     bytes: &[u8],
     column: Option<&str>,
     name: &str,
 ) -> Result<Vec<f64>, SampleFileError> {
+    let name = Escaped(name);
+    let listed = |fields: &csv::StringRecord| {
+        fields
+            .iter()
+            .map(|field| escape(field).into_owned())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let unreadable = |problem: &dyn std::fmt::Display| {
         error(
             format!("cannot read {name}: {problem}"),
@@ -43,11 +54,8 @@ pub fn parse_samples(
                 .clone();
             let index = names.iter().position(|n| n == wanted).ok_or_else(|| {
                 error(
-                    format!("{name} has no column '{wanted}'"),
-                    format!(
-                        "its columns are: {}",
-                        names.iter().collect::<Vec<_>>().join(", ")
-                    ),
+                    format!("{name} has no column '{}'", Escaped(wanted)),
+                    format!("its columns are: {}", listed(&names)),
                 )
             })?;
             (Some(index), MeasuredRows::of(&names))
@@ -67,10 +75,7 @@ pub fn parse_samples(
             None if record.len() > 1 => {
                 return Err(error(
                     format!("{name} line {line} has {} columns", record.len()),
-                    format!(
-                        "choose one with --column (columns: {})",
-                        record.iter().collect::<Vec<_>>().join(", ")
-                    ),
+                    format!("choose one with --column (columns: {})", listed(&record)),
                 ))
             }
             None => record.get(0).unwrap_or_default(),
@@ -81,7 +86,7 @@ pub fn parse_samples(
             Err(_) if values.is_empty() && number == 0 && index.is_none() => {}
             _ => {
                 return Err(error(
-                    format!("{name} line {line}: '{cell}' is not a number"),
+                    format!("{name} line {line}: '{}' is not a number", Escaped(cell)),
                     "every line (after an optional header) must hold one finite number",
                 ))
             }

@@ -50,8 +50,10 @@ const DEFAULT_WIDTH: usize = 80;
 /// The run summary: the words every Config shares, a table with one row per Config, the
 /// warnings that matter, and the answer to the question the matrix asks (the factorial
 /// comparison when Configs cross dimensions, each Config against the first otherwise).
-/// `options.verbose` adds each Config's details and the full statistics.
+/// `options.verbose` adds each Config's details and the full statistics. Text from outside
+/// (labels, peers' errors, the store's path) is escaped for a terminal ([`crate::terminal`]).
 pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
+    let summary = &crate::terminal::run_summary(summary);
     let labels: Vec<String> = summary
         .configs
         .iter()
@@ -82,7 +84,7 @@ pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
     ));
     out.push('\n');
     if options.verbose {
-        out.push_str(&render_details_of_each(summary));
+        out.push_str(&details_of_each(summary));
     } else {
         let notes = render_notes(summary, &short);
         if !notes.is_empty() {
@@ -179,6 +181,7 @@ fn brief_warnings(summary: &RunSummary, labels: &[String], short: &[String]) -> 
 /// The summary's last line: how many attempts, how many failed, how long, the seed and the
 /// results file. `run --quiet` prints this line alone.
 pub fn result_line(summary: &RunSummary) -> String {
+    let store = tlslab_core::terminal::escape(&summary.store);
     format!(
         "{} attempts, {} errors{}{} · results: {}",
         summary.attempted,
@@ -189,13 +192,14 @@ pub fn result_line(summary: &RunSummary) -> String {
         summary
             .seed
             .map_or(String::new(), |seed| format!(" · seed {seed}")),
-        summary.store
+        store
     )
 }
 
 /// What `run --quiet` says on stderr: the warnings, each with its Config's whole label (there
 /// is no table to shorten them against), one `warning: ` line each.
 pub fn quiet_warnings(summary: &RunSummary) -> Vec<String> {
+    let summary = &crate::terminal::run_summary(summary);
     let labels: Vec<String> = summary
         .configs
         .iter()
@@ -501,8 +505,13 @@ fn quoted(name: &str) -> String {
 }
 
 /// Each Config's details, one block each: what `--verbose` adds under the table (and under
-/// `tlslab load`'s figures).
+/// `tlslab load`'s figures), escaped for a terminal.
 pub fn render_details_of_each(summary: &RunSummary) -> String {
+    details_of_each(&crate::terminal::run_summary(summary))
+}
+
+/// [`render_details_of_each`] of a summary already escaped.
+fn details_of_each(summary: &RunSummary) -> String {
     let mut out = String::new();
     for config in &summary.configs {
         out.push_str(&render_details(config));
@@ -910,6 +919,54 @@ mod tests {
             verbose.contains("\n  bytes      ClientHello 216"),
             "{verbose}"
         );
+    }
+
+    #[test]
+    fn text_from_outside_shows_its_controls_escaped_and_json_keeps_it() {
+        let hostile = "sni=evil\u{1b}[31m\nerror: forged";
+        let mut first = config(&format!("tls1.2 {hostile}"), 0.345, 190, 200);
+        first.error_examples = [(
+            "refused".to_string(),
+            "the peer said \u{1b}]0;pwned\u{7}".to_string(),
+        )]
+        .into();
+        first.diagnoses.clear();
+        let mut run = summary(vec![
+            first,
+            config(&format!("tls1.3 {hostile}"), 1.01, 200, 200),
+        ]);
+        run.warnings = vec![format!(
+            "'tls1.2 {hostile}': the client used 95% of all cores"
+        )];
+        run.store = "results\u{1b}[2J.db".into();
+        for verbose in [false, true] {
+            let text = render_text(
+                &run,
+                &TextOptions {
+                    verbose,
+                    width: None,
+                },
+            );
+            assert!(
+                !text.chars().any(|c| c.is_control() && c != '\n'),
+                "{text:?}"
+            );
+            assert!(
+                !text.lines().any(|line| line.starts_with("error: forged")),
+                "{text}"
+            );
+            assert!(text.contains("evil\\x1b[31m\\nerror: forged"), "{text}");
+            assert!(text.contains("results\\x1b[2J.db"), "{text}");
+            assert!(text.contains("the peer said \\x1b]0;pwned\\x07"), "{text}");
+        }
+        // Without --verbose the warning still names the Config by its short name.
+        let text = render_text(&run, &TextOptions::default());
+        assert!(
+            text.contains("warning: 'tls1.2': the client used 95% of all cores"),
+            "{text}"
+        );
+        let json = serde_json::to_string(&run).unwrap();
+        assert!(json.contains("evil\\u001b[31m\\nerror: forged"), "{json}");
     }
 
     #[test]

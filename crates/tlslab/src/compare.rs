@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use tlslab_core::terminal::Escaped;
 use tlslab_report::{compare_store, render_comparisons, Comparisons, Metric};
 use tlslab_stats::{compare_all, CompareOptions};
 
@@ -112,7 +113,9 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
     for comparison in &caught {
         output::note(format_args!(
             "error: '{}' against '{}': {}",
-            comparison.other, comparison.baseline, comparison.verdict
+            Escaped(&comparison.other),
+            Escaped(&comparison.baseline),
+            comparison.verdict
         ));
     }
     if caught.is_empty() {

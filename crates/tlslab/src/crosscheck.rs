@@ -37,7 +37,7 @@ pub fn print(store: &Store, capture: &Path) -> Result<(), CliError> {
     let check = cross_check(&samples, &captured);
     let mut out = format!(
         "\ncross-check with the packets in {}: {} of {} handshakes found{}\n",
-        capture.display(),
+        tlslab_core::terminal::Escaped(&capture.display().to_string()),
         check.matched,
         check.matched + check.unmatched,
         if check.unmatched > 0 {

@@ -4,6 +4,7 @@
 
 use std::sync::Mutex;
 
+use tlslab_core::terminal::Escaped;
 use tlslab_core::{Experiment, Http, KeepAlive, Scheme};
 use tlslab_report::load::{render_ab, render_load_text, LoadSummary};
 use tlslab_report::RunSummary;
@@ -150,11 +151,13 @@ impl Printer for LoadPrinter {
             text.push_str(&tlslab_report::render_details_of_each(summary));
         }
         for warning in &summary.warnings {
-            text.push_str(&format!("warning: {warning}\n"));
+            text.push_str(&format!("warning: {}\n", Escaped(warning)));
         }
         text.push_str(&format!(
             "{} requests, {} errors · results: {}\n",
-            summary.attempted, summary.errors, summary.store
+            summary.attempted,
+            summary.errors,
+            Escaped(&summary.store)
         ));
         output::print_fitted(&text)
     }

@@ -2,9 +2,18 @@
 //! full). A closed pipe (`tlslab compare R.db | head -3`) ends the process quietly, as it does
 //! for other Unix tools; any other failure to write results (a full disk) is an environment
 //! error. Messages to stderr are best effort: nothing is lost when nobody reads them.
+//!
+//! Text for people (summaries, notes, errors) reaches the terminal through
+//! [`tlslab_core::terminal`]: the printers escape each field that came from outside (a
+//! label, a server's words, a file name), and [`print_fitted`] and [`note`] escape every
+//! line once more, so that a field missed cannot send the terminal a control. Only results
+//! in a data format (`--json`, whose strings JSON escapes; CSV; PEM; shell completions)
+//! go out as they are, through [`print`].
 
 use std::fmt::Display;
 use std::io::{self, Write};
+
+use tlslab_core::terminal::Escaped;
 
 use crate::failure::CliError;
 
@@ -51,10 +60,12 @@ pub fn print(text: impl Display) -> Result<(), CliError> {
         .map_err(write_failed)
 }
 
-/// Writes a summary to stdout fitted to the terminal ([`width`]).
+/// Writes a summary to stdout fitted to the terminal ([`width`]), each line escaped
+/// ([`tlslab_core::terminal::escape_lines`]).
 pub fn print_fitted(text: &str) -> Result<(), CliError> {
+    let text = tlslab_core::terminal::escape_lines(text);
     match width() {
-        Some(width) => print(fit(text, width)),
+        Some(width) => print(fit(&text, width)),
         None => print(text),
     }
 }
@@ -131,18 +142,20 @@ pub fn open_store(path: &std::path::Path) -> Result<tlslab_store::Store, CliErro
         if !run.complete {
             note(format_args!(
                 "note: {} holds a run that did not finish: {}",
-                path.display(),
-                run.reason.as_deref().unwrap_or("no reason was recorded")
+                Escaped(&path.display().to_string()),
+                Escaped(run.reason.as_deref().unwrap_or("no reason was recorded"))
             ));
         }
     }
     Ok(store)
 }
 
-/// Writes a line to stderr; a closed or full stderr is ignored.
+/// Writes a line to stderr, each of its lines escaped
+/// ([`tlslab_core::terminal::escape_lines`]); a closed or full stderr is ignored.
 pub fn note(text: impl Display) {
+    let text = text.to_string();
     let mut error = io::stderr().lock();
-    let _ = writeln!(error, "{text}");
+    let _ = writeln!(error, "{}", tlslab_core::terminal::escape_lines(&text));
 }
 
 /// `value` as pretty JSON; the types tlslab prints always serialize, and an empty object

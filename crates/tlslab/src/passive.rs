@@ -127,7 +127,8 @@ fn notes(report: &Report) -> String {
     let mut out = String::new();
     for (file, summary) in &report.files {
         out.push_str(&format!(
-            "{file}: {} packets, {} TCP/UDP decoded{}\n",
+            "{}: {} packets, {} TCP/UDP decoded{}\n",
+            tlslab_core::terminal::Escaped(file),
             summary.packets,
             summary.decoded,
             if summary.truncated {

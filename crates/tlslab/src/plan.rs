@@ -3,6 +3,7 @@
 //! takes at the rate the pilot measured (the formula is tlslab-stats' `power`).
 
 use serde::Serialize;
+use tlslab_core::terminal::Escaped;
 use tlslab_report::RunSummary;
 use tlslab_stats::power::{handshakes_needed, log_spread};
 
@@ -104,7 +105,7 @@ pub fn plan(args: &PlanArgs) -> Result<i32, CliError> {
         out.push_str(&match (plan.sigma_log, plan.handshakes) {
             (Some(sigma), Some(n)) => format!(
                 "  {}: spread {:.3} (log sd, {} samples) → {} handshakes{}\n",
-                plan.label,
+                Escaped(&plan.label),
                 sigma,
                 plan.pilot_samples,
                 n,
@@ -117,7 +118,8 @@ pub fn plan(args: &PlanArgs) -> Result<i32, CliError> {
             ),
             _ => format!(
                 "  {}: fewer than 2 successful samples of {}: no estimate\n",
-                plan.label, args.metric
+                Escaped(&plan.label),
+                Escaped(&args.metric)
             ),
         });
     }

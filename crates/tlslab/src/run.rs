@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use tlslab_core::terminal::Escaped;
 use tlslab_core::{Experiment, Plan};
 use tlslab_engine::{Progress, RunOptions, Stop};
 use tlslab_report::{render_text, RunSummary, TextOptions};
@@ -98,7 +99,7 @@ fn progress_bar(labels: &[String]) -> tlslab_engine::ProgressCallback {
         let mut progress = progress.clone();
         if let Some(config) = progress.config.as_mut() {
             if let Some(words) = short.get(config.number.wrapping_sub(1)) {
-                config.label.clone_from(words);
+                config.label = tlslab_core::terminal::escape(words).into_owned();
             }
         }
         let mut stderr = std::io::stderr().lock();
@@ -523,7 +524,12 @@ pub fn execute(
         let mut classes: Vec<String> = Vec::new();
         for config in &summary.configs {
             for (class, count) in &config.errors {
-                classes.push(format!("{count} {class} in '{}'", config.label));
+                classes.push(format!(
+                    "{} {} in '{}'",
+                    count,
+                    Escaped(class),
+                    Escaped(&config.label)
+                ));
             }
         }
         output::note(format_args!(
@@ -541,10 +547,10 @@ pub fn execute(
             .find_map(|config| config.diagnoses.values().next());
         output::note(format_args!(
             "hint: {}",
-            diagnosis.map_or(
+            Escaped(diagnosis.map_or(
                 "the error classes and examples above say what failed; raise --max-error-rate to tolerate failures",
                 String::as_str
-            )
+            ))
         ));
         return Ok(EXIT_FAILURES);
     }
@@ -558,7 +564,9 @@ pub fn execute(
         for breach in &breaches {
             output::note(format_args!(
                 "error: threshold '{}' broken by '{}': {}",
-                breach.threshold, breach.config, breach.measured
+                breach.threshold,
+                Escaped(&breach.config),
+                breach.measured
             ));
         }
         output::note(format_args!(

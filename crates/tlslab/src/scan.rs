@@ -243,10 +243,14 @@ fn store(path: &std::path::Path, report: &Report, started_unix_ns: u64) -> Resul
     Ok(())
 }
 
+/// The report for a person. Each line is escaped whole for a terminal
+/// ([`tlslab_core::terminal::escape`]): what the server sent (a certificate's subject, issuer
+/// and names, ALPN, HSTS, its errors) shows its controls and line breaks as escapes, and
+/// tlslab's own words hold none to change.
 fn print_report(report: &Report) -> Result<(), CliError> {
     let mut text = String::new();
     let mut line = |content: String| {
-        text.push_str(&content);
+        text.push_str(&tlslab_core::terminal::escape(&content));
         text.push('\n');
     };
     line(format!(
