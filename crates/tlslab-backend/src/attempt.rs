@@ -3,9 +3,11 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use tlslab_core::{Event, Negotiated, QuicPath, Response, Timeline};
+use tlslab_core::{Event, Negotiated, QuicPath, Response, Timeline, WireClock};
+
+use crate::wire::WireTime;
 
 /// Observations made outside the attempt's own task (over QUIC, on quinn's tasks), folded
 /// into the attempt when it ends, finished or cut short by its time limit.
@@ -24,6 +26,10 @@ pub trait Observer: Send + Sync + fmt::Debug {
 #[derive(Debug, Clone)]
 pub struct Attempt {
     pub origin: Instant,
+    /// The wall clock (CLOCK_REALTIME) read with `origin`: what places the kernel's socket
+    /// timestamps, which are wall-clock times, on the attempt's monotonic timeline
+    /// ([`Attempt::instant_of_wall`]).
+    wall_origin: SystemTime,
     pub timeline: Timeline,
     pub negotiated: Negotiated,
     pub bytes_sent: u64,
@@ -53,11 +59,19 @@ pub struct Attempt {
     pub server_software: Option<String>,
     /// Byte counts when the handshake ended: what the sample reports.
     handshake_bytes: Option<(u64, u64)>,
-    /// When the last read returned, and the bytes received by then.
-    last_read: Option<(Instant, u64)>,
-    /// When the first read after `handshake_done` returned (TLS 1.3: what the server sent
-    /// once it judged the client's Finished; see [`Attempt::server_answered`]).
-    answer_read: Option<Instant>,
+    /// When the last read's bytes arrived, the bytes received by then, and whether the
+    /// kernel said when (rather than the clock when the read returned).
+    last_read: Option<(Instant, u64, bool)>,
+    /// When the first read after `handshake_done` brought its bytes (TLS 1.3: what the
+    /// server sent once it judged the client's Finished; see [`Attempt::server_answered`]),
+    /// and whether the kernel said when.
+    answer_read: Option<(Instant, bool)>,
+    /// When the last read or write crossed the socket, and whether the kernel said when:
+    /// the handshake is done when its last message crossed it ([`Attempt::handshake_done`]).
+    last_wire: Option<(Instant, bool)>,
+    /// Wire events timed by the kernel's socket timestamps, and by the user-space clock.
+    kernel_events: u8,
+    user_events: u8,
     /// The client's Finished goes out with the next write.
     finished_pending: bool,
     /// A request on a kept connection: bytes are counted, but mark no handshake events.
@@ -74,10 +88,19 @@ impl Attempt {
     /// Starts an attempt at `origin` (the `start` event): the time the caller's clock read,
     /// so that an open loop's schedule and its attempts read one clock.
     pub fn start_at(origin: Instant) -> Self {
+        // The wall clock at `origin`, from both clocks read together now: what places the
+        // kernel's timestamps on the timeline, to within tens of nanoseconds (see
+        // `instant_of_wall`).
+        let (now, wall) = crate::wire::clocks_now();
+        let wall_origin = match now.checked_duration_since(origin) {
+            Some(since) => wall.checked_sub(since).unwrap_or(wall),
+            None => wall + origin.duration_since(now),
+        };
         let mut timeline = Timeline::default();
         timeline.set(Event::Start, 0);
         Attempt {
             origin,
+            wall_origin,
             timeline,
             negotiated: Negotiated::default(),
             bytes_sent: 0,
@@ -96,6 +119,9 @@ impl Attempt {
             handshake_bytes: None,
             last_read: None,
             answer_read: None,
+            last_wire: None,
+            kernel_events: 0,
+            user_events: 0,
             finished_pending: false,
             established: false,
             observer: None,
@@ -123,6 +149,9 @@ impl Attempt {
         self.handshake_bytes = None;
         self.last_read = None;
         self.answer_read = None;
+        self.last_wire = None;
+        self.kernel_events = 0;
+        self.user_events = 0;
         self.finished_pending = false;
         self.established = false;
     }
@@ -155,6 +184,65 @@ impl Attempt {
         self.timeline.mark_once(event, self.origin, Instant::now());
     }
 
+    /// Records a wire event (see [`WireClock`]) at `at`, unless it was already recorded, and
+    /// counts which clock timed it: the kernel's (`kernel`) or the user-space clock.
+    pub fn mark_wire(&mut self, event: Event, at: Instant, kernel: bool) {
+        if self.timeline.get(event).is_none() {
+            self.timeline.mark_once(event, self.origin, at);
+            if kernel {
+                self.kernel_events = self.kernel_events.saturating_add(1);
+            } else {
+                self.user_events = self.user_events.saturating_add(1);
+            }
+        }
+    }
+
+    /// `tcp_connected` at `at`, the kernel's time of the connection (see
+    /// `wire::connected_at`), or now when the kernel cannot say.
+    pub fn connected(&mut self, at: Option<Instant>) {
+        match at {
+            Some(at) => self.mark_wire(Event::TcpConnected, at, true),
+            None => self.mark_wire(Event::TcpConnected, Instant::now(), false),
+        }
+    }
+
+    /// Which clock timed the attempt's wire events; `None` when it recorded none (it failed
+    /// before its socket connected, or it shook no hands: see [`Attempt::without_handshake`]).
+    pub fn wire_clock(&self) -> Option<WireClock> {
+        match (self.kernel_events, self.user_events) {
+            (0, 0) => None,
+            (_, 0) => Some(WireClock::Kernel),
+            (0, _) => Some(WireClock::User),
+            _ => Some(WireClock::Mixed),
+        }
+    }
+
+    /// Where the wall-clock time `wall` falls on the attempt's monotonic timeline.
+    ///
+    /// The kernel's software timestamps are CLOCK_REALTIME; the timeline is `Instant`
+    /// (CLOCK_MONOTONIC). The two advance at the same rate (NTP's frequency corrections slew
+    /// both) and differ only when the wall clock is stepped, so the offset read at the
+    /// attempt's start holds for its whole life, to within the reads (`wire::clocks_now`).
+    /// The kernel has no monotonic software timestamp to ask for instead.
+    pub fn instant_of_wall(&self, wall: SystemTime) -> Instant {
+        match wall.duration_since(self.wall_origin) {
+            Ok(after) => self.origin + after,
+            Err(before) => self
+                .origin
+                .checked_sub(before.duration())
+                .unwrap_or(self.origin),
+        }
+    }
+
+    /// The instant of a wire time, and whether the kernel said it (`WireTime::User` is
+    /// read from the clock now).
+    fn resolve(&self, time: WireTime) -> (Instant, bool) {
+        match time {
+            WireTime::Kernel(wall) => (self.instant_of_wall(wall), true),
+            WireTime::User => (Instant::now(), false),
+        }
+    }
+
     /// The moment `event` was recorded.
     pub fn instant_of(&self, event: Event) -> Option<Instant> {
         self.timeline
@@ -162,11 +250,24 @@ impl Attempt {
             .map(|nanos| self.origin + Duration::from_nanos(nanos))
     }
 
-    /// Records `HandshakeDone` now and freezes the byte counts the sample reports: bytes of a
+    /// Records `HandshakeDone` and freezes the byte counts the sample reports: bytes of a
     /// request and its response are the response's (`Response::body_bytes`), not the
     /// handshake's.
+    ///
+    /// When the kernel timed the handshake's last message across the socket (the client's
+    /// Finished in TLS 1.3 or a resumption, the server's Finished in a full TLS 1.2
+    /// handshake), the handshake is done then: the client's check of a received Finished,
+    /// a microsecond or two, is not counted, and neither is the thread's wake-up after
+    /// the read. Otherwise it is done now.
     pub fn handshake_done(&mut self) {
-        self.mark(Event::HandshakeDone);
+        match self.last_wire {
+            Some((at, true)) => self.mark_wire(Event::HandshakeDone, at, true),
+            _ if self.last_wire.is_some() => {
+                self.mark_wire(Event::HandshakeDone, Instant::now(), false)
+            }
+            // No socket reported to this attempt (QUIC's socket reports elsewhere).
+            _ => self.mark(Event::HandshakeDone),
+        }
         self.handshake_bytes = Some((self.bytes_sent, self.bytes_received));
     }
 
@@ -199,9 +300,8 @@ impl Attempt {
     /// `server_accepted` is that read's time (once). Nothing when no read followed the
     /// handshake.
     pub fn server_answered(&mut self) {
-        if let Some(at) = self.answer_read {
-            self.timeline
-                .mark_once(Event::ServerAccepted, self.origin, at);
+        if let Some((at, kernel)) = self.answer_read {
+            self.mark_wire(Event::ServerAccepted, at, kernel);
         }
     }
 
@@ -217,57 +317,86 @@ impl Attempt {
         self.answer_read = None;
     }
 
-    /// The client handed `bytes` to the kernel at `at`: the first write is the ClientHello;
-    /// the first after [`Attempt::finished_due`] carries the client's Finished.
+    /// The client handed `bytes` to the kernel at `at` (by the user-space clock): the first
+    /// write is the ClientHello; the first after [`Attempt::finished_due`] carries the
+    /// client's Finished.
     pub fn sent(&mut self, bytes: usize, at: Instant) {
-        self.sent_with(bytes, || at);
+        self.sent_with(bytes, |_| (at, false));
     }
 
     /// [`Attempt::sent`] now. The clock is read only for a write that marks an event: the
     /// writes and reads of a request after its handshake, or on a kept connection, mark none
     /// (two of a kept request's six clock readings were spent on them).
     pub fn sent_now(&mut self, bytes: usize) {
-        self.sent_with(bytes, Instant::now);
+        self.sent_at(bytes, WireTime::User);
     }
 
-    fn sent_with(&mut self, bytes: usize, at: impl FnOnce() -> Instant) {
+    /// [`Attempt::sent`] at `time`: the kernel's timestamp of the write, when the socket
+    /// gave one (`TimestampedStream::write_all`), or now.
+    pub fn sent_at(&mut self, bytes: usize, time: WireTime) {
+        self.sent_with(bytes, |attempt| attempt.resolve(time));
+    }
+
+    /// Whether the next write marks an event (the ClientHello, or the client's Finished):
+    /// only those ask the kernel for a send timestamp.
+    pub fn marks_next_send(&self) -> bool {
+        !self.established
+            && (self.timeline.get(Event::ClientHelloSent).is_none() || self.finished_pending)
+    }
+
+    fn sent_with(&mut self, bytes: usize, at: impl FnOnce(&Attempt) -> (Instant, bool)) {
         self.bytes_sent += bytes as u64;
         if self.established {
             return;
         }
-        if self.timeline.get(Event::ClientHelloSent).is_none() {
-            self.timeline
-                .mark_once(Event::ClientHelloSent, self.origin, at());
+        let event = if self.timeline.get(Event::ClientHelloSent).is_none() {
             self.client_hello_bytes = Some(bytes as u64);
+            Event::ClientHelloSent
         } else if self.finished_pending {
-            self.timeline
-                .mark_once(Event::ClientFinishedSent, self.origin, at());
             self.finished_pending = false;
-        }
+            Event::ClientFinishedSent
+        } else {
+            // Only what ends the handshake needs the time of a write that marks nothing.
+            if self.timeline.get(Event::HandshakeDone).is_none() {
+                self.last_wire = Some(at(self));
+            }
+            return;
+        };
+        let (at, kernel) = at(self);
+        self.mark_wire(event, at, kernel);
+        self.last_wire = Some((at, kernel));
     }
 
-    /// A read returned `bytes` at `at`; the first one starts the server's answer.
+    /// A read returned `bytes` at `at` (by the user-space clock); the first one starts the
+    /// server's answer.
     pub fn received(&mut self, bytes: usize, at: Instant) {
-        self.received_with(bytes, || at);
+        self.received_with(bytes, |_| (at, false));
     }
 
     /// [`Attempt::received`] now, reading the clock only while the handshake's events are
     /// being recorded (see [`Attempt::sent_now`]).
     pub fn received_now(&mut self, bytes: usize) {
-        self.received_with(bytes, Instant::now);
+        self.received_at(bytes, WireTime::User);
     }
 
-    fn received_with(&mut self, bytes: usize, at: impl FnOnce() -> Instant) {
+    /// [`Attempt::received`] at `time`: when the kernel says the read's bytes arrived (the
+    /// last packet among them: `TimestampedStream::read`), or now.
+    pub fn received_at(&mut self, bytes: usize, time: WireTime) {
+        self.received_with(bytes, |attempt| attempt.resolve(time));
+    }
+
+    fn received_with(&mut self, bytes: usize, at: impl FnOnce(&Attempt) -> (Instant, bool)) {
         self.bytes_received += bytes as u64;
         if self.established {
             return;
         }
-        let at = at();
-        self.timeline
-            .mark_once(Event::ServerHelloReceived, self.origin, at);
-        self.last_read = Some((at, self.bytes_received));
-        if self.answer_read.is_none() && self.timeline.get(Event::HandshakeDone).is_some() {
-            self.answer_read = Some(at);
+        let (at, kernel) = at(self);
+        self.mark_wire(Event::ServerHelloReceived, at, kernel);
+        self.last_read = Some((at, self.bytes_received, kernel));
+        if self.timeline.get(Event::HandshakeDone).is_none() {
+            self.last_wire = Some((at, kernel));
+        } else if self.answer_read.is_none() {
+            self.answer_read = Some((at, kernel));
         }
     }
 
@@ -275,9 +404,10 @@ impl Attempt {
     /// the bytes it needed came with the last read. Records `server_flight_received` at that
     /// read's time, once.
     pub fn server_flight_received(&mut self) {
-        let arrived = self.last_read.map_or(self.origin, |(at, _)| at);
-        self.timeline
-            .mark_once(Event::ServerFlightReceived, self.origin, arrived);
+        let (arrived, kernel) = self
+            .last_read
+            .map_or((self.origin, false), |(at, _, kernel)| (at, kernel));
+        self.mark_wire(Event::ServerFlightReceived, arrived, kernel);
     }
 
     /// The client answered the server's flight: the flight is every byte read until then,
@@ -287,7 +417,7 @@ impl Attempt {
         if self.server_flight_bytes.is_none() {
             let bytes = self
                 .last_read
-                .map_or(self.bytes_received, |(_, bytes)| bytes);
+                .map_or(self.bytes_received, |(_, bytes, _)| bytes);
             self.server_flight_bytes = Some(bytes);
         }
     }
@@ -326,16 +456,32 @@ impl Attempt {
 
     /// Records how far the response has come (first byte, status, body, done); returns
     /// whether it is complete.
+    ///
+    /// When the kernel timed the read that brought them, the events take its time (the
+    /// response's bytes arrived then), never before `handshake_done`: a 0-RTT answer that
+    /// came with the server's flight cannot be read before the handshake's keys are.
     pub fn record_response(&mut self, progress: &tlslab_http::Progress) -> bool {
+        let arrived = match (self.established, self.last_read) {
+            (false, Some((at, _, true))) => Some(
+                self.instant_of(Event::HandshakeDone)
+                    .map_or(at, |done| at.max(done)),
+            ),
+            _ => None,
+        };
+        let record = |attempt: &mut Attempt, event: Event| match arrived {
+            Some(at) => attempt.mark_wire(event, at, true),
+            None if attempt.established => attempt.mark(event),
+            None => attempt.mark_wire(event, Instant::now(), false),
+        };
         if progress.first_byte {
-            self.mark(Event::FirstByte);
+            record(self, Event::FirstByte);
         }
         self.response = Some(Response {
             status: progress.status,
             body_bytes: progress.body_bytes,
         });
         if progress.complete {
-            self.mark(Event::ResponseDone);
+            record(self, Event::ResponseDone);
         }
         progress.complete
     }
@@ -421,6 +567,83 @@ mod tests {
             Some(10_000)
         );
         assert_eq!(attempt.server_flight_bytes, Some(750));
+    }
+
+    #[test]
+    fn kernel_times_land_on_the_timeline_and_the_sample_says_which_clock() {
+        let mut attempt = Attempt::start();
+        let origin = attempt.origin;
+        // Kernel timestamps are wall-clock times: placed by the offset read at the start.
+        let wall_origin = attempt.wall_origin;
+        let wall = |micros: u64| wall_origin + Duration::from_micros(micros);
+        let (hello, answer, flight, finished) = (wall(100), wall(400), wall(450), wall(560));
+        assert!(attempt.marks_next_send());
+        attempt.connected(Some(origin + Duration::from_micros(40)));
+        attempt.sent_at(300, WireTime::Kernel(hello));
+        assert!(!attempt.marks_next_send());
+        attempt.received_at(1_000, WireTime::Kernel(answer));
+        attempt.received_at(2_000, WireTime::Kernel(flight));
+        attempt.server_flight_received();
+        attempt.server_flight_answered();
+        attempt.finished_due();
+        assert!(attempt.marks_next_send());
+        attempt.sent_at(80, WireTime::Kernel(finished));
+        // TLS 1.3: the handshake is done when the client's Finished left, not when the
+        // thread got round to saying so.
+        attempt.handshake_done();
+        let timeline = &attempt.timeline;
+        assert_eq!(timeline.get(Event::TcpConnected), Some(40_000));
+        assert_eq!(timeline.get(Event::ClientHelloSent), Some(100_000));
+        assert_eq!(timeline.get(Event::ServerHelloReceived), Some(400_000));
+        assert_eq!(timeline.get(Event::ServerFlightReceived), Some(450_000));
+        assert_eq!(timeline.get(Event::ClientFinishedSent), Some(560_000));
+        assert_eq!(timeline.get(Event::HandshakeDone), Some(560_000));
+        assert_eq!(attempt.wire_clock(), Some(WireClock::Kernel));
+
+        // A response read by the kernel's clock: its first byte then, never before the
+        // handshake was done.
+        attempt.received_at(500, WireTime::Kernel(wall(300)));
+        let progress = tlslab_http::Progress {
+            first_byte: true,
+            complete: true,
+            ..tlslab_http::Progress::default()
+        };
+        attempt.record_response(&progress);
+        assert_eq!(attempt.timeline.get(Event::FirstByte), Some(560_000));
+        assert_eq!(attempt.timeline.get(Event::ResponseDone), Some(560_000));
+        assert_eq!(attempt.wire_clock(), Some(WireClock::Kernel));
+
+        // A read the kernel gave no time for is the user-space clock's: the sample says so.
+        let mut attempt = Attempt::start();
+        attempt.connected(None);
+        attempt.sent_at(300, WireTime::Kernel(SystemTime::now()));
+        assert_eq!(attempt.wire_clock(), Some(WireClock::Mixed));
+        let mut attempt = Attempt::start();
+        assert_eq!(attempt.wire_clock(), None);
+        attempt.sent_now(300);
+        attempt.received_now(300);
+        assert_eq!(attempt.wire_clock(), Some(WireClock::User));
+    }
+
+    #[test]
+    fn a_full_tls12_handshake_is_done_when_the_servers_finished_arrived() {
+        let mut attempt = Attempt::start();
+        let wall_origin = attempt.wall_origin;
+        let wall = |micros: u64| wall_origin + Duration::from_micros(micros);
+        let times = [wall(100), wall(400), wall(600), wall(900)];
+        attempt.sent_at(300, WireTime::Kernel(times[0]));
+        attempt.received_at(3_000, WireTime::Kernel(times[1]));
+        attempt.server_flight_received();
+        attempt.finished_due();
+        attempt.sent_at(150, WireTime::Kernel(times[2]));
+        attempt.received_at(51, WireTime::Kernel(times[3]));
+        attempt.handshake_done();
+        assert_eq!(attempt.timeline.get(Event::HandshakeDone), Some(900_000));
+        // Writes after the handshake mark nothing and move nothing.
+        assert!(!attempt.marks_next_send());
+        attempt.sent_at(100, WireTime::User);
+        assert_eq!(attempt.timeline.get(Event::HandshakeDone), Some(900_000));
+        assert_eq!(attempt.wire_clock(), Some(WireClock::Kernel));
     }
 
     #[derive(Debug)]

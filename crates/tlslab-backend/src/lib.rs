@@ -41,6 +41,7 @@ mod key_log;
 pub mod server_socket;
 mod settings;
 mod timer;
+pub mod wire;
 
 pub use acceptance::AcceptanceWait;
 pub use attempt::{Attempt, Observer};
@@ -54,3 +55,4 @@ pub use key_log::{KeyLogFile, KeyLogOutcome, Tally};
 pub use settings::{
     ClientCertificate, ClientSettings, EchMode, Request, ServerSettings, Suite, Trust,
 };
+pub use wire::{TimestampedStream, WireTime};

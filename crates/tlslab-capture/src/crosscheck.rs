@@ -166,6 +166,7 @@ mod tests {
             connection: None,
             response_wire_bytes: None,
             server_software: None,
+            wire_clock: None,
             observed: Some(Box::new(Observed {
                 source: "test".into(),
                 vantage: Vantage::Local,

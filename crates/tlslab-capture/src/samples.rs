@@ -328,6 +328,7 @@ pub fn sample(
         connection: None,
         response_wire_bytes: None,
         server_software: None,
+        wire_clock: None,
         observed: Some(Box::new(Observed {
             source: source.to_string(),
             vantage,

@@ -60,5 +60,6 @@ pub use resolution::{NameResolution, PinnedAddress};
 pub use sample::{
     ClientCertificateStatus, ConnectionUse, EchStatus, ErrorClass, Event, Negotiated, Observed,
     Offered, Outcome, Phase, QuicPath, Response, ResponseFlights, Sample, Timeline, Vantage,
+    WireClock,
 };
 pub use sink_thread::SinkThread;

@@ -284,6 +284,11 @@ pub struct Environment {
     /// empty for the lab server and for runs stored before it was recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub name_resolution: Vec<crate::NameResolution>,
+    /// What timed the wire events of tlslab's own client (measurement rule 12): the
+    /// kernel's socket timestamps, or the user-space clock and why; absent from runs stored
+    /// before it was recorded, and from captures (their times are the packets').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire_clock: Option<String>,
 }
 
 impl Environment {
@@ -314,6 +319,9 @@ impl Environment {
             ("rustls_version", self.rustls_version.clone()),
             ("tool_version", self.tool_version.clone()),
         ]);
+        if let Some(clock) = &self.wire_clock {
+            entries.push(("wire_clock", clock.clone()));
+        }
         entries
     }
 }
@@ -344,6 +352,7 @@ mod tests {
                 resolver: "getaddrinfo".into(),
                 mode: crate::DnsMode::PerAttempt,
             }],
+            wire_clock: Some("kernel socket timestamps".into()),
         }
     }
 
@@ -358,7 +367,7 @@ mod tests {
         let mut sorted = names.clone();
         sorted.sort_unstable();
         assert_eq!(names, sorted);
-        assert_eq!(names.len(), 11);
+        assert_eq!(names.len(), 12);
         assert!(environment.entries().contains(&(
             "name_resolution",
             "localhost:8443 -> ::1, 127.0.0.1 (used ::1; getaddrinfo; per-attempt)".to_string()
@@ -372,8 +381,10 @@ mod tests {
         let mut old: serde_json::Value = serde_json::from_str(&json).unwrap();
         old.as_object_mut().unwrap().remove("openssl_version");
         old.as_object_mut().unwrap().remove("name_resolution");
+        old.as_object_mut().unwrap().remove("wire_clock");
         let old: Environment = serde_json::from_value(old).unwrap();
         assert_eq!(old.openssl_version, None);
+        assert_eq!(old.wire_clock, None);
         assert!(old.name_resolution.is_empty());
         assert!(!old
             .entries()

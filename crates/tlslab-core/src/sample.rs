@@ -505,6 +505,42 @@ impl fmt::Display for EchStatus {
     }
 }
 
+/// Which clock timed an attempt's wire events: `tcp_connected`, `client_hello_sent`,
+/// `server_hello_received`, `server_flight_received`, `client_finished_sent`, the
+/// `handshake_done` that a message crossing the socket ends, and `first_byte` /
+/// `response_done` (measurement rule 12, docs/architecture.md "Wire times").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WireClock {
+    /// The kernel's socket timestamps: when a packet reached the client's network stack, or
+    /// left it for the link; the connect from the kernel's own SYN round trip.
+    Kernel,
+    /// The user-space clock, read when a system call returned: late by however long the
+    /// thread took to wake and run (10 to 60 µs on a busy machine).
+    User,
+    /// Some events from each (the kernel had no timestamp for the others).
+    Mixed,
+}
+
+impl WireClock {
+    pub const ALL: [WireClock; 3] = [WireClock::Kernel, WireClock::User, WireClock::Mixed];
+
+    /// The stored spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WireClock::Kernel => "kernel",
+            WireClock::User => "user",
+            WireClock::Mixed => "mixed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<WireClock> {
+        WireClock::ALL
+            .into_iter()
+            .find(|clock| clock.as_str() == text)
+    }
+}
+
 /// QUIC's view of the path during one attempt (quinn's connection statistics).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct QuicPath {
@@ -667,6 +703,9 @@ pub struct Sample {
     /// opened its connection only; `None` on later requests of a kept connection and when the
     /// server sent none.
     pub server_software: Option<String>,
+    /// Which clock timed the wire events tlslab's own client observed; `None` for a
+    /// capture's samples (packet times) and for attempts that reached no socket.
+    pub wire_clock: Option<WireClock>,
 }
 
 /// Which connection carried a request, and how many requests it had carried with this one:

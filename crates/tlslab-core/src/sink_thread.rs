@@ -271,6 +271,7 @@ mod tests {
                 hostname: String::new(),
                 network: String::new(),
                 name_resolution: Vec::new(),
+                wire_clock: None,
             },
             command_line: Vec::new(),
             started_at_unix_ns: 0,

@@ -200,10 +200,10 @@ impl ConfigClient {
     /// (`transport::connect_first`), recorded as its `peer_address`, with `tcp_connected`.
     async fn connect(&self, attempt: &mut Attempt) -> Result<(TcpStream, SocketAddr), Failure> {
         let addresses = self.addresses(attempt).await?;
-        let (stream, address) = connect_first(&addresses, self.config.close)
+        let (stream, address, established) = connect_first(&addresses, self.config.close)
             .await
             .map_err(|error| Failure::io(&error))?;
-        attempt.mark(Event::TcpConnected);
+        attempt.connected(established);
         attempt.peer_address = Some(address);
         Ok((stream, address))
     }

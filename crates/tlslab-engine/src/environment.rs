@@ -39,6 +39,8 @@ pub fn capture(tool_version: &str, commit: &str) -> Environment {
         network: "loopback (no emulation)".to_string(),
         // Filled by the run, once it has resolved its targets.
         name_resolution: Vec::new(),
+        // Asking also keeps the kernel's receive timestamps on for the run's sockets.
+        wire_clock: Some(tlslab_backend::wire::describe_clock()),
     }
 }
 

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use tlslab_core::{
     Config, Environment, Experiment, LinkUsage, Plan, RunEnd, RunInfo, Sink, Source, Usage,
@@ -93,9 +93,10 @@ pub fn run(
         .transpose()?;
 
     // Both clocks read together: a sample's wall-clock time (started_at_unix_ns plus its
-    // started_at) then lines up with packet timestamps to within these two reads.
-    let origin = Instant::now();
-    let origin_unix_ns = SystemTime::now()
+    // started_at) then lines up with packet timestamps to within these reads (a thread
+    // preempted between two reads would shift every sample's wall-clock time).
+    let (origin, origin_wall) = tlslab_backend::wire::clocks_now();
+    let origin_unix_ns = origin_wall
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_nanos() as u64);
     let mut info = run_info(

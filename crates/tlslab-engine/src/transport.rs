@@ -8,6 +8,7 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::time::Instant;
 
 use tlslab_backend::Failure;
 use tlslab_core::{CloseMode, ErrorClass};
@@ -125,12 +126,28 @@ fn socket_for(address: SocketAddr) -> io::Result<TcpSocket> {
 
 /// Opens a TCP connection with Nagle off and, for [`CloseMode::Reset`], an abortive close.
 pub async fn connect(address: SocketAddr, close: CloseMode) -> io::Result<TcpStream> {
+    connect_timed(address, close)
+        .await
+        .map(|(stream, _)| stream)
+}
+
+/// [`connect`], and when the connection was established by the kernel's account
+/// (`tlslab_backend::wire::connected_at`: the call plus the SYN's round trip, without the
+/// wake-up that follows); `None` when the kernel cannot say.
+pub async fn connect_timed(
+    address: SocketAddr,
+    close: CloseMode,
+) -> io::Result<(TcpStream, Option<Instant>)> {
     let socket = socket_for(address)?;
     socket.set_nodelay(true)?;
     if close == CloseMode::Reset {
         socket.set_zero_linger()?;
     }
-    socket.connect(address).await
+    // The future makes the call on its first poll, at once.
+    let issued = Instant::now();
+    let stream = socket.connect(address).await?;
+    let established = tlslab_backend::wire::connected_at(&stream, issued);
+    Ok((stream, established))
 }
 
 /// How long an attempt waits for a connection to one address before it also tries the
@@ -142,20 +159,22 @@ pub const FALLBACK_DELAY: std::time::Duration = std::time::Duration::from_millis
 /// each next one starts when the one before failed, or after [`FALLBACK_DELAY`] without an
 /// answer, racing the connects still pending; the first to connect wins and the others are
 /// dropped (closing their sockets). Returns the stream and the address that answered; when
-/// none did, the last error seen.
+/// none did, the last error seen. With them, when the kernel says the connection was
+/// established ([`connect_timed`]).
 pub async fn connect_first(
     addresses: &[SocketAddr],
     close: CloseMode,
-) -> io::Result<(TcpStream, SocketAddr)> {
+) -> io::Result<(TcpStream, SocketAddr, Option<Instant>)> {
     use futures_util::stream::{FuturesUnordered, StreamExt};
     // One address, the usual case: no fallback to race, so none of the machinery below on
     // the handshake's path.
     if let [address] = addresses {
-        return connect(*address, close)
+        return connect_timed(*address, close)
             .await
-            .map(|stream| (stream, *address));
+            .map(|(stream, established)| (stream, *address, established));
     }
-    let attempt = |address: SocketAddr| async move { (address, connect(address, close).await) };
+    let attempt =
+        |address: SocketAddr| async move { (address, connect_timed(address, close).await) };
     let mut waiting = addresses.iter().copied();
     let mut pending = FuturesUnordered::new();
     let mut last_error = None;
@@ -173,7 +192,7 @@ pub async fn connect_first(
         let more = waiting.len() > 0;
         tokio::select! {
             Some((address, result)) = pending.next() => match result {
-                Ok(stream) => return Ok((stream, address)),
+                Ok((stream, established)) => return Ok((stream, address, established)),
                 Err(error) => {
                     last_error = Some(error);
                     // A refusal needs no waiting: the next address starts at once.
@@ -303,12 +322,12 @@ mod tests {
             .unwrap()
             .local_addr()
             .unwrap();
-        let (_, used) = connect_first(&[closed, open], CloseMode::Reset)
+        let (_, used, _) = connect_first(&[closed, open], CloseMode::Reset)
             .await
             .unwrap();
         assert_eq!(used, open);
         // The first that answers is taken, not the last.
-        let (_, used) = connect_first(&[open, closed], CloseMode::Reset)
+        let (_, used, _) = connect_first(&[open, closed], CloseMode::Reset)
             .await
             .unwrap();
         assert_eq!(used, open);

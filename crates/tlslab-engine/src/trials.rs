@@ -573,6 +573,7 @@ impl<C: Connector> Block<C> {
         }
         attempt.negotiated.client_certificate = attempt.client_certificate_status();
         let (bytes_sent, bytes_received) = attempt.handshake_bytes();
+        let wire_clock = attempt.wire_clock();
         // Everything read after the handshake belongs to the response (a QUIC connection
         // that closes at once also reads its close and tickets, so only a kept one reports
         // them; page mode's many connections are not the attempt's: they report none).
@@ -608,6 +609,7 @@ impl<C: Connector> Block<C> {
             server_address: attempt.peer_address,
             connection: attempt.connection,
             response_wire_bytes,
+            wire_clock,
             server_software: attempt.server_software,
             observed: None,
         }

@@ -16,10 +16,9 @@ use openssl::ssl::{
 use openssl::x509::{X509VerifyResult, X509};
 use tlslab_backend::{
     AcceptanceWait, Attempt, Channel, ClientSettings, EchMode, Failure, Handshake, Plaintext,
-    Request, Trust,
+    Request, TimestampedStream, Trust,
 };
 use tlslab_core::{CloseMode, ErrorClass, Http, TlsVersion};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::ech::EchStatus;
@@ -219,8 +218,10 @@ impl tlslab_backend::Client for Client {
         &self,
         session: &AgentSession,
         attempt: &mut Attempt,
-        mut socket: TcpStream,
+        socket: TcpStream,
     ) -> Result<Handshake<Established>, Failure> {
+        // Reads and writes timed by the kernel where it can (measurement rule 12).
+        let mut socket = TimestampedStream::new(socket);
         let (ssl, offered_session) = self.connection(session)?;
         let mut tls = SslStream::new(ssl, Pipe::default())
             .map_err(|error| Failure::new(ErrorClass::Protocol, error.to_string()))?;
@@ -680,7 +681,7 @@ impl Progress {
         &mut self,
         attempt: &mut Attempt,
         tls: &mut SslStream<Pipe>,
-        socket: &mut TcpStream,
+        socket: &mut TimestampedStream,
     ) -> Result<(), Failure> {
         send(attempt, tls, socket).await
     }
@@ -689,7 +690,7 @@ impl Progress {
         &mut self,
         attempt: &mut Attempt,
         tls: &mut SslStream<Pipe>,
-        socket: &mut TcpStream,
+        socket: &mut TimestampedStream,
         buffer: &mut [u8],
     ) -> Result<(), Failure> {
         if receive(attempt, tls, socket, buffer).await? {
@@ -796,17 +797,17 @@ fn received_alert(error: &openssl::ssl::Error) -> Option<Failure> {
 async fn send(
     attempt: &mut Attempt,
     tls: &mut SslStream<Pipe>,
-    socket: &mut TcpStream,
+    socket: &mut TimestampedStream,
 ) -> Result<(), Failure> {
     let pipe = tls.get_mut();
     if pipe.outgoing.is_empty() {
         return Ok(());
     }
-    socket
-        .write_all(&pipe.outgoing)
+    let sent = socket
+        .write_all(&pipe.outgoing, attempt.marks_next_send())
         .await
         .map_err(|error| Failure::io(&error))?;
-    attempt.sent_now(pipe.outgoing.len());
+    attempt.sent_at(pipe.outgoing.len(), sent);
     pipe.outgoing.clear();
     Ok(())
 }
@@ -816,17 +817,17 @@ async fn send(
 async fn receive(
     attempt: &mut Attempt,
     tls: &mut SslStream<Pipe>,
-    socket: &mut TcpStream,
+    socket: &mut TimestampedStream,
     buffer: &mut [u8],
 ) -> Result<bool, Failure> {
-    let read = socket
+    let (read, arrived) = socket
         .read(buffer)
         .await
         .map_err(|error| Failure::io(&error))?;
     if read == 0 {
         return Ok(false);
     }
-    attempt.received_now(read);
+    attempt.received_at(read, arrived);
     tls.get_mut().push(&buffer[..read]);
     Ok(true)
 }
@@ -835,7 +836,7 @@ async fn receive(
 pub struct Established {
     pub observations: Observations,
     tls: SslStream<Pipe>,
-    socket: TcpStream,
+    socket: TimestampedStream,
     buffer: Vec<u8>,
     plaintext: Plaintext,
 }
@@ -893,7 +894,7 @@ impl Channel for Established {
         if mode == CloseMode::Graceful {
             let _ = self.tls.shutdown();
             let outgoing = std::mem::take(&mut self.tls.get_mut().outgoing);
-            let _ = self.socket.write_all(&outgoing).await;
+            let _ = self.socket.write_all(&outgoing, false).await;
             let _ = self.socket.shutdown().await;
         }
     }

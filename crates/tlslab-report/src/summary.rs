@@ -372,6 +372,17 @@ pub struct RunSummary {
     pub knees: Vec<crate::schedule::Knee>,
 }
 
+/// Measurement rule 12: the warning when the kernel could not time the run's wire events
+/// (the environment names the clock that did; see `tlslab_backend::wire::describe_clock`).
+fn wire_clock_warning(environment: &tlslab_core::Environment) -> Option<String> {
+    let clock = environment.wire_clock.as_deref()?;
+    (!clock.starts_with("kernel")).then(|| {
+        format!(
+            "wire events (connect, ClientHello sent, ServerHello received, ...) were timed by the {clock}: late by each wake-up of the client's thread"
+        )
+    })
+}
+
 /// Above this many successful samples, a Config's values are read one column at a time:
 /// one pass over them all holds 16 values of 8 bytes per sample (64 MB here), one column at
 /// a time one (and its sorted copy), so that the summary's memory stays well below 200 MB
@@ -694,6 +705,9 @@ impl RunSummary {
                     .to_string(),
             );
         }
+        if let Some(warning) = run.environment.as_ref().and_then(wire_clock_warning) {
+            warnings.push(warning);
+        }
         if !run.complete {
             warnings.push(format!(
                 "the run is incomplete ({}); the samples taken are kept",
@@ -801,4 +815,29 @@ fn trust_warnings(
         }
     }
     Ok(warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_timed_by_the_user_space_clock_is_warned_of() {
+        let mut environment: tlslab_core::Environment = serde_json::from_value(serde_json::json!({
+            "tool_version": "0", "commit": "0", "rustls_version": "0", "crypto_provider": "0",
+            "cpu_model": "0", "cores": 2, "kernel": "0", "hostname": "0", "network": "loopback"
+        }))
+        .unwrap();
+        // Stored before the clock was recorded: nothing to say.
+        assert_eq!(wire_clock_warning(&environment), None);
+        environment.wire_clock = Some("kernel socket timestamps (SO_TIMESTAMPING)".into());
+        assert_eq!(wire_clock_warning(&environment), None);
+        environment.wire_clock =
+            Some("user-space clock after each call returned (SO_TIMESTAMPING refused)".into());
+        let warning = wire_clock_warning(&environment).unwrap();
+        assert!(
+            warning.contains("timed by the user-space clock"),
+            "{warning}"
+        );
+    }
 }

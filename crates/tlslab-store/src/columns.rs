@@ -389,6 +389,12 @@ const FIELDS: &[Field] = &[
     sample("response_later_bytes", "INTEGER", |s| {
         Cell::integer(flights(s).map(|f| f.later_bytes))
     }),
+    // Schema 15: which clock timed the wire events (the kernel's socket timestamps, or the
+    // user-space clock where the kernel had none); NULL for a capture and for requests on a
+    // kept connection, which shake no hands.
+    sample("wire_clock", "TEXT", |s| {
+        Cell::text(s.wire_clock.map(tlslab_core::WireClock::as_str))
+    }),
     Field {
         name: "started_at",
         source: Source::Sample {

@@ -18,7 +18,7 @@
 //!     tool_version: "0.1.0".into(), commit: "example".into(), rustls_version: "n/a".into(),
 //!     crypto_provider: "n/a".into(), openssl_version: None, cpu_model: "any".into(),
 //!     cores: 1, kernel: "any".into(), hostname: "any".into(), network: "capture".into(),
-//!     name_resolution: Vec::new(),
+//!     name_resolution: Vec::new(), wire_clock: None,
 //! };
 //! let path = std::env::temp_dir().join(format!("tlslab-doc-{}.db", std::process::id()));
 //! let _ = std::fs::remove_file(&path);
@@ -40,7 +40,7 @@
 //!     outcome: Outcome::Ok, error: None, error_detail: None, negotiated: Negotiated::default(),
 //!     bytes_sent: 0, bytes_received: 0, client_hello_bytes: None, server_flight_bytes: None, client_certificate_bytes: None,
 //!     response: None, quic: None, insecure: false, client_address: None, server_address: None, observed: None,
-//!     connection: None, response_wire_bytes: None, server_software: None,
+//!     connection: None, response_wire_bytes: None, server_software: None, wire_clock: None,
 //! }))).unwrap();
 //! sink.finish(&RunEnd { complete: true, reason: None, duration_ns: 1, attempted: 1, errors: 0 })
 //!     .unwrap();
@@ -328,6 +328,9 @@ pub struct StoredTimeline {
     pub client: Option<String>,
     pub started_at_ns: u64,
     pub timeline: tlslab_core::Timeline,
+    /// Which clock timed the wire events (`kernel`, `user`, `mixed`); `None` before schema
+    /// 14 and for samples that recorded none.
+    pub wire_clock: Option<String>,
 }
 
 /// Totals over a Config's measured (non-warm-up) trials.
@@ -576,13 +579,13 @@ impl Store {
             .map(|event| columns::quoted(event.name()))
             .collect();
         let mut statement = self.connection.prepare(&format!(
-            "SELECT client, started_at_ns, {} FROM samples ORDER BY id",
+            "SELECT client, started_at_ns, wire_clock, {} FROM samples ORDER BY id",
             events.join(", ")
         ))?;
         let rows = statement.query_map([], |row| {
             let mut timeline = tlslab_core::Timeline::default();
             for (index, event) in tlslab_core::Event::ALL.iter().enumerate() {
-                if let Some(nanos) = row.get::<_, Option<i64>>(index + 2)? {
+                if let Some(nanos) = row.get::<_, Option<i64>>(index + 3)? {
                     timeline.set(*event, nanos.max(0) as u64);
                 }
             }
@@ -590,6 +593,7 @@ impl Store {
                 client: row.get(0)?,
                 started_at_ns: row.get::<_, i64>(1)?.max(0) as u64,
                 timeline,
+                wire_clock: row.get(2)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)

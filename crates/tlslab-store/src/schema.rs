@@ -5,9 +5,9 @@ use rusqlite::Connection;
 use crate::columns::{definitions, quoted, sample_columns, stored_sample_columns, CONFIG_COLUMNS};
 
 /// The schema version this build writes, kept in `PRAGMA user_version` (14: the
-/// `server_accepted` event and QUIC's response flights on samples, added by the upgrade as
-/// every new column is).
-pub const VERSION: i64 = 14;
+/// `server_accepted` event and QUIC's response flights on samples; 15: `wire_clock` on
+/// samples; each added by the upgrade as every new column is).
+pub const VERSION: i64 = 15;
 
 pub fn create(connection: &Connection) -> rusqlite::Result<()> {
     let configs = definitions(CONFIG_COLUMNS.iter().map(|(name, sql, _)| (*name, *sql)));

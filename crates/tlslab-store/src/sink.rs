@@ -582,6 +582,7 @@ mod tests {
             connection: None,
             response_wire_bytes: None,
             server_software: (agent == 0).then(|| "lab/1".to_string()),
+            wire_clock: None,
             client_certificate_bytes: None,
         }))
     }
@@ -670,6 +671,7 @@ mod tests {
                 hostname: "any".into(),
                 network: "capture".into(),
                 name_resolution: Vec::new(),
+                wire_clock: None,
             },
             command_line: vec![],
             started_at_unix_ns: 0,

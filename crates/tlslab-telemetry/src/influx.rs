@@ -431,6 +431,7 @@ mod tests {
             connection: None,
             response_wire_bytes: None,
             server_software: None,
+            wire_clock: None,
             observed: None,
         };
         sample.negotiated.version = Some("TLS 1.3, draft=x".into());

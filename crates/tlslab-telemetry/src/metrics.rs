@@ -268,6 +268,7 @@ mod tests {
             connection: None,
             response_wire_bytes: None,
             server_software: None,
+            wire_clock: None,
             observed: None,
         };
         sample.negotiated.version = Some(version.into());

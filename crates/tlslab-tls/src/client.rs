@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tlslab_backend::{
     AcceptanceWait, Attempt, Channel, ClientSettings, EchMode, Failure, Handshake, Plaintext,
-    Request, Suite, Trust,
+    Request, Suite, TimestampedStream, Trust,
 };
 
 use rustls::client::danger::ServerCertVerifier;
@@ -327,8 +327,10 @@ impl tlslab_backend::Client for Client {
         &self,
         session: &AgentSession,
         attempt: &mut Attempt,
-        mut stream: TcpStream,
+        stream: TcpStream,
     ) -> Result<Handshake<Established>, Failure> {
+        // Reads and writes timed by the kernel where it can (measurement rule 12).
+        let mut stream = TimestampedStream::new(stream);
         let mut connection =
             ClientConnection::new(session.config.clone(), self.server_name.clone())
                 .map_err(|error| Failure::new(ErrorClass::Protocol, error.to_string()))?;
@@ -454,19 +456,19 @@ fn drain(connection: &mut ClientConnection, plaintext: &mut Plaintext) -> Result
 /// decrypted; `Ok(false)` when the peer closed the connection.
 async fn read_draining(
     connection: &mut ClientConnection,
-    stream: &mut TcpStream,
+    stream: &mut TimestampedStream,
     attempt: &mut Attempt,
     buffer: &mut [u8],
     plaintext: &mut Plaintext,
 ) -> Result<bool, Failure> {
-    let read = stream
+    let (read, arrived) = stream
         .read(buffer)
         .await
         .map_err(|error| Failure::io(&error))?;
     if read == 0 {
         return Ok(false);
     }
-    attempt.received_now(read);
+    attempt.received_at(read, arrived);
     let mut data = &buffer[..read];
     while !data.is_empty() {
         connection
@@ -485,7 +487,7 @@ async fn read_draining(
                     break;
                 }
             }
-            let _ = stream.write_all(&alert).await;
+            let _ = stream.write_all(&alert, false).await;
             return Err(tls_failure(error, saw_server_hello));
         }
         drain(connection, plaintext)?;
@@ -495,7 +497,7 @@ async fn read_draining(
 
 async fn flush(
     connection: &mut ClientConnection,
-    stream: &mut TcpStream,
+    stream: &mut TimestampedStream,
     attempt: &mut Attempt,
     outgoing: &mut Vec<u8>,
 ) -> Result<(), Failure> {
@@ -508,18 +510,18 @@ async fn flush(
             .write_tls(outgoing)
             .map_err(|error| Failure::io(&error))?;
     }
-    stream
-        .write_all(outgoing)
+    let sent = stream
+        .write_all(outgoing, attempt.marks_next_send())
         .await
         .map_err(|error| Failure::io(&error))?;
-    attempt.sent_now(outgoing.len());
+    attempt.sent_at(outgoing.len(), sent);
     Ok(())
 }
 
 /// A completed handshake, still connected.
 pub struct Established {
     connection: ClientConnection,
-    stream: TcpStream,
+    stream: TimestampedStream,
     buffer: Vec<u8>,
     outgoing: Vec<u8>,
     /// Application data decrypted and not yet consumed (from the handshake on: a 0-RTT
@@ -574,7 +576,7 @@ impl Channel for Established {
                     break;
                 }
             }
-            let _ = self.stream.write_all(&outgoing).await;
+            let _ = self.stream.write_all(&outgoing, false).await;
             let _ = self.stream.shutdown().await;
         }
     }

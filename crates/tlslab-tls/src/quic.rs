@@ -205,10 +205,11 @@ impl Observer for QuicLog {
         let observed = *self.observed.lock().unwrap_or_else(|e| e.into_inner());
         let mut datagrams = self.datagrams();
         let origin = attempt.origin;
-        let timeline = &mut attempt.timeline;
+        // The datagrams' times are the user-space clock's, read around each system call.
+        let kernel = false;
         let first_answer = datagrams.received.first().map(|(at, _)| *at);
         if let Some((at, _)) = datagrams.sent.first() {
-            timeline.mark_once(Event::ClientHelloSent, origin, *at);
+            attempt.mark_wire(Event::ClientHelloSent, *at, kernel);
             attempt.client_hello_bytes = Some(
                 datagrams
                     .sent
@@ -219,7 +220,7 @@ impl Observer for QuicLog {
             );
         }
         if let Some(at) = first_answer {
-            timeline.mark_once(Event::ServerHelloReceived, origin, at);
+            attempt.mark_wire(Event::ServerHelloReceived, at, kernel);
         }
         // The server's flight ends with the last datagram before the client reacted to it:
         // by verifying the certificate, or (resumed, nothing to verify) deriving its keys.
@@ -230,10 +231,16 @@ impl Observer for QuicLog {
                 .take_while(|(at, _)| *at <= reacted)
                 .collect();
             if let Some((at, _)) = flight.last() {
-                timeline.mark_once(Event::ServerFlightReceived, origin, *at);
+                attempt.mark_wire(Event::ServerFlightReceived, *at, kernel);
                 attempt.server_flight_bytes = Some(flight.iter().map(|(_, n)| *n as u64).sum());
             }
         }
+        if let Some(keys) = observed.traffic_keys {
+            if let Some((at, _)) = datagrams.sent.iter().find(|(at, _)| *at >= keys) {
+                attempt.mark_wire(Event::ClientFinishedSent, *at, kernel);
+            }
+        }
+        let timeline = &mut attempt.timeline;
         if let Some(start) = observed.verify_start.filter(|_| !observed.checked_nothing) {
             timeline.mark_once(Event::CertVerifyStart, origin, start);
             if let Some(end) = observed.verify_end {
@@ -251,11 +258,6 @@ impl Observer for QuicLog {
             attempt.client_certificate_bytes = observed
                 .client_certificate_sizes
                 .map(|sizes| sizes.message_bytes(true));
-        }
-        if let Some(keys) = observed.traffic_keys {
-            if let Some((at, _)) = datagrams.sent.iter().find(|(at, _)| *at >= keys) {
-                timeline.mark_once(Event::ClientFinishedSent, origin, *at);
-            }
         }
         attempt.bytes_sent = datagrams.bytes_sent;
         attempt.bytes_received = datagrams.bytes_received;

@@ -35,6 +35,8 @@ pub fn begin(path: &Path, source: Source) -> Result<StoreSink, CliError> {
     let mut environment =
         tlslab_engine::environment::capture(env!("CARGO_PKG_VERSION"), env!("TLSLAB_COMMIT"));
     environment.network = "capture".into();
+    // A capture's times are the packets'; no client of tlslab's ran.
+    environment.wire_clock = None;
     sink.begin(&RunInfo {
         source,
         experiment: None,

@@ -407,6 +407,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
             "response_first_flight_bytes",
             "response_later_datagrams",
             "response_later_bytes",
+            "wire_clock",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
@@ -433,7 +434,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
         &results,
         "SELECT count(*) FROM configs WHERE rtt_ns IS NULL",
     );
-    assert_eq!((version, loopback), (14, 4));
+    assert_eq!((version, loopback), (15, 4));
     // Schema 13's scans table is there, empty.
     assert_eq!(count(&results, "SELECT count(*) FROM scans"), 0);
     // Schema 14's server_accepted is there, empty for the old samples.
@@ -493,6 +494,7 @@ fn a_schema_6_store_is_upgraded_when_opened() {
             "address_family",
             "client_certificate",
             "server_software",
+            "wire_clock",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
@@ -503,7 +505,7 @@ fn a_schema_6_store_is_upgraded_when_opened() {
     let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
     assert!(export.contains("latency"), "{export}");
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 14);
+    assert_eq!(version, 15);
     let closed = count(
         &results,
         "SELECT count(*) FROM configs WHERE arrival_rate IS NULL",
@@ -529,6 +531,7 @@ fn a_schema_7_store_is_upgraded_when_opened() {
             "address_family",
             "client_certificate",
             "server_software",
+            "wire_clock",
         ] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
@@ -548,7 +551,7 @@ fn a_schema_7_store_is_upgraded_when_opened() {
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 14);
+    assert_eq!(version, 15);
     let unresolved = count(
         &results,
         "SELECT count(*) FROM samples WHERE dns IS NULL AND resolved IS NULL AND address_family IS NULL",
@@ -564,7 +567,7 @@ fn a_schema_8_store_is_upgraded_when_opened() {
         // What tlslab wrote before mutual TLS with the lab server: no client_certificate on
         // samples, no mtls or client_cert_profile on configs, version 8.
         let connection = rusqlite::Connection::open(&results).unwrap();
-        for column in ["client_certificate", "server_software"] {
+        for column in ["client_certificate", "server_software", "wire_clock"] {
             connection
                 .execute_batch(&format!("ALTER TABLE samples DROP COLUMN {column}"))
                 .unwrap();
@@ -583,7 +586,7 @@ fn a_schema_8_store_is_upgraded_when_opened() {
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 14);
+    assert_eq!(version, 15);
     let without = count(
         &results,
         "SELECT count(*) FROM configs WHERE mtls = 0 AND client_cert_profile IS NULL",
@@ -625,7 +628,7 @@ fn a_schema_9_store_gains_the_links_columns_empty() {
         html.to_str().unwrap(),
     ]);
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 14);
+    assert_eq!(version, 15);
     let trials = count(&results, "SELECT count(*) FROM trials");
     let empty = count(
         &results,
@@ -676,7 +679,7 @@ fn a_schema_10_store_is_upgraded_when_opened() {
     ] {
         assert!(header.contains(&column), "{column} not in {header:?}");
     }
-    assert_eq!(value::<i64>(&results, "PRAGMA user_version"), 14);
+    assert_eq!(value::<i64>(&results, "PRAGMA user_version"), 15);
     let unsigned = count(
         &results,
         "SELECT count(*) FROM samples WHERE client_signing IS NULL AND client_certificate_bytes IS NULL",
