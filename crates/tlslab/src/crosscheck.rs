@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use tlslab_capture::crosscheck::{cross_check, RunSample};
+use tlslab_capture::crosscheck::{cross_check, Agreement, RunSample};
 use tlslab_store::Store;
 
 use crate::failure::CliError;
@@ -13,8 +13,9 @@ use crate::output;
 pub fn print(store: &Store, capture: &Path) -> Result<(), CliError> {
     let run = store.run()?;
     let start = run.started_at_unix_ns.max(0) as u64;
-    let samples: Vec<RunSample> = store
-        .timelines()?
+    let timelines = store.timelines()?;
+    let clocks = clock_counts(timelines.iter().map(|stored| stored.wire_clock.as_deref()));
+    let samples: Vec<RunSample> = timelines
         .into_iter()
         .filter_map(|stored| {
             Some(RunSample {
@@ -46,13 +47,23 @@ pub fn print(store: &Store, capture: &Path) -> Result<(), CliError> {
             ""
         }
     );
-    if !check.events.is_empty() {
+    if !clocks.is_empty() {
+        out.push_str(&format!("  the run's wire events timed by: {clocks}\n"));
+    }
+    // `start` is no wire event: the attempt starts before its socket exists, and the
+    // capture's start is the SYN. The gap between them is the client's own work, not a
+    // disagreement of clocks, so it is said apart from the table.
+    let (starts, events): (Vec<&Agreement>, Vec<&Agreement>) = check
+        .events
+        .iter()
+        .partition(|agreement| agreement.event == tlslab_core::Event::Start);
+    if !events.is_empty() {
         out.push_str(&format!(
             "  {:<24} {:>8} {:>16} {:>14} {:>20}\n",
             "event", "matched", "median |Δ| µs", "p99 |Δ| µs", "median run − wire µs"
         ));
     }
-    for agreement in &check.events {
+    for agreement in events {
         out.push_str(&format!(
             "  {:<24} {:>8} {:>16.1} {:>14.1} {:>20.1}\n",
             agreement.event.name(),
@@ -62,5 +73,56 @@ pub fn print(store: &Store, capture: &Path) -> Result<(), CliError> {
             agreement.median_signed_ns / 1e3
         ));
     }
+    for start in starts {
+        out.push_str(&format!(
+            "  start precedes its SYN by {:.1} µs (median; p99 {:.1}): the socket's creation and \
+             the connect call, before any packet\n",
+            -start.median_signed_ns / 1e3,
+            start.p99_ns / 1e3
+        ));
+    }
     output::print_fitted(&out)
+}
+
+/// How many samples each clock timed, in words: `the kernel's socket timestamps 1000 ·
+/// mixed 2`; empty when no sample says (a store written before schema 14).
+fn clock_counts<'a>(clocks: impl Iterator<Item = Option<&'a str>>) -> String {
+    let mut counts = [0usize; 3];
+    for clock in clocks.flatten() {
+        if let Some(clock) = tlslab_core::WireClock::parse(clock) {
+            counts[tlslab_core::WireClock::ALL
+                .iter()
+                .position(|known| *known == clock)
+                .unwrap_or(0)] += 1;
+        }
+    }
+    tlslab_core::WireClock::ALL
+        .iter()
+        .zip(counts)
+        .filter(|(_, count)| *count > 0)
+        .map(|(clock, count)| {
+            let name = match clock {
+                tlslab_core::WireClock::Kernel => "the kernel's socket timestamps",
+                tlslab_core::WireClock::User => "the user-space clock",
+                tlslab_core::WireClock::Mixed => "both (the kernel had no stamp for some)",
+            };
+            format!("{name} in {count}")
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_counts_name_each_clock_that_timed_a_sample() {
+        let clocks = [Some("kernel"), Some("kernel"), Some("mixed"), None];
+        assert_eq!(
+            clock_counts(clocks.into_iter()),
+            "the kernel's socket timestamps in 2 · both (the kernel had no stamp for some) in 1"
+        );
+        assert_eq!(clock_counts([None, None].into_iter()), "");
+    }
 }
