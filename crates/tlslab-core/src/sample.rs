@@ -507,8 +507,8 @@ impl fmt::Display for EchStatus {
 
 /// Which clock timed an attempt's wire events: `tcp_connected`, `client_hello_sent`,
 /// `server_hello_received`, `server_flight_received`, `client_finished_sent`, the
-/// `handshake_done` that a message crossing the socket ends, and `first_byte` /
-/// `response_done` (measurement rule 12, docs/architecture.md "Wire times").
+/// `handshake_done` that a message crossing the socket ends, `server_accepted`, and
+/// `first_byte` / `response_done` (measurement rule 12, docs/architecture.md "Wire times").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WireClock {

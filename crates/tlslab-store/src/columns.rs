@@ -446,7 +446,7 @@ pub fn sample_columns() -> impl Iterator<Item = (&'static str, &'static str, Fil
 /// SQLite's records store a column's type in a header that lists every column up to the
 /// last one a row fills (the bundled SQLite omits trailing NULLs, `SQLITE_ENABLE_NULL_TRIM`
 /// in `.cargo/config.toml`), and a read decodes that header up to the column it wants. A
-/// load run's request, stored with these first, has a header of 25 columns instead of 82:
+/// load run's request, stored with these first, has a header of 25 columns instead of 88:
 /// shorter rows to write, and fewer header entries to decode for every value read back.
 const STORED_FIRST: &[&str] = &[
     "round",
