@@ -349,7 +349,7 @@ fn the_tcp_vs_quic_example_credits_quic_with_http3_on_the_tables_metric() {
     let dir = scratch("verdicts-quic");
     let Finished { db, summary, .. } = Run::new(&dir, "transports")
         .arg(example("tcp-vs-quic.toml"))
-        .args("-n 6 --warmup 1")
+        .args("-n 8 --warmup 3")
         .succeeds();
     // The table shows what the verdict compares: the time to the response's first byte.
     assert_eq!(table(&summary).0, "ttfb", "{summary}");
