@@ -65,7 +65,7 @@ pub(crate) fn kruskal_wallis_sorted(sorted_groups: &[&[f64]]) -> KruskalWallis {
     KruskalWallis {
         h,
         df,
-        p_value: distribution::chi_squared_upper_tail(h, df as f64),
+        p_value: distribution::chi_squared_upper_tail(h, df),
     }
 }
 
