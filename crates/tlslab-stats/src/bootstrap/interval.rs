@@ -1,6 +1,7 @@
 //! From replicates to intervals: percentile, BCa, and the jackknife acceleration of BCa.
 
 use crate::descriptive::middle_value;
+// Both closed forms, bounded (the table in distribution.rs).
 use crate::distribution::{normal_cdf, normal_quantile};
 use crate::quantile::quantile;
 
