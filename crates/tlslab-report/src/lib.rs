@@ -48,7 +48,7 @@ pub use data::{distinguishing_words, ConfigData, ReportData};
 pub use html::{escape, render_html, render_scan_report_html};
 pub use markdown::{render_markdown, render_scan_report_markdown};
 pub use metric::Metric;
-pub use samples::{parse_samples, SampleFileError};
+pub use samples::{parse_samples, read_samples, SampleFileError};
 pub use summary::{ConfigSummary, Distribution, Gain, RunSummary};
 pub use text::{
     duration, quiet_warnings, render_details_of_each, render_text, result_line, TextOptions,

@@ -27,6 +27,16 @@ pub fn parse_samples(
     column: Option<&str>,
     name: &str,
 ) -> Result<Vec<f64>, SampleFileError> {
+    read_samples(bytes, column, name)
+}
+
+/// [`parse_samples`] from a reader, so that a file of ten million values is never held
+/// whole besides its values (issue 31: `compare` reads its files this way).
+pub fn read_samples(
+    reader: impl std::io::Read,
+    column: Option<&str>,
+    name: &str,
+) -> Result<Vec<f64>, SampleFileError> {
     let name = Escaped(name);
     let listed = |fields: &csv::StringRecord| {
         fields
@@ -45,7 +55,7 @@ pub fn parse_samples(
         .has_headers(column.is_some())
         .flexible(true)
         .trim(csv::Trim::All)
-        .from_reader(bytes);
+        .from_reader(reader);
     let (index, measured) = match column {
         Some(wanted) => {
             let names = reader

@@ -1,7 +1,8 @@
-//! Times a full comparison of two samples of 1,000,000 handshake durations each, bootstrap
-//! included, and prints the seconds (recorded in docs/benchmarks.md).
+//! Times a full comparison of two samples of 1,000,000 handshake durations each (or the count
+//! given as the argument), bootstrap included, and prints the seconds (recorded in
+//! docs/benchmarks.md).
 //!
-//! Run with `cargo run --release -p tlslab-stats --example large_compare`.
+//! Run with `cargo run --release -p tlslab-stats --example large_compare [COUNT]`.
 
 use std::time::Instant;
 
@@ -25,7 +26,10 @@ fn durations(count: usize, seed: u64, scale: f64) -> Vec<f64> {
 }
 
 fn main() {
-    let count = 1_000_000;
+    let count = std::env::args()
+        .nth(1)
+        .and_then(|count| count.parse().ok())
+        .unwrap_or(1_000_000);
     let baseline = durations(count, 1, 2.0);
     let other = durations(count, 2, 2.1);
 

@@ -54,6 +54,8 @@ impl Summary {
         let mean_ci = if n < 2 {
             (f64::NAN, f64::NAN)
         } else {
+            // Bounded at any n (issue 31: statrs' quantile looped from n ≈ 1.44·10⁷ on; see
+            // the table in distribution.rs).
             let half_width =
                 distribution::student_t_quantile(0.975, (n - 1) as f64) * sd / (n as f64).sqrt();
             (mean - half_width, mean + half_width)

@@ -100,6 +100,8 @@ pub fn hedges_correction(n_first: usize, n_second: usize) -> f64 {
 }
 
 /// The exact Hedges correction factor J (through log-gamma, so it holds for millions of values).
+/// statrs' `ln_gamma` is a Lanczos approximation, closed form: no loop (issue 31). The
+/// difference of two log-gammas of size ν ln ν keeps about 1e-8 relative at ν = 2·10⁷.
 pub fn hedges_correction_exact(n_first: usize, n_second: usize) -> f64 {
     let freedom = (n_first + n_second) as f64 - 2.0;
     (ln_gamma(freedom / 2.0) - ln_gamma((freedom - 1.0) / 2.0)).exp() / (freedom / 2.0).sqrt()

@@ -234,6 +234,7 @@ fn asymptotic_test(
         numerator -= 0.5;
     }
     let z = numerator / standard_deviation;
+    // Cody's normal tail: closed form, bounded (distribution.rs).
     let p_value = (factor * distribution::normal_upper_tail(z)).clamp(0.0, 1.0);
     Asymptotic {
         standard_deviation,

@@ -9,6 +9,7 @@
 //! count is divided by it (Lehmann, Nonparametrics, 2.4). A planning figure, not a promise:
 //! heavy tails need more.
 
+// statrs' closed-form inverse error function: bounded (the table in distribution.rs).
 use crate::distribution::normal_quantile;
 
 /// Handshakes per group to detect a relative difference `relative` (0.02 for 2%) between two

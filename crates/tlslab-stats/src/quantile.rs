@@ -54,6 +54,11 @@ fn interpolate(lower: f64, upper: f64, fraction: f64) -> f64 {
 /// assert!(tlslab_stats::quantile::quantile_interval(&sorted[..100], 0.99, 0.95).is_none());
 /// ```
 pub fn quantile_interval(sorted: &[f64], q: f64, confidence: f64) -> Option<(f64, f64)> {
+    // Bounded (issue 31): statrs' binomial cdf is its incomplete beta function, a continued
+    // fraction cut at 140 terms, and each walk below moves one rank per step and stops at 1
+    // or n; in practice it takes about 2·1.96·√(nq(1 − q)) steps (1,234 for p99 of ten
+    // million values, 12,334 for a billion; the intervals checked against the normal
+    // approximation of the binomial up to a billion values).
     use statrs::distribution::{Binomial, DiscreteCDF};
     let count = sorted.len();
     if count == 0 || !(0.0..1.0).contains(&q) || q <= 0.0 || !(0.0..1.0).contains(&confidence) {

@@ -9,6 +9,7 @@
 
 use serde::Serialize;
 
+// Cody's normal tail: closed form, bounded (the table in distribution.rs).
 use crate::distribution::normal_cdf;
 use crate::rank::pooled_ranks;
 use crate::StatsError;

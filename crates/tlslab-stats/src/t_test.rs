@@ -69,6 +69,8 @@ pub fn student_t_test(first: &[f64], second: &[f64], confidence: f64) -> Result<
 
 fn finish(mean_difference: f64, standard_error: f64, df: f64, confidence: f64) -> TTest {
     let t = mean_difference / standard_error;
+    // Both bounded at any df (issue 31: statrs' quantile looped forever from df ≈ 1.44·10⁷,
+    // two samples of 7.2 million values; see the table in distribution.rs).
     let critical = distribution::student_t_quantile((1.0 + confidence) / 2.0, df);
     let half_width = critical * standard_error;
     TTest {

@@ -172,6 +172,81 @@ fn compare_of_two_sample_files_matches_scipy() {
     );
 }
 
+/// Two files of 8 million values each made `compare` hang on main (issue 31): Welch's
+/// t-interval needs Student's t quantile at df ≈ 1.6·10⁷, and statrs' `inv_beta_reg`, which
+/// computed it, loops forever from df ≈ 1.44·10⁷ on. Equal spreads and sizes make Welch's df
+/// exactly 2(n − 1) = 15,999,998. The command runs as a child with a deadline, so a hang
+/// fails the test instead of stalling the suite; the deadline is no timing claim (a debug
+/// build takes a minute or two where the release build takes seconds, see
+/// `bench/compare-large.sh`).
+#[test]
+fn compare_of_two_files_of_eight_million_values_finishes() {
+    let dir = scratch("compare-eight-million");
+    let count = 8_000_000;
+    // Milliseconds on a 1 µs grid, one thousand distinct values, the other file 0.1 ms slower.
+    let write = |name: &str, offset: u32| {
+        let mut body = String::with_capacity(count * 6);
+        for index in 0..count {
+            let micros = 2_000 + offset + (index as u64 * 7_919 % 1_000) as u32;
+            body.push_str(&format!("{}.{:03}\n", micros / 1_000, micros % 1_000));
+        }
+        let path = dir.join(name);
+        std::fs::write(&path, body).unwrap();
+        path
+    };
+    let baseline = write("baseline.txt", 0);
+    let other = write("other.txt", 100);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .args(["compare", "--json", "--resamples", "99"])
+        .arg(&baseline)
+        .arg(&other)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the tlslab binary runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(900);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("tlslab compare of two files of {count} values did not finish in 15 minutes");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let output = child.wait_with_output().unwrap();
+    let set: Value = serde_json::from_str(&assert_success(&output)).unwrap();
+    let comparison = &set["comparisons"][0];
+    assert_eq!(comparison["n_baseline"], count);
+    assert_eq!(
+        comparison["welch_df"].as_f64().unwrap().round(),
+        15_999_998.0
+    );
+    let difference = comparison["diff_mean"].as_f64().unwrap();
+    assert!((difference - 0.1).abs() < 1e-9, "{comparison}");
+    let [low, high] = [0, 1].map(|end| comparison["diff_mean_ci"][end].as_f64().unwrap());
+    assert!(low < difference && difference < high, "{comparison}");
+    assert!(comparison["verdict"]
+        .as_str()
+        .unwrap()
+        .contains("times slower"));
+}
+
+/// A file that is not a sample file must cost bounded memory: `/dev/zero` is endless and has
+/// no line break. On main `compare` read it whole and grew until memory ran out; now it
+/// streams the file and stops at a line longer than 1 MiB. Run under a 1 GB address-space
+/// limit, so a regression aborts the child instead of exhausting the machine.
+#[test]
+fn compare_of_an_endless_file_stops_with_an_error() {
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1000000 && exec \"$0\" compare /dev/zero /dev/zero")
+        .arg(env!("CARGO_BIN_EXE_tlslab"))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("sh runs");
+    assert_user_error(&output, 2, "longer than 1 MiB");
+}
+
 #[test]
 fn until_ci_stops_configs_early_and_says_why() {
     let dir = scratch("until-ci");

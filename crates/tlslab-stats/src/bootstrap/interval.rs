@@ -1,6 +1,7 @@
 //! From replicates to intervals: percentile, BCa, and the jackknife acceleration of BCa.
 
 use crate::descriptive::middle_value;
+// Both closed forms, bounded (the table in distribution.rs).
 use crate::distribution::{normal_cdf, normal_quantile};
 use crate::quantile::quantile;
 
@@ -83,17 +84,33 @@ pub fn bca_interval(
 /// â = Σⱼ Σᵢ Uⱼᵢ³/nⱼ³ / (6 (Σⱼ Σᵢ Uⱼᵢ²/nⱼ²)^{3/2}). A sample of one value has no jackknife and
 /// is skipped; no spread at all gives 0.
 pub fn jackknife_acceleration(changes_per_sample: &[&[f64]]) -> f64 {
+    let lookups: Vec<_> = changes_per_sample
+        .iter()
+        .map(|changes| move |index: usize| changes[index])
+        .collect();
+    let samples: Vec<(usize, &dyn Fn(usize) -> f64)> = changes_per_sample
+        .iter()
+        .zip(&lookups)
+        .map(|(changes, lookup)| (changes.len(), lookup as &dyn Fn(usize) -> f64))
+        .collect();
+    acceleration_of(&samples)
+}
+
+/// [`jackknife_acceleration`] with each sample's changes given as a count and a function of
+/// the index, so that ten million changes need not be stored. Same sums in the same order,
+/// so the same result to the last bit.
+pub(crate) fn acceleration_of(samples: &[(usize, &dyn Fn(usize) -> f64)]) -> f64 {
     let mut numerator = 0.0;
     let mut denominator = 0.0;
-    for changes in changes_per_sample {
-        if changes.len() < 2 {
+    for &(length, change) in samples {
+        if length < 2 {
             continue;
         }
-        let count = changes.len() as f64;
-        let average = changes.iter().sum::<f64>() / count;
+        let count = length as f64;
+        let average = (0..length).map(change).sum::<f64>() / count;
         let (mut cubes, mut squares) = (0.0, 0.0);
-        for change in changes.iter() {
-            let u = (count - 1.0) * (average - change);
+        for index in 0..length {
+            let u = (count - 1.0) * (average - change(index));
             squares += u * u;
             cubes += u * u * u;
         }
@@ -106,40 +123,31 @@ pub fn jackknife_acceleration(changes_per_sample: &[&[f64]]) -> f64 {
     numerator / (6.0 * denominator.powf(1.5))
 }
 
-/// mean(sample without value i) − mean(sample) = (mean − xᵢ)/(n − 1), for each i.
-pub(super) fn mean_jackknife(sorted: &[f64], mean: f64) -> Vec<f64> {
-    if sorted.len() < 2 {
-        return Vec::new();
-    }
-    let others = (sorted.len() - 1) as f64;
-    sorted.iter().map(|value| (mean - value) / others).collect()
+/// mean(sample without value i) − mean(sample) = (mean − xᵢ)/(n − 1), for a sample of at
+/// least two values.
+#[inline]
+pub(super) fn mean_jackknife_change(sorted: &[f64], mean: f64, left_out: usize) -> f64 {
+    (mean - sorted[left_out]) / (sorted.len() - 1) as f64
 }
 
-/// median(sample without value i) − median(sample), for each i, in O(1) each: leaving out one
-/// value of a sorted sample only shifts the positions above it by one.
-pub(super) fn median_jackknife(sorted: &[f64], median: f64) -> Vec<f64> {
-    let count = sorted.len();
-    if count < 2 {
-        return Vec::new();
-    }
-    let remaining = count - 1;
-    (0..count)
-        .map(|left_out| {
-            let at = |rank: usize| {
-                if rank < left_out {
-                    sorted[rank]
-                } else {
-                    sorted[rank + 1]
-                }
-            };
-            let leave_one_out = if remaining % 2 == 1 {
-                at(remaining / 2)
-            } else {
-                middle_value(at(remaining / 2 - 1), at(remaining / 2))
-            };
-            leave_one_out - median
-        })
-        .collect()
+/// median(sample without value i) − median(sample), in O(1), for a sorted sample of at least
+/// two values: leaving out one value only shifts the positions above it by one.
+#[inline]
+pub(super) fn median_jackknife_change(sorted: &[f64], median: f64, left_out: usize) -> f64 {
+    let remaining = sorted.len() - 1;
+    let at = |rank: usize| {
+        if rank < left_out {
+            sorted[rank]
+        } else {
+            sorted[rank + 1]
+        }
+    };
+    let leave_one_out = if remaining % 2 == 1 {
+        at(remaining / 2)
+    } else {
+        middle_value(at(remaining / 2 - 1), at(remaining / 2))
+    };
+    leave_one_out - median
 }
 
 #[cfg(test)]
@@ -151,11 +159,13 @@ mod tests {
     fn median_jackknife_matches_recomputation() {
         let sorted = [1.0, 2.0, 2.0, 5.0, 9.0, 10.0];
         let full = median(&sorted);
-        let changes = median_jackknife(&sorted, full);
-        for (index, change) in changes.iter().enumerate() {
+        for index in 0..sorted.len() {
             let mut rest = sorted.to_vec();
             rest.remove(index);
-            assert_eq!(*change, median(&rest) - full);
+            assert_eq!(
+                median_jackknife_change(&sorted, full, index),
+                median(&rest) - full
+            );
         }
     }
 

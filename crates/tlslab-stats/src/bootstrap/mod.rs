@@ -219,21 +219,24 @@ pub(crate) fn resample_sorted(
     }
 }
 
-/// Everything the bootstrap needs from one sample: its statistics, their replicates and their
-/// leave-one-out changes (for the BCa acceleration).
-pub(crate) struct SampleBootstrap {
+/// Everything the bootstrap needs from one sample: the sorted sample, its statistics and
+/// their replicates. The leave-one-out changes of the BCa acceleration are computed from the
+/// sorted sample when needed, in O(1) each, rather than kept: two vectors of n values each
+/// would double the memory of a comparison of ten million values (issue 31).
+pub(crate) struct SampleBootstrap<'a> {
+    pub sorted: &'a [f64],
     pub mean: f64,
     pub median: f64,
     pub replicates: Replicates,
-    /// mean(sample without value i) − mean(sample), for each i.
-    pub mean_jackknife: Vec<f64>,
-    /// median(sample without value i) − median(sample), for each i.
-    pub median_jackknife: Vec<f64>,
 }
 
-impl SampleBootstrap {
+impl<'a> SampleBootstrap<'a> {
     /// `stream` tells apart the samples of one analysis, so they get independent generators.
-    pub(crate) fn new(sorted: &[f64], options: &BootstrapOptions, stream: u64) -> SampleBootstrap {
+    pub(crate) fn new(
+        sorted: &'a [f64],
+        options: &BootstrapOptions,
+        stream: u64,
+    ) -> SampleBootstrap<'a> {
         let sample_mean = mean(sorted);
         let sample_median = median_of_sorted(sorted);
         let replicates = resample_sorted(
@@ -243,22 +246,34 @@ impl SampleBootstrap {
             options.method,
         );
         SampleBootstrap {
+            sorted,
             mean: sample_mean,
             median: sample_median,
             replicates,
-            mean_jackknife: interval::mean_jackknife(sorted, sample_mean),
-            median_jackknife: interval::median_jackknife(sorted, sample_median),
         }
     }
 
-    fn parts(&self, statistic: Statistic) -> (f64, &[f64], &[f64]) {
+    fn value(&self, statistic: Statistic) -> f64 {
         match statistic {
-            Statistic::Mean => (self.mean, &self.replicates.means, &self.mean_jackknife),
-            Statistic::Median => (
-                self.median,
-                &self.replicates.medians,
-                &self.median_jackknife,
-            ),
+            Statistic::Mean => self.mean,
+            Statistic::Median => self.median,
+        }
+    }
+
+    fn replicates(&self, statistic: Statistic) -> &[f64] {
+        match statistic {
+            Statistic::Mean => &self.replicates.means,
+            Statistic::Median => &self.replicates.medians,
+        }
+    }
+
+    /// statistic(sample without value `left_out`) − statistic(sample).
+    fn jackknife_change(&self, statistic: Statistic, left_out: usize) -> f64 {
+        match statistic {
+            Statistic::Mean => interval::mean_jackknife_change(self.sorted, self.mean, left_out),
+            Statistic::Median => {
+                interval::median_jackknife_change(self.sorted, self.median, left_out)
+            }
         }
     }
 }
@@ -271,31 +286,35 @@ pub(crate) fn contrast_intervals(
     contrast: Contrast,
     confidence: f64,
 ) -> BootstrapResult {
-    let (first_value, first_replicates, first_jackknife) = first.parts(statistic);
-    let (second_value, second_replicates, second_jackknife) = second.parts(statistic);
+    let first_value = first.value(statistic);
+    let second_value = second.value(statistic);
     let estimate = contrast.apply(first_value, second_value);
-    let mut replicates: Vec<f64> = first_replicates
+    let mut replicates: Vec<f64> = first
+        .replicates(statistic)
         .iter()
-        .zip(second_replicates)
+        .zip(second.replicates(statistic))
         .map(|(&a, &b)| contrast.apply(a, b))
         .collect();
     // Changes of the contrast when one value of either sample is left out, written so that the
     // contrast's own rounding does not drown the small jackknife changes.
-    let first_changes: Vec<f64> = first_jackknife
-        .iter()
-        .map(|&change| match contrast {
+    let first_change = |index: usize| {
+        let change = first.jackknife_change(statistic, index);
+        match contrast {
             Contrast::Difference => change,
             Contrast::Ratio => change / second_value,
-        })
-        .collect();
-    let second_changes: Vec<f64> = second_jackknife
-        .iter()
-        .map(|&change| match contrast {
+        }
+    };
+    let second_change = |index: usize| {
+        let change = second.jackknife_change(statistic, index);
+        match contrast {
             Contrast::Difference => -change,
             Contrast::Ratio => -first_value * change / (second_value * (second_value + change)),
-        })
-        .collect();
-    let acceleration = jackknife_acceleration(&[&first_changes, &second_changes]);
+        }
+    };
+    let acceleration = interval::acceleration_of(&[
+        (jackknife_length(first.sorted), &first_change),
+        (jackknife_length(second.sorted), &second_change),
+    ]);
     sort_replicates(&mut replicates);
     let percentile = percentile_interval(&replicates, confidence);
     let bca = bca_interval(estimate, &replicates, acceleration, confidence);
@@ -305,6 +324,15 @@ pub(crate) fn contrast_intervals(
         bca: bca.interval,
         bias_correction: bca.bias_correction,
         acceleration,
+    }
+}
+
+/// How many leave-one-out changes a sample has: none for a single value.
+fn jackknife_length(sorted: &[f64]) -> usize {
+    if sorted.len() < 2 {
+        0
+    } else {
+        sorted.len()
     }
 }
 
