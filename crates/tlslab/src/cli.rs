@@ -179,8 +179,8 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',', value_name = "RATE")]
     #[arg(help_heading = "Load shape")]
     pub arrival_rate: Option<Vec<String>>,
-    /// How an open loop spaces its arrivals: uniform (exactly 1/rate apart, the default) or
-    /// poisson (exponential gaps of that mean, drawn from the run's seed).
+    /// How an open loop spaces its arrivals: uniform (exactly 1/rate apart) or poisson
+    /// (exponential gaps of that mean, drawn from the run's seed).
     #[arg(long, value_name = "PROCESS")]
     #[arg(help_heading = "Load shape")]
     pub arrivals: Option<String>,
@@ -237,7 +237,7 @@ pub struct RunArgs {
     #[arg(help_heading = "Sessions")]
     pub mtls: Option<Vec<String>>,
     /// The key type of the lab client certificate --mtls on presents, a certificate profile
-    /// as for --cert [default: ecdsa-p256].
+    /// as for --cert.
     #[arg(long, value_name = "PROFILE")]
     #[arg(help_heading = "Sessions")]
     pub client_cert_profile: Option<String>,
@@ -271,7 +271,7 @@ pub struct RunArgs {
     #[arg(long)]
     #[arg(help_heading = "Transport and HTTP")]
     pub page: Option<String>,
-    /// The port of a target's plain HTTP, for --scheme http (default 80).
+    /// The port of a target's plain HTTP, for --scheme http.
     #[arg(long)]
     #[arg(help_heading = "Transport and HTTP")]
     pub plain_port: Option<u16>,
@@ -302,7 +302,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "BASE64")]
     #[arg(help_heading = "Encrypted ClientHello")]
     pub ech_config: Option<String>,
-    /// The public name in the lab server's ECH configuration (default public.tlslab.test).
+    /// The public name in the lab server's ECH configuration.
     #[arg(long, value_name = "NAME")]
     #[arg(help_heading = "Encrypted ClientHello")]
     pub ech_public_name: Option<String>,
@@ -315,7 +315,7 @@ pub struct RunArgs {
     #[arg(long)]
     #[arg(help_heading = "Sessions")]
     pub replay: bool,
-    /// How to close after the handshake: reset (RST, default) or graceful.
+    /// How to close after the handshake: reset (RST) or graceful (FIN).
     #[arg(long)]
     #[arg(help_heading = "Transport and HTTP")]
     pub close: Option<String>,
@@ -332,13 +332,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "HOST:PORT:ADDRESS")]
     #[arg(help_heading = "Target (an external server instead of the lab server)")]
     pub resolve: Option<Vec<String>>,
-    /// When the target's name is resolved: once (before the run, default) or per-attempt
+    /// When the target's name is resolved: once (before the run) or per-attempt
     /// (before each attempt, timed as the dns phase; the lab server is looked up as
     /// localhost).
     #[arg(long, value_name = "once|per-attempt")]
     #[arg(help_heading = "Target (an external server instead of the lab server)")]
     pub dns: Option<String>,
-    /// PEM file of trusted roots for --target (default: the system roots).
+    /// PEM file of trusted roots for --target.
     #[arg(long)]
     #[arg(help_heading = "Target (an external server instead of the lab server)")]
     pub ca: Option<PathBuf>,

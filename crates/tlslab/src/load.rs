@@ -61,20 +61,24 @@ fn parse_url(text: &str) -> Result<Url, CliError> {
     })
 }
 
-/// A load tester's defaults: HTTP/1.1, and keep-alive (one connection per agent, TCP for
-/// HTTP/1.1 and HTTP/2, QUIC for HTTP/3) unless pages are loaded.
-fn base(args: &LoadArgs) -> Experiment {
-    // Page mode opens its own connections.
-    let keep_alive = args.run.page.is_none();
+/// A load tester's defaults: HTTP/1.1 with keep-alive (one connection per agent, TCP for
+/// HTTP/1.1 and HTTP/2, QUIC for HTTP/3); `tlslab load --help` says them.
+pub fn defaults() -> Experiment {
     Experiment {
         http: vec![Http::Http11],
-        keep_alive: vec![if keep_alive {
-            KeepAlive::On
-        } else {
-            KeepAlive::Off
-        }],
+        keep_alive: vec![KeepAlive::On],
         ..Experiment::default()
     }
+}
+
+/// [`defaults`], without keep-alive when pages are loaded: page mode opens its own
+/// connections.
+fn base(args: &LoadArgs) -> Experiment {
+    let mut base = defaults();
+    if args.run.page.is_some() {
+        base.keep_alive = vec![KeepAlive::Off];
+    }
+    base
 }
 
 pub fn load(args: &LoadArgs) -> Result<i32, CliError> {

@@ -8,6 +8,7 @@ mod crosscheck;
 mod export;
 mod failure;
 mod files;
+mod help;
 mod load;
 mod manual;
 mod output;
@@ -20,7 +21,7 @@ mod scan;
 mod scan_cost;
 mod serve;
 
-use clap::{CommandFactory, FromArgMatches};
+use clap::FromArgMatches;
 
 /// mimalloc instead of glibc's allocator: a Sample is allocated where a handshake is read and
 /// freed on the results writer's thread, a pattern glibc's per-thread arenas handle slowly
@@ -49,7 +50,7 @@ fn long_version() -> String {
 }
 
 fn main() {
-    let mut command = Cli::command();
+    let mut command = help::command();
     // Only --version needs the libraries' versions.
     if std::env::args().any(|argument| argument == "--version") {
         command = command.long_version(long_version());
@@ -64,8 +65,9 @@ fn main() {
             let _ = error.print();
             std::process::exit(0);
         }
-        Err(error) => {
+        Err(mut error) => {
             // clap's own message ("error: ..." with a usage line), then our hint.
+            help::better_tip(&mut error, &std::env::args().collect::<Vec<_>>());
             let _ = error.print();
             output::note(
                 "hint: `tlslab help` lists the commands, `tlslab <command> --help` its options",
