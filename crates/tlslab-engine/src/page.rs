@@ -176,10 +176,17 @@ where
 {
     let resources: VecDeque<String> = page.resources().map(|size| format!("/r/{size}")).collect();
     let mut tally = Tally::default();
+    // What every connection read after its handshake: the page's bytes on the wire.
+    let mut wires: Vec<Arc<Wire>> = Vec::new();
+    let mut piped = |channel: C| {
+        let (stream, wire) = pipe(channel);
+        wires.push(wire);
+        stream
+    };
     let document = match origin.http {
         Http::Http2 => {
             let (sender, connection) =
-                http2::handshake(TokioExecutor::new(), TokioIo::new(pipe(first).0))
+                http2::handshake(TokioExecutor::new(), TokioIo::new(piped(first)))
                     .await
                     .map_err(http_failure)?;
             tokio::spawn(connection);
@@ -214,7 +221,7 @@ where
             document
         }
         _ => {
-            let (mut sender, connection) = http1::handshake(TokioIo::new(pipe(first).0))
+            let (mut sender, connection) = http1::handshake(TokioIo::new(piped(first)))
                 .await
                 .map_err(http_failure)?;
             tokio::spawn(connection);
@@ -267,7 +274,7 @@ where
                 (0..more).map(|_| (origin.open)()).collect();
             while let Some(opened) = opening.next().await {
                 let channel = opened?;
-                let (sender, connection) = http1::handshake(TokioIo::new(pipe(channel).0))
+                let (sender, connection) = http1::handshake(TokioIo::new(piped(channel)))
                     .await
                     .map_err(http_failure)?;
                 tokio::spawn(connection);
@@ -284,6 +291,12 @@ where
         }
     };
     tally.add(&document);
+    // Counted on the attempt after its handshake's bytes, as a single connection's
+    // response is.
+    attempt.bytes_received += wires
+        .iter()
+        .map(|wire| wire.received.load(Ordering::Acquire))
+        .sum::<u64>();
     attempt.record_server(server_text(&document));
     attempt.mark(Event::ResponseDone);
     attempt.response = Some(Response {

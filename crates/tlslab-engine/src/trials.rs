@@ -576,11 +576,10 @@ impl<C: Connector> Block<C> {
         let wire_clock = attempt.wire_clock();
         // Everything read after the handshake belongs to the response (a QUIC connection
         // that closes at once also reads its close and tickets, so only a kept one reports
-        // them; page mode's many connections are not the attempt's: they report none).
+        // them; page mode adds what each of its connections read after its handshake).
         let response_wire_bytes = (attempt.response.is_some()
-            && (config.transport == tlslab_core::Transport::Tcp || config.keep_alive)
-            && config.page.is_none())
-        .then(|| attempt.bytes_received.saturating_sub(bytes_received));
+            && (config.transport == tlslab_core::Transport::Tcp || config.keep_alive))
+            .then(|| attempt.bytes_received.saturating_sub(bytes_received));
         Sample {
             config: config.index,
             trial: self.trial.index,

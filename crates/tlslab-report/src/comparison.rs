@@ -101,22 +101,39 @@ pub fn compare_store(
     let configs = store.configs()?;
     let baseline_index = match baseline {
         None => 0,
-        Some(label) => configs
-            .iter()
-            .position(|c| c.label == label)
-            .ok_or_else(|| {
-                StoreError::input(
-                    format!("no config is labelled '{}'", escape(label)),
-                    format!(
-                        "use one of: {}",
+        Some(label) => {
+            // The full label, or the name the summary shows it by.
+            let names = crate::Names::of_store(store)?;
+            let label = match configs.iter().any(|c| c.label == label) {
+                true => label,
+                false => names.label_of(label).unwrap_or(label),
+            };
+            configs
+                .iter()
+                .position(|c| c.label == label)
+                .ok_or_else(|| {
+                    let quoted = |name: &dyn Fn(&str) -> String| {
                         configs
                             .iter()
-                            .map(|c| format!("'{}'", escape(&c.label)))
+                            .map(|c| format!("'{}'", escape(&name(&c.label))))
                             .collect::<Vec<_>>()
                             .join(", ")
-                    ),
-                )
-            })?,
+                    };
+                    let shown = quoted(&|label| names.name(label));
+                    let full = quoted(&|label| label.to_string());
+                    StoreError::input(
+                        format!("no config is labelled '{}'", escape(label)),
+                        if shown == full {
+                            format!("use one of: {full}")
+                        } else {
+                            format!(
+                                "use one of the names the summary shows: {shown}; or a full \
+                                 label: {full}"
+                            )
+                        },
+                    )
+                })?
+        }
     };
     let groups = metric_groups(store, &configs, metric)?;
     compare_all(baseline_index, &groups, options).map_err(|error| {
@@ -199,22 +216,44 @@ pub(crate) fn p_value(p: f64) -> String {
 /// differs from the baseline, when it is a Config), details indented below it; labels and
 /// file names escaped for a terminal.
 pub fn render_comparisons(set: &Comparisons, unit: &str) -> String {
-    let set = &crate::terminal::comparisons(set);
-    let unit = tlslab_core::terminal::escape(unit);
+    render_named_comparisons(set, unit, &|label| label.to_string())
+}
+
+/// [`render_comparisons`] of a store's Configs, each by the name its summary shows (the
+/// words every Config shares said once, first).
+pub fn render_store_comparisons(set: &Comparisons, unit: &str, names: &crate::Names) -> String {
+    names.common_line() + &render_named_comparisons(set, unit, &|label| names.name(label))
+}
+
+/// [`render_comparisons`] with each Config named by `name`.
+pub(crate) fn render_named_comparisons(
+    set: &Comparisons,
+    unit: &str,
+    name: &dyn Fn(&str) -> String,
+) -> String {
+    // Names are looked up by the labels as stored, then escaped with the rest of the text.
+    let named = |label: &str| escape(&name(label)).into_owned();
+    let unit = escape(unit);
+    let escaped = crate::terminal::comparisons(set);
     let mut out = String::new();
-    let Some(first) = set.comparisons.first() else {
+    let Some(first) = escaped.comparisons.first() else {
         return out;
     };
-    let metric = &set.metric;
+    let metric = &escaped.metric;
     let _ = writeln!(
         out,
         "{metric}: each config against baseline '{}' (n = {}, median {:.4} {unit})",
-        set.baseline, first.comparison.n_baseline, first.comparison.median_baseline
+        named(&set.baseline),
+        first.comparison.n_baseline,
+        first.comparison.median_baseline
     );
-    for Compared {
-        comparison,
-        dimensions,
-    } in &set.comparisons
+    for (
+        Compared {
+            comparison,
+            dimensions,
+        },
+        stored,
+    ) in escaped.comparisons.iter().zip(&set.comparisons)
     {
         let differs = if dimensions.is_empty() {
             String::new()
@@ -224,7 +263,8 @@ pub fn render_comparisons(set: &Comparisons, unit: &str) -> String {
         let _ = writeln!(
             out,
             "  {}{differs}: {metric} {}",
-            comparison.other, comparison.verdict
+            named(&stored.comparison.other),
+            comparison.verdict
         );
         let method = match comparison.mann_whitney_method {
             PValueMethod::Exact => "exact",

@@ -62,6 +62,29 @@ pub(crate) const DIMENSIONS: &[Dimension] = &[
     ("target", |c| text(&c.target)),
 ];
 
+/// `--backend`: both libraries, which the flag sets together. A contrast that changes the
+/// client's and the server's library is named by it, as the run was asked for (`backend
+/// openssl vs rustls`), not as `client-backend+server-backend`. Its value is the library, or
+/// `client/server` when the two differ.
+const BACKEND: Dimension = ("backend", |c| {
+    match (&c.client_backend, &c.server_backend) {
+        (Some(client), Some(server)) if client != server => format!("{client}/{server}"),
+        (client, _) => text(client),
+    }
+});
+
+/// `names` with `client-backend` and `server-backend`, when both are there, as the one
+/// `backend` in the first one's place.
+fn with_backend(mut names: Vec<&'static str>) -> Vec<&'static str> {
+    let client = names.iter().position(|name| *name == "client-backend");
+    let server = names.iter().position(|name| *name == "server-backend");
+    if let (Some(client), Some(server)) = (client, server) {
+        names[client] = BACKEND.0;
+        names.remove(server);
+    }
+    names
+}
+
 /// The dimensions a session technique is: a Config that sets one of them is measured against
 /// the full handshake that differs from it in these alone.
 pub(crate) const TECHNIQUES: [&str; 3] = ["resume", "early-data", "cert-cache"];
@@ -73,12 +96,19 @@ fn switch(on: bool) -> String {
 
 /// The names of every dimension, in flag order.
 pub(crate) fn names() -> Vec<&'static str> {
-    DIMENSIONS.iter().map(|(name, _)| *name).collect()
+    DIMENSIONS
+        .iter()
+        .chain([&BACKEND])
+        .map(|(name, _)| *name)
+        .collect()
 }
 
 /// The dimension named `name`.
 pub(crate) fn find(name: &str) -> Option<&'static Dimension> {
-    DIMENSIONS.iter().find(|(dimension, _)| *dimension == name)
+    DIMENSIONS
+        .iter()
+        .chain([&BACKEND])
+        .find(|(dimension, _)| *dimension == name)
 }
 
 /// A Config's value of the dimension named `name` (as `compare --by` names it).
@@ -89,11 +119,13 @@ pub(crate) fn dimension_value(name: &str, config: &ConfigRow) -> Option<String> 
 /// Every dimension in which two Configs differ, in flag order. A contrast between them may be
 /// credited to one dimension only when this holds that one alone.
 pub fn differences(one: &ConfigRow, other: &ConfigRow) -> Vec<&'static str> {
-    DIMENSIONS
-        .iter()
-        .filter(|(_, value)| value(one) != value(other))
-        .map(|(name, _)| *name)
-        .collect()
+    with_backend(
+        DIMENSIONS
+            .iter()
+            .filter(|(_, value)| value(one) != value(other))
+            .map(|(name, _)| *name)
+            .collect(),
+    )
 }
 
 /// Several dimensions (or their values) as one name: `suite+cert`, `aes256gcm+ecdsa-p256`.
@@ -152,13 +184,21 @@ pub(crate) fn tied_with(configs: &[ConfigRow], name: &str) -> Vec<&'static str> 
     let Some(&(first, value_of)) = find(name) else {
         return Vec::new();
     };
-    DIMENSIONS
-        .iter()
-        .filter(|(other, value)| {
-            *other == first || (varies(configs, *value) && tied(configs, value_of, *value))
-        })
-        .map(|(other, _)| *other)
-        .collect()
+    let together = with_backend(
+        DIMENSIONS
+            .iter()
+            .filter(|(other, value)| {
+                *other == first || (varies(configs, *value) && tied(configs, value_of, *value))
+            })
+            .map(|(other, _)| *other)
+            .collect(),
+    );
+    // `backend` over Configs that cross the two libraries changes with neither alone.
+    if together.is_empty() {
+        vec![first]
+    } else {
+        together
+    }
 }
 
 /// The dimensions the Configs vary, by `--by` name, one name for dimensions that change

@@ -28,6 +28,8 @@ mod levels;
 pub mod load;
 mod markdown;
 pub mod metric;
+mod names;
+pub mod outcomes;
 mod samples;
 mod scans;
 pub mod schedule;
@@ -42,12 +44,14 @@ use std::fmt;
 
 pub use charts::{charts_for, render_png, render_svg, ChartKind};
 pub use comparison::{
-    compare_comparable, compare_store, render_comparisons, Compared, Comparisons,
+    compare_comparable, compare_store, render_comparisons, render_store_comparisons, Compared,
+    Comparisons,
 };
 pub use data::{distinguishing_words, ConfigData, ReportData};
 pub use html::{escape, render_html, render_scan_report_html};
 pub use markdown::{render_markdown, render_scan_report_markdown};
 pub use metric::Metric;
+pub use names::{given_labels, Names};
 pub use samples::{parse_samples, read_samples, SampleFileError};
 pub use summary::{ConfigSummary, Distribution, Gain, RunSummary};
 pub use text::{

@@ -370,6 +370,12 @@ pub struct RunSummary {
     pub gains: Vec<Gain>,
     /// Where latency breaks across each sweep of arrival rates.
     pub knees: Vec<crate::schedule::Knee>,
+    /// How the text names each Config: the words all share once, each by what tells it
+    /// apart, the user's labels whole.
+    pub names: crate::names::Names,
+    /// The phase whose median moved most between two Configs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase_change: Option<crate::outcomes::PhaseChange>,
 }
 
 /// Measurement rule 12: the warning when the kernel could not time the run's wire events
@@ -427,6 +433,8 @@ impl RunSummary {
         let mut configs = Vec::new();
         let mut warnings = Vec::new();
         let rows = store.configs()?;
+        let config_names =
+            crate::names::Names::of(&rows, &crate::names::given_labels(&run.experiment));
         let metric = Metric::choose(&rows, asked);
         let metric_name = metric.name.as_str();
         // Every value of the successful samples the summary reads, in one pass over each
@@ -727,6 +735,8 @@ impl RunSummary {
             crate::answer::answer(&rows, &values, metric_name, &CompareOptions::default())?;
         warnings.extend(answer.warnings);
         let dimensions = crate::dimensions::varied_dimensions(&rows);
+        let phase_change =
+            crate::outcomes::most_changed(&configs, &rows, !answer.factorials.is_empty());
         Ok(RunSummary {
             store: store.path().display().to_string(),
             started_at: run.started_at,
@@ -749,6 +759,8 @@ impl RunSummary {
             factorials: answer.factorials,
             gains: answer.gains,
             knees,
+            names: config_names,
+            phase_change,
         })
     }
 }

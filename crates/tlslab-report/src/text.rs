@@ -59,20 +59,23 @@ pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
         .iter()
         .map(|config| config.label.clone())
         .collect();
+    // The summary's names (the user's labels whole), or, for a summary made without them,
+    // the labels' own.
+    let names = if summary.names.shown.len() == labels.len() {
+        summary.names.clone()
+    } else {
+        crate::names::Names::of_labels(&labels, &Default::default())
+    };
     // A lone Config shares all its words: its label goes above the table, its row unnamed.
     let (common, short) = match labels.as_slice() {
         [label] => (label.clone(), vec![String::new()]),
-        _ => crate::data::distinguishing_words(&labels),
+        _ => (
+            names.common.clone(),
+            labels.iter().map(|label| names.name(label)).collect(),
+        ),
     };
-    // Labels in warnings and comparisons lose the shared words too.
-    let name = |label: &str| -> String {
-        labels
-            .iter()
-            .position(|other| other == label)
-            .and_then(|index| short.get(index).cloned())
-            .filter(|name| !name.is_empty())
-            .unwrap_or_else(|| label.to_string())
-    };
+    // Labels in warnings and comparisons are the names in the table too.
+    let name = |label: &str| -> String { names.name(label) };
     let mut out = String::new();
     if !common.is_empty() {
         let _ = writeln!(out, "all: {common}");
@@ -83,10 +86,23 @@ pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
         options.width.unwrap_or(DEFAULT_WIDTH),
     ));
     out.push('\n');
+    // The table's names (none for a lone Config).
+    let row_name = |label: &str| -> String {
+        labels
+            .iter()
+            .position(|other| other == label)
+            .and_then(|index| short.get(index).cloned())
+            .unwrap_or_else(|| label.to_string())
+    };
     if options.verbose {
         out.push_str(&details_of_each(summary));
     } else {
-        let notes = render_notes(summary, &short);
+        let mut notes = render_notes(summary, &short);
+        for line in
+            crate::outcomes::lines(&summary.configs, summary.phase_change.as_ref(), &row_name)
+        {
+            let _ = writeln!(notes, "{line}");
+        }
         if !notes.is_empty() {
             out.push_str(&notes);
             out.push('\n');
@@ -108,7 +124,11 @@ pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
             out.push_str(&crate::factorial::render_factorial(factorial));
         }
     } else if let (true, Some(comparisons)) = (options.verbose, &summary.comparisons) {
-        out.push_str(&crate::comparison::render_comparisons(comparisons, "ms"));
+        out.push_str(&crate::comparison::render_named_comparisons(
+            comparisons,
+            "ms",
+            &name,
+        ));
     } else {
         out.push_str(&crate::verdict::render_verdicts(&summary.verdicts, &name));
     }
@@ -865,6 +885,8 @@ mod tests {
             factorials: Vec::new(),
             gains: Vec::new(),
             knees: Vec::new(),
+            names: Default::default(),
+            phase_change: None,
         }
     }
 

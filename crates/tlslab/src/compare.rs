@@ -4,7 +4,9 @@
 use std::path::Path;
 
 use tlslab_core::terminal::Escaped;
-use tlslab_report::{compare_store, render_comparisons, Comparisons, Metric};
+use tlslab_report::{
+    compare_store, render_comparisons, render_store_comparisons, Comparisons, Metric, Names,
+};
 use tlslab_stats::{compare_all_in_place, CompareOptions};
 
 use crate::cli::{CompareArgs, Gate};
@@ -66,13 +68,18 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
         }
         return Ok(0);
     }
-    let (set, unit) = match args.inputs.as_slice() {
+    let (set, unit, names) = match args.inputs.as_slice() {
         [store] => {
             let store = output::open_store(store)?;
             let metric = metric_of(&store, args.metric.as_deref())?;
             let set = compare_store(&store, args.baseline.as_deref(), &metric, &options)?;
-            // Each Config named by the dimensions in which it differs from the baseline.
-            (Comparisons::new(set, &metric, &store.configs()?), "ms")
+            // Each Config named by the dimensions in which it differs from the baseline, and
+            // by the name the run's summary showed.
+            (
+                Comparisons::new(set, &metric, &store.configs()?),
+                "ms",
+                Some(Names::of_store(&store)?),
+            )
         }
         [first, second] => {
             let (baseline, other) = file_baseline(first, second, args.baseline.as_deref())?;
@@ -93,11 +100,11 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
                 CliError::usage(error, "each file needs at least 2 finite numbers")
             })?;
             let metric = args.column.clone().unwrap_or_else(|| "value".into());
-            (Comparisons::new(set, &metric, &[]), "")
+            (Comparisons::new(set, &metric, &[]), "", None)
         }
         _ => unreachable!("clap allows one or two inputs"),
     };
-    print_set(&set, unit, args.json)?;
+    print_set(&set, unit, names.as_ref(), args.json)?;
     let Some(gate) = args.fail_on else {
         return Ok(0);
     };
@@ -140,9 +147,16 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
     Ok(EXIT_THRESHOLD)
 }
 
-fn print_set(set: &Comparisons, unit: &str, json: bool) -> Result<(), CliError> {
+fn print_set(
+    set: &Comparisons,
+    unit: &str,
+    names: Option<&Names>,
+    json: bool,
+) -> Result<(), CliError> {
     if json {
         output::print(format_args!("{}\n", output::json(set)))
+    } else if let Some(names) = names {
+        output::print_fitted(&render_store_comparisons(set, unit, names))
     } else {
         output::print_fitted(&render_comparisons(set, unit))
     }
