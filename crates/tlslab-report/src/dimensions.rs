@@ -75,7 +75,7 @@ const BACKEND: Dimension = ("backend", |c| {
 
 /// `names` with `client-backend` and `server-backend`, when both are there, as the one
 /// `backend` in the first one's place.
-fn with_backend(mut names: Vec<&'static str>) -> Vec<&'static str> {
+pub(crate) fn with_backend(mut names: Vec<&'static str>) -> Vec<&'static str> {
     let client = names.iter().position(|name| *name == "client-backend");
     let server = names.iter().position(|name| *name == "server-backend");
     if let (Some(client), Some(server)) = (client, server) {

@@ -80,7 +80,8 @@ impl Names {
         if names.common.is_empty() {
             return names;
         }
-        let varied = crate::dimensions::varied_dimensions(rows);
+        // Both libraries as one `backend` when both vary (`rustls`, not `rustls rustls`).
+        let varied = crate::dimensions::with_backend(crate::dimensions::varied_dimensions(rows));
         let mut taken: BTreeSet<String> = names.shown.iter().map(|(_, n)| n.clone()).collect();
         for (row, (label, name)) in rows.iter().zip(names.shown.iter_mut()) {
             if given.contains(label) || name != label {

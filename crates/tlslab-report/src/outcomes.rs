@@ -103,14 +103,17 @@ pub fn most_changed(
                 .collect();
             joined(&parts)
         };
+        // Each other dimension by the name its verdicts use (`backend`, `transport+http`).
         let held: Vec<String> = varied_dimensions(rows)
             .into_iter()
-            .filter(|dimension| !tied_with(rows, dimension).contains(&dimensions[0]))
-            .filter_map(|dimension| {
-                Some(format!(
-                    "{dimension} {}",
-                    dimension_value(dimension, &rows[one])?
-                ))
+            .map(|dimension| tied_with(rows, dimension))
+            .filter(|group| !group.contains(&dimensions[0]))
+            .map(|group| {
+                let values: Vec<String> = group
+                    .iter()
+                    .filter_map(|dimension| dimension_value(dimension, &rows[one]))
+                    .collect();
+                format!("{} {}", joined(&group), joined(&values))
             })
             .collect();
         Crossed {

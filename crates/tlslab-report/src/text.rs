@@ -152,7 +152,7 @@ pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
         out.push('\n');
     }
     if !summary.gains.is_empty() {
-        out.push_str(&render_gains(&summary.gains));
+        out.push_str(&render_named_gains(&summary.gains, &name));
         out.push('\n');
     }
     if !summary.knees.is_empty() {
@@ -748,8 +748,9 @@ fn render_details(config: &crate::summary::ConfigSummary) -> String {
     out
 }
 
-/// Each technique's gain over its full-handshake baseline, with the 95% interval.
-pub fn render_gains(gains: &[crate::summary::Gain]) -> String {
+/// Each technique's gain over its full-handshake baseline, with the 95% interval, each
+/// Config named by `name` (as the table names it).
+fn render_named_gains(gains: &[crate::summary::Gain], name: &dyn Fn(&str) -> String) -> String {
     let mut out = format!(
         "gains over the full handshake (median {}, 95% bootstrap CI):\n",
         gains.first().map_or("", |gain| gain.metric.as_str())
@@ -770,8 +771,8 @@ pub fn render_gains(gains: &[crate::summary::Gain]) -> String {
             } else {
                 format!("= {:.3}", gain.p)
             },
-            gain.label,
-            gain.baseline
+            name(&gain.label),
+            name(&gain.baseline)
         );
     }
     out
