@@ -91,7 +91,16 @@ pub(crate) fn run_summary(summary: &RunSummary) -> RunSummary {
         left_out,
         gains,
         knees,
-        ..
+        names,
+        phase_change,
+        // Numbers and flags: nothing to escape. Named, not `..`, so that a new text field
+        // cannot reach the terminal without a decision here.
+        complete: _,
+        seed: _,
+        duration_s: _,
+        attempted: _,
+        errors: _,
+        insecure: _,
     } = &mut summary;
     store.escape();
     started_at.escape();
@@ -110,6 +119,23 @@ pub(crate) fn run_summary(summary: &RunSummary) -> RunSummary {
     gains.iter_mut().for_each(gain);
     for knee in knees {
         knee.family.escape();
+    }
+    // Label and name alike, so that a name is still found by the escaped label.
+    names.common.escape();
+    for (label, name) in &mut names.shown {
+        label.escape();
+        name.escape();
+    }
+    if let Some(change) = phase_change {
+        change.phase.escape();
+        change.other.escape();
+        change.baseline.escape();
+        change.dimensions.escape();
+        if let Some(crossed) = &mut change.crossed {
+            crossed.other.escape();
+            crossed.baseline.escape();
+            crossed.held.escape();
+        }
     }
     summary
 }
