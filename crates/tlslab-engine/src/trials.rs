@@ -800,10 +800,37 @@ mod tests {
         stop: Stop,
         flights: Option<&[Flights]>,
     ) -> Outcome {
-        let configs = experiment.configs().unwrap();
-        let plan = Plan::new(experiment, &configs, 7);
         let memory = Memory::default();
-        let writer = Writer::start(Box::new(memory.clone()), &info(), Stop::new()).unwrap();
+        let (ended, counts) = drive(
+            clock,
+            experiment,
+            connectors,
+            lab,
+            stop,
+            flights,
+            Box::new(memory.clone()),
+        );
+        let records = std::mem::take(&mut *memory.records.lock().unwrap());
+        Outcome {
+            ended,
+            records,
+            counts,
+        }
+    }
+
+    /// The trial loop over `experiment`'s plan (seed 7) on `clock`, writing into `sink`.
+    fn drive<C: Connector>(
+        clock: Arc<dyn Clock>,
+        experiment: &Experiment,
+        connectors: Vec<C>,
+        lab: &mut Lab,
+        stop: Stop,
+        flights: Option<&[Flights]>,
+        sink: Box<dyn tlslab_core::Sink>,
+    ) -> (Ended, Arc<Counts>) {
+        let configs = experiment.configs().unwrap();
+        let plan = Plan::new(experiment, &configs, PLAN_SEED);
+        let writer = Writer::start(sink, &info(), Stop::new()).unwrap();
         let connectors: Vec<Arc<C>> = connectors.into_iter().map(Arc::new).collect();
         let counts = Arc::new(Counts::default());
         let trials = TrialLoop {
@@ -834,13 +861,11 @@ mod tests {
                 errors: 0,
             })
             .unwrap();
-        let records = std::mem::take(&mut *memory.records.lock().unwrap());
-        Outcome {
-            ended,
-            records,
-            counts,
-        }
+        (ended, counts)
     }
+
+    /// The plan's seed in these tests: open loops' Poisson schedules derive from it.
+    const PLAN_SEED: u64 = 7;
 
     fn samples(records: &[Record]) -> Vec<&Sample> {
         records
@@ -1267,6 +1292,277 @@ mod tests {
         assert!(
             (share_below_mean - 0.632).abs() < 0.02,
             "{share_below_mean}"
+        );
+    }
+
+    /// A sink that keeps only what the schedule tests check: each sample's intended start
+    /// (ns since the origin) by Config, and the trial records in the order written. Ten
+    /// minutes at 1,000/s kept whole would be 600,000 samples of a kilobyte each.
+    #[derive(Default, Clone)]
+    struct Starts {
+        starts: Arc<std::sync::Mutex<Vec<Vec<u64>>>>,
+        trials: Arc<std::sync::Mutex<Vec<TrialRecord>>>,
+    }
+
+    impl tlslab_core::Sink for Starts {
+        fn begin(&mut self, _: &tlslab_core::RunInfo) -> Result<(), tlslab_core::SinkError> {
+            Ok(())
+        }
+
+        fn record(&mut self, record: Record) -> Result<(), tlslab_core::SinkError> {
+            match record {
+                Record::Sample(sample) => {
+                    let delay = sample.timeline.phase(Phase::ScheduleDelay).unwrap();
+                    let mut starts = self.starts.lock().unwrap();
+                    if starts.len() <= sample.config {
+                        starts.resize(sample.config + 1, Vec::new());
+                    }
+                    starts[sample.config].push(sample.started_at - delay);
+                }
+                Record::Trial(trial) => self.trials.lock().unwrap().push(trial),
+                _ => {}
+            }
+            Ok(())
+        }
+
+        fn flush(&mut self) -> Result<(), tlslab_core::SinkError> {
+            Ok(())
+        }
+
+        fn finish(&mut self, _: &tlslab_core::RunEnd) -> Result<(), tlslab_core::SinkError> {
+            Ok(())
+        }
+    }
+
+    /// What an open-loop run in simulated time left: each Config's intended starts in order,
+    /// the trial records, and how much simulated time the run took.
+    struct Scheduled {
+        starts: Vec<Vec<u64>>,
+        trials: Vec<TrialRecord>,
+        elapsed: Duration,
+    }
+
+    /// Runs `experiment` with clients that take no time, on a simulated clock.
+    fn scheduled(experiment: &Experiment) -> Scheduled {
+        let clock = Arc::new(tlslab_core::SimulatedClock::new());
+        let sink = Starts::default();
+        let configs = experiment.configs().unwrap().len();
+        let (ended, _) = drive(
+            clock.clone(),
+            experiment,
+            (0..configs)
+                .map(|_| Instantaneous { clock: None })
+                .collect(),
+            &mut Lab::default(),
+            Stop::new(),
+            None,
+            Box::new(sink.clone()),
+        );
+        assert!(!ended.stopped && ended.failure.is_none());
+        let mut starts = std::mem::take(&mut *sink.starts.lock().unwrap());
+        starts.iter_mut().for_each(|starts| starts.sort_unstable());
+        let trials = std::mem::take(&mut *sink.trials.lock().unwrap());
+        Scheduled {
+            starts,
+            trials,
+            elapsed: clock.elapsed(),
+        }
+    }
+
+    /// Ten simulated minutes of one Config at 1,000 arrivals/s, 64 agents.
+    fn ten_minutes_at_a_thousand_per_second(arrivals: tlslab_core::Arrivals) -> Scheduled {
+        scheduled(&Experiment {
+            arrival_rate: vec!["1000/s".parse().unwrap()],
+            arrivals,
+            duration: Some(Duration::from_secs(600)),
+            concurrency: vec![64],
+            warmup: 0,
+            ..Experiment::default()
+        })
+    }
+
+    #[test]
+    fn ten_simulated_minutes_of_uniform_arrivals_start_every_attempt_on_its_millisecond() {
+        let run = ten_minutes_at_a_thousand_per_second(tlslab_core::Arrivals::Uniform);
+        let starts = &run.starts[0];
+        assert_eq!(starts.len(), 600_000);
+        // Every one of the 600,000 intended starts, exactly: arrival i at i ms, across all
+        // the blocks (none lost, none doubled, no drift where one block hands over to the
+        // next).
+        for (index, &start) in starts.iter().enumerate() {
+            assert_eq!(start, index as u64 * 1_000_000, "arrival {index}");
+        }
+        // The blocks lie end to end, each exactly as long as its arrivals' share.
+        let mut next = 0;
+        for block in &run.trials {
+            assert_eq!(block.started_at, next, "{block:?}");
+            assert_eq!(block.duration_ns, block.attempted * 1_000_000, "{block:?}");
+            next += block.duration_ns;
+        }
+        assert_eq!(next, 600_000_000_000);
+        assert_eq!(run.elapsed, Duration::from_secs(600));
+    }
+
+    #[test]
+    fn ten_simulated_minutes_of_poisson_arrivals_follow_the_seeded_schedule() {
+        let run = ten_minutes_at_a_thousand_per_second(tlslab_core::Arrivals::Poisson);
+        let starts = &run.starts[0];
+        // The plan fixes the count (rate × duration); the schedule's gaps are random.
+        assert_eq!(starts.len(), 600_000);
+        // Every intended start is the schedule drawn from the plan's seed and the Config's
+        // index (so a run's recorded seed reproduces it), to the nanosecond.
+        let seed = PLAN_SEED.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut expected = ArrivalTimes::new(1000.0, tlslab_core::Arrivals::Poisson, seed);
+        for (index, &start) in starts.iter().enumerate() {
+            assert_eq!(
+                u128::from(start),
+                expected.next_due().as_nanos(),
+                "arrival {index}"
+            );
+        }
+        // And that schedule has the asked rate. The run lasts the sum of 600,000 gaps of mean
+        // 1 ms and standard deviation 1 ms: 600 s with a standard deviation of √600,000 ms
+        // ≈ 0.775 s. Five of them (3.9 s) is a bound a correct generator breaks for about one
+        // seed in 1.7 million; a rate off by 1% breaks it by 6 s.
+        let elapsed = run.elapsed.as_secs_f64();
+        assert!((elapsed - 600.0).abs() < 3.9, "{elapsed} s");
+        // Each whole minute holds a Poisson count of mean 60,000 (standard deviation 245):
+        // within five of them.
+        for minute in 0..9u64 {
+            let window = minute * 60_000_000_000..(minute + 1) * 60_000_000_000;
+            let count = starts.iter().filter(|start| window.contains(start)).count();
+            assert!(count.abs_diff(60_000) < 1_225, "minute {minute}: {count}");
+        }
+        // Exponential gaps: 1 − 1/e ≈ 63.2% of them below the mean (a uniform schedule has
+        // none), ± five standard errors of a proportion over 600,000 (0.3%).
+        let mean = starts[starts.len() - 1] as f64 / (starts.len() - 1) as f64;
+        let below = starts
+            .windows(2)
+            .filter(|pair| ((pair[1] - pair[0]) as f64) < mean)
+            .count() as f64
+            / (starts.len() - 1) as f64;
+        assert!((below - 0.632).abs() < 0.003, "{below}");
+    }
+
+    #[test]
+    fn a_rate_sweep_from_100_to_1500_per_second_keeps_every_step_on_its_schedule() {
+        // The README's sweep: ten steps of 2 s each, every step a Config at its own rate,
+        // interleaved with the others in blocks.
+        let experiment = Experiment {
+            arrival_rate: vec!["100/s..1500/s".parse().unwrap()],
+            duration: Some(Duration::from_secs(20)),
+            concurrency: vec![64],
+            warmup: 0,
+            ..Experiment::default()
+        };
+        let configs = experiment.configs().unwrap();
+        let rates: Vec<f64> = configs
+            .iter()
+            .map(|config| config.arrival_rate.unwrap())
+            .collect();
+        assert_eq!(rates.len(), 10);
+        assert_eq!((rates[0], rates[9]), (100.0, 1500.0));
+        assert!(rates.windows(2).all(|pair| pair[1] > pair[0]));
+        let run = scheduled(&experiment);
+        let mut total = 0;
+        for (config, &rate) in rates.iter().enumerate() {
+            // Arrival i of the step is due T(i) = i / rate after the step's first; a block
+            // taking arrivals s.. starts them at T(i) − T(s) after its own start.
+            let due = |i: u64| (i as f64 * 1e9 / rate).round() as u64;
+            let arrivals = (rate * 2.0).ceil() as u64;
+            let starts = &run.starts[config];
+            assert_eq!(starts.len() as u64, arrivals, "step {rate}/s");
+            let mut first = 0;
+            for block in run.trials.iter().filter(|t| t.trial.config == config) {
+                let taken = &starts[first as usize..(first + block.attempted) as usize];
+                for (offset, &start) in taken.iter().enumerate() {
+                    let i = first + offset as u64;
+                    assert_eq!(
+                        start,
+                        block.started_at + due(i) - due(first),
+                        "step {rate}/s"
+                    );
+                }
+                assert_eq!(block.duration_ns, due(first + block.attempted) - due(first));
+                first += block.attempted;
+            }
+            assert_eq!(first, arrivals);
+            // The step's blocks add up to its whole schedule: its arrivals at its rate.
+            total += due(arrivals);
+        }
+        assert_eq!(run.elapsed, Duration::from_nanos(total));
+    }
+
+    #[test]
+    fn until_ci_stops_in_the_first_round_whose_median_interval_is_narrow_enough() {
+        // Handshakes drawn uniformly from [1 ms, 3 ms): the median's 95% interval spans
+        // 2 · 0.98 √n ranks, so its relative half-width is about 0.98 / √n and a target of 2%
+        // is met near n = 2,401, in round 25 of blocks of 100. The span of k ≈ 100 ranks
+        // varies by about 1/√k = 10% from sample to sample, so three of those either side
+        // put the stop between n = 2,401 / 1.3² and 2,401 / 0.7²: rounds 14 to 49.
+        let experiment = Experiment {
+            until_ci: Some(0.02),
+            handshakes: 20_000,
+            block: Some(100),
+            concurrency: vec![4],
+            warmup: 0,
+            ..Experiment::default()
+        };
+        let drawn = |n: u64| 1_000_000 + fastrand::Rng::with_seed(n).u64(0..2_000_000);
+        let clock = Arc::new(tlslab_core::SimulatedClock::new());
+        let outcome = run_on(
+            clock,
+            &experiment,
+            vec![Scripted::new(drawn)],
+            &mut Lab::default(),
+            Stop::new(),
+            None,
+        );
+        let stops: Vec<&EarlyStop> = outcome
+            .records
+            .iter()
+            .filter_map(|record| match record {
+                Record::Stopped(stop) => Some(stop),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(stops.len(), 1, "{stops:?}");
+        let stop = stops[0];
+        assert!((14..=49).contains(&stop.round), "{stop:?}");
+        // Judged after every round on everything measured so far: wider than the target in
+        // every round before the stop, within it at the stop, and no block after it.
+        let taken = samples(&outcome.records);
+        let last = taken.iter().map(|sample| sample.round).max().unwrap();
+        assert_eq!(last, stop.round);
+        let mut measured = Durations::default();
+        let mut all = Vec::new();
+        for round in 1..=stop.round {
+            for sample in taken.iter().filter(|sample| sample.round == round) {
+                let nanos = sample.timeline.phase(Phase::Handshake).unwrap();
+                measured.record(nanos);
+                all.push(nanos);
+            }
+            let width = crate::stopping::relative_median_half_width(&measured);
+            if round < stop.round {
+                assert!(width.is_none_or(|width| width > 0.02), "round {round}");
+            } else {
+                assert_eq!(width, Some(stop.relative_half_width));
+            }
+        }
+        assert!(stop.relative_half_width <= 0.02);
+        assert_eq!(stop.samples, all.len());
+        // The reported width is the order statistics' of the exact sample, to the
+        // histogram's precision (0.1% of 2 ms on each value is 0.001 of the median).
+        all.sort_unstable();
+        let n = all.len() as f64;
+        let spread = 1.959_963_984_540_054 * n.sqrt() / 2.0;
+        let rank = |rank: f64| all[rank as usize - 1] as f64;
+        let exact = (rank((n / 2.0 + spread).ceil()) - rank((n / 2.0 - spread).floor()))
+            / 2.0
+            / ((rank(n / 2.0) + rank(n / 2.0 + 1.0)) / 2.0);
+        assert!(
+            (exact - stop.relative_half_width).abs() < 0.0015,
+            "{exact} vs {stop:?}"
         );
     }
 
