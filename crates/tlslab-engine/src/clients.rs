@@ -324,52 +324,8 @@ impl Connector for ConfigClient {
     /// kept, when it has one, and a connection it opens stays open for the next.
     async fn attempt(&self, agent: &Agent, attempt: &mut Attempt) -> Result<(), Failure> {
         let config = &self.config;
-        let ticket_limit = config.timeout / 2;
         if config.transport == Transport::Quic {
-            let (Library::Rustls(client), Sessions::Rustls(session)) =
-                (&self.library, &agent.sessions)
-            else {
-                return Err(another_library());
-            };
-            if config.keep_alive {
-                if let Some(result) = self.on_kept(agent, attempt).await {
-                    return result;
-                }
-            }
-            let options = QuicAttemptOptions {
-                capture: attempt.captured.is_some(),
-                ticket_deadline: attempt.origin + ticket_limit,
-            };
-            // QUIC takes the preferred address: a UDP "connection" has no refusal to fall
-            // back on.
-            let address = self
-                .addresses(attempt)
-                .await?
-                .first()
-                .copied()
-                .ok_or_else(|| {
-                    Failure::new(
-                        tlslab_core::ErrorClass::Dns,
-                        "the name resolved to no address",
-                    )
-                })?;
-            let id = next_connection();
-            if self.request.is_some() {
-                attempt.connection = Some(ConnectionUse { id, request: 1 });
-            }
-            if !config.keep_alive {
-                return client
-                    .quic_attempt(session, attempt, address, options)
-                    .await;
-            }
-            let kept = client.quic_open(session, attempt, address, options).await?;
-            agent.keep(Kept {
-                channel: KeptChannel::Quic(Box::new(kept)),
-                address,
-                id,
-                requests: 1,
-            });
-            return Ok(());
+            return self.attempt_over_quic(agent, attempt).await;
         }
         if let Some(page) = &config.page {
             return self.load_page(agent, attempt, page).await;
@@ -379,6 +335,69 @@ impl Connector for ConfigClient {
                 return result;
             }
         }
+        self.attempt_on_new_connection(agent, attempt).await
+    }
+}
+
+impl ConfigClient {
+    /// An attempt over QUIC (rustls only): on the agent's kept connection, or a new one,
+    /// kept for the next request with keep-alive.
+    async fn attempt_over_quic(&self, agent: &Agent, attempt: &mut Attempt) -> Result<(), Failure> {
+        let config = &self.config;
+        let (Library::Rustls(client), Sessions::Rustls(session)) = (&self.library, &agent.sessions)
+        else {
+            return Err(another_library());
+        };
+        if config.keep_alive {
+            if let Some(result) = self.on_kept(agent, attempt).await {
+                return result;
+            }
+        }
+        let options = QuicAttemptOptions {
+            capture: attempt.captured.is_some(),
+            ticket_deadline: attempt.origin + config.timeout / 2,
+        };
+        // QUIC takes the preferred address: a UDP "connection" has no refusal to fall
+        // back on.
+        let address = self
+            .addresses(attempt)
+            .await?
+            .first()
+            .copied()
+            .ok_or_else(|| {
+                Failure::new(
+                    tlslab_core::ErrorClass::Dns,
+                    "the name resolved to no address",
+                )
+            })?;
+        let id = next_connection();
+        if self.request.is_some() {
+            attempt.connection = Some(ConnectionUse { id, request: 1 });
+        }
+        if !config.keep_alive {
+            return client
+                .quic_attempt(session, attempt, address, options)
+                .await;
+        }
+        let kept = client.quic_open(session, attempt, address, options).await?;
+        agent.keep(Kept {
+            channel: KeptChannel::Quic(Box::new(kept)),
+            address,
+            id,
+            requests: 1,
+        });
+        Ok(())
+    }
+
+    /// An attempt on a new TCP connection: the handshake in the Config's library (none for
+    /// plain HTTP), the request, then close, or keep the connection for the next request.
+    async fn attempt_on_new_connection(
+        &self,
+        agent: &Agent,
+        attempt: &mut Attempt,
+    ) -> Result<(), Failure> {
+        let config = &self.config;
+        let ticket_limit = config.timeout / 2;
         let (stream, address) = self.connect(attempt).await?;
         let id = next_connection();
         if self.request.is_some() {
@@ -394,22 +413,7 @@ impl Connector for ConfigClient {
             Ok(())
         };
         if config.keep_alive && config.http == Http::Http2 {
-            let mut session = match (&self.library, &agent.sessions) {
-                (Library::Rustls(client), Sessions::Rustls(session)) => {
-                    attempt.local_address = stream.local_addr().ok();
-                    let channel = client.handshake(session, attempt, stream).await?.channel;
-                    page::Http2Session::open(channel).await?
-                }
-                (Library::Openssl(client), Sessions::Openssl(session)) => {
-                    attempt.local_address = stream.local_addr().ok();
-                    let channel = client.handshake(session, attempt, stream).await?.channel;
-                    page::Http2Session::open(channel).await?
-                }
-                (Library::Plain, Sessions::Plain) => {
-                    page::Http2Session::open(PlainChannel::new(stream, attempt)).await?
-                }
-                _ => return Err(another_library()),
-            };
+            let mut session = self.open_http2(agent, attempt, stream).await?;
             self.request_on(&mut session, attempt).await?;
             return keep(KeptChannel::Http2(session)).await;
         }
@@ -439,6 +443,32 @@ impl Connector for ConfigClient {
                     channel.close(config.close).await;
                     Ok(())
                 }
+            }
+            _ => Err(another_library()),
+        }
+    }
+
+    /// Keep-alive over HTTP/2: the handshake on `stream`, then HTTP/2's preface and
+    /// settings, for the agent to keep.
+    async fn open_http2(
+        &self,
+        agent: &Agent,
+        attempt: &mut Attempt,
+        stream: TcpStream,
+    ) -> Result<page::Http2Session, Failure> {
+        match (&self.library, &agent.sessions) {
+            (Library::Rustls(client), Sessions::Rustls(session)) => {
+                attempt.local_address = stream.local_addr().ok();
+                let channel = client.handshake(session, attempt, stream).await?.channel;
+                page::Http2Session::open(channel).await
+            }
+            (Library::Openssl(client), Sessions::Openssl(session)) => {
+                attempt.local_address = stream.local_addr().ok();
+                let channel = client.handshake(session, attempt, stream).await?.channel;
+                page::Http2Session::open(channel).await
+            }
+            (Library::Plain, Sessions::Plain) => {
+                page::Http2Session::open(PlainChannel::new(stream, attempt)).await
             }
             _ => Err(another_library()),
         }

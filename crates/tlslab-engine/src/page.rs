@@ -178,129 +178,180 @@ where
     Opening: Future<Output = Result<C, Failure>>,
 {
     let resources: VecDeque<String> = page.resources().map(|size| format!("/r/{size}")).collect();
-    let mut tally = Tally::default();
     // What every connection read after its handshake: the page's bytes on the wire.
     let mut wires: Vec<Arc<Wire>> = Vec::new();
-    let mut piped = |channel: C| {
-        let (stream, wire) = pipe(channel);
-        wires.push(wire);
-        stream
-    };
-    let document = match origin.http {
-        Http::Http2 => {
-            let (sender, connection) =
-                http2::handshake(TokioExecutor::new(), TokioIo::new(piped(first)))
-                    .await
-                    .map_err(http_failure)?;
-            tokio::spawn(connection);
-            let document = answer(
-                sender
-                    .clone()
-                    .send_request(request(
-                        false,
-                        origin.scheme,
-                        &origin.authority,
-                        &origin.path,
-                    ))
-                    .await
-                    .map_err(http_failure)?,
-            )
-            .await?;
-            attempt
-                .timeline
-                .mark_once(Event::FirstByte, attempt.origin, document.headers_at);
-            // Every resource at once, as streams of the one connection.
-            let mut streams = tokio::task::JoinSet::new();
-            for path in resources {
-                let mut sender = sender.clone();
-                let request = request(false, origin.scheme, &origin.authority, &path);
-                streams.spawn(async move {
-                    answer(sender.send_request(request).await.map_err(http_failure)?).await
-                });
-            }
-            while let Some(joined) = streams.join_next().await {
-                tally.add(&joined.map_err(http_failure)??);
-            }
-            document
-        }
+    let (document, mut tally) = match origin.http {
+        Http::Http2 => load_over_http2(attempt, first, &origin, resources, &mut wires).await?,
         _ => {
-            let (mut sender, connection) = http1::handshake(TokioIo::new(piped(first)))
-                .await
-                .map_err(http_failure)?;
-            tokio::spawn(connection);
-            let document = answer(
-                sender
-                    .send_request(request(
-                        true,
-                        origin.scheme,
-                        &origin.authority,
-                        &origin.path,
-                    ))
-                    .await
-                    .map_err(http_failure)?,
-            )
-            .await?;
-            attempt
-                .timeline
-                .mark_once(Event::FirstByte, attempt.origin, document.headers_at);
-            // The first connection and five more, each taking the next resource as soon as
-            // it is free.
-            let queue = Arc::new(Mutex::new(resources));
-            let take = |queue: &Arc<Mutex<VecDeque<String>>>| {
-                queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front()
-            };
-            let mut workers = tokio::task::JoinSet::new();
-            let spawn_worker =
-                |workers: &mut tokio::task::JoinSet<Result<Tally, Failure>>,
-                 mut sender: http1::SendRequest<Empty<Bytes>>| {
-                    let queue = queue.clone();
-                    let (scheme, authority) = (origin.scheme, origin.authority.clone());
-                    workers.spawn(async move {
-                        let mut tally = Tally::default();
-                        while let Some(path) = take(&queue) {
-                            sender.ready().await.map_err(http_failure)?;
-                            let response = sender
-                                .send_request(request(true, scheme, &authority, &path))
-                                .await
-                                .map_err(http_failure)?;
-                            tally.add(&answer(response).await?);
-                        }
-                        Ok(tally)
-                    });
-                };
-            spawn_worker(&mut workers, sender);
             let more = CONNECTIONS_PER_HOST
                 .saturating_sub(1)
                 .min(page.count() as usize);
-            // Opened concurrently, in this task: the openings borrow the client.
-            let mut opening: FuturesUnordered<Opening> =
-                (0..more).map(|_| (origin.open)()).collect();
-            while let Some(opened) = opening.next().await {
-                let channel = opened?;
-                let (sender, connection) = http1::handshake(TokioIo::new(piped(channel)))
-                    .await
-                    .map_err(http_failure)?;
-                tokio::spawn(connection);
-                spawn_worker(&mut workers, sender);
-            }
-            while let Some(joined) = workers.join_next().await {
-                let worker = joined.map_err(http_failure)??;
-                tally.bytes += worker.bytes;
-                if let Some(status) = worker.failed_status {
-                    tally.failed_status.get_or_insert(status);
-                }
-            }
-            document
+            load_over_http1(attempt, first, &origin, resources, more, &mut wires).await?
         }
     };
     tally.add(&document);
+    settle(attempt, &document, tally, &wires)
+}
+
+/// A connection's pumped stream, its wire counter kept in `wires`.
+fn piped<C: Channel + 'static>(channel: C, wires: &mut Vec<Arc<Wire>>) -> DuplexStream {
+    let (stream, wire) = pipe(channel);
+    wires.push(wire);
+    stream
+}
+
+/// The document's answer marks the page's first byte (before the resources load, so an
+/// attempt that fails on a resource keeps it).
+fn document_answered(attempt: &mut Attempt, document: &Answer) {
+    attempt
+        .timeline
+        .mark_once(Event::FirstByte, attempt.origin, document.headers_at);
+}
+
+/// HTTP/2: the document, then every resource at once, as streams of the one connection.
+async fn load_over_http2<C, Open>(
+    attempt: &mut Attempt,
+    first: C,
+    origin: &Origin<'_, Open>,
+    resources: VecDeque<String>,
+    wires: &mut Vec<Arc<Wire>>,
+) -> Result<(Answer, Tally), Failure>
+where
+    C: Channel + 'static,
+{
+    let (sender, connection) =
+        http2::handshake(TokioExecutor::new(), TokioIo::new(piped(first, wires)))
+            .await
+            .map_err(http_failure)?;
+    tokio::spawn(connection);
+    let document = answer(
+        sender
+            .clone()
+            .send_request(request(
+                false,
+                origin.scheme,
+                &origin.authority,
+                &origin.path,
+            ))
+            .await
+            .map_err(http_failure)?,
+    )
+    .await?;
+    document_answered(attempt, &document);
+    let mut streams = tokio::task::JoinSet::new();
+    for path in resources {
+        let mut sender = sender.clone();
+        let request = request(false, origin.scheme, &origin.authority, &path);
+        streams.spawn(async move {
+            answer(sender.send_request(request).await.map_err(http_failure)?).await
+        });
+    }
+    let mut tally = Tally::default();
+    while let Some(joined) = streams.join_next().await {
+        tally.add(&joined.map_err(http_failure)??);
+    }
+    Ok((document, tally))
+}
+
+/// The resources an HTTP/1.1 page still has to fetch, shared by its connections.
+type Queue = Arc<Mutex<VecDeque<String>>>;
+
+/// HTTP/1.1: the document on the first connection, then the resources over it and `more`
+/// connections opened at once, each taking the next resource as soon as it is free.
+async fn load_over_http1<C, Open, Opening>(
+    attempt: &mut Attempt,
+    first: C,
+    origin: &Origin<'_, Open>,
+    resources: VecDeque<String>,
+    more: usize,
+    wires: &mut Vec<Arc<Wire>>,
+) -> Result<(Answer, Tally), Failure>
+where
+    C: Channel + 'static,
+    Open: Fn() -> Opening,
+    Opening: Future<Output = Result<C, Failure>>,
+{
+    let (mut sender, connection) = http1::handshake(TokioIo::new(piped(first, wires)))
+        .await
+        .map_err(http_failure)?;
+    tokio::spawn(connection);
+    let document = answer(
+        sender
+            .send_request(request(
+                true,
+                origin.scheme,
+                &origin.authority,
+                &origin.path,
+            ))
+            .await
+            .map_err(http_failure)?,
+    )
+    .await?;
+    document_answered(attempt, &document);
+    let queue: Queue = Arc::new(Mutex::new(resources));
+    let mut workers = tokio::task::JoinSet::new();
+    spawn_http1_worker(&mut workers, sender, &queue, origin);
+    // Opened concurrently, in this task: the openings borrow the client.
+    let mut opening: FuturesUnordered<Opening> = (0..more).map(|_| (origin.open)()).collect();
+    while let Some(opened) = opening.next().await {
+        let channel = opened?;
+        let (sender, connection) = http1::handshake(TokioIo::new(piped(channel, wires)))
+            .await
+            .map_err(http_failure)?;
+        tokio::spawn(connection);
+        spawn_http1_worker(&mut workers, sender, &queue, origin);
+    }
+    let mut tally = Tally::default();
+    while let Some(joined) = workers.join_next().await {
+        let worker = joined.map_err(http_failure)??;
+        tally.bytes += worker.bytes;
+        if let Some(status) = worker.failed_status {
+            tally.failed_status.get_or_insert(status);
+        }
+    }
+    Ok((document, tally))
+}
+
+/// One HTTP/1.1 connection's task: the next resource from `queue` as soon as the connection
+/// is free, until none is left.
+fn spawn_http1_worker<Open>(
+    workers: &mut tokio::task::JoinSet<Result<Tally, Failure>>,
+    mut sender: http1::SendRequest<Empty<Bytes>>,
+    queue: &Queue,
+    origin: &Origin<'_, Open>,
+) {
+    let queue = queue.clone();
+    let (scheme, authority) = (origin.scheme, origin.authority.clone());
+    let take = move || queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+    workers.spawn(async move {
+        let mut tally = Tally::default();
+        while let Some(path) = take() {
+            sender.ready().await.map_err(http_failure)?;
+            let response = sender
+                .send_request(request(true, scheme, &authority, &path))
+                .await
+                .map_err(http_failure)?;
+            tally.add(&answer(response).await?);
+        }
+        Ok(tally)
+    });
+}
+
+/// The page is loaded: its bytes, server, end and response on the attempt; an error when
+/// any request was answered with a failing status.
+fn settle(
+    attempt: &mut Attempt,
+    document: &Answer,
+    tally: Tally,
+    wires: &[Arc<Wire>],
+) -> Result<(), Failure> {
     // Counted on the attempt after its handshake's bytes, as a single connection's
     // response is.
     attempt.bytes_received += wires
         .iter()
         .map(|wire| wire.received.load(Ordering::Acquire))
         .sum::<u64>();
-    attempt.record_server(server_text(&document));
+    attempt.record_server(server_text(document));
     attempt.mark(Event::ResponseDone);
     attempt.response = Some(Response {
         status: Some(document.status),

@@ -56,41 +56,10 @@ pub fn run(
 ) -> Result<RunEnd, RunError> {
     // Thousands of agents need as many sockets; a lower limit only means fewer agents fit.
     let _ = raise_file_limit();
-    let emulated = emulate(experiment, configs, options.seed)?;
-    let (runtime, namespace_failure) = client_runtime(emulated.as_ref())?;
-    let network = emulated.as_ref().map(|emulated| &emulated.network);
     // Raised by whatever must stop the trials at once: a lab server that died, a sink that
     // refused a record.
     let halt = Stop::new();
-    let mut servers = LabServers::start(
-        configs,
-        &options.server_program,
-        &options.pki,
-        network,
-        halt.clone(),
-    )?;
-    let external = start_external_server(experiment, &runtime, emulated.as_ref())?;
-    let external_route = external
-        .as_ref()
-        .map(|(_, target, address)| (target.as_str(), *address));
-    let (routes, resolutions) = routes(
-        configs,
-        &servers,
-        &runtime,
-        emulated.as_ref(),
-        external_route,
-        &experiment.resolve,
-    )?;
-    let addresses: Vec<SocketAddr> = routes.iter().map(|route| route.address).collect();
-    let connectors = clients(configs, routes, options.key_log.as_ref())?;
-    let recording = options
-        .capture
-        .as_deref()
-        .map(|path| {
-            let external = experiment.target.is_some();
-            Recording::start(path, emulated.as_ref(), external, halt.clone())
-        })
-        .transpose()?;
+    let mut setup = Setup::start(experiment, configs, &options, halt.clone())?;
 
     // Both clocks read together: a sample's wall-clock time (started_at_unix_ns plus its
     // started_at) then lines up with packet timestamps to within these reads (a thread
@@ -104,76 +73,40 @@ pub fn run(
         configs,
         plan,
         &options,
-        emulated.as_ref(),
-        &addresses,
+        setup.emulated.as_ref(),
+        &setup.addresses,
         origin_unix_ns,
     );
-    info.environment.name_resolution = resolutions;
+    info.environment.name_resolution = std::mem::take(&mut setup.resolutions);
     let writer = Writer::start(sink, &info, halt.clone())?;
     let counts = Arc::new(Counts::default());
     let ticker = Stop::new();
     if let Some(callback) = options.progress.clone() {
-        let total = plan.total_handshakes();
-        progress::report(
-            &runtime,
+        report_progress(
+            &setup.runtime,
             callback,
-            counts.clone(),
-            progress::Planned {
-                labels: configs.iter().map(|config| config.label.clone()).collect(),
-                total,
-                timed: plan.timed_duration(),
-            },
-            origin,
-            ticker.clone(),
-        );
-    }
-    let flights: Vec<Flights> = configs.iter().map(|_| Flights::default()).collect();
-    let trials = TrialLoop {
-        configs,
-        connectors: &connectors,
-        until_ci: experiment.until_ci,
-        stop: options.stop.clone(),
-        halt,
-        counts: counts.clone(),
-        clock: Arc::new(tlslab_core::SystemClock),
-        origin,
-        arrivals: experiment.arrivals,
-        records: writer.records(),
-        flights: experiment.replay.then_some(&flights[..]),
-    };
-    let mut surroundings = RunSurroundings {
-        emulated: emulated.as_ref(),
-        namespace_failure,
-        servers: &mut servers,
-        writer: &writer,
-        recording: recording.as_ref(),
-    };
-    let ended = trials.run(&runtime, plan, &mut surroundings);
-    if experiment.replay && !ended.stopped && ended.failure.is_none() {
-        let records = writer.records();
-        replay::probe(
-            &runtime,
             configs,
-            &addresses,
-            &flights,
-            &mut servers,
-            &records,
+            plan,
+            &counts,
+            origin,
+            &ticker,
         );
     }
+    let measured = Measured {
+        counts: &counts,
+        origin,
+        halt,
+    };
+    let ended = setup.measure(experiment, configs, plan, &options, &writer, measured);
     ticker.request();
     // The last handshakes' closing packets are in flight still: a moment for them.
-    let recorded = recording.map(|recording| {
+    let recorded = setup.recording.take().map(|recording| {
         std::thread::sleep(std::time::Duration::from_millis(100));
         recording.finish()
     });
 
     let end = end_of(&ended, options.stop.is_requested(), &counts, origin);
-    teardown(
-        runtime,
-        servers,
-        external.map(|(server, _, _)| server),
-        emulated,
-    );
+    setup.teardown();
     let written = writer.finish(end.clone());
     // A capture that failed is the run's failure too, once its samples are written.
     let ended_failure = ended
@@ -183,6 +116,162 @@ pub fn run(
         Some(failure) => Err(failure),
         None => written.map(|()| end),
     }
+}
+
+/// Everything a run sets up before its first trial and tears down after its last. The fields
+/// are in the reverse of the order they are made, so a run that fails before its teardown
+/// drops them as its steps' locals would drop: the recording first, the emulated link last.
+struct Setup {
+    recording: Option<Recording>,
+    connectors: Vec<Arc<ConfigClient>>,
+    /// Each Config's server address, in order.
+    addresses: Vec<SocketAddr>,
+    /// How the run's names resolved, for the run's environment record.
+    resolutions: Vec<tlslab_core::NameResolution>,
+    external: Option<ExternalServer>,
+    servers: LabServers,
+    namespace_failure: NamespaceFailure,
+    runtime: tokio::runtime::Runtime,
+    emulated: Option<EmulatedNetwork>,
+}
+
+/// What the trial loop counts into, and the time its samples count from.
+struct Measured<'a> {
+    counts: &'a Arc<Counts>,
+    origin: Instant,
+    halt: Stop,
+}
+
+impl Setup {
+    /// The emulated link first (lab servers start inside it, client threads join it), then
+    /// the client's runtime, the lab servers, the `--server-cmd` server, the routes, the
+    /// clients and the `--capture` recording.
+    fn start(
+        experiment: &Experiment,
+        configs: &[Config],
+        options: &RunOptions,
+        halt: Stop,
+    ) -> Result<Setup, RunError> {
+        let emulated = emulate(experiment, configs, options.seed)?;
+        let (runtime, namespace_failure) = client_runtime(emulated.as_ref())?;
+        let network = emulated.as_ref().map(|emulated| &emulated.network);
+        let servers = LabServers::start(
+            configs,
+            &options.server_program,
+            &options.pki,
+            network,
+            halt.clone(),
+        )?;
+        let external = start_external_server(experiment, &runtime, emulated.as_ref())?;
+        let external_route = external
+            .as_ref()
+            .map(|(_, target, address)| (target.as_str(), *address));
+        let (routes, resolutions) = routes(
+            configs,
+            &servers,
+            &runtime,
+            emulated.as_ref(),
+            external_route,
+            &experiment.resolve,
+        )?;
+        let addresses: Vec<SocketAddr> = routes.iter().map(|route| route.address).collect();
+        let connectors = clients(configs, routes, options.key_log.as_ref())?;
+        let recording = options
+            .capture
+            .as_deref()
+            .map(|path| {
+                let external = experiment.target.is_some();
+                Recording::start(path, emulated.as_ref(), external, halt)
+            })
+            .transpose()?;
+        Ok(Setup {
+            recording,
+            connectors,
+            addresses,
+            resolutions,
+            external: external.map(|(server, _, _)| server),
+            servers,
+            namespace_failure,
+            runtime,
+            emulated,
+        })
+    }
+
+    /// The trial loop over `plan`, then, when the experiment asks for it and the loop ran to
+    /// its end, the replay probe.
+    fn measure(
+        &mut self,
+        experiment: &Experiment,
+        configs: &[Config],
+        plan: &Plan,
+        options: &RunOptions,
+        writer: &Writer,
+        measured: Measured<'_>,
+    ) -> Ended {
+        let flights: Vec<Flights> = configs.iter().map(|_| Flights::default()).collect();
+        let trials = TrialLoop {
+            configs,
+            connectors: &self.connectors,
+            until_ci: experiment.until_ci,
+            stop: options.stop.clone(),
+            halt: measured.halt,
+            counts: measured.counts.clone(),
+            clock: Arc::new(tlslab_core::SystemClock),
+            origin: measured.origin,
+            arrivals: experiment.arrivals,
+            records: writer.records(),
+            flights: experiment.replay.then_some(&flights[..]),
+        };
+        let mut surroundings = RunSurroundings {
+            emulated: self.emulated.as_ref(),
+            namespace_failure: self.namespace_failure.clone(),
+            servers: &mut self.servers,
+            writer,
+            recording: self.recording.as_ref(),
+        };
+        let ended = trials.run(&self.runtime, plan, &mut surroundings);
+        if experiment.replay && !ended.stopped && ended.failure.is_none() {
+            let records = writer.records();
+            replay::probe(
+                &self.runtime,
+                configs,
+                &self.addresses,
+                &flights,
+                &mut self.servers,
+                &records,
+            );
+        }
+        ended
+    }
+
+    /// Stops the client, the lab servers, the `--server-cmd` server and the emulated link.
+    fn teardown(self) {
+        teardown(self.runtime, self.servers, self.external, self.emulated);
+    }
+}
+
+/// Reports progress to `callback` every 100 ms on `runtime` until `ticker` is requested.
+fn report_progress(
+    runtime: &tokio::runtime::Runtime,
+    callback: ProgressCallback,
+    configs: &[Config],
+    plan: &Plan,
+    counts: &Arc<Counts>,
+    origin: Instant,
+    ticker: &Stop,
+) {
+    progress::report(
+        runtime,
+        callback,
+        counts.clone(),
+        progress::Planned {
+            labels: configs.iter().map(|config| config.label.clone()).collect(),
+            total: plan.total_handshakes(),
+            timed: plan.timed_duration(),
+        },
+        origin,
+        ticker.clone(),
+    );
 }
 
 /// Each Config's client in its library, on its route.

@@ -125,6 +125,45 @@ pub struct TrialLoop<'a, C: Connector> {
     pub flights: Option<&'a [Flights]>,
 }
 
+/// What the loop carries from one trial to the next.
+struct Carried<A> {
+    /// Each Config's agents that keep state between its blocks.
+    agents: Vec<Vec<A>>,
+    /// Each open-loop Config's schedule, where its last block left it.
+    schedules: Vec<Option<ArrivalTimes>>,
+    /// `--until-ci`: what each Config measured, and which stopped.
+    early: EarlyStopping,
+}
+
+/// The resources a block used, as its surroundings and the process count them, read as it
+/// starts.
+struct UsageBefore {
+    server: Option<Usage>,
+    client_certificates: Option<ClientVerifications>,
+    client: Usage,
+}
+
+impl UsageBefore {
+    /// Reads the counters (and starts the link's afresh) as `config`'s block starts.
+    fn read(surroundings: &mut dyn Surroundings, config: &Config) -> UsageBefore {
+        let server = surroundings.server_usage(config);
+        surroundings.link_reset();
+        let client_certificates = surroundings.server_client_verifications(config);
+        UsageBefore {
+            server,
+            client_certificates,
+            client: usage::current(),
+        }
+    }
+}
+
+/// The seed of the Config numbered `index`'s arrival schedule: the plan's seed spread over
+/// the Configs (Fibonacci hashing), so every Config draws its own Poisson gaps and a run's
+/// recorded seed reproduces them all.
+fn schedule_seed(plan_seed: u64, index: usize) -> u64 {
+    plan_seed.wrapping_add((index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
 impl<C: Connector> TrialLoop<'_, C> {
     /// Runs every trial of `plan` on `runtime`, in order, until the plan is done, a stop is
     /// requested or the surroundings fail.
@@ -134,23 +173,7 @@ impl<C: Connector> TrialLoop<'_, C> {
         plan: &Plan,
         surroundings: &mut dyn Surroundings,
     ) -> Ended {
-        let mut agents: Vec<Vec<C::Agent>> = vec![Vec::new(); self.configs.len()];
-        // Each open-loop Config's schedule runs on across its blocks: a block of k arrivals
-        // lasts exactly as long as those k arrivals' share of the schedule, so the blocks of
-        // one Config laid end to end keep its rate (DESIGN.md, measurement rule 10).
-        let mut schedules: Vec<Option<ArrivalTimes>> = self
-            .configs
-            .iter()
-            .map(|config| {
-                config.arrival_rate.map(|rate| {
-                    let seed = plan.seed.wrapping_add(
-                        (config.index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-                    );
-                    ArrivalTimes::new(rate, self.arrivals, seed)
-                })
-            })
-            .collect();
-        let mut early = EarlyStopping::new(self.configs.len(), self.until_ci);
+        let mut carried = self.carried(plan);
         let mut last_round = 0;
         for trial in &plan.trials {
             if let Err(failure) = surroundings.check() {
@@ -166,7 +189,7 @@ impl<C: Connector> TrialLoop<'_, C> {
                 };
             }
             if trial.round > last_round {
-                for stopped in early.judge(last_round) {
+                for stopped in carried.early.judge(last_round) {
                     self.records.send(Record::Stopped(stopped));
                 }
             }
@@ -177,7 +200,7 @@ impl<C: Connector> TrialLoop<'_, C> {
             ) else {
                 continue;
             };
-            if early.is_finished(trial.config) {
+            if carried.early.is_finished(trial.config) {
                 continue;
             }
             if let Err(failure) = surroundings.prepare(config) {
@@ -186,93 +209,154 @@ impl<C: Connector> TrialLoop<'_, C> {
                     failure: Some(failure),
                 };
             }
-            // Only the agents this block can use are made (`-c 50000 -n 1` makes one), and
-            // only Configs whose agents keep state between blocks keep them: an agent of a
-            // fresh-handshake Config is a few bytes to make again, and a matrix of thousands
-            // of concurrencies would otherwise hold every Config's agents to the run's end.
-            let wanted = agents_for(trial, config);
-            let pool = &mut agents[trial.config];
-            while pool.len() < wanted {
-                pool.push(connector.agent());
-            }
-            let working: Vec<C::Agent> = if config.agents_keep_state() {
-                pool[..wanted].to_vec()
-            } else {
-                std::mem::take(pool)
-            };
-            let server_before = surroundings.server_usage(config);
-            surroundings.link_reset();
-            let verifications_before = surroundings.server_client_verifications(config);
-            let client_before = usage::current();
-            self.counts.current.store(
-                (trial.config as u64 + 1) * 2 + u64::from(trial.warmup),
-                Ordering::Relaxed,
+            self.run_trial(
+                runtime,
+                trial,
+                config,
+                connector,
+                &mut carried,
+                surroundings,
             );
-            let started = self.clock.now();
-            let schedule = schedules
-                .get_mut(trial.config)
-                .and_then(Option::take)
-                .map(|times| BlockSchedule::new(times, started));
-            let block = Block {
-                trial: *trial,
-                config: Arc::new(config.clone()),
-                connector: connector.clone(),
-                clock: self.clock.clone(),
-                origin: self.origin,
-                stop: self.stop.clone(),
-                halt: self.halt.clone(),
-                counts: self.counts.clone(),
-                records: self.records.clone(),
-                flights: self
-                    .flights
-                    .and_then(|flights| flights.get(trial.config).cloned()),
-            };
-            let (attempted, handshakes, schedule) =
-                runtime.block_on(block.run(working, early.is_active(), schedule));
-            if !trial.warmup {
-                early.add(trial.config, &handshakes);
-            }
-            let client = usage::current().since(&client_before);
-            let server = match (server_before, surroundings.server_usage(config)) {
-                (Some(before), Some(after)) => Some(after.since(&before)),
-                _ => None,
-            };
-            let server_client_verifications = match (
-                verifications_before,
-                surroundings.server_client_verifications(config),
-            ) {
-                (Some(before), Some(after)) => Some(after.since(&before)),
-                _ => None,
-            };
-            let link = surroundings.link_usage(config);
-            // An open-loop block ends when its share of the schedule does, not when its last
-            // attempt does: blocks laid end to end then keep the rate, with no arrivals
-            // crowded into the gap between them. The block's accounting above is done in
-            // that idle tail, so the next block starts as close as it can to this one's end.
-            if let Some(schedule) = schedule {
-                self.sleep_until(schedule.end());
-                if let Some(slot) = schedules.get_mut(trial.config) {
-                    *slot = Some(schedule.times);
-                }
-            }
-            let duration = self.clock.now().saturating_duration_since(started);
-            self.records.send(Record::Trial(TrialRecord {
-                trial: *trial,
-                concurrency: config.concurrency,
-                started_at: started.saturating_duration_since(self.origin).as_nanos() as u64,
-                duration_ns: duration.as_nanos() as u64,
-                attempted,
-                server,
-                client,
-                link,
-                server_client_verifications,
-            }));
         }
         // A stop or a server that died during the last trial still ends the run incomplete.
         let failure = surroundings.check().err();
         Ended {
             stopped: failure.is_some() || self.stop.is_requested(),
             failure,
+        }
+    }
+
+    /// What the loop starts with: no agents yet, each open-loop Config's schedule at its
+    /// start, and nothing measured.
+    fn carried(&self, plan: &Plan) -> Carried<C::Agent> {
+        // Each open-loop Config's schedule runs on across its blocks: a block of k arrivals
+        // lasts exactly as long as those k arrivals' share of the schedule, so the blocks of
+        // one Config laid end to end keep its rate (DESIGN.md, measurement rule 10).
+        let schedules = self
+            .configs
+            .iter()
+            .map(|config| {
+                config.arrival_rate.map(|rate| {
+                    let seed = schedule_seed(plan.seed, config.index);
+                    ArrivalTimes::new(rate, self.arrivals, seed)
+                })
+            })
+            .collect();
+        Carried {
+            agents: vec![Vec::new(); self.configs.len()],
+            schedules,
+            early: EarlyStopping::new(self.configs.len(), self.until_ci),
+        }
+    }
+
+    /// One trial: its block on `runtime`, then its record with the resources it used.
+    fn run_trial(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        trial: &Trial,
+        config: &Config,
+        connector: &Arc<C>,
+        carried: &mut Carried<C::Agent>,
+        surroundings: &mut dyn Surroundings,
+    ) {
+        // Only the agents this block can use are made (`-c 50000 -n 1` makes one), and
+        // only Configs whose agents keep state between blocks keep them: an agent of a
+        // fresh-handshake Config is a few bytes to make again, and a matrix of thousands
+        // of concurrencies would otherwise hold every Config's agents to the run's end.
+        let wanted = agents_for(trial, config);
+        let pool = &mut carried.agents[trial.config];
+        while pool.len() < wanted {
+            pool.push(connector.agent());
+        }
+        let working: Vec<C::Agent> = if config.agents_keep_state() {
+            pool[..wanted].to_vec()
+        } else {
+            std::mem::take(pool)
+        };
+        let before = UsageBefore::read(surroundings, config);
+        self.counts.current.store(
+            (trial.config as u64 + 1) * 2 + u64::from(trial.warmup),
+            Ordering::Relaxed,
+        );
+        let started = self.clock.now();
+        let schedule = carried
+            .schedules
+            .get_mut(trial.config)
+            .and_then(Option::take)
+            .map(|times| BlockSchedule::new(times, started));
+        let block = self.block(trial, config, connector);
+        let (attempted, handshakes, schedule) =
+            runtime.block_on(block.run(working, carried.early.is_active(), schedule));
+        if !trial.warmup {
+            carried.early.add(trial.config, &handshakes);
+        }
+        let mut record = self.trial_record(trial, config, attempted, before, surroundings);
+        // An open-loop block ends when its share of the schedule does, not when its last
+        // attempt does: blocks laid end to end then keep the rate, with no arrivals
+        // crowded into the gap between them. The block's accounting above is done in
+        // that idle tail, so the next block starts as close as it can to this one's end.
+        if let Some(schedule) = schedule {
+            self.sleep_until(schedule.end());
+            if let Some(slot) = carried.schedules.get_mut(trial.config) {
+                *slot = Some(schedule.times);
+            }
+        }
+        let duration = self.clock.now().saturating_duration_since(started);
+        record.started_at = started.saturating_duration_since(self.origin).as_nanos() as u64;
+        record.duration_ns = duration.as_nanos() as u64;
+        self.records.send(Record::Trial(record));
+    }
+
+    /// `trial`'s block, for `config` on `connector`.
+    fn block(&self, trial: &Trial, config: &Config, connector: &Arc<C>) -> Block<C> {
+        Block {
+            trial: *trial,
+            config: Arc::new(config.clone()),
+            connector: connector.clone(),
+            clock: self.clock.clone(),
+            origin: self.origin,
+            stop: self.stop.clone(),
+            halt: self.halt.clone(),
+            counts: self.counts.clone(),
+            records: self.records.clone(),
+            flights: self
+                .flights
+                .and_then(|flights| flights.get(trial.config).cloned()),
+        }
+    }
+
+    /// The trial's record, with what its block used since `before` (its times are filled in
+    /// once the block's share of its schedule has ended).
+    fn trial_record(
+        &self,
+        trial: &Trial,
+        config: &Config,
+        attempted: u64,
+        before: UsageBefore,
+        surroundings: &mut dyn Surroundings,
+    ) -> TrialRecord {
+        let client = usage::current().since(&before.client);
+        let server = match (before.server, surroundings.server_usage(config)) {
+            (Some(before), Some(after)) => Some(after.since(&before)),
+            _ => None,
+        };
+        let server_client_verifications = match (
+            before.client_certificates,
+            surroundings.server_client_verifications(config),
+        ) {
+            (Some(before), Some(after)) => Some(after.since(&before)),
+            _ => None,
+        };
+        TrialRecord {
+            trial: *trial,
+            concurrency: config.concurrency,
+            started_at: 0,
+            duration_ns: 0,
+            attempted,
+            server,
+            client,
+            link: surroundings.link_usage(config),
+            server_client_verifications,
         }
     }
 
@@ -414,6 +498,22 @@ impl Schedule {
 /// this time (and the loop's own overhead per block is one such timer).
 const STOP_CHECK: std::time::Duration = std::time::Duration::from_millis(50);
 
+/// What a block's agents share.
+struct Shared {
+    /// A closed loop's attempts not yet taken.
+    remaining: AtomicU64,
+    /// A timed block's end, on the block's clock.
+    deadline: Option<Instant>,
+    /// Open loop: the schedule that releases the intended starts.
+    schedule: Option<Arc<Schedule>>,
+    attempted: AtomicU64,
+    /// Whether the successful handshakes' durations are wanted (for sequential stopping).
+    timed: bool,
+    /// One histogram for the block, not one per agent: a histogram is kilobytes, and a
+    /// block of 50,000 agents held one each. An attempt takes the lock once, at its end.
+    handshakes: std::sync::Mutex<Durations>,
+}
+
 impl<C: Connector> Block<C> {
     /// `agents` share the block's handshakes, started by `schedule` in an open loop.
     /// Returns how many were attempted, (when `timed`, for sequential stopping) the
@@ -433,29 +533,16 @@ impl<C: Connector> Block<C> {
         let each_first = block.trial.warmup && block.config.agents_keep_state();
         let reserved = if each_first { agents.len() as u64 } else { 0 };
         // A timed block (a closed loop given --duration) takes attempts until its time is up.
-        let remaining = Arc::new(AtomicU64::new(match block.trial.time_limit {
+        let remaining = AtomicU64::new(match block.trial.time_limit {
             Some(_) => u64::MAX,
             None => block.trial.handshakes.saturating_sub(reserved),
-        }));
+        });
         let deadline = block
             .trial
             .time_limit
             .map(|limit| block.clock.now() + limit);
-        let attempted = Arc::new(AtomicU64::new(0));
-        // One histogram for the block, not one per agent: a histogram is kilobytes, and a
-        // block of 50,000 agents held one each. An attempt takes the lock once, at its end.
-        let handshakes = Arc::new(std::sync::Mutex::new(Durations::default()));
         let (cancel, cancelled) = tokio::sync::watch::channel(false);
-        let watcher = {
-            let block = block.clone();
-            tokio::spawn(async move {
-                let mut ticker = tokio::time::interval(STOP_CHECK);
-                while !block.stopping() && !cancel.is_closed() {
-                    ticker.tick().await;
-                }
-                let _ = cancel.send(true);
-            })
-        };
+        let watcher = block.clone().watch(cancel);
         // Open loop: the schedule hands out intended start times; closed loop: each agent
         // takes the next of the block's attempts as soon as its last one ends.
         let (schedule, unused) = if each_first {
@@ -465,82 +552,121 @@ impl<C: Connector> Block<C> {
                 .map(|schedule| Schedule::start(schedule, block.trial.handshakes, block.clone()));
             (started, None)
         };
+        let shared = Arc::new(Shared {
+            remaining,
+            deadline,
+            schedule,
+            attempted: AtomicU64::new(0),
+            timed,
+            handshakes: std::sync::Mutex::new(Durations::default()),
+        });
         let mut tasks = tokio::task::JoinSet::new();
         for (index, agent) in agents.into_iter().enumerate() {
-            let (block, remaining, attempted, handshakes) = (
-                block.clone(),
-                remaining.clone(),
-                attempted.clone(),
-                handshakes.clone(),
+            let agent_loop = block.clone().agent_loop(
+                agent,
+                index as u32,
+                shared.clone(),
+                cancelled.clone(),
+                each_first,
             );
-            let schedule = schedule.clone();
-            let mut cancelled = cancelled.clone();
-            tasks.spawn(async move {
-                let mut own_first = each_first;
-                loop {
-                    if block.stopping() {
-                        break;
-                    }
-                    let intended = match &schedule {
-                        _ if std::mem::take(&mut own_first) => None,
-                        Some(schedule) => match schedule.next(&mut cancelled).await {
-                            Some(intended) => Some(intended),
-                            None => break,
-                        },
-                        None => {
-                            if deadline.is_some_and(|deadline| block.clock.now() >= deadline) {
-                                break;
-                            }
-                            let taken = remaining
-                                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
-                                    left.checked_sub(1)
-                                })
-                                .is_ok();
-                            if !taken {
-                                break;
-                            }
-                            None
-                        }
-                    };
-                    // Boxed: the attempt's future (the library's handshake, the request,
-                    // their buffers' places) is kilobytes, and an agent waiting for its next
-                    // arrival should not hold it; it exists only while an attempt runs.
-                    let sample =
-                        Box::pin(block.attempt(&agent, index as u32, &mut cancelled, intended))
-                            .await;
-                    attempted.fetch_add(1, Ordering::Relaxed);
-                    if !sample.is_ok() {
-                        block.counts.errors.fetch_add(1, Ordering::Relaxed);
-                    } else if let Some(nanos) = sample.timeline.phase(Phase::Handshake) {
-                        if timed {
-                            handshakes
-                                .lock()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .record(nanos);
-                        }
-                    }
-                    if block.trial.warmup {
-                        block.counts.warmup_done.fetch_add(1, Ordering::Relaxed);
-                    }
-                    block.counts.done.fetch_add(1, Ordering::Relaxed);
-                    block.records.send(Record::Sample(Box::new(sample)));
-                }
-            });
+            tasks.spawn(agent_loop);
         }
         drop(cancelled);
         while tasks.join_next().await.is_some() {}
         watcher.abort();
-        let handshakes = std::mem::take(&mut *handshakes.lock().unwrap_or_else(|e| e.into_inner()));
+        let handshakes =
+            std::mem::take(&mut *shared.handshakes.lock().unwrap_or_else(|e| e.into_inner()));
         // The thread ends once every agent has left (it has released its starts, or seen
         // the stop within STOP_CHECK); joined off the runtime's threads.
-        let schedule = match schedule {
+        let schedule = match shared.schedule.clone() {
             Some(schedule) => tokio::task::spawn_blocking(move || schedule.finish())
                 .await
                 .ok()
                 .flatten(),
             None => unused,
         };
-        (attempted.load(Ordering::SeqCst), handshakes, schedule)
+        (
+            shared.attempted.load(Ordering::SeqCst),
+            handshakes,
+            schedule,
+        )
+    }
+
+    /// Turns `cancel` true once a stop or halt is requested (or every agent has left),
+    /// looking every [`STOP_CHECK`].
+    fn watch(
+        self: Arc<Self>,
+        cancel: tokio::sync::watch::Sender<bool>,
+    ) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(STOP_CHECK);
+            while !self.stopping() && !cancel.is_closed() {
+                ticker.tick().await;
+            }
+            let _ = cancel.send(true);
+        })
+    }
+
+    /// One agent's part of the block: attempts until the block's attempts, time or schedule
+    /// run out, or it is stopped. With `own_first`, its first attempt is its own (a warm-up
+    /// of an agent that keeps state).
+    async fn agent_loop(
+        self: Arc<Self>,
+        agent: C::Agent,
+        index: u32,
+        shared: Arc<Shared>,
+        mut cancelled: tokio::sync::watch::Receiver<bool>,
+        mut own_first: bool,
+    ) {
+        while !self.stopping() {
+            let intended = match &shared.schedule {
+                _ if std::mem::take(&mut own_first) => None,
+                Some(schedule) => match schedule.next(&mut cancelled).await {
+                    Some(intended) => Some(intended),
+                    None => break,
+                },
+                None if self.takes_another(&shared) => None,
+                None => break,
+            };
+            // Boxed: the attempt's future (the library's handshake, the request, their
+            // buffers' places) is kilobytes, and an agent waiting for its next arrival
+            // should not hold it; it exists only while an attempt runs.
+            let sample = Box::pin(self.attempt(&agent, index, &mut cancelled, intended)).await;
+            shared.attempted.fetch_add(1, Ordering::Relaxed);
+            if !sample.is_ok() {
+                self.counts.errors.fetch_add(1, Ordering::Relaxed);
+            } else if let Some(nanos) = sample.timeline.phase(Phase::Handshake) {
+                if shared.timed {
+                    shared
+                        .handshakes
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .record(nanos);
+                }
+            }
+            if self.trial.warmup {
+                self.counts.warmup_done.fetch_add(1, Ordering::Relaxed);
+            }
+            self.counts.done.fetch_add(1, Ordering::Relaxed);
+            self.records.send(Record::Sample(Box::new(sample)));
+        }
+    }
+
+    /// Closed loop: whether an agent takes another attempt (the block's time is not up and
+    /// it has attempts left, one of which is now taken).
+    fn takes_another(&self, shared: &Shared) -> bool {
+        if shared
+            .deadline
+            .is_some_and(|deadline| self.clock.now() >= deadline)
+        {
+            return false;
+        }
+        shared
+            .remaining
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                left.checked_sub(1)
+            })
+            .is_ok()
     }
 
     /// A stop was requested, or the surroundings failed.
