@@ -118,9 +118,9 @@ impl ConfigClient {
             ClientSettings::for_config(config, route.server_name, route.trust, route.ech);
         settings.key_log = key_log;
         settings.client_certificate = route.client_certificate;
-        let cannot = |error: &dyn std::fmt::Display, hint: &str| {
+        let cannot = |hint: &str| {
             RunError::environment(
-                format!("cannot set up the client for '{}': {error}", config.label),
+                format!("cannot set up the client for '{}'", config.label),
                 hint,
             )
         };
@@ -128,10 +128,10 @@ impl ConfigClient {
             (Scheme::Http, _) => Library::Plain,
             (Scheme::Https, Backend::Rustls) => tlslab_tls::Client::new(&settings)
                 .map(Library::Rustls)
-                .map_err(|error| cannot(&error, error.hint()))?,
+                .map_err(|error| cannot(error.hint()).because(error))?,
             (Scheme::Https, Backend::Openssl) => tlslab_openssl::Client::new(&settings)
                 .map(Library::Openssl)
-                .map_err(|error| cannot(&error, error.hint()))?,
+                .map_err(|error| cannot(error.hint()).because(error))?,
         };
         Ok(ConfigClient {
             config: Arc::new(config.clone()),

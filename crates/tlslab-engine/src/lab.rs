@@ -160,10 +160,7 @@ impl LabServer {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|error| {
-                failed(format!(
-                    "cannot start the lab server {}: {error}",
-                    program.display()
-                ))
+                failed(format!("cannot start the lab server {}", program.display())).because(error)
             })?;
         let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
@@ -194,10 +191,11 @@ impl LabServer {
             Some(text) => Some(
                 base64::engine::general_purpose::STANDARD
                     .decode(text)
-                    .map_err(|_| {
+                    .map_err(|error| {
                         failed(format!(
                             "the {backend} lab server sent an ECH configuration that is not base64"
                         ))
+                        .because(error)
                     })?,
             ),
             None => None,

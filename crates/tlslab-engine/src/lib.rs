@@ -66,7 +66,7 @@ pub mod trials;
 pub mod usage;
 mod writer;
 
-pub use error::{RunError, RunErrorKind};
+pub use error::{Cause, EngineError, EngineErrorKind, RunError, RunErrorKind};
 pub use lab::{answer_control_requests, LabServer};
 pub use progress::{Progress, ProgressCallback, RunningConfig};
 pub use replay::Flights;

@@ -165,9 +165,10 @@ impl ExternalServer {
         }
         let child = shell.spawn().map_err(|error| {
             RunError::environment(
-                format!("cannot start --server-cmd: {error}"),
+                "cannot start --server-cmd",
                 "check that sh exists and the command is right",
             )
+            .because(error)
         })?;
         let mut server = ExternalServer { child };
         let namespace = network.map(EmulatedNetwork::client_namespace);

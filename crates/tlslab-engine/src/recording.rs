@@ -18,17 +18,22 @@ pub struct Recording {
     stop: Arc<AtomicBool>,
     thread: JoinHandle<Result<u64, RunError>>,
     path: PathBuf,
-    /// The recording's failure (a full disk), set when it happens.
-    failure: Arc<Mutex<Option<RunError>>>,
+    /// The recording's failure (a full disk), set when it happens: its message and hint
+    /// (a capture error has no cause of its own), to make the run's error from each time the
+    /// loop asks.
+    failure: Arc<Mutex<Option<(String, String)>>>,
 }
 
-fn failed(path: &Path, error: tlslab_capture::CaptureError) -> RunError {
+/// The capture's failure as the run's error, followed by `more`. A capture error is a message
+/// and a hint with no cause of its own, so it is kept whole in the message, where the text
+/// added after it (`; the run stopped there`) can follow it.
+fn failed(path: &Path, error: tlslab_capture::CaptureError, more: &str) -> RunError {
     // A message that names the file already says which it is.
     let shown = path.display().to_string();
     let message = if error.message.contains(&shown) {
-        error.message
+        format!("{}{more}", error.message)
     } else {
-        format!("--capture {shown}: {}", error.message)
+        format!("--capture {shown}: {}{more}", error.message)
     };
     RunError::environment(message, error.hint)
 }
@@ -51,7 +56,7 @@ impl Recording {
             _ => "any",
         };
         let stop = Arc::new(AtomicBool::new(false));
-        let failure: Arc<Mutex<Option<RunError>>> = Arc::default();
+        let failure: Arc<Mutex<Option<(String, String)>>> = Arc::default();
         let (ready, opened) = mpsc::channel();
         let thread = {
             let path = path.to_path_buf();
@@ -63,38 +68,42 @@ impl Recording {
                     if let Some(namespace) = &namespace {
                         if let Err(error) = namespace.enter_client_namespace() {
                             let _ = ready.send(Err(RunError::environment(
-                                format!("--capture cannot enter the client's namespace: {error}"),
+                                "--capture cannot enter the client's namespace",
                                 "capturing an emulated link needs root or CAP_NET_ADMIN",
-                            )));
+                            )
+                            .because(error)));
                             return Ok(0);
                         }
                     }
                     match Recorder::open(&path, Some(interface)) {
                         Ok(recorder) => {
                             let _ = ready.send(Ok(()));
-                            let mut recorded =
-                                recorder.run(&stop).map_err(|error| failed(&path, error));
-                            if let Err(error) = &mut recorded {
-                                if !stop.load(Ordering::Relaxed) {
-                                    error.message.push_str("; the run stopped there");
-                                }
+                            let recorded = recorder.run(&stop).map_err(|error| {
+                                let more = match stop.load(Ordering::Relaxed) {
+                                    true => "",
+                                    false => "; the run stopped there",
+                                };
+                                failed(&path, error, more)
+                            });
+                            if let Err(error) = &recorded {
                                 let mut slot = failure.lock().unwrap_or_else(|e| e.into_inner());
-                                *slot = Some(error.clone());
+                                *slot = Some((error.to_string(), error.hint().to_string()));
                                 halt.request();
                             }
                             recorded
                         }
                         Err(error) => {
-                            let _ = ready.send(Err(failed(&path, error)));
+                            let _ = ready.send(Err(failed(&path, error, "")));
                             Ok(0)
                         }
                     }
                 })
                 .map_err(|error| {
                     RunError::environment(
-                        format!("cannot start the capture thread: {error}"),
+                        "cannot start the capture thread",
                         "check the process limits",
                     )
+                    .because(error)
                 })?
         };
         match opened.recv() {
@@ -115,7 +124,8 @@ impl Recording {
     /// The recording's failure, once it failed: the run stops with it.
     pub fn failure(&self) -> Option<RunError> {
         let failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
-        failure.clone()
+        let (message, hint) = failure.clone()?;
+        Some(RunError::environment(message, hint))
     }
 
     /// Stops recording, writes the file out and returns the packets in it.

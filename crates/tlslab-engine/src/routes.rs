@@ -124,10 +124,11 @@ impl Resolver<'_> {
                     // not resolve is this machine's name service's answer, an environment
                     // problem (exit 3), as `tlslab scan` says of the same name.
                     RunError::environment(
-                        format!("cannot resolve target '{target}': {error}"),
+                        format!("cannot resolve target '{target}'"),
                         "check the host name, pin its address (--resolve HOST:PORT:ADDRESS), or \
                      give an IP address: --target 127.0.0.1:8443",
                     )
+                    .because(error)
                 })?;
         // The first address is preferred (the environment records it as used); the others
         // are fallbacks for attempts it refuses, in the resolver's order (which already
@@ -163,9 +164,10 @@ impl Resolver<'_> {
         if !self.resolved.contains_key(&name) {
             let addresses = self.runtime.block_on(resolve_all(&name)).map_err(|error| {
                 RunError::environment(
-                    format!("--dns per-attempt looks the lab server up as 'localhost', which does not resolve: {error}"),
+                    "--dns per-attempt looks the lab server up as 'localhost', which does not resolve",
                     "add '127.0.0.1 localhost' to /etc/hosts, or use --dns once",
                 )
+                .because(error)
             })?;
             if !addresses.contains(&address) {
                 return Err(RunError::environment(
@@ -203,9 +205,10 @@ pub fn start_external_server(
         .block_on(look_up(target, &experiment.resolve))
         .map_err(|error| {
             RunError::environment(
-                format!("cannot resolve target '{target}': {error}"),
+                format!("cannot resolve target '{target}'"),
                 "with --server-cmd, give the port the server listens on: --target 127.0.0.1:8443",
             )
+            .because(error)
         })?;
     let given = given.0[0];
     let listening = match emulated {
@@ -300,9 +303,10 @@ fn route(
             let trust = match ca {
                 Some(ca) => Trust::Roots(tlslab_pki::load_certificates(ca).map_err(|error| {
                     RunError::configuration(
-                        format!("cannot use --ca {}: {error}", ca.display()),
+                        format!("cannot use --ca {}", ca.display()),
                         "give a PEM file with the CA certificate(s) that issued the server's chain",
                     )
+                    .because(error)
                 })?),
                 None => Trust::System,
             };

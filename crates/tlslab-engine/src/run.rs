@@ -294,7 +294,7 @@ fn end_of(ended: &Ended, stop_requested: bool, counts: &Counts, origin: Instant)
     RunEnd {
         complete: !stopped,
         reason: stopped.then(|| match &ended.failure {
-            Some(failure) => failure.message.clone(),
+            Some(failure) => failure.message_with_causes(),
             None => "interrupted".to_string(),
         }),
         duration_ns: origin.elapsed().as_nanos() as u64,

@@ -9,16 +9,19 @@ use crate::network::EmulatedNetwork;
 
 /// Why a runtime thread could not join the client namespace, when one could not.
 #[derive(Clone, Default)]
-pub struct NamespaceFailure(Arc<Mutex<Option<String>>>);
+pub struct NamespaceFailure(Arc<Mutex<Option<std::io::Error>>>);
 
 impl NamespaceFailure {
     /// The first failure, as the error that stops the run.
     pub fn take(&self) -> Option<RunError> {
         let error = self.0.lock().unwrap_or_else(|e| e.into_inner()).take()?;
-        Some(RunError::environment(
-            format!("a client thread could not join the client network namespace: {error}"),
-            "run as root or with CAP_SYS_ADMIN and CAP_NET_ADMIN, or use --emulator relay",
-        ))
+        Some(
+            RunError::environment(
+                "a client thread could not join the client network namespace",
+                "run as root or with CAP_SYS_ADMIN and CAP_NET_ADMIN, or use --emulator relay",
+            )
+            .because(error),
+        )
     }
 }
 
@@ -35,16 +38,17 @@ pub fn client_runtime(
             if let Some(namespace) = &namespace {
                 if let Err(error) = namespace.enter_client_namespace() {
                     let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
-                    slot.get_or_insert(error.to_string());
+                    slot.get_or_insert(error);
                 }
             }
         })
         .build()
         .map_err(|error| {
             RunError::environment(
-                format!("cannot start the runtime: {error}"),
+                "cannot start the runtime",
                 "check the process limits (ulimit -u)",
             )
+            .because(error)
         })?;
     Ok((runtime, failure))
 }

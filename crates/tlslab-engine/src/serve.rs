@@ -74,7 +74,13 @@ pub fn start(options: &LabOptions) -> Result<RunningLab, RunError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|error| RunError::environment(error.to_string(), "check the process limits"))?;
+        .map_err(|error| {
+            RunError::environment(
+                "cannot start the lab server's runtime",
+                "check the process limits",
+            )
+            .because(error)
+        })?;
     match options.backend {
         Backend::Rustls => start_rustls(options, runtime),
         Backend::Openssl => start_openssl(options, runtime),
@@ -92,16 +98,18 @@ fn start_rustls(
     )
     .map_err(|error| {
         RunError::environment(
-            format!("cannot configure the lab server: {error}"),
+            "cannot configure the lab server",
             "delete the PKI cache directory to regenerate it",
         )
+        .because(error)
     })?;
     let lab = Arc::new(lab);
     let quic_config = lab.quic_config().map_err(|error| {
         RunError::environment(
-            format!("cannot configure the lab server's QUIC side: {error}"),
+            "cannot configure the lab server's QUIC side",
             "report this as a bug",
         )
+        .because(error)
     })?;
     let address = options.listen;
     // TLS over TCP and QUIC share one port number; with port 0, retry until a port is free on
@@ -130,13 +138,15 @@ fn start_rustls(
         })
         .map_err(|error: std::io::Error| {
             RunError::environment(
-                format!("cannot listen on {address}: {error}"),
+                format!("cannot listen on {address}"),
                 "choose a free port (TCP and UDP), for example --listen 127.0.0.1:0",
             )
+            .because(error)
         })?;
-    let local = listener
-        .local_addr()
-        .map_err(|error| RunError::environment(error.to_string(), "check the address"))?;
+    let local = listener.local_addr().map_err(|error| {
+        RunError::environment("cannot read the listening address", "check the address")
+            .because(error)
+    })?;
     let plain = serve_plain(options, &runtime, lab.site())?;
     runtime.spawn(tlslab_tls::server::serve_tcp(listener, lab.clone()));
     runtime.spawn(tlslab_tls::server::serve_quic(endpoint, lab.clone()));
@@ -157,9 +167,10 @@ fn start_openssl(
 ) -> Result<RunningLab, RunError> {
     let cannot = |what: &str, error: tlslab_openssl::Error| {
         RunError::environment(
-            format!("cannot {what}: {error}"),
+            format!("cannot {what}"),
             "check the OpenSSL build (scripts/openssl) and the PKI cache directory",
         )
+        .because(error)
     };
     let ech = tlslab_openssl::EchKey::generate(&options.ech_public_name)
         .map_err(|error| cannot("make an ECH key", error))?;
@@ -178,13 +189,15 @@ fn start_openssl(
         .block_on(async { bind_listener(address) })
         .map_err(|error| {
             RunError::environment(
-                format!("cannot listen on {address}: {error}"),
+                format!("cannot listen on {address}"),
                 "choose a free port, for example --listen 127.0.0.1:0",
             )
+            .because(error)
         })?;
-    let local = listener
-        .local_addr()
-        .map_err(|error| RunError::environment(error.to_string(), "check the address"))?;
+    let local = listener.local_addr().map_err(|error| {
+        RunError::environment("cannot read the listening address", "check the address")
+            .because(error)
+    })?;
     let plain = serve_plain(options, &runtime, config.site())?;
     runtime.spawn(tlslab_openssl::serve(listener, config.clone()));
     Ok(RunningLab {
@@ -208,9 +221,10 @@ fn serve_plain(
         .unwrap_or_else(|| SocketAddr::new(options.listen.ip(), 0));
     let cannot = |error: std::io::Error| {
         RunError::environment(
-            format!("cannot listen for plain-text HTTP on {address}: {error}"),
+            format!("cannot listen for plain-text HTTP on {address}"),
             "choose a free port, for example --plain-listen 127.0.0.1:0",
         )
+        .because(error)
     };
     let listener = runtime
         .block_on(async { bind_listener(address) })

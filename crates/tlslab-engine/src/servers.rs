@@ -50,12 +50,13 @@ impl LabServers {
             }
             let chain = pki.chain(key.cert, key.chain).map_err(|error| {
                 RunError::environment(
-                    format!("cannot prepare the {} certificate chain: {error}", key.cert),
+                    format!("cannot prepare the {} certificate chain", key.cert),
                     format!(
                         "check that {} is writable, or set TLSLAB_PKI_DIR",
                         pki.dir().display()
                     ),
                 )
+                .because(error)
             })?;
             servers.roots.insert(key, chain.root.clone());
             if let Some(profile) = key.client_certificates {
@@ -86,12 +87,13 @@ impl LabServers {
         }
         let client = pki.client_certificate(profile).map_err(|error| {
             RunError::environment(
-                format!("cannot prepare the {profile} lab client certificate: {error}"),
+                format!("cannot prepare the {profile} lab client certificate"),
                 format!(
                     "check that {} is writable, or set TLSLAB_PKI_DIR",
                     pki.dir().display()
                 ),
             )
+            .because(error)
         })?;
         self.client_certificates.insert(
             profile,

@@ -1138,7 +1138,7 @@ mod tests {
             None,
         );
         assert!(outcome.ended.stopped);
-        assert_eq!(outcome.ended.failure.unwrap().message, "the link broke");
+        assert_eq!(outcome.ended.failure.unwrap().to_string(), "the link broke");
         // Two warm-up blocks of 6 ran before the third trial's preparation failed.
         assert_eq!(samples(&outcome.records).len(), 12);
     }
@@ -1862,7 +1862,7 @@ mod tests {
             .iter()
             .all(|sample| sample.error == Some(ErrorClass::Cancelled)));
         assert!(ended.stopped);
-        assert_eq!(ended.failure.unwrap().message, "the lab server exited");
+        assert_eq!(ended.failure.unwrap().to_string(), "the lab server exited");
     }
 
     /// A 0-RTT client whose early data the server accepts: the loop keeps its first flight

@@ -60,9 +60,10 @@ impl Writer {
     pub fn start(mut sink: Box<dyn Sink>, info: &RunInfo, halt: Stop) -> Result<Writer, RunError> {
         sink.begin(info).map_err(|error| {
             RunError::environment(
-                format!("cannot write results: {error}"),
+                "cannot write results",
                 "check the --out path and free disk space",
             )
+            .because(error)
         })?;
         let (sender, receiver) = mpsc::channel::<Message>();
         let failure: Arc<Mutex<Option<SinkError>>> = Arc::default();
@@ -76,10 +77,8 @@ impl Writer {
             .name("tlslab-sink".into())
             .spawn(move || write(sink.as_mut(), &receiver, on_failure))
             .map_err(|error| {
-                RunError::environment(
-                    format!("cannot start the writer thread: {error}"),
-                    "check the process limits",
-                )
+                RunError::environment("cannot start the writer thread", "check the process limits")
+                    .because(error)
             })?;
         Ok(Writer {
             records: Records(sender),
@@ -115,10 +114,7 @@ impl Writer {
 
 /// The sink's failure as the run's error.
 fn writing_failed(error: &SinkError) -> RunError {
-    RunError::environment(
-        format!("writing results failed: {}", error.message),
-        error.hint.clone(),
-    )
+    RunError::Writing(error.clone())
 }
 
 /// The writer thread's loop: records in order, flushes when idle, the end last. The first
@@ -274,9 +270,13 @@ pub(crate) mod tests {
         // The first refusal halts the producer at once, and says why.
         std::thread::sleep(std::time::Duration::from_millis(300));
         assert!(halt.is_requested());
-        assert!(writer.failure().unwrap().message.contains("disk full"));
+        assert!(writer
+            .failure()
+            .unwrap()
+            .message_with_causes()
+            .contains("disk full"));
         let error = writer.finish(end()).unwrap_err();
-        assert!(error.message.contains("disk full"), "{error}");
+        assert!(error.message_with_causes().contains("disk full"), "{error}");
         assert_eq!(memory.records.lock().unwrap().len(), 1);
         assert!(memory.end.lock().unwrap().is_some());
     }

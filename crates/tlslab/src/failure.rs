@@ -77,12 +77,11 @@ impl From<tlslab_core::ConfigError> for CliError {
 /// A run that could not start or had to stop: the user's request, or the machine.
 impl From<tlslab_engine::RunError> for CliError {
     fn from(error: tlslab_engine::RunError) -> Self {
-        match error.kind {
-            tlslab_engine::RunErrorKind::Configuration => {
-                CliError::usage(error.message, error.hint)
-            }
+        let message = error.message_with_causes();
+        match error.kind() {
+            tlslab_engine::RunErrorKind::Configuration => CliError::usage(message, error.hint()),
             tlslab_engine::RunErrorKind::Environment => {
-                CliError::environment(error.message, error.hint)
+                CliError::environment(message, error.hint())
             }
         }
     }
