@@ -31,6 +31,7 @@ const KEPT_LINES: usize = 10;
 /// The first line a controlled lab server prints.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Ready {
+    /// Where the server accepts TLS over TCP and QUIC (one port number for both).
     pub listening: SocketAddr,
     /// The same site over plain-text HTTP (HTTP/1.1 and h2c), for load generators.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -45,9 +46,11 @@ pub struct LabServer {
     child: Child,
     input: ChildStdin,
     output: BufReader<ChildStdout>,
+    /// Where it accepts TLS over TCP and QUIC.
     pub address: SocketAddr,
     /// Where it serves the same site without TLS.
     pub plain_address: Option<SocketAddr>,
+    /// The certificate, chain and backend it serves, which name it among a run's servers.
     pub key: ServerKey,
     /// The ECHConfigList clients need to reach this server with ECH (OpenSSL servers only).
     pub ech_config: Option<Vec<u8>>,

@@ -28,6 +28,7 @@ pub(crate) fn note(text: std::fmt::Arguments<'_>) {
 
 /// The emulated link of a run, and how to describe it.
 pub struct EmulatedNetwork {
+    /// The emulator's devices and namespaces, whose profile each trial sets.
     pub network: tlslab_emulation::Network,
     /// For `Environment.network` and the summary.
     pub description: String,
@@ -99,6 +100,7 @@ impl EmulatedNetwork {
         })
     }
 
+    /// The emulator's name (`netem`, `tun`, `relay`), as the run's records name it.
     pub fn kind(&self) -> &'static str {
         self.network.kind().as_str()
     }
@@ -131,6 +133,7 @@ impl EmulatedNetwork {
         Ok(())
     }
 
+    /// A handle on the client's network namespace, for threads that must join it.
     pub fn client_namespace(&self) -> NamespaceHandle {
         self.network.clone_handle()
     }

@@ -10,30 +10,38 @@ use crate::trials::Counts;
 /// Live counters for a progress display.
 #[derive(Debug, Clone)]
 pub struct Progress {
+    /// Attempts finished, warm-up ones included.
     pub done: u64,
+    /// Of `done`, the attempts that failed.
     pub errors: u64,
     /// Of `done`, the warm-up attempts (not measured, not in the summary).
     pub warmup_done: u64,
     /// The Config running now (its label, its 1-based number of `configs`), and whether
     /// its block is a warm-up; `None` before the first block.
     pub config: Option<RunningConfig>,
+    /// How many Configs the run has.
     pub configs: usize,
     /// Attempts planned (the timed blocks' attempts are not known in advance: 0 for them).
     pub total: u64,
     /// How long the timed blocks run in all, when the plan has some: progress is then time.
     pub timed: Option<Duration>,
+    /// Time since the run began measuring (its origin, just before the first trial).
     pub elapsed: Duration,
 }
 
 /// The Config whose block is running.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunningConfig {
+    /// The Config's label, as the summary shows it.
     pub label: String,
     /// 1-based, of [`Progress::configs`].
     pub number: usize,
+    /// Whether the block is a warm-up (not measured).
     pub warmup: bool,
 }
 
+/// What a display is handed every 100 ms; called from a runtime thread, so it must not
+/// block.
 pub type ProgressCallback = Arc<dyn Fn(&Progress) + Send + Sync>;
 
 /// What the plan holds, for the display: the Configs' labels in order, the attempts planned

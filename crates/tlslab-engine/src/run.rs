@@ -32,12 +32,18 @@ use crate::writer::Writer;
 pub struct RunOptions {
     /// The tlslab binary, started as `serve --control` for each lab server.
     pub server_program: PathBuf,
+    /// Where the lab servers' certificates and keys are made and kept.
     pub pki: Pki,
+    /// The machine, the build and the libraries, recorded with the run.
     pub environment: Environment,
+    /// The command as typed, recorded with the run so it can be repeated.
     pub command_line: Vec<String>,
+    /// The run's seed (the plan's): it names the emulated network's namespaces and devices,
+    /// so runs side by side do not collide.
     pub seed: u64,
     /// Requested (on SIGINT or SIGTERM, by the binary): stop after the attempts in flight.
     pub stop: Stop,
+    /// Called every 100 ms with the counts so far, for a display; `None`: no display.
     pub progress: Option<ProgressCallback>,
     /// Where every client writes its handshakes' secrets (`--keylog`, `SSLKEYLOGFILE`).
     pub key_log: Option<Arc<tlslab_backend::KeyLogFile>>,

@@ -17,8 +17,11 @@ use crate::transport::{bind_listener, raise_file_limit};
 /// What a lab server serves and where.
 #[derive(Debug)]
 pub struct LabOptions {
+    /// The TLS library that serves.
     pub backend: Backend,
+    /// The certificate chain it serves.
     pub chain: ServedChain,
+    /// Protocol options: versions, groups, tickets, client certificates, the site.
     pub settings: ServerSettings,
     /// Port 0 picks a free port (the same number for TCP and UDP).
     pub listen: SocketAddr,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 pub struct Stop(Arc<AtomicBool>);
 
 impl Stop {
+    /// A token not yet requested.
     pub fn new() -> Stop {
         Stop::default()
     }

@@ -32,19 +32,23 @@ impl Default for Durations {
 }
 
 impl Durations {
+    /// Adds one handshake's duration (0 is counted as 1 ns: the histogram has no zero).
     pub fn record(&mut self, nanos: u64) {
         // Auto-resizing histograms take any u64; saturate rather than fail if that changes.
         let _ = self.0.record(nanos.max(1));
     }
 
+    /// Adds every duration `other` holds.
     pub fn add(&mut self, other: &Durations) {
         let _ = self.0.add(&other.0);
     }
 
+    /// How many durations it holds.
     pub fn len(&self) -> u64 {
         self.0.len()
     }
 
+    /// Whether it holds none.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

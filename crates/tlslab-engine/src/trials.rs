@@ -72,7 +72,9 @@ pub trait Surroundings {
 /// Attempts done and failed so far, for a progress display.
 #[derive(Debug, Default)]
 pub struct Counts {
+    /// Attempts finished, warm-up ones included.
     pub done: AtomicU64,
+    /// Of `done`, the attempts that failed.
     pub errors: AtomicU64,
     /// Of `done`, the warm-up blocks' attempts.
     pub warmup_done: AtomicU64,
@@ -103,15 +105,19 @@ pub struct Ended {
 
 /// Everything the loop shares with its agents.
 pub struct TrialLoop<'a, C: Connector> {
+    /// The run's Configs, in order; a trial names one by its index.
     pub configs: &'a [Config],
     /// One per Config, in order.
     pub connectors: &'a [Arc<C>],
     /// `--until-ci`: the relative half-width of the median's interval at which a Config stops.
     pub until_ci: Option<f64>,
+    /// Requested by the caller (SIGINT, SIGTERM): the loop ends after the attempts in
+    /// flight, keeping their samples.
     pub stop: Stop,
     /// Requested when the surroundings failed mid-trial (a lab server exited): attempts in
     /// flight are cancelled and [`Surroundings::check`] says why.
     pub halt: Stop,
+    /// Attempts done and failed so far, for a progress display.
     pub counts: Arc<Counts>,
     /// Where schedules, block lengths and `--duration` deadlines read the time (and where
     /// the schedule sleeps): the system clock in a run, a simulated one in tests.
@@ -120,6 +126,7 @@ pub struct TrialLoop<'a, C: Connector> {
     pub origin: Instant,
     /// How open loops space their arrivals.
     pub arrivals: Arrivals,
+    /// Where every Sample, trial record and early stop goes, in order.
     pub records: Records,
     /// Where 0-RTT first flights go, one per Config, when the run ends with a replay probe.
     pub flights: Option<&'a [Flights]>,

@@ -5,8 +5,12 @@ use tlslab_core::Usage;
 /// Usage of this process now.
 pub fn current() -> Usage {
     // libc, not rustix: rustix 1.1 has no getrusage.
-    // SAFETY: getrusage writes into the zeroed struct we own.
+    // SAFETY: `rusage` is a C struct of integers and `timeval`s of integers, for which all
+    // zero bytes is a valid value.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: the pointer is to a live, writable `rusage` we own, and RUSAGE_SELF is a valid
+    // `who`; getrusage writes only into that struct (it can fail only on a bad pointer or
+    // `who`, and then leaves the zeros).
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
     let nanos =
         |time: libc::timeval| time.tv_sec as u64 * 1_000_000_000 + time.tv_usec as u64 * 1_000;

@@ -93,6 +93,7 @@ impl Writer {
         failure.as_ref().map(writing_failed)
     }
 
+    /// A new sender for records, for one more producer.
     pub fn records(&self) -> Records {
         self.records.clone()
     }
