@@ -1,6 +1,16 @@
 //! The writer: a thread that owns the [`Sink`], so a slow disk never stalls an attempt.
 //! Records reach it over a channel; when none arrived for a while it lets the sink commit a
 //! partial batch.
+//!
+//! It is not core's [`SinkThread`](tlslab_core::SinkThread), which serves one producer that
+//! may wait (`tlslab pcap` decoding a file): that one batches on the producer's side and
+//! hands batches over a bounded channel, so the producer blocks when the sink is slower. Here
+//! thousands of agent tasks send, each from a runtime thread that must never block (a blocked
+//! worker delays every attempt on it, and the delay would be measured as handshake time), so
+//! [`Records`] is a cloneable sender on an unbounded channel; records are gathered on the
+//! writer's side instead, the sink is flushed when the agents go quiet (so a run's samples
+//! are committed while it runs, not only when a batch fills), and the first failure requests
+//! a halt of the run at once.
 
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
