@@ -706,7 +706,10 @@ impl<C: Connector> Block<C> {
             biased;
             // The deadline from the attempt's start, which is already read: `timeout` would
             // read the clock again. (A time limit is at most a day, `tlslab_core::duration`,
-            // so the sum cannot overflow.)
+            // so the sum cannot overflow.) The time limit bounds real I/O, so tokio's real
+            // timer keeps it: on a simulated clock the deadline is simulated time read as
+            // real, which is why tests on one use connectors that finish when first polled
+            // (`timeout_at` polls the attempt before its timer).
             result = tokio::time::timeout_at(
                 (attempt.origin + config.timeout).into(),
                 self.connector.attempt(agent, &mut attempt),
