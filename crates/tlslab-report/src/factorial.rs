@@ -22,6 +22,7 @@ use tlslab_store::{ConfigRow, Store, StoreError};
 
 use crate::comparison::p_value;
 use crate::verdict::{Verdict, VerdictKind};
+use crate::ReportError;
 
 use crate::dimensions::{differences, joined, tied, tied_with, varies, Dimension, DIMENSIONS};
 
@@ -97,8 +98,8 @@ struct StratumSamples {
     ratio: f64,
 }
 
-fn input(message: String, hint: String) -> StoreError {
-    StoreError::input(message, hint)
+fn input(message: String, hint: String) -> ReportError {
+    ReportError::Input { message, hint }
 }
 
 /// The factorial comparison of `store`'s Configs by dimension `by` on `metric` (ms).
@@ -108,7 +109,7 @@ pub fn factorial(
     baseline: Option<&str>,
     metric: &str,
     options: &CompareOptions,
-) -> Result<Factorial, StoreError> {
+) -> Result<Factorial, ReportError> {
     let values = |config: &ConfigRow| -> Result<Vec<f64>, StoreError> {
         Ok(store
             .phase_values(config.id, metric)?
@@ -129,7 +130,7 @@ pub fn factorial_of(
     metric: &str,
     options: &CompareOptions,
     values: &dyn Fn(&ConfigRow) -> Result<Vec<f64>, StoreError>,
-) -> Result<Factorial, StoreError> {
+) -> Result<Factorial, ReportError> {
     let Some(&(_, value_of)) = crate::dimensions::find(by) else {
         return Err(input(
             format!("--by {by}: not a dimension"),

@@ -1,6 +1,6 @@
 //! Export: one row per sample with fixed field names notebooks and scripts can rely on.
 
-use std::io::{self, Write};
+use std::io::Write;
 
 use rusqlite::types::ValueRef;
 
@@ -34,12 +34,7 @@ pub fn export(store: &Store, format: ExportFormat, out: &mut dyn Write) -> Resul
         "SELECT {} FROM samples s LEFT JOIN configs c ON c.id = s.config_id ORDER BY s.id",
         select.join(", ")
     ))?;
-    let io_error = |error: io::Error| {
-        StoreError::environment(
-            format!("cannot write the export: {error}"),
-            "check the output path and free disk space",
-        )
-    };
+    let io_error = StoreError::Export;
     let mut line = String::with_capacity(1024);
     if format == ExportFormat::Csv {
         let names: Vec<&str> = fields.iter().map(|field| field.name).collect();

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use rusqlite::{params, Connection};
 
-use crate::{schema, store_error, unwritable, Store, StoreError};
+use crate::{schema, Store, StoreError};
 
 /// A scan to store.
 #[derive(Debug, Clone)]
@@ -43,23 +43,19 @@ pub struct ScanRow {
 /// Adds `scan` to the store at `path`: a new store when there is no file, else the existing
 /// one (upgraded first if it is older), whose runs and scans are kept.
 pub fn add_scan(path: &Path, scan: &NewScan) -> Result<(), StoreError> {
-    let hint = "give --out a path in a directory you can write";
+    let unwritable = |source| StoreError::Unwritable {
+        path: path.to_path_buf(),
+        hint: "give --out a path in a directory you can write",
+        source,
+    };
     let connection = if path.exists() {
         if !crate::is_store(path) {
-            return Err(store_error(
-                path,
-                "is not a tlslab results store",
-                "give --out a new file, or a store written by tlslab",
-            ));
+            return Err(StoreError::NotAStore {
+                path: path.to_path_buf(),
+            });
         }
-        let connection = Connection::open(path).map_err(|error| unwritable(path, error, hint))?;
-        schema::migrate(&connection).map_err(|error| {
-            store_error(
-                path,
-                error,
-                "make the file writable so tlslab can upgrade it",
-            )
-        })?;
+        let connection = Connection::open(path).map_err(unwritable)?;
+        schema::migrate(&connection, path)?;
         connection
     } else {
         // A new store, made as a run's is (then without its lock: the scan is written at once).
@@ -84,7 +80,7 @@ pub fn add_scan(path: &Path, scan: &NewScan) -> Result<(), StoreError> {
                 report,
             ],
         )
-        .map_err(|error| unwritable(path, error, hint))?;
+        .map_err(unwritable)?;
     Ok(())
 }
 

@@ -1,8 +1,11 @@
 //! The SQLite schema and its migrations.
 
+use std::path::Path;
+
 use rusqlite::Connection;
 
 use crate::columns::{definitions, quoted, sample_columns, stored_sample_columns, CONFIG_COLUMNS};
+use crate::StoreError;
 
 /// The schema version this build writes, kept in `PRAGMA user_version` (14: the
 /// `server_accepted` event and QUIC's response flights on samples; 15: `wire_clock` on
@@ -124,10 +127,8 @@ const SCANS_TABLE: &str = "CREATE TABLE IF NOT EXISTS scans (
 );";
 
 /// The store's schema version (0 for a database tlslab did not write).
-pub fn version(connection: &Connection) -> Result<i64, String> {
-    connection
-        .query_row("PRAGMA user_version", [], |row| row.get(0))
-        .map_err(|error| error.to_string())
+pub fn version(connection: &Connection) -> rusqlite::Result<i64> {
+    connection.query_row("PRAGMA user_version", [], |row| row.get(0))
 }
 
 fn existing_columns(connection: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
@@ -138,9 +139,15 @@ fn existing_columns(connection: &Connection, table: &str) -> rusqlite::Result<Ve
     Ok(names)
 }
 
-/// Brings an existing store up to [`VERSION`], or explains why it cannot.
-pub fn migrate(connection: &Connection) -> Result<(), String> {
-    match version(connection)? {
+/// Brings the existing store at `path` up to [`VERSION`], or explains why it cannot.
+pub fn migrate(connection: &Connection, path: &Path) -> Result<(), StoreError> {
+    let path = path.to_path_buf();
+    let version = version(connection).map_err(|source| StoreError::Unreadable {
+        path: path.clone(),
+        hint: "give a results file written by `tlslab run`",
+        source,
+    })?;
+    match version {
         VERSION => Ok(()),
         // Older versions lack columns, never have different ones: add what is missing, with
         // the values every old Config had (loopback, TCP, no request, no 0-RTT).
@@ -200,14 +207,20 @@ pub fn migrate(connection: &Connection) -> Result<(), String> {
                 statements.push_str(&format!("\nPRAGMA user_version = {VERSION};"));
                 connection.execute_batch(&statements)
             };
-            upgrade().map_err(|error| {
-                format!("cannot upgrade the store from schema version {older}: {error}")
+            upgrade().map_err(|source| StoreError::Upgrade {
+                path,
+                from: older,
+                source,
             })
         }
-        0 => Err("this file is not a tlslab results store (no schema version)".into()),
-        newer if newer > VERSION => Err(format!(
-            "this store has schema version {newer}, newer than this tlslab understands ({VERSION}); upgrade tlslab"
-        )),
-        older => Err(format!("no migration from schema version {older}")),
+        0 => Err(StoreError::Foreign { path }),
+        newer if newer > VERSION => Err(StoreError::Newer {
+            path,
+            version: newer,
+        }),
+        older => Err(StoreError::NoMigration {
+            path,
+            version: older,
+        }),
     }
 }

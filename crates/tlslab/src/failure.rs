@@ -58,13 +58,27 @@ impl From<tlslab_telemetry::TelemetryError> for CliError {
 
 impl From<tlslab_store::StoreError> for CliError {
     fn from(error: tlslab_store::StoreError) -> Self {
-        match error.kind {
-            tlslab_store::StoreErrorKind::Input => CliError::usage(error.message, error.hint),
+        match error.kind() {
+            tlslab_store::StoreErrorKind::Input => {
+                CliError::usage(with_causes(&error), error.hint())
+            }
             tlslab_store::StoreErrorKind::Environment => {
-                CliError::environment(error.message, error.hint)
+                CliError::environment(with_causes(&error), error.hint())
             }
         }
     }
+}
+
+/// `error` and each of its causes, joined by colons, as the one `error:` line shows them.
+pub fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut line = error.to_string();
+    let mut cause = error.source();
+    while let Some(error) = cause {
+        line.push_str(": ");
+        line.push_str(&error.to_string());
+        cause = error.source();
+    }
+    line
 }
 
 /// An experiment that cannot run as written.
@@ -88,9 +102,14 @@ impl From<tlslab_engine::RunError> for CliError {
     }
 }
 
-/// A report that cannot be written: the machine (disk, permissions).
+/// A question the store cannot answer is the user's; a report that cannot be drawn, the
+/// machine's (or a bug).
 impl From<tlslab_report::ReportError> for CliError {
     fn from(error: tlslab_report::ReportError) -> Self {
-        CliError::environment(error.message, error.hint)
+        if error.is_input() {
+            CliError::usage(with_causes(&error), error.hint())
+        } else {
+            CliError::environment(with_causes(&error), error.hint())
+        }
     }
 }

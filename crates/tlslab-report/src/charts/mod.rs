@@ -236,19 +236,17 @@ pub fn render_png(kind: ChartKind, data: &ReportData) -> Result<Vec<u8>, ReportE
         let root = BitMapBackend::with_buffer(&mut pixels, (width, height)).into_drawing_area();
         draw_on(&root, kind, data, &style)?;
     }
-    let failure = |error: &dyn std::fmt::Display| ReportError {
-        message: format!("cannot encode the {} chart: {error}", kind.title()),
-        hint: "report this as a bug".into(),
+    let failure = |source| ReportError::Encode {
+        chart: kind.title(),
+        source,
     };
     let mut png = Vec::new();
     let mut encoder = png::Encoder::new(&mut png, width, height);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
-    let mut writer = encoder.write_header().map_err(|error| failure(&error))?;
-    writer
-        .write_image_data(&pixels)
-        .map_err(|error| failure(&error))?;
-    writer.finish().map_err(|error| failure(&error))?;
+    let mut writer = encoder.write_header().map_err(failure)?;
+    writer.write_image_data(&pixels).map_err(failure)?;
+    writer.finish().map_err(failure)?;
     Ok(png)
 }
 
@@ -266,9 +264,9 @@ where
         .map_err(ChartError::from)
         .and_then(|()| kind.draw(root, data, style))
         .and_then(|()| root.present().map_err(ChartError::from));
-    result.map_err(|error| ReportError {
-        message: format!("cannot draw the {} chart: {error}", kind.name()),
-        hint: "this is a bug in tlslab; please report it with the results file".into(),
+    result.map_err(|source| ReportError::Draw {
+        chart: kind.name(),
+        source,
     })
 }
 
