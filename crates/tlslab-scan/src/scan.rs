@@ -1,6 +1,7 @@
 //! The scan: which probes, in which order, and what their answers mean.
 
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -25,10 +26,8 @@ pub struct Target {
 impl Target {
     /// `HOST`, `HOST:PORT`, `[V6]:PORT` or a bare IPv6 address; the port defaults to 443.
     pub fn parse(text: &str) -> Result<Target, ScanError> {
-        let invalid = || ScanError {
-            kind: ScanErrorKind::Usage,
-            message: format!("{text:?} is not HOST[:PORT]"),
-            hint: "for example example.com, example.com:8443, 127.0.0.1:443 or [::1]:443".into(),
+        let invalid = || ScanError::Target {
+            text: text.to_string(),
         };
         let (host, port) = if let Some(rest) = text.strip_prefix('[') {
             let (host, after) = rest.split_once(']').ok_or_else(invalid)?;
@@ -97,29 +96,167 @@ impl Default for Options {
     }
 }
 
-/// A scan that could not be made at all (one probe failing is not this).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScanError {
-    pub kind: ScanErrorKind,
-    pub message: String,
-    pub hint: String,
+/// A scan that could not be made at all (one probe failing is not this). What failed
+/// underneath (the resolver, the socket, the PEM or X.509 reader) is kept as the
+/// [`source`](std::error::Error::source); [`ScanError::hint`] says what to do and
+/// [`ScanError::kind`] whose problem it is, which decides the exit code.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScanError {
+    /// The target as written is not `HOST[:PORT]`.
+    #[error("{text:?} is not HOST[:PORT]")]
+    Target {
+        /// What was given.
+        text: String,
+    },
+    /// The `--ca` file cannot be read.
+    #[error("--ca {}", path.display())]
+    TrustFile {
+        /// The file given.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The `--ca` file is not PEM.
+    #[error("--ca {}: not PEM", path.display())]
+    TrustPem {
+        /// The file given.
+        path: PathBuf,
+        /// What the PEM reader said.
+        #[source]
+        source: rustls_pki_types::pem::Error,
+    },
+    /// The `--ca` file holds no certificate: trusting nothing would grade every server T
+    /// for a typing mistake.
+    #[error("--ca {}: no CERTIFICATE in it", path.display())]
+    TrustEmpty {
+        /// The file given.
+        path: PathBuf,
+    },
+    /// A certificate in the `--ca` file is not X.509.
+    #[error("--ca {}: certificate {number} does not parse", path.display())]
+    TrustCertificate {
+        /// The file given.
+        path: PathBuf,
+        /// Which certificate, counting from 1.
+        number: usize,
+        /// What the X.509 reader said.
+        #[source]
+        source: x509_parser::error::X509Error,
+    },
+    /// The host name does not resolve.
+    #[error("cannot resolve {host}")]
+    Resolve {
+        /// The host name.
+        host: String,
+        /// What the resolver said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The host name resolves to no address at all.
+    #[error("cannot resolve {host}: no address")]
+    NoAddress {
+        /// The host name.
+        host: String,
+    },
+    /// The first plain connection failed: nothing to probe.
+    #[error("{target} ({address})")]
+    Unreachable {
+        /// The target as written.
+        target: String,
+        /// The address it resolved to.
+        address: SocketAddr,
+        /// Why the connection failed.
+        #[source]
+        source: ProbeError,
+    },
+    /// Every probe was answered with something that is not TLS.
+    #[error("{target} ({address}) does not speak TLS")]
+    NotTls {
+        /// The target as written.
+        target: String,
+        /// The address it resolved to.
+        address: SocketAddr,
+    },
+    /// Every probe was answered with a handshake that does not parse: nothing can be graded.
+    #[error("{target} ({address}) answered every ClientHello with a malformed handshake ({why})")]
+    Malformed {
+        /// The target as written.
+        target: String,
+        /// The address it resolved to.
+        address: SocketAddr,
+        /// The first malformed answer, as "version: what is wrong".
+        why: String,
+    },
+    /// No version from SSL 3.0 to TLS 1.3 was accepted.
+    #[error("{target} ({address}) accepted no version from SSL 3.0 to TLS 1.3{failed}")]
+    NoVersion {
+        /// The target as written.
+        target: String,
+        /// The address it resolved to.
+        address: SocketAddr,
+        /// Which probes failed, as "; N of M probes failed (...)", or empty.
+        failed: String,
+    },
 }
 
+/// Whose problem a [`ScanError`] is, which decides the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScanErrorKind {
-    /// The target as written cannot be scanned (not HOST[:PORT]).
+    /// The target as written cannot be scanned (not HOST[:PORT]), or `--ca` is unusable.
     Usage,
     /// The target does not resolve, does not answer, or does not speak TLS.
     Environment,
 }
 
-impl std::fmt::Display for ScanError {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str(&self.message)
+impl ScanError {
+    /// Whose problem this is: the user's words or the network and the server.
+    pub fn kind(&self) -> ScanErrorKind {
+        match self {
+            ScanError::Target { .. }
+            | ScanError::TrustFile { .. }
+            | ScanError::TrustPem { .. }
+            | ScanError::TrustEmpty { .. }
+            | ScanError::TrustCertificate { .. } => ScanErrorKind::Usage,
+            _ => ScanErrorKind::Environment,
+        }
+    }
+
+    /// What the user can do about it, in words.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            ScanError::Target { .. } => {
+                "for example example.com, example.com:8443, 127.0.0.1:443 or [::1]:443"
+            }
+            ScanError::TrustFile { .. }
+            | ScanError::TrustPem { .. }
+            | ScanError::TrustEmpty { .. }
+            | ScanError::TrustCertificate { .. } => {
+                "give a PEM file with one or more CERTIFICATE blocks (a CA's root, or the server's own self-signed certificate)"
+            }
+            ScanError::Resolve { .. } | ScanError::NoAddress { .. } => {
+                "check the host name (and DNS on this machine)"
+            }
+            ScanError::Unreachable { source, .. } => match source {
+                ProbeError::Refused => "nothing listens on that port; check the host and port",
+                ProbeError::Timeout => {
+                    "no answer: a firewall, a wrong address, or --timeout too short"
+                }
+                _ => "check that the host is reachable from here",
+            },
+            ScanError::NotTls { .. } => {
+                "is this a plain-text port (HTTP, SMTP before STARTTLS)? tlslab scan needs a port that starts with TLS"
+            }
+            ScanError::Malformed { .. } => {
+                "the server, or something in front of it, breaks TLS: `tlslab run --target` against it fails with not_tls too; scan the server behind it, or report the bug to its vendor"
+            }
+            ScanError::NoVersion { .. } => {
+                "check --sni (a server may refuse an unknown name) and --timeout"
+            }
+        }
     }
 }
-
-impl std::error::Error for ScanError {}
 
 /// Whose preference decides among what both sides support.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -285,15 +422,10 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
         options.timeout,
         options.concurrency,
     );
-    let unreachable = |error: ProbeError| ScanError {
-        kind: ScanErrorKind::Environment,
-        message: format!("{target} ({address}): {error}"),
-        hint: match error {
-            ProbeError::Refused => "nothing listens on that port; check the host and port",
-            ProbeError::Timeout => "no answer: a firewall, a wrong address, or --timeout too short",
-            _ => "check that the host is reachable from here",
-        }
-        .into(),
+    let unreachable = |source: ProbeError| ScanError::Unreachable {
+        target: target.to_string(),
+        address,
+        source,
     };
     // One plain connection first, so an unreachable target is one clear error, not a list
     // of failed probes.
@@ -323,10 +455,9 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
         .iter()
         .all(|(_, answer)| matches!(answer, Err(ProbeError::NotTls)))
     {
-        return Err(ScanError {
-            kind: ScanErrorKind::Environment,
-            message: format!("{target} ({address}) does not speak TLS"),
-            hint: "is this a plain-text port (HTTP, SMTP before STARTTLS)? tlslab scan needs a port that starts with TLS".into(),
+        return Err(ScanError::NotTls {
+            target: target.to_string(),
+            address,
         });
     }
     // TLS records whose handshake does not parse, to every version: nothing can be graded.
@@ -343,12 +474,10 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
                 _ => None,
             })
             .unwrap_or_default();
-        return Err(ScanError {
-            kind: ScanErrorKind::Environment,
-            message: format!(
-                "{target} ({address}) answered every ClientHello with a malformed handshake ({why})"
-            ),
-            hint: "the server, or something in front of it, breaks TLS: `tlslab run --target` against it fails with not_tls too; scan the server behind it, or report the bug to its vendor".into(),
+        return Err(ScanError::Malformed {
+            target: target.to_string(),
+            address,
+            why,
         });
     }
     let supported: Vec<Version> = answers
@@ -378,24 +507,21 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
                 answer
                     .as_ref()
                     .err()
-                    .map(|error| format!("{}: {error}", version.name()))
+                    .map(|error| format!("{}: {}", version.name(), error.in_one_line()))
             })
             .collect();
-        return Err(ScanError {
-            kind: ScanErrorKind::Environment,
-            message: format!(
-                "{target} ({address}) accepted no version from SSL 3.0 to TLS 1.3{}",
-                match failed.len() {
-                    0 => String::new(),
-                    count if count == answers.len() => ": every probe failed".into(),
-                    count => format!(
-                        "; {count} of {} probes failed ({})",
-                        answers.len(),
-                        failed.join("; ")
-                    ),
-                }
-            ),
-            hint: "check --sni (a server may refuse an unknown name) and --timeout".into(),
+        return Err(ScanError::NoVersion {
+            target: target.to_string(),
+            address,
+            failed: match failed.len() {
+                0 => String::new(),
+                count if count == answers.len() => ": every probe failed".into(),
+                count => format!(
+                    "; {count} of {} probes failed ({})",
+                    answers.len(),
+                    failed.join("; ")
+                ),
+            },
         });
     }
 
@@ -489,16 +615,16 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
 }
 
 fn resolve(target: &Target) -> Result<SocketAddr, ScanError> {
-    let failed = |why: String| ScanError {
-        kind: ScanErrorKind::Environment,
-        message: format!("cannot resolve {}: {why}", target.host),
-        hint: "check the host name (and DNS on this machine)".into(),
-    };
     (target.host.as_str(), target.port)
         .to_socket_addrs()
-        .map_err(|error| failed(error.to_string()))?
+        .map_err(|source| ScanError::Resolve {
+            host: target.host.clone(),
+            source,
+        })?
         .next()
-        .ok_or_else(|| failed("no address".into()))
+        .ok_or_else(|| ScanError::NoAddress {
+            host: target.host.clone(),
+        })
 }
 
 fn offered_suites(version: Version) -> Vec<u16> {
@@ -836,14 +962,20 @@ mod tests {
 
     #[test]
     fn targets_parse_with_a_default_port() {
-        let parse = |text| Target::parse(text).map(|target| (target.host, target.port));
-        assert_eq!(parse("example.com"), Ok(("example.com".into(), 443)));
-        assert_eq!(parse("127.0.0.1:8443"), Ok(("127.0.0.1".into(), 8443)));
-        assert_eq!(parse("[::1]:8443"), Ok(("::1".into(), 8443)));
-        assert_eq!(parse("::1"), Ok(("::1".into(), 443)));
-        assert!(parse("example.com:0").is_err());
-        assert!(parse("example.com:https").is_err());
-        assert!(parse(":443").is_err());
+        let parse = |text| {
+            Target::parse(text)
+                .ok()
+                .map(|target| (target.host, target.port))
+        };
+        assert_eq!(parse("example.com"), Some(("example.com".into(), 443)));
+        assert_eq!(parse("127.0.0.1:8443"), Some(("127.0.0.1".into(), 8443)));
+        assert_eq!(parse("[::1]:8443"), Some(("::1".into(), 8443)));
+        assert_eq!(parse("::1"), Some(("::1".into(), 443)));
+        for wrong in ["example.com:0", "example.com:https", ":443"] {
+            let error = Target::parse(wrong).err().unwrap();
+            assert!(matches!(&error, ScanError::Target { text } if text == wrong));
+            assert_eq!(error.kind(), ScanErrorKind::Usage);
+        }
     }
 
     #[test]

@@ -65,9 +65,10 @@ pub struct ScanArgs {
 }
 
 fn from_scan_error(error: ScanError) -> CliError {
-    match error.kind {
-        ScanErrorKind::Usage => CliError::usage(error.message, error.hint),
-        ScanErrorKind::Environment => CliError::environment(error.message, error.hint),
+    let message = crate::failure::with_causes(&error);
+    match error.kind() {
+        ScanErrorKind::Usage => CliError::usage(message, error.hint()),
+        ScanErrorKind::Environment => CliError::environment(message, error.hint()),
     }
 }
 
