@@ -588,138 +588,153 @@ pub fn render_ab(summary: &LoadSummary) -> String {
     let summary = &crate::terminal::load_summary(summary);
     let mut out = String::new();
     for config in &summary.configs {
-        let (host, port) = config
-            .address
-            .rsplit_once(':')
-            .map_or((config.address.as_str(), ""), |(host, port)| (host, port));
-        let whole = |value: f64| format!("{:.0}", value);
         let _ = writeln!(
             out,
             "This is tlslab load, in ApacheBench's layout ({})",
             config.label
         );
         out.push('\n');
-        // ab prints the line, empty, when the server sent no `Server` field.
-        let _ = writeln!(
-            out,
-            "Server Software:        {}",
-            config.server_software.as_deref().unwrap_or("")
-        );
-        let _ = writeln!(out, "Server Hostname:        {host}");
-        let _ = writeln!(out, "Server Port:            {port}");
-        if let Some(protocol) = &config.tls_protocol {
-            let _ = writeln!(out, "SSL/TLS Protocol:       {protocol}");
-        }
-        if let Some(key) = &config.temp_key {
-            let _ = writeln!(out, "Server Temp Key:        {key}");
-        }
-        if let Some(name) = &config.server_name {
-            let _ = writeln!(out, "TLS Server Name:        {name}");
-        }
-        out.push('\n');
-        let _ = writeln!(
-            out,
-            "Document Path:          {}",
-            config.path.as_deref().unwrap_or("/")
-        );
-        let _ = writeln!(
-            out,
-            "Document Length:        {} bytes",
-            config.document_length.unwrap_or(0)
-        );
-        out.push('\n');
-        let _ = writeln!(
-            out,
-            "Concurrency Level:      {}",
-            config.concurrency.unwrap_or(1)
-        );
-        let _ = writeln!(
-            out,
-            "Time taken for tests:   {:.3} seconds",
-            config.time_taken_s
-        );
-        let _ = writeln!(out, "Complete requests:      {}", config.complete);
-        let _ = writeln!(out, "Failed requests:        {}", config.failed);
-        let non_2xx: i64 = config
-            .statuses
-            .iter()
-            .filter(|(status, _)| !(200..300).contains(*status))
-            .map(|(_, count)| count)
-            .sum();
-        if non_2xx > 0 {
-            let _ = writeln!(out, "Non-2xx responses:      {non_2xx}");
-        }
-        if config.keep_alive {
-            let _ = writeln!(out, "Keep-Alive requests:    {}", config.complete);
-        }
-        let _ = writeln!(
-            out,
-            "Total transferred:      {} bytes",
-            config.total_transferred
-        );
-        let _ = writeln!(
-            out,
-            "HTML transferred:       {} bytes",
-            config.body_transferred
-        );
-        let _ = writeln!(
-            out,
-            "Requests per second:    {:.2} [#/sec] (mean)",
-            config.requests_per_second.unwrap_or(0.0)
-        );
-        let _ = writeln!(
-            out,
-            "Time per request:       {:.3} [ms] (mean)",
-            config.time_per_request_ms.unwrap_or(0.0)
-        );
-        let _ = writeln!(
-            out,
-            "Time per request:       {:.3} [ms] (mean, across all concurrent requests)",
-            config.time_per_request_all_ms.unwrap_or(0.0)
-        );
-        let _ = writeln!(
-            out,
-            "Transfer rate:          {:.2} [Kbytes/sec] received",
-            config.transfer_rate_kib.unwrap_or(0.0)
-        );
-        out.push('\n');
-        let _ = writeln!(out, "Connection Times (ms)");
-        let _ = writeln!(out, "              min  mean[+/-sd] median   max");
-        for (name, times) in [
-            ("Connect:", config.connect),
-            ("Processing:", config.processing),
-            ("Waiting:", config.waiting),
-            ("Total:", config.total),
-        ] {
-            if let Some(t) = times {
-                let _ = writeln!(
-                    out,
-                    "{name:<12}{:>5} {:>5} {:>5.1} {:>6} {:>7}",
-                    whole(t.min),
-                    whole(t.mean),
-                    // ab prints 0.0 for one request, whose deviation is undefined (NaN here).
-                    if t.sd.is_finite() { t.sd } else { 0.0 },
-                    whole(t.median),
-                    whole(t.max)
-                );
-            }
-        }
-        if let Some(percentiles) = &config.percentiles {
-            out.push('\n');
-            let _ = writeln!(
-                out,
-                "Percentage of the requests served within a certain time (ms)"
-            );
-            for (percent, value) in &config.ab_percentiles {
-                let _ = writeln!(out, "  {:>3}% {:>6}", percent, whole(*value));
-            }
-            let _ = writeln!(
-                out,
-                "  100% {:>6} (longest request)",
-                whole(percentiles.max)
-            );
-        }
+        ab_server(config, &mut out);
+        ab_figures(config, &mut out);
+        ab_times(config, &mut out);
         out.push('\n');
     }
     out
+}
+
+/// ab's description of the server and the document asked for.
+fn ab_server(config: &LoadConfig, out: &mut String) {
+    // ab prints the line, empty, when the server sent no `Server` field.
+    let _ = writeln!(
+        out,
+        "Server Software:        {}",
+        config.server_software.as_deref().unwrap_or("")
+    );
+    let (host, port) = config
+        .address
+        .rsplit_once(':')
+        .map_or((config.address.as_str(), ""), |(host, port)| (host, port));
+    let _ = writeln!(out, "Server Hostname:        {host}");
+    let _ = writeln!(out, "Server Port:            {port}");
+    if let Some(protocol) = &config.tls_protocol {
+        let _ = writeln!(out, "SSL/TLS Protocol:       {protocol}");
+    }
+    if let Some(key) = &config.temp_key {
+        let _ = writeln!(out, "Server Temp Key:        {key}");
+    }
+    if let Some(name) = &config.server_name {
+        let _ = writeln!(out, "TLS Server Name:        {name}");
+    }
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "Document Path:          {}",
+        config.path.as_deref().unwrap_or("/")
+    );
+    let _ = writeln!(
+        out,
+        "Document Length:        {} bytes",
+        config.document_length.unwrap_or(0)
+    );
+    out.push('\n');
+}
+
+/// ab's figures of the run: concurrency, time taken, requests, bytes, rates.
+fn ab_figures(config: &LoadConfig, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "Concurrency Level:      {}",
+        config.concurrency.unwrap_or(1)
+    );
+    let _ = writeln!(
+        out,
+        "Time taken for tests:   {:.3} seconds",
+        config.time_taken_s
+    );
+    let _ = writeln!(out, "Complete requests:      {}", config.complete);
+    let _ = writeln!(out, "Failed requests:        {}", config.failed);
+    let non_2xx: i64 = config
+        .statuses
+        .iter()
+        .filter(|(status, _)| !(200..300).contains(*status))
+        .map(|(_, count)| count)
+        .sum();
+    if non_2xx > 0 {
+        let _ = writeln!(out, "Non-2xx responses:      {non_2xx}");
+    }
+    if config.keep_alive {
+        let _ = writeln!(out, "Keep-Alive requests:    {}", config.complete);
+    }
+    let _ = writeln!(
+        out,
+        "Total transferred:      {} bytes",
+        config.total_transferred
+    );
+    let _ = writeln!(
+        out,
+        "HTML transferred:       {} bytes",
+        config.body_transferred
+    );
+    let _ = writeln!(
+        out,
+        "Requests per second:    {:.2} [#/sec] (mean)",
+        config.requests_per_second.unwrap_or(0.0)
+    );
+    let _ = writeln!(
+        out,
+        "Time per request:       {:.3} [ms] (mean)",
+        config.time_per_request_ms.unwrap_or(0.0)
+    );
+    let _ = writeln!(
+        out,
+        "Time per request:       {:.3} [ms] (mean, across all concurrent requests)",
+        config.time_per_request_all_ms.unwrap_or(0.0)
+    );
+    let _ = writeln!(
+        out,
+        "Transfer rate:          {:.2} [Kbytes/sec] received",
+        config.transfer_rate_kib.unwrap_or(0.0)
+    );
+    out.push('\n');
+}
+
+/// ab's connection times and the percentiles of the requests' times.
+fn ab_times(config: &LoadConfig, out: &mut String) {
+    let whole = |value: f64| format!("{:.0}", value);
+    let _ = writeln!(out, "Connection Times (ms)");
+    let _ = writeln!(out, "              min  mean[+/-sd] median   max");
+    for (name, times) in [
+        ("Connect:", config.connect),
+        ("Processing:", config.processing),
+        ("Waiting:", config.waiting),
+        ("Total:", config.total),
+    ] {
+        if let Some(t) = times {
+            let _ = writeln!(
+                out,
+                "{name:<12}{:>5} {:>5} {:>5.1} {:>6} {:>7}",
+                whole(t.min),
+                whole(t.mean),
+                // ab prints 0.0 for one request, whose deviation is undefined (NaN here).
+                if t.sd.is_finite() { t.sd } else { 0.0 },
+                whole(t.median),
+                whole(t.max)
+            );
+        }
+    }
+    if let Some(percentiles) = &config.percentiles {
+        out.push('\n');
+        let _ = writeln!(
+            out,
+            "Percentage of the requests served within a certain time (ms)"
+        );
+        for (percent, value) in &config.ab_percentiles {
+            let _ = writeln!(out, "  {:>3}% {:>6}", percent, whole(*value));
+        }
+        let _ = writeln!(
+            out,
+            "  100% {:>6} (longest request)",
+            whole(percentiles.max)
+        );
+    }
 }
