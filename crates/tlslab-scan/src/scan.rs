@@ -422,35 +422,139 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
         options.timeout,
         options.concurrency,
     );
-    let unreachable = |source: ProbeError| ScanError::Unreachable {
-        target: target.to_string(),
-        address,
-        source,
-    };
     // One plain connection first, so an unreachable target is one clear error, not a list
     // of failed probes.
     prober
         .limiter
         .with_permit(|| prober.connect())
-        .map_err(unreachable)?;
-
-    let answers: Vec<(Version, Result<Answer, ProbeError>)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = Version::ALL
+        .map_err(|source| ScanError::Unreachable {
+            target: target.to_string(),
+            address,
+            source,
+        })?;
+    let answers = VersionAnswers::probe(&prober, target, address)?;
+    let supported = &answers.supported;
+    let found = Found::probe(&prober, supported);
+    let other_flights = found
+        .legacy_best
+        .and_then(|version| other_flight(&prober, version, &found.versions, &found.flight))
+        .into_iter()
+        .collect();
+    let certificates = certificate::inspect(
+        &prober,
+        &server_name,
+        found.flight,
+        other_flights,
+        supported.contains(&Version::Tls12) || supported.contains(&Version::Tls13),
+        options.trust_anchors.as_ref(),
+    );
+    let mut report = Report {
+        target: target.to_string(),
+        address: address.to_string(),
+        server_name: prober.server_name.clone(),
+        versions_offered: Version::ALL.iter().map(|v| v.name().to_string()).collect(),
+        versions: found.versions,
+        versions_unknown: answers
+            .unknown
             .iter()
-            .map(|&version| {
-                let prober = &prober;
-                let name = prober.server_name.as_deref();
-                scope.spawn(move || {
-                    let hello = ClientHello::new(version, offered_suites(version), name);
-                    (version, prober.probe(version.name(), &hello, false))
+            .map(|version| version.name().to_string())
+            .collect(),
+        groups_tls13: found.groups_tls13,
+        groups_tls12: found.groups_tls12,
+        secure_renegotiation: answers.secure_renegotiation,
+        alpn: found.alpn,
+        certificates,
+        mozilla: Vec::new(),
+        grade: Grade::default(),
+        connections: 0,
+        seconds: 0.0,
+        probe_errors: prober.errors(),
+        malformed_answers: prober.malformed_answers(),
+        timing: None,
+    };
+    if report.malformed_answers == 0 {
+        report.mozilla = mozilla::check(&report);
+        report.grade = grade::grade(&report);
+    } else {
+        report.grade = Grade::withheld(report.malformed_answers);
+    }
+    report.connections = prober.limiter.connections();
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// What the first probe of each version told: which the server accepts, whether it
+/// answers secure renegotiation, and which went unanswered.
+struct VersionAnswers {
+    supported: Vec<Version>,
+    /// In the newest legacy version accepted (TLS 1.3 has no renegotiation).
+    secure_renegotiation: Option<bool>,
+    /// The versions whose probe failed: neither accepted nor refused.
+    unknown: Vec<Version>,
+}
+
+impl VersionAnswers {
+    /// One ClientHello of each version at once; an error when no answer can be graded.
+    fn probe(
+        prober: &Prober,
+        target: &Target,
+        address: SocketAddr,
+    ) -> Result<VersionAnswers, ScanError> {
+        let answers: Vec<(Version, Result<Answer, ProbeError>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = Version::ALL
+                .iter()
+                .map(|&version| {
+                    let name = prober.server_name.as_deref();
+                    scope.spawn(move || {
+                        let hello = ClientHello::new(version, offered_suites(version), name);
+                        (version, prober.probe(version.name(), &hello, false))
+                    })
                 })
+                .collect();
+            handles
+                .into_iter()
+                .filter_map(|handle| handle.join().ok())
+                .collect()
+        });
+        unusable(&answers, target, address)?;
+        let supported: Vec<Version> = answers
+            .iter()
+            .filter(|(version, answer)| {
+                matches!(answer, Ok(Answer::Hello(hello)) if hello.version == version.code_point())
             })
+            .map(|(version, _)| *version)
             .collect();
-        handles
-            .into_iter()
-            .filter_map(|handle| handle.join().ok())
-            .collect()
-    });
+        if supported.is_empty() {
+            return Err(no_version(&answers, target, address));
+        }
+        let secure_renegotiation = answers
+            .iter()
+            .filter(|(version, _)| *version != Version::Tls13 && supported.contains(version))
+            .max_by_key(|(version, _)| *version)
+            .and_then(|(_, answer)| match answer {
+                Ok(Answer::Hello(hello)) => Some(hello.secure_renegotiation),
+                _ => None,
+            });
+        let unknown: Vec<Version> = answers
+            .iter()
+            .filter(|(_, answer)| answer.is_err())
+            .map(|(version, _)| *version)
+            .collect();
+        Ok(VersionAnswers {
+            supported,
+            secure_renegotiation,
+            unknown,
+        })
+    }
+}
+
+/// An error when every version's answer was not TLS, or TLS records whose handshake does
+/// not parse: nothing can be graded.
+fn unusable(
+    answers: &[(Version, Result<Answer, ProbeError>)],
+    target: &Target,
+    address: SocketAddr,
+) -> Result<(), ScanError> {
     if answers
         .iter()
         .all(|(_, answer)| matches!(answer, Err(ProbeError::NotTls)))
@@ -460,7 +564,6 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
             address,
         });
     }
-    // TLS records whose handshake does not parse, to every version: nothing can be graded.
     if answers
         .iter()
         .all(|(_, answer)| matches!(answer, Err(error) if error.is_malformed()))
@@ -480,138 +583,99 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
             why,
         });
     }
-    let supported: Vec<Version> = answers
+    Ok(())
+}
+
+/// The error when no version was accepted, naming the probes that failed.
+fn no_version(
+    answers: &[(Version, Result<Answer, ProbeError>)],
+    target: &Target,
+    address: SocketAddr,
+) -> ScanError {
+    let failed: Vec<String> = answers
         .iter()
-        .filter(|(version, answer)| {
-            matches!(answer, Ok(Answer::Hello(hello)) if hello.version == version.code_point())
+        .filter_map(|(version, answer)| {
+            answer
+                .as_ref()
+                .err()
+                .map(|error| format!("{}: {}", version.name(), error.in_one_line()))
         })
-        .map(|(version, _)| *version)
         .collect();
-    let secure_renegotiation = answers
-        .iter()
-        .filter(|(version, _)| *version != Version::Tls13 && supported.contains(version))
-        .max_by_key(|(version, _)| *version)
-        .and_then(|(_, answer)| match answer {
-            Ok(Answer::Hello(hello)) => Some(hello.secure_renegotiation),
-            _ => None,
-        });
-    let versions_unknown: Vec<Version> = answers
-        .iter()
-        .filter(|(_, answer)| answer.is_err())
-        .map(|(version, _)| *version)
-        .collect();
-    if supported.is_empty() {
-        let failed: Vec<String> = answers
-            .iter()
-            .filter_map(|(version, answer)| {
-                answer
-                    .as_ref()
-                    .err()
-                    .map(|error| format!("{}: {}", version.name(), error.in_one_line()))
-            })
-            .collect();
-        return Err(ScanError::NoVersion {
-            target: target.to_string(),
-            address,
-            failed: match failed.len() {
-                0 => String::new(),
-                count if count == answers.len() => ": every probe failed".into(),
-                count => format!(
-                    "; {count} of {} probes failed ({})",
-                    answers.len(),
-                    failed.join("; ")
-                ),
-            },
-        });
-    }
-
-    // Suites per version, groups, ALPN and the certificate flight, all at once: the limiter
-    // keeps the connections to the target bounded.
-    let legacy_best = supported
-        .iter()
-        .copied()
-        .filter(|version| *version != Version::Tls13)
-        .max();
-    let (mut versions, groups_tls13, groups_tls12, alpn, flight) = std::thread::scope(|scope| {
-        let prober = &prober;
-        let suite_handles: Vec<_> = supported
-            .iter()
-            .map(|&version| scope.spawn(move || suites_of(prober, version)))
-            .collect();
-        let tls13 = supported
-            .contains(&Version::Tls13)
-            .then(|| scope.spawn(move || tls13_groups(prober)));
-        let tls12 = supported
-            .contains(&Version::Tls12)
-            .then(|| scope.spawn(move || tls12_groups(prober)));
-        let alpn = match legacy_best {
-            Some(version) => Some(scope.spawn(move || alpn_of(prober, version))),
-            None if supported.contains(&Version::Tls13) => {
-                Some(scope.spawn(move || alpn_tls13(prober)))
-            }
-            None => None,
-        };
-        let flight =
-            legacy_best.map(|version| scope.spawn(move || certificate_flight(prober, version)));
-        (
-            suite_handles
-                .into_iter()
-                .filter_map(|handle| handle.join().ok())
-                .collect::<Vec<_>>(),
-            tls13.and_then(|handle| handle.join().ok()),
-            tls12.and_then(|handle| handle.join().ok()),
-            alpn.and_then(|handle| handle.join().ok()).flatten(),
-            flight
-                .and_then(|handle| handle.join().ok())
-                .unwrap_or_default(),
-        )
-    });
-    versions.sort_by_key(|support| std::cmp::Reverse(support.protocol));
-
-    let other_flights = legacy_best
-        .and_then(|version| other_flight(&prober, version, &versions, &flight))
-        .into_iter()
-        .collect();
-    let certificates = certificate::inspect(
-        &prober,
-        &server_name,
-        flight,
-        other_flights,
-        supported.contains(&Version::Tls12) || supported.contains(&Version::Tls13),
-        options.trust_anchors.as_ref(),
-    );
-    let mut report = Report {
+    ScanError::NoVersion {
         target: target.to_string(),
-        address: address.to_string(),
-        server_name: prober.server_name.clone(),
-        versions_offered: Version::ALL.iter().map(|v| v.name().to_string()).collect(),
-        versions,
-        versions_unknown: versions_unknown
-            .iter()
-            .map(|version| version.name().to_string())
-            .collect(),
-        groups_tls13,
-        groups_tls12,
-        secure_renegotiation,
-        alpn,
-        certificates,
-        mozilla: Vec::new(),
-        grade: Grade::default(),
-        connections: 0,
-        seconds: 0.0,
-        probe_errors: prober.errors(),
-        malformed_answers: prober.malformed_answers(),
-        timing: None,
-    };
-    if report.malformed_answers == 0 {
-        report.mozilla = mozilla::check(&report);
-        report.grade = grade::grade(&report);
-    } else {
-        report.grade = Grade::withheld(report.malformed_answers);
+        address,
+        failed: match failed.len() {
+            0 => String::new(),
+            count if count == answers.len() => ": every probe failed".into(),
+            count => format!(
+                "; {count} of {} probes failed ({})",
+                answers.len(),
+                failed.join("; ")
+            ),
+        },
     }
-    report.connections = prober.limiter.connections();
-    report.seconds = started.elapsed().as_secs_f64();
-    Ok(report)
+}
+
+/// What the probes after the versions found: suites per version, groups, ALPN and the
+/// certificate flight.
+struct Found {
+    versions: Vec<VersionSupport>,
+    groups_tls13: Option<GroupSupport>,
+    groups_tls12: Option<GroupSupport>,
+    alpn: Option<Vec<String>>,
+    /// The certificate flight of the newest legacy version.
+    flight: Vec<Vec<u8>>,
+    /// The newest version before TLS 1.3 the server accepts (its flight is in the clear).
+    legacy_best: Option<Version>,
+}
+
+impl Found {
+    /// All at once: the limiter keeps the connections to the target bounded.
+    fn probe(prober: &Prober, supported: &[Version]) -> Found {
+        let legacy_best = supported
+            .iter()
+            .copied()
+            .filter(|version| *version != Version::Tls13)
+            .max();
+        let mut found = std::thread::scope(|scope| {
+            let suite_handles: Vec<_> = supported
+                .iter()
+                .map(|&version| scope.spawn(move || suites_of(prober, version)))
+                .collect();
+            let tls13 = supported
+                .contains(&Version::Tls13)
+                .then(|| scope.spawn(move || tls13_groups(prober)));
+            let tls12 = supported
+                .contains(&Version::Tls12)
+                .then(|| scope.spawn(move || tls12_groups(prober)));
+            let alpn = match legacy_best {
+                Some(version) => Some(scope.spawn(move || alpn_of(prober, version))),
+                None if supported.contains(&Version::Tls13) => {
+                    Some(scope.spawn(move || alpn_tls13(prober)))
+                }
+                None => None,
+            };
+            let flight =
+                legacy_best.map(|version| scope.spawn(move || certificate_flight(prober, version)));
+            Found {
+                versions: suite_handles
+                    .into_iter()
+                    .filter_map(|handle| handle.join().ok())
+                    .collect::<Vec<_>>(),
+                groups_tls13: tls13.and_then(|handle| handle.join().ok()),
+                groups_tls12: tls12.and_then(|handle| handle.join().ok()),
+                alpn: alpn.and_then(|handle| handle.join().ok()).flatten(),
+                flight: flight
+                    .and_then(|handle| handle.join().ok())
+                    .unwrap_or_default(),
+                legacy_best,
+            }
+        });
+        found
+            .versions
+            .sort_by_key(|support| std::cmp::Reverse(support.protocol));
+        found
+    }
 }
 
 fn resolve(target: &Target) -> Result<SocketAddr, ScanError> {
