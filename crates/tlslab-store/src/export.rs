@@ -7,9 +7,13 @@ use rusqlite::types::ValueRef;
 use crate::columns::{fields, quoted, Field, Source};
 use crate::{Store, StoreError};
 
+/// How [`export`] writes its rows: the two formats notebooks and scripts read without a
+/// SQLite driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportFormat {
+    /// Comma-separated, with a header line of [`export_fields`].
     Csv,
+    /// One JSON object per line, named by [`export_fields`], with booleans as `true` and `false`.
     JsonLines,
 }
 

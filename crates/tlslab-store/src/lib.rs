@@ -55,6 +55,9 @@
 //! # std::fs::remove_file(&path).unwrap();
 //! ```
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 mod columns;
 mod export;
 mod kept;
@@ -295,22 +298,34 @@ pub struct Store {
 /// column name).
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct ConfigRow {
+    /// The row's key, which samples and trials refer to.
     pub id: i64,
+    /// The Config's label, as the user wrote it or as the expansion made it.
     pub label: String,
+    /// The TLS version asked for (`1.2`, `1.3`).
     pub version: String,
+    /// The cipher suite asked for.
     pub suite: String,
+    /// The key-exchange group asked for.
     pub group: String,
+    /// The lab server's certificate; `None` against a target.
     pub cert: Option<String>,
+    /// How many intermediates the lab certificate's chain holds; `None` against a target.
     pub chain: Option<i64>,
+    /// The external server measured (host:port); `None` for the lab server.
     pub target: Option<String>,
     /// `None` for a capture's Configs.
     pub concurrency: Option<i64>,
+    /// Whether handshakes resumed a session (the Config's `resumption` says how).
     pub resume: bool,
+    /// Certificate checks were off (`--insecure`): cert_validation is not measured.
     pub insecure: bool,
     /// Set when `--until-ci` stopped the Config early: the last round it ran, its measured
     /// samples, and the relative half-width of its median's 95% CI.
     pub stopped_round: Option<i64>,
+    /// See `stopped_round`.
     pub stopped_samples: Option<i64>,
+    /// See `stopped_round`.
     pub stopped_half_width: Option<f64>,
     /// The emulated round trip, when the Config ran on an emulated link.
     pub rtt_ns: Option<i64>,
@@ -318,6 +333,7 @@ pub struct ConfigRow {
     /// that differ only in it are told apart).
     #[serde(default)]
     pub jitter_ns: Option<i64>,
+    /// The emulated link's packet loss (0 to 1), when the Config ran on one.
     pub loss: Option<f64>,
     /// Which emulator carried the packets (netem, tun, relay).
     pub emulator: Option<String>,
@@ -329,6 +345,8 @@ pub struct ConfigRow {
     pub resumption: String,
     /// Bytes of 0-RTT early data per resumed handshake (0: none).
     pub early_data_bytes: i64,
+    /// The client kept the verified certificate for later handshakes (`--cert-cache`), which
+    /// moves cert_validation out of them.
     pub cert_cache: bool,
     /// rustls or openssl; `None` for a capture's Configs.
     pub client_backend: Option<String>,
@@ -366,7 +384,9 @@ pub struct ConfigRow {
 pub struct NegotiatedRow {
     /// `1.2`, `1.3`.
     pub version: String,
+    /// The suite, by its IANA name; `None` when no handshake said.
     pub suite: Option<String>,
+    /// The key-exchange group; `None` when no handshake said (TLS 1.2 RSA key exchange).
     pub group: Option<String>,
 }
 
@@ -403,16 +423,25 @@ pub const MEASURED_COUNTS: [&str; 4] = [
 /// times in nanoseconds since the attempt started.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestRow {
+    /// The request succeeded; a failed one keeps its `error` class.
     pub ok: bool,
+    /// The error class of a failed request.
     pub error: Option<String>,
+    /// The HTTP status, when a response came.
     pub status: Option<i64>,
+    /// Bytes of the response body, which ab calls the document length.
     pub body_bytes: Option<i64>,
+    /// Bytes on the wire for the request and its response, as ab's total transferred.
     pub wire_bytes: Option<i64>,
     /// 1 for the request that opened its connection, 2 and up on a kept one.
     pub connection_request: Option<i64>,
+    /// The TCP connection was open; `None` on a kept connection.
     pub tcp_connected: Option<i64>,
+    /// The TLS handshake finished; `None` on a kept connection or over plain HTTP.
     pub handshake_done: Option<i64>,
+    /// The response's first byte arrived, where ab's waiting time ends.
     pub first_byte: Option<i64>,
+    /// The response's last byte arrived, where ab's total time ends.
     pub response_done: Option<i64>,
 }
 
@@ -435,17 +464,24 @@ impl ConfigRow {
 /// What the replay probe saw for one Config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct ReplayRow {
+    /// Captured 0-RTT flights the probe sent again.
     pub sent: i64,
+    /// Replays the server refused, as RFC 8446 (8) asks.
     pub rejected: i64,
+    /// Replays the server accepted: each is a request it served twice.
     pub accepted: i64,
 }
 
 /// The run as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRow {
+    /// When the run started, UTC (`2026-11-25T15:53:29Z`).
     pub started_at: String,
+    /// The run ended as planned; an interrupted run keeps what it stored and says so.
     pub complete: bool,
+    /// Why an incomplete run stopped (a signal, a full disk).
     pub reason: Option<String>,
+    /// How long the run took; `None` for a run that never wrote its end.
     pub duration_ns: Option<i64>,
     /// The plan's seed; `None` for a capture.
     pub seed: Option<i64>,
@@ -455,9 +491,11 @@ pub struct RunRow {
     pub experiment: String,
     /// `active`, `pcap` or `capture`, and the files or interface.
     pub source: String,
+    /// The files read or the interface captured on; `None` for an active run.
     pub source_detail: Option<String>,
     /// Where the run measured; `None` when the stored record cannot be read.
     pub environment: Option<tlslab_core::Environment>,
+    /// The command line, as a JSON array of its arguments, to run it again.
     pub command_line: String,
 }
 
@@ -466,7 +504,9 @@ pub struct RunRow {
 pub struct StoredTimeline {
     /// The client's address and port, where known.
     pub client: Option<String>,
+    /// When the attempt started, in nanoseconds since the run started.
     pub started_at_ns: u64,
+    /// Every event of the attempt, relative to its start.
     pub timeline: tlslab_core::Timeline,
     /// Which clock timed the wire events (`kernel`, `user`, `mixed`); `None` before schema
     /// 14 and for samples that recorded none.
@@ -476,33 +516,46 @@ pub struct StoredTimeline {
 /// Totals over a Config's measured (non-warm-up) trials.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct TrialTotals {
+    /// Measured attempts: the rate's numerator.
     pub attempted: i64,
+    /// The measured trials' time: the rate's denominator.
     pub duration_ns: i64,
     /// `None` when no trial has server usage (external targets).
     pub server_cpu_ns: Option<i64>,
+    /// The lab server's largest resident memory; `None` against a target.
     pub server_peak_rss_bytes: Option<i64>,
+    /// This process's CPU over the measured trials: what the load generator cost.
     pub client_cpu_ns: i64,
+    /// This process's largest resident memory.
     pub client_peak_rss_bytes: i64,
     /// Mutual TLS: the client certificates the lab server checked during the measured trials,
     /// and the time that took; `None` when no trial counted any (no mutual TLS, a target).
     pub client_verifications: Option<i64>,
+    /// See `client_verifications`.
     pub client_verify_ns: Option<i64>,
 }
 
 /// One round of a Config's successful handshakes ([`Store::round_medians`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RoundMedian {
+    /// The round, counting the warm-up rounds too.
     pub round: i64,
+    /// A warm-up round, left out of the summaries but kept to show the warm-up's effect.
     pub warmup: bool,
+    /// The round's median handshake.
     pub median_ns: f64,
+    /// The round's successful handshakes.
     pub count: usize,
 }
 
 /// What an emulated link carried during one trial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LinkTrial {
+    /// The trial's length, which the shares of bandwidth are over.
     pub duration_ns: i64,
+    /// Bytes the link carried from the client to the server.
     pub bytes_to_server: i64,
+    /// Bytes the link carried from the server to the client.
     pub bytes_to_client: i64,
     /// Packets dropped at the link's full bandwidth queue.
     pub queue_drops: i64,
@@ -640,6 +693,7 @@ impl Store {
         })
     }
 
+    /// The file this store reads, for messages and for the files written beside it.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -688,6 +742,7 @@ impl Store {
         self
     }
 
+    /// The run the store holds (a store holds one).
     pub fn run(&self) -> Result<RunRow, StoreError> {
         Ok(self.connection.query_row(
             "SELECT started_at, complete, reason, duration_ns, seed, experiment, environment, command_line, source, source_detail, started_at_unix_ns FROM runs ORDER BY id LIMIT 1",
@@ -738,6 +793,8 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// Every Config, in the order of the run. Each text column is checked to be UTF-8 first, so
+    /// a damaged or foreign file is an error rather than a panic in the deserializer.
     pub fn configs(&self) -> Result<Vec<ConfigRow>, StoreError> {
         // Columns by name, not `*`, and text checked before serde_rusqlite reads it: rusqlite
         // panics on text that is not UTF-8 (in a column name or a value), which a damaged
@@ -812,6 +869,8 @@ impl Store {
             .collect())
     }
 
+    /// The successful measured samples' values of `name` (a timing column or one of
+    /// [`MEASURED_COUNTS`]), sorted, from what the writer kept when it kept them.
     pub fn phase_values(&self, config_id: i64, name: &str) -> Result<Vec<f64>, StoreError> {
         Ok(self
             .phases_values(config_id, &[name])?
@@ -1040,6 +1099,7 @@ impl Store {
         Ok(values.get(values.len() / 2).copied())
     }
 
+    /// Totals of `config_id`'s measured trials, for its rates and its CPU per handshake.
     pub fn trial_totals(&self, config_id: i64) -> Result<TrialTotals, StoreError> {
         Ok(self.connection.query_row(
             "SELECT COALESCE(SUM(attempted), 0), COALESCE(SUM(duration_ns), 0),

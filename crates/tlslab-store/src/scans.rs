@@ -13,12 +13,20 @@ use crate::{schema, Store, StoreError};
 pub struct NewScan {
     /// Nanoseconds since the Unix epoch when the scan started.
     pub scanned_at_unix_ns: u64,
+    /// The tlslab that scanned, since the grading rules change between versions.
     pub tool_version: String,
+    /// The scan's command line, to run it again.
     pub command_line: Vec<String>,
+    /// The target as written (host:port).
     pub target: String,
+    /// The address it resolved to, which may change between scans.
     pub address: String,
+    /// The server name sent; `None` when it was the target's host.
     pub server_name: Option<String>,
+    /// The grade's letter, stored apart so that grades can be compared without parsing the
+    /// report.
     pub grade: String,
+    /// The connections the scan opened.
     pub connections: u64,
     /// The scan's `--json` object.
     pub report: serde_json::Value,
@@ -27,14 +35,21 @@ pub struct NewScan {
 /// A stored scan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScanRow {
+    /// The row's key.
     pub id: i64,
     /// UTC, as `2026-11-25T15:53:29Z`.
     pub scanned_at: String,
+    /// See [`NewScan::target`].
     pub target: String,
+    /// See [`NewScan::address`].
     pub address: String,
+    /// See [`NewScan::server_name`].
     pub server_name: Option<String>,
+    /// See [`NewScan::grade`].
     pub grade: String,
+    /// See [`NewScan::connections`].
     pub connections: i64,
+    /// The command line as the JSON array it was stored as.
     pub command_line: String,
     /// The scan's `--json` object (`null` if the stored text does not parse).
     pub report: serde_json::Value,

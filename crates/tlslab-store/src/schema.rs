@@ -12,6 +12,7 @@ use crate::StoreError;
 /// samples; each added by the upgrade as every new column is).
 pub const VERSION: i64 = 15;
 
+/// Makes every table and index of a new store, at [`VERSION`].
 pub fn create(connection: &Connection) -> rusqlite::Result<()> {
     let configs = definitions(CONFIG_COLUMNS.iter().map(|(name, sql, _)| (*name, *sql)));
     let samples = definitions(stored_sample_columns().map(|(name, sql, _)| (name, sql)));
