@@ -26,27 +26,40 @@ use crate::scan::ScanError;
 /// One certificate, as a person reads it.
 #[derive(Debug, Clone, Serialize)]
 pub struct CertificateSummary {
+    /// The subject's distinguished name, as a person reads it.
     pub subject: String,
+    /// The issuer's distinguished name, which the next certificate of an ordered chain names
+    /// as its subject.
     pub issuer: String,
     /// `ECDSA P-256`, `RSA 2048`, `Ed25519`, ...
     pub key: String,
+    /// The key's type, which decides the suites the server can negotiate with it.
     #[serde(skip)]
     pub key_kind: KeyKind,
     /// Bits of security-relevant size: the RSA modulus, the EC field.
     pub key_bits: usize,
+    /// The signature algorithm the issuer signed with.
     pub signature: String,
+    /// The start of the validity period, UTC.
     pub not_before: String,
+    /// The end of the validity period, UTC.
     pub not_after: String,
+    /// Outside its validity period now: the grade is T.
     pub expired: bool,
     /// From notBefore to notAfter, in whole days.
     pub lifespan_days: Option<u64>,
+    /// The DNS names and IP addresses of its subjectAltName, which name matching reads.
     pub names: Vec<String>,
 }
 
+/// The key types that decide which suites and signature schemes a server can use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum KeyKind {
+    /// An RSA key: RSA-authenticated suites and RSA key transport.
     Rsa,
+    /// An EC key: ECDSA-authenticated suites.
     Ecdsa,
+    /// Any other key (Ed25519, ML-DSA), which no pre-1.3 suite authenticates with.
     #[default]
     Other,
 }
@@ -66,6 +79,7 @@ pub struct Certificates {
     pub trusted: Option<bool>,
     /// What the chain was judged by: `system roots`, or `--ca FILE`.
     pub trusted_by: Option<String>,
+    /// Why the chain is not trusted, as rustls says it.
     pub trust_error: Option<String>,
     /// The Strict-Transport-Security header of `GET /`, if any.
     pub hsts: Option<String>,
@@ -85,21 +99,27 @@ pub struct OtherChain {
     pub chain: Vec<CertificateSummary>,
     /// `TLS 1.2 Certificate message` or `TLS 1.3 (rustls)`.
     pub source: String,
+    /// Whether its leaf names the server name, as for the first chain.
     pub name_matches: Option<bool>,
+    /// Whether each certificate is issued by the next one.
     pub chain_in_order: Option<bool>,
     /// The same anchors' verdict as the first chain's (`trusted_by`), checked offline.
     pub trusted: Option<bool>,
+    /// Why it is not trusted, as rustls says it.
     pub trust_error: Option<String>,
 }
 
 /// The key type a client can ask for when it wants another chain than the first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wanted {
+    /// Only ECDSA suites or signature schemes are offered.
     Ecdsa,
+    /// Only RSA suites or signature schemes are offered.
     Rsa,
 }
 
 impl Wanted {
+    /// The key type's name, as the report says it (`ECDSA`, `RSA`).
     pub fn name(self) -> &'static str {
         match self {
             Wanted::Ecdsa => "ECDSA",
@@ -187,6 +207,7 @@ impl TrustAnchors {
 }
 
 impl Certificates {
+    /// The leaf (the server's own certificate), which names and validity are judged on.
     pub fn leaf(&self) -> Option<&CertificateSummary> {
         self.chain.first()
     }

@@ -15,15 +15,21 @@ use crate::scan::{Order, Report, VersionSupport};
 /// HSTS for A+: at least six months (the guide's threshold).
 pub const HSTS_MINIMUM_SECONDS: u64 = 15_768_000;
 
+/// The grade of one scan: the letter, the scores it rests on, and the reasons for each cap,
+/// so that a reader can check the letter against the guide.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Grade {
     /// `A+` to `F`, or `T` (certificate not trusted) and `M` (name mismatch).
     pub letter: String,
     /// The letter the configuration earns when the certificate is set aside.
     pub letter_if_trusted: String,
+    /// The weighted sum of the three scores (30%, 30%, 40%), 0 to 100.
     pub score: u32,
+    /// The best and worst versions' mean on the guide's protocol table.
     pub protocol_score: u32,
+    /// The weakest key exchange on the guide's table of RSA-equivalent bits.
     pub key_exchange_score: u32,
+    /// The strongest and weakest ciphers' mean on the guide's table of key bits.
     pub cipher_score: u32,
     /// One line per cap applied, and why.
     pub reasons: Vec<String>,

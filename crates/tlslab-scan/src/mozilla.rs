@@ -41,20 +41,29 @@ const LEVELS: [&str; 3] = ["modern", "intermediate", "old"];
 pub struct Profile {
     /// TLS 1.3 suites, IANA names.
     pub ciphersuites: Vec<String>,
+    /// The suites before TLS 1.3.
     pub ciphers: Ciphers,
+    /// The versions the level keeps, by Mozilla's names (`TLSv1.2`).
     pub tls_versions: Vec<String>,
     /// OpenSSL's group names: `X25519`, `prime256v1`, `secp384r1`, `X25519MLKEM768`.
     pub tls_curves: Vec<String>,
+    /// Whether the server's suite order must be enforced.
     pub server_preferred_order: bool,
+    /// The certificate key types the level accepts.
     pub certificate_types: Vec<String>,
+    /// The EC curves a certificate key may use.
     pub certificate_curves: Vec<String>,
+    /// The signature algorithms a certificate may be signed with.
     pub certificate_signatures: Vec<String>,
+    /// The smallest RSA key the level accepts, in bits.
     pub rsa_key_size: Option<usize>,
     /// The smallest finite-field DHE prime the level accepts, in bits.
     pub dh_param_size: Option<u32>,
+    /// The longest validity the level accepts, in days.
     pub maximum_certificate_lifespan: Option<u64>,
 }
 
+/// A level's pre-1.3 suites, as the guideline's JSON lists them.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Ciphers {
     /// Pre-1.3 suites, IANA names (the `openssl`, `go` and `caddy` lists say the same).
@@ -69,7 +78,9 @@ struct Guideline {
 /// One level of one guideline, judged.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProfileResult {
+    /// The guideline's version (`5.7`), since levels change between versions.
     pub guideline: String,
+    /// The level: `modern`, `intermediate` or `old`.
     pub level: String,
     /// The configuration (versions, suites, groups, order) matches the level.
     pub matches: bool,

@@ -74,6 +74,7 @@ impl ProbeError {
 /// What the server answered a ClientHello with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
+    /// A ServerHello (or HelloRetryRequest): the server accepted something offered.
     Hello(ServerHello),
     /// A fatal alert (its description code): the server declined what we offered.
     Alert(u8),
@@ -87,11 +88,14 @@ pub enum Answer {
 pub struct ServerHello {
     /// The negotiated version: supported_versions when present, else the legacy field.
     pub version: u16,
+    /// The suite the server chose, by code point.
     pub suite: u16,
     /// TLS 1.3: the key_share's group (of the HelloRetryRequest too); TLS 1.2 (whole flight
     /// read): the ServerKeyExchange's named curve.
     pub group: Option<u16>,
+    /// The answer was a HelloRetryRequest: the group is the one the server asked for.
     pub hello_retry: bool,
+    /// The ALPN protocol the server selected (TLS 1.2 and older send it in the clear).
     pub alpn: Option<String>,
     /// TLS 1.2 and older DHE (whole flight read): the ServerKeyExchange's prime p, leading
     /// zeros trimmed (its length is the group's size; RFC 7919's groups are named by it).
@@ -111,6 +115,7 @@ pub struct Limiter {
 }
 
 impl Limiter {
+    /// A limiter that lets `concurrency` connections be open at once (at least one).
     pub fn new(concurrency: usize) -> Limiter {
         Limiter {
             free: Mutex::new(concurrency.max(1)),
@@ -153,9 +158,13 @@ impl Limiter {
 
 /// Where and how to probe.
 pub struct Prober {
+    /// The target's address, resolved once so that every probe reaches the same server.
     pub address: SocketAddr,
+    /// The server name every ClientHello sends.
     pub server_name: Option<String>,
+    /// How long a probe waits to connect and for each read.
     pub timeout: Duration,
+    /// The connections open at once, shared by every probe of the scan.
     pub limiter: Limiter,
     /// Probes that failed, as "what: why", for the report.
     errors: Mutex<Vec<String>>,
@@ -164,6 +173,8 @@ pub struct Prober {
 }
 
 impl Prober {
+    /// A prober of `address` that sends `server_name`, at most `concurrency` connections at a
+    /// time.
     pub fn new(
         address: SocketAddr,
         server_name: Option<String>,

@@ -19,7 +19,9 @@ use crate::probe::{Answer, ProbeError, Prober, ServerHello};
 /// What to scan: a host and a port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
+    /// The host name or IP address, resolved once per scan.
     pub host: String,
+    /// The port; 443 when not given.
     pub port: u16,
 }
 
@@ -275,6 +277,7 @@ pub enum Order {
 }
 
 impl Order {
+    /// The order in words, as the text report prints it.
     pub fn describe(self) -> &'static str {
         match self {
             Order::Server => "server order",
@@ -289,9 +292,11 @@ impl Order {
 /// One supported version and its suites.
 #[derive(Debug, Clone, Serialize)]
 pub struct VersionSupport {
+    /// The version's name (`TLS 1.2`).
     pub version: String,
     /// IANA names; in the server's order when `order` is `server`.
     pub suites: Vec<String>,
+    /// Whose preference decides among its suites.
     pub order: Order,
     /// False when a probe failed before the server declined: more suites may be supported.
     pub complete: bool,
@@ -299,8 +304,10 @@ pub struct VersionSupport {
     /// older; TLS 1.3's finite-field groups are in `groups_tls13`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub dhe: Vec<DheParameters>,
+    /// The version, for the grade and Mozilla's verdict (not in the JSON, which has `version`).
     #[serde(skip)]
     pub protocol: Option<Version>,
+    /// The suites by code point, in the order of `suites`, for the grade's tables.
     #[serde(skip)]
     pub suite_ids: Vec<u16>,
 }
@@ -310,6 +317,7 @@ pub struct VersionSupport {
 pub struct DheParameters {
     /// The suite's IANA name.
     pub suite: String,
+    /// The suite's code point, to match it with its version's suites.
     #[serde(skip)]
     pub suite_id: u16,
     /// The prime's size in bits (2048 for ffdhe2048).
@@ -349,10 +357,13 @@ impl DheParameters {
 /// The groups one version's key exchange accepts.
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupSupport {
+    /// The groups, by the names tlslab's `--group` takes, in the server's order when it has one.
     pub groups: Vec<String>,
+    /// Whose preference decides among them.
     pub order: Order,
     /// False when a probe failed before the server declined: more groups may be supported.
     pub complete: bool,
+    /// The groups by code point, for the grade's and Mozilla's tables.
     #[serde(skip)]
     pub group_ids: Vec<u16>,
 }
@@ -360,8 +371,12 @@ pub struct GroupSupport {
 /// Everything a scan found.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// The target as given (host:port).
     pub target: String,
+    /// The address it resolved to: a scan measures one server, whatever the name resolves to
+    /// later.
     pub address: String,
+    /// The server name sent.
     pub server_name: Option<String>,
     /// Every version the scan asked about, supported or not, oldest first.
     pub versions_offered: Vec<String>,
@@ -370,7 +385,9 @@ pub struct Report {
     /// Versions whose probe failed (see `probe_errors`): neither supported nor refused as
     /// far as the scan can tell.
     pub versions_unknown: Vec<String>,
+    /// TLS 1.3's groups; `None` when the server does not speak TLS 1.3.
     pub groups_tls13: Option<GroupSupport>,
+    /// TLS 1.2's ECDHE curves; `None` when the server does not speak TLS 1.2.
     pub groups_tls12: Option<GroupSupport>,
     /// Whether the newest pre-1.3 version's ServerHello answered the renegotiation_info we
     /// always send (RFC 5746); `None` for a TLS 1.3-only server (1.3 has no renegotiation).
@@ -379,10 +396,15 @@ pub struct Report {
     /// ServerHello, or from a rustls TLS 1.3 handshake when the server speaks only 1.3);
     /// `None` when no probe could ask.
     pub alpn: Option<Vec<String>>,
+    /// The certificate chains, their trust and name match, and HSTS.
     pub certificates: Certificates,
+    /// Each level of each Mozilla guideline, judged; empty when answers did not parse.
     pub mozilla: Vec<ProfileResult>,
+    /// The grade, in the manner of SSL Labs' rating guide.
     pub grade: Grade,
+    /// Connections the scan opened, so a server operator can tell a scan from an attack.
     pub connections: u64,
+    /// How long the scan took, wall clock.
     pub seconds: f64,
     /// Probes that got no answer (timeouts, resets) or one that could not be read, as
     /// "what: why"; the scan went on.
@@ -397,10 +419,12 @@ pub struct Report {
 }
 
 impl Report {
+    /// Whether the server accepted `version`.
     pub fn supports(&self, version: Version) -> bool {
         self.version(version).is_some()
     }
 
+    /// What the server supports in `version`, when it accepts it.
     pub fn version(&self, version: Version) -> Option<&VersionSupport> {
         self.versions
             .iter()
