@@ -16,16 +16,20 @@ use crate::ReportError;
 /// dimensions in which each Config differs from the baseline (none for sample files).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparisons {
+    /// The baseline's label.
     pub baseline: String,
+    /// The metric compared (`handshake`, `ttfb`, ...).
     pub metric: String,
     /// In the order of the Configs, the baseline left out.
     pub comparisons: Vec<Compared>,
+    /// Whether the Configs differ at all; `None` with two, where it repeats the comparison.
     pub kruskal_wallis: Option<KruskalWallis>,
 }
 
 /// One Config against the baseline.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Compared {
+    /// The statistics, flattened into the JSON object beside `dimensions`.
     #[serde(flatten)]
     pub comparison: Comparison,
     /// Every dimension in which the Config differs from the baseline (by `--by` name): the

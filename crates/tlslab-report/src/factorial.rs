@@ -36,16 +36,19 @@ pub use crate::dimensions::varied_dimensions;
 pub struct Contrast {
     /// The other dimensions' values, as `suite=aes128gcm concurrency=10`.
     pub stratum: String,
+    /// The level of `by` set against the baseline in this stratum.
     pub level: String,
     /// Every dimension in which the two Configs differ: the factorial's `dimensions`, and the
     /// effect is theirs together.
     pub dimensions: Vec<String>,
+    /// The two Configs' statistics, Holm-adjusted across the factorial's contrasts.
     pub comparison: Comparison,
 }
 
 /// How the effect of a value varies with another dimension.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Interaction {
+    /// The other dimension the effect is read against.
     pub dimension: String,
     /// The median per-stratum ratio at each of its levels.
     pub ratios: Vec<(String, f64)>,
@@ -58,29 +61,39 @@ pub struct Interaction {
 /// The pooled answer for one value against the baseline.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Pooled {
+    /// The level of `by` pooled.
     pub level: String,
+    /// How many strata hold a contrast of it.
     pub strata: usize,
     /// Median of the per-stratum ratios of medians, with its bootstrap interval over strata.
     pub ratio: f64,
+    /// The bootstrap interval of `ratio` over the strata.
     pub ratio_ci: [f64; 2],
+    /// Van Elteren's stratified test of the contrasts together; `None` when it cannot run.
     pub van_elteren: Option<VanElteren>,
+    /// Whether the effect depends on each other dimension.
     pub interactions: Vec<Interaction>,
 }
 
 /// The whole factorial comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Factorial {
+    /// The dimension asked for (`--by`).
     pub by: String,
     /// `by` and every dimension that changes together with it among these Configs: each
     /// contrast changes them all, so its effect is credited to them together (one name when
     /// `by` changes alone).
     pub dimensions: Vec<String>,
+    /// The level every other level is set against.
     pub baseline: String,
     /// Each level of `by` as the values of all `dimensions` (`aes256gcm+ecdsa-p256`; the level
     /// itself when `by` changes alone).
     pub values: BTreeMap<String, String>,
+    /// The metric compared.
     pub metric: String,
+    /// Every contrast, stratum by stratum.
     pub contrasts: Vec<Contrast>,
+    /// Each level pooled over the strata: the answer.
     pub pooled: Vec<Pooled>,
     /// Each value of `by` that no contrast sets against the baseline, and why.
     pub left_out: Vec<String>,

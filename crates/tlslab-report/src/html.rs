@@ -144,6 +144,8 @@ fn write_scans(out: &mut String, scans: &[ScanRow]) {
     }
 }
 
+/// The report of `data` as one HTML page that needs nothing else: its styles and charts
+/// (SVG) are inline, so it can be mailed or attached to a ticket as it is.
 pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
     let summary = &data.summary;
     let mut out = String::with_capacity(256 * 1024);

@@ -14,6 +14,9 @@
 //! }
 //! ```
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 mod answer;
 pub mod bottleneck;
 mod charts;

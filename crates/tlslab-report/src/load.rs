@@ -23,10 +23,15 @@ use crate::text::millis;
 /// min, mean, sd, median and max of one column of ab's connection-times table, in ms.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Times {
+    /// The fastest request.
     pub min: f64,
+    /// The mean, which ab prints first.
     pub mean: f64,
+    /// The standard deviation (`[+/-sd]`); 0 for one request, as ab prints it.
     pub sd: f64,
+    /// The median.
     pub median: f64,
+    /// The slowest request.
     pub max: f64,
 }
 
@@ -82,17 +87,25 @@ fn sorted_millis(mut values: Vec<f64>) -> Vec<f64> {
 /// One Config under load.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LoadConfig {
+    /// The Config's label.
     pub label: String,
+    /// `https` or `http`.
     pub scheme: String,
+    /// The HTTP version (`1.1`, `2`, `3`).
     pub http: String,
+    /// Requests reused their connection (ab's `-k`).
     pub keep_alive: bool,
+    /// Requests in flight at once (ab's `-c`); `None` for a capture.
     pub concurrency: Option<i64>,
     /// Host and port the requests went to.
     pub address: String,
+    /// The request's path (ab's "Document Path").
     pub path: Option<String>,
     /// Measured trial time, in seconds.
     pub time_taken_s: f64,
+    /// Requests that succeeded.
     pub complete: i64,
+    /// Requests that failed, whatever the class.
     pub failed: i64,
     /// Failed requests per error class.
     pub failures: BTreeMap<String, i64>,
@@ -108,6 +121,7 @@ pub struct LoadConfig {
     pub body_transferred: i64,
     /// The most common body size.
     pub document_length: Option<i64>,
+    /// Complete requests per second of time taken (ab's "Requests per second").
     pub requests_per_second: Option<f64>,
     /// ab's "time per request (mean)": concurrency × time taken / requests, in ms.
     pub time_per_request_ms: Option<f64>,
@@ -115,9 +129,13 @@ pub struct LoadConfig {
     pub time_per_request_all_ms: Option<f64>,
     /// Response bytes read per second, in KiB.
     pub transfer_rate_kib: Option<f64>,
+    /// ab's Connect row: to an open connection, TLS included (0 on a kept one).
     pub connect: Option<Times>,
+    /// ab's Processing row: from the open connection to the response's end.
     pub processing: Option<Times>,
+    /// ab's Waiting row: from the open connection to the response's first byte.
     pub waiting: Option<Times>,
+    /// ab's Total row: the whole request.
     pub total: Option<Times>,
     /// Percentiles of the request's whole time, in ms (to p99.9 and the longest).
     pub percentiles: Option<Percentiles>,
@@ -126,7 +144,9 @@ pub struct LoadConfig {
     pub ab_percentiles: Vec<(u32, f64)>,
     /// The TLS handshakes' share of all requests' time (0 for plain HTTP).
     pub handshake_share: Option<f64>,
+    /// This process's CPU per request, in ms: what the load generator cost.
     pub client_cpu_per_request_ms: Option<f64>,
+    /// The lab server's CPU per request, in ms; `None` against a target.
     pub server_cpu_per_request_ms: Option<f64>,
     /// An open loop's schedule and latency from each intended start.
     pub open_loop: Option<OpenLoop>,
@@ -176,24 +196,30 @@ fn temp_key(group: &str) -> String {
 /// HTTPS against plain HTTP for Configs that differ in nothing else.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SchemeIncrease {
+    /// The HTTPS Config's label.
     pub https: String,
+    /// The plain HTTP Config's label.
     pub http: String,
     /// (HTTPS − HTTP) / HTTP of the median request time, in percent, with its 95% bootstrap
     /// interval.
     pub median_increase_percent: f64,
+    /// The 95% bootstrap interval of `median_increase_percent`.
     pub median_increase_ci: [f64; 2],
     /// Mann-Whitney's two-sided p of the request times.
     pub p: f64,
     /// The study's figures: the increase of the time taken and the drop of requests per
     /// second, in percent.
     pub time_taken_increase_percent: Option<f64>,
+    /// See `time_taken_increase_percent`.
     pub requests_per_second_change_percent: Option<f64>,
 }
 
 /// A load run's figures.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LoadSummary {
+    /// Each Config's figures, in the run's order.
     pub configs: Vec<LoadConfig>,
+    /// HTTPS against plain HTTP, for each pair of Configs that differ in the scheme alone.
     pub increases: Vec<SchemeIncrease>,
 }
 
@@ -383,6 +409,7 @@ fn setting(config: &ConfigRow) -> impl PartialEq + '_ {
 }
 
 impl LoadSummary {
+    /// The figures of `store`'s run, one pass over its requests per Config.
     pub fn from_store(store: &Store) -> Result<LoadSummary, StoreError> {
         let rows = store.configs()?;
         let mut configs = Vec::new();

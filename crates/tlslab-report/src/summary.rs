@@ -13,16 +13,24 @@ use crate::metric::Metric;
 /// Statistics of one metric in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Distribution {
+    /// The number of values.
     pub n: usize,
+    /// The mean, which a t-interval speaks of.
     pub mean: f64,
+    /// The sample standard deviation; NaN for one value.
     pub sd: f64,
+    /// The median: the table's figure, since handshake times are skewed.
     pub median: f64,
+    /// The 90th percentile (type 7).
     pub p90: f64,
+    /// The 99th percentile (type 7).
     pub p99: f64,
     /// The 99.9th percentile (type 7, as the others): the tail a busy service sees every
     /// thousand handshakes.
     pub p999: f64,
+    /// The fastest.
     pub min: f64,
+    /// The slowest.
     pub max: f64,
     /// 95% confidence interval of the mean (Student t).
     pub mean_ci: [f64; 2],
@@ -78,8 +86,11 @@ impl Distribution {
 /// handshake needs (docs/architecture.md, "Network emulation", physics check).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NetworkSummary {
+    /// Which emulator carried the packets (netem, tun, relay).
     pub emulator: String,
+    /// The emulated round trip.
     pub rtt_ms: f64,
+    /// The emulated packet loss (0 to 1).
     pub loss: f64,
     /// Round trips a handshake of this kind must wait for (TCP connect included when the
     /// emulator delays it).
@@ -118,11 +129,15 @@ pub struct Gain {
     /// Every dimension in which the Config differs from its baseline: the technique's, and
     /// nothing else.
     pub dimensions: Vec<String>,
+    /// The Config that sets the technique.
     pub label: String,
+    /// The Config with the full handshake it is set against.
     pub baseline: String,
     /// The summary's metric (see [`crate::metric`]).
     pub metric: String,
+    /// The Config's median of the metric.
     pub median_ms: f64,
+    /// The baseline's median of the metric.
     pub baseline_median_ms: f64,
     /// The share of the baseline's median saved: 1 − median / baseline median.
     pub gain: f64,
@@ -244,9 +259,11 @@ fn status_warning(config: &ConfigRow, statuses: &[(i64, i64)]) -> Option<String>
 /// One Config's summary.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ConfigSummary {
+    /// The Config's label, as the user gave it.
     pub label: String,
     /// Measured attempts (warm-up excluded).
     pub attempted: i64,
+    /// Measured attempts that succeeded.
     pub ok: i64,
     /// Failed attempts per error class.
     pub errors: BTreeMap<String, i64>,
@@ -266,6 +283,7 @@ pub struct ConfigSummary {
     pub ttfb_ms: Option<Distribution>,
     /// Median bytes of the client's first flight and of the server's first flight.
     pub client_hello_bytes: Option<i64>,
+    /// See `client_hello_bytes`.
     pub server_flight_bytes: Option<i64>,
     /// The server's flights that carried the responses (QUIC, with an RTT long enough to
     /// tell them apart): round trips from first byte to last, and what each flight carried.
@@ -293,11 +311,15 @@ pub struct ConfigSummary {
     /// Which side limited the rate, and how much of the median was queueing (lab server
     /// Configs, whose server CPU is measured).
     pub bottleneck: Option<crate::bottleneck::Bottleneck>,
+    /// The lab server's largest resident memory; `None` against a target.
     pub server_peak_rss_bytes: Option<i64>,
+    /// This process's largest resident memory.
     pub client_peak_rss_bytes: i64,
     /// Successful handshakes that resumed, and those that offered nothing or were refused.
     pub resumed: Option<i64>,
+    /// See `resumed`.
     pub full: Option<i64>,
+    /// Certificate checks were off (`--insecure`): cert_validation is not measured.
     pub insecure: bool,
     /// What the client trusted, for a Config against a target.
     pub trust: Option<String>,
@@ -329,16 +351,25 @@ pub struct MutualTls {
 /// A run's summary.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunSummary {
+    /// The results file, as given.
     pub store: String,
+    /// When the run started, UTC.
     pub started_at: String,
+    /// The run ended as planned; an incomplete run is summarized all the same.
     pub complete: bool,
+    /// Why an incomplete run stopped.
     pub reason: Option<String>,
     /// The plan's seed; `None` for a capture.
     pub seed: Option<u64>,
+    /// How long the run took.
     pub duration_s: Option<f64>,
+    /// Measured attempts over every Config.
     pub attempted: i64,
+    /// Failed measured attempts over every Config.
     pub errors: i64,
+    /// Some Config ran with certificate checks off.
     pub insecure: bool,
+    /// One summary per Config, in the run's order.
     pub configs: Vec<ConfigSummary>,
     /// Things a careful reader must know (a saturated client, certificate checks off).
     pub warnings: Vec<String>,
@@ -396,6 +427,7 @@ fn wire_clock_warning(environment: &tlslab_core::Environment) -> Option<String> 
 const ONE_PASS_LIMIT: usize = 500_000;
 
 impl RunSummary {
+    /// The summary of `store`'s run, on the metric its Configs' question calls for.
     pub fn from_store(store: &Store) -> Result<RunSummary, StoreError> {
         RunSummary::from_store_on(store, None)
     }

@@ -34,18 +34,25 @@ pub(crate) type ChartError = Box<dyn std::error::Error + Send + Sync>;
 /// The chart kinds, in the order the report shows them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChartKind {
+    /// The median of each phase per Config: where the time goes.
     Phases,
+    /// The median handshake per Config with its 95% interval: whether two differ.
     MedianInterval,
+    /// The distribution of handshake times (ECDF): shapes a median hides.
     Ecdf,
     /// The share slower than each time (1 − ECDF) on log axes, p99 and p99.9 marked.
     Tail,
+    /// Box plots of handshake times per Config.
     BoxPlot,
     /// Each round's median handshake, warm-up rounds apart: drift over the run.
     Rounds,
+    /// The median and p99 against concurrency: how a server scales.
     Concurrency,
+    /// The median against the emulated round trip: how many round trips a handshake waits.
     Rtt,
     /// The median against one dimension, a line per level of another (a crossed matrix).
     Interaction,
+    /// The server's and the client's CPU per handshake.
     Usage,
     /// Requests per second and request time against concurrency (`tlslab load -c 1,20,...`).
     Requests,
@@ -54,6 +61,7 @@ pub enum ChartKind {
 }
 
 impl ChartKind {
+    /// Every kind, in the order the report shows them.
     pub const ALL: [ChartKind; 12] = [
         ChartKind::Requests,
         ChartKind::ArrivalRate,
@@ -87,6 +95,7 @@ impl ChartKind {
         }
     }
 
+    /// The chart's heading in the report.
     pub fn title(self) -> &'static str {
         match self {
             ChartKind::Phases => "Where the time goes: median of each phase",
