@@ -12,9 +12,9 @@ use tlslab_telemetry::{influx, metrics, Metrics, Telemetry};
 
 use crate::cli::CaptureArgs;
 use crate::failure::CliError;
-use crate::files;
 use crate::output;
 use crate::passive::{self, Ending};
+use tlslab_workflow::files;
 
 /// How often idle connections are given up and the store commits, without traffic.
 const IDLE_EVERY: Duration = Duration::from_millis(200);
@@ -27,7 +27,10 @@ fn now_unix_ns() -> u64 {
 
 pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
     let filter = passive::filter(args.filter.as_deref())?;
-    let path = args.out.clone().unwrap_or_else(crate::run::default_output);
+    let path = args
+        .out
+        .clone()
+        .unwrap_or_else(tlslab_workflow::default_output);
     let duration = args
         .duration
         .as_deref()
@@ -205,8 +208,8 @@ fn file_check(
         files::claim(&output, &inputs, force)
             .map(drop)
             .map_err(|error| tlslab_capture::CaptureError {
-                message: error.message,
-                hint: error.hint,
+                message: error.to_string(),
+                hint: error.hint().to_string(),
             })
     }
 }

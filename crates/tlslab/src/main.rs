@@ -7,7 +7,6 @@ mod compare;
 mod crosscheck;
 mod export;
 mod failure;
-mod files;
 mod help;
 mod load;
 mod manual;

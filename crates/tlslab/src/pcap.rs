@@ -8,8 +8,8 @@ use tlslab_telemetry::{influx, Telemetry};
 
 use crate::cli::PcapArgs;
 use crate::failure::{CliError, EXIT_INTERRUPTED};
-use crate::files;
 use crate::passive::{self, Ending};
+use tlslab_workflow::files;
 
 /// A capture must be a regular file: says what the path is when it is not, since "no such
 /// file" for one that exists (`/dev/zero`, a directory) sends the user looking for a typo.
@@ -55,7 +55,10 @@ fn check_capture_file(capture: &Path) -> Result<(), CliError> {
 
 pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
     let filter = passive::filter(args.filter.as_deref())?;
-    let path = args.out.clone().unwrap_or_else(crate::run::default_output);
+    let path = args
+        .out
+        .clone()
+        .unwrap_or_else(tlslab_workflow::default_output);
     let inputs: Vec<&Path> = args
         .captures
         .iter()

@@ -9,7 +9,8 @@ use tlslab_scan::certificate::TrustAnchors;
 use tlslab_scan::{Options, Report, ScanError, ScanErrorKind, Target};
 
 use crate::failure::{CliError, EXIT_ENVIRONMENT, EXIT_FAILURES};
-use crate::{files, output};
+use crate::output;
+use tlslab_workflow::files;
 
 const SCAN_EXAMPLES: &str = "Examples:
   tlslab scan example.com
@@ -208,6 +209,7 @@ fn malformed_error(report: &Report) -> CliError {
     let count = report.malformed_answers;
     CliError {
         code: EXIT_FAILURES,
+        causes: Vec::new(),
         message: format!(
             "{}: {count} {} a malformed answer, so it is not graded; what could be read is above",
             report.target,
