@@ -1,6 +1,6 @@
 //! tlslab's workflows as library calls: [`run`](run::run) and [`load`](load::load) (an
 //! experiment measured into a results store, its summary and its verdict),
-//! `scan` (what a server supports, graded, with its cost table),
+//! [`scan`](scan::scan) (what a server supports, graded, with its cost table),
 //! `pcap` and `capture` (handshakes read from packets into
 //! a store) and [`serve`](serve::serve) (the lab server until stopped).
 //!
@@ -38,6 +38,8 @@ pub mod experiment;
 pub mod files;
 pub mod load;
 pub mod run;
+pub mod scan;
+pub mod scan_cost;
 pub mod serve;
 
 use std::path::PathBuf;

@@ -17,7 +17,6 @@ mod plan;
 mod report;
 mod run;
 mod scan;
-mod scan_cost;
 mod serve;
 
 use clap::FromArgMatches;

@@ -242,4 +242,12 @@ fn an_error_from_deep_inside_prints_its_cause_chain_and_exit_code() {
     ]);
     assert_cause_chain(&output, 2, "cannot use --ca", "is not PEM");
     assert!(!never.exists());
+    // The same file given to the scanner: its reading is the cause.
+    let output = tlslab(&[
+        "scan",
+        &format!("127.0.0.1:{}", closed_port()),
+        "--ca",
+        ca.to_str().unwrap(),
+    ]);
+    assert_cause_chain(&output, 2, "cannot use --ca", "no CERTIFICATE");
 }
