@@ -1,7 +1,7 @@
 //! tlslab's workflows as library calls: [`run`](run::run) and [`load`](load::load) (an
 //! experiment measured into a results store, its summary and its verdict),
 //! [`scan`](scan::scan) (what a server supports, graded, with its cost table),
-//! `pcap` and `capture` (handshakes read from packets into
+//! [`pcap`](pcap::pcap) and [`capture`](capture::capture) (handshakes read from packets into
 //! a store) and [`serve`](serve::serve) (the lab server until stopped).
 //!
 //! Each takes a typed request and a [`Control`] (the stop token, a progress callback, a
@@ -33,10 +33,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod capture;
 mod error;
 pub mod experiment;
 pub mod files;
 pub mod load;
+mod passive;
+pub mod pcap;
 pub mod run;
 pub mod scan;
 pub mod scan_cost;
