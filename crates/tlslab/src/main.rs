@@ -1,5 +1,9 @@
 //! tlslab: a TLS handshake performance lab. The binary is a thin layer over the library
-//! crates: each subcommand parses its flags and calls into them.
+//! crates: each subcommand parses its flags into a request for a workflow of
+//! tlslab-workflow (or a report call), prints what comes back, handles the signals that
+//! stop it, and maps the outcome to an exit code (failure.rs).
+
+#![forbid(unsafe_code)]
 
 mod capture;
 mod cli;
