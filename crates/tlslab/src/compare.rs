@@ -10,7 +10,7 @@ use tlslab_report::{
 use tlslab_stats::{compare_all_in_place, CompareOptions};
 
 use crate::cli::{CompareArgs, Gate};
-use crate::failure::{CliError, EXIT_THRESHOLD};
+use crate::failure::{exit_code, CliError};
 use crate::output;
 
 /// The metric asked for, or the one the run summary chose for the store's Configs
@@ -168,7 +168,7 @@ fn judge(args: &CompareArgs, gate: Gate, set: &Comparisons) -> i32 {
         caught.len(),
         set.comparisons.len()
     ));
-    EXIT_THRESHOLD
+    exit_code(tlslab_workflow::ErrorKind::Threshold)
 }
 
 fn print_set(

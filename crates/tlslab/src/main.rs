@@ -74,7 +74,7 @@ fn main() {
             output::note(
                 "hint: `tlslab help` lists the commands, `tlslab <command> --help` its options",
             );
-            std::process::exit(failure::EXIT_USAGE);
+            std::process::exit(failure::exit_code(tlslab_workflow::ErrorKind::Usage));
         }
     };
     let result = match &cli.command {

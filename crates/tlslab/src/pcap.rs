@@ -2,9 +2,10 @@
 //! summary of what it stored and skipped is printed here.
 
 use tlslab_workflow::pcap::PcapRequest;
+use tlslab_workflow::ErrorKind;
 
 use crate::cli::PcapArgs;
-use crate::failure::{CliError, EXIT_INTERRUPTED};
+use crate::failure::{exit_code, CliError};
 use crate::passive;
 
 pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
@@ -25,7 +26,7 @@ pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
     passive::print_summary(&outcome.path, args.json, &outcome.report)?;
     if outcome.interrupted {
         passive::interrupted(&outcome.path, &outcome.report);
-        return Ok(EXIT_INTERRUPTED);
+        return Ok(exit_code(ErrorKind::Interrupted));
     }
     Ok(0)
 }

@@ -9,7 +9,7 @@ use clap::Args;
 use tlslab_scan::Report;
 use tlslab_workflow::scan::{ScanRequest, Scanned, Timing};
 
-use crate::failure::{exit_code, CliError, EXIT_FAILURES};
+use crate::failure::{exit_code, CliError};
 use crate::output;
 
 const SCAN_EXAMPLES: &str = "Examples:
@@ -153,7 +153,7 @@ pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
 fn malformed_error(report: &Report) -> CliError {
     let count = report.malformed_answers;
     CliError {
-        code: EXIT_FAILURES,
+        code: exit_code(tlslab_workflow::ErrorKind::Failures),
         causes: Vec::new(),
         message: format!(
             "{}: {count} {} a malformed answer, so it is not graded; what could be read is above",
