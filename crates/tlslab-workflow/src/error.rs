@@ -159,16 +159,17 @@ impl WorkflowError {
             | WorkflowError::Config(_)
             | WorkflowError::CertificateFile { .. } => Usage,
             WorkflowError::Environment { .. }
-            | WorkflowError::StoreCreate { .. }
             | WorkflowError::Pki(_)
             | WorkflowError::Report(_)
             | WorkflowError::Sink(_) => Environment,
             WorkflowError::File(FileError::Refused { .. }) => Usage,
             WorkflowError::File(FileError::CannotWrite { .. }) => Environment,
-            WorkflowError::Store(error) => match error.kind {
-                tlslab_store::StoreErrorKind::Input => Usage,
-                tlslab_store::StoreErrorKind::Environment => Environment,
-            },
+            WorkflowError::Store(error) | WorkflowError::StoreCreate { source: error, .. } => {
+                match error.kind {
+                    tlslab_store::StoreErrorKind::Input => Usage,
+                    tlslab_store::StoreErrorKind::Environment => Environment,
+                }
+            }
             WorkflowError::Engine { source, .. } => match source.kind {
                 tlslab_engine::RunErrorKind::Configuration => Usage,
                 tlslab_engine::RunErrorKind::Environment => Environment,

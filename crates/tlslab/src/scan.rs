@@ -120,7 +120,8 @@ fn request(args: &ScanArgs) -> Result<ScanRequest, CliError> {
 
 pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
     let request = request(args)?;
-    let control = crate::run::control(None);
+    // No signal handler: Ctrl-C ends a scan at once, as it always has.
+    let control = tlslab_workflow::Control::default();
     let mut printed = Ok(());
     let mut each = |scanned: &Scanned| match scanned {
         Scanned::Report(report) => {

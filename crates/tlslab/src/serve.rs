@@ -73,7 +73,12 @@ fn request(args: &ServeArgs) -> Result<ServeRequest, CliError> {
 
 pub fn serve(args: &ServeArgs) -> Result<i32, CliError> {
     let request = request(args)?;
-    let mut control = crate::run::control(None);
+    // As a run's child (--control) the server ends when its stdin closes, and a signal ends
+    // it at once, as before any handler; standalone, Ctrl-C and SIGTERM stop it.
+    let mut control = match request.mode {
+        ServeMode::Control => tlslab_workflow::Control::default(),
+        ServeMode::UntilStopped => crate::run::control(None),
+    };
     let public_name = args.ech_public_name.clone();
     control.notices = Some(Arc::new(move |notice: &Notice| match notice {
         Notice::Serving(serving) => banner(serving, &public_name),
