@@ -375,7 +375,7 @@ pub async fn serve_connection(socket: TcpStream, config: &ServerConfig) -> io::R
     };
     // A failed handshake, a client that is not speaking HTTP or one that left: all end the
     // connection alike.
-    let _ = config.site.serve(stream).await;
+    let _ = config.site.serve_tls(stream).await;
     Ok(())
 }
 
@@ -530,6 +530,12 @@ impl TlsStream {
                 },
             }
         }
+    }
+}
+
+impl tlslab_site::Negotiated for TlsStream {
+    fn protocol(&self) -> Option<&[u8]> {
+        self.tls.ssl().selected_alpn_protocol()
     }
 }
 
