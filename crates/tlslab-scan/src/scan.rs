@@ -169,9 +169,10 @@ pub enum ScanError {
         target: String,
         /// The address it resolved to.
         address: SocketAddr,
-        /// Why the connection failed.
+        /// Why the connection failed (boxed: a ScanError travels in every Result of a scan
+        /// and of the workflows around it, and a probe's error is the largest part).
         #[source]
-        source: ProbeError,
+        source: Box<ProbeError>,
     },
     /// Every probe was answered with something that is not TLS.
     #[error("{target} ({address}) does not speak TLS")]
@@ -188,8 +189,9 @@ pub enum ScanError {
         target: String,
         /// The address it resolved to.
         address: SocketAddr,
-        /// The first malformed answer, as "version: what is wrong".
-        why: String,
+        /// The first malformed answer, as "version: what is wrong" (a boxed str: see
+        /// `Unreachable`).
+        why: Box<str>,
     },
     /// No version from SSL 3.0 to TLS 1.3 was accepted.
     #[error("{target} ({address}) accepted no version from SSL 3.0 to TLS 1.3{failed}")]
@@ -199,7 +201,7 @@ pub enum ScanError {
         /// The address it resolved to.
         address: SocketAddr,
         /// Which probes failed, as "; N of M probes failed (...)", or empty.
-        failed: String,
+        failed: Box<str>,
     },
 }
 
@@ -240,7 +242,7 @@ impl ScanError {
             ScanError::Resolve { .. } | ScanError::NoAddress { .. } => {
                 "check the host name (and DNS on this machine)"
             }
-            ScanError::Unreachable { source, .. } => match source {
+            ScanError::Unreachable { source, .. } => match **source {
                 ProbeError::Refused => "nothing listens on that port; check the host and port",
                 ProbeError::Timeout => {
                     "no answer: a firewall, a wrong address, or --timeout too short"
@@ -454,7 +456,7 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
         .map_err(|source| ScanError::Unreachable {
             target: target.to_string(),
             address,
-            source,
+            source: Box::new(source),
         })?;
     let answers = VersionAnswers::probe(&prober, target, address)?;
     let supported = &answers.supported;
@@ -604,7 +606,7 @@ fn unusable(
         return Err(ScanError::Malformed {
             target: target.to_string(),
             address,
-            why,
+            why: why.into(),
         });
     }
     Ok(())
@@ -629,13 +631,14 @@ fn no_version(
         target: target.to_string(),
         address,
         failed: match failed.len() {
-            0 => String::new(),
+            0 => "".into(),
             count if count == answers.len() => ": every probe failed".into(),
             count => format!(
                 "; {count} of {} probes failed ({})",
                 answers.len(),
                 failed.join("; ")
-            ),
+            )
+            .into(),
         },
     }
 }

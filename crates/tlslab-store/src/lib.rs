@@ -146,7 +146,7 @@ pub enum StoreError {
         from: i64,
         /// What SQLite said.
         #[source]
-        source: rusqlite::Error,
+        source: Box<rusqlite::Error>,
     },
     /// The directory the new store goes in cannot be made (a regular file in its place, no
     /// permission).
@@ -167,7 +167,7 @@ pub enum StoreError {
         hint: &'static str,
         /// What SQLite said.
         #[source]
-        source: rusqlite::Error,
+        source: Box<rusqlite::Error>,
     },
     /// The run's lock on a new store cannot be taken (a file system without locks).
     #[error("{}", path.display())]
@@ -187,14 +187,14 @@ pub enum StoreError {
         hint: &'static str,
         /// What SQLite said.
         #[source]
-        source: rusqlite::Error,
+        source: Box<rusqlite::Error>,
     },
     /// A query of an open store failed: the file may be damaged or another program's.
     #[error("results store")]
-    Damaged(#[from] rusqlite::Error),
+    Damaged(#[source] Box<rusqlite::Error>),
     /// A row that does not read as tlslab wrote it.
     #[error("results store")]
-    Decode(#[from] serde_rusqlite::Error),
+    Decode(#[source] Box<serde_rusqlite::Error>),
     /// A configs column holds bytes that are not UTF-8 text.
     #[error("results store: configs column {column} is not UTF-8 text")]
     NotText {
@@ -219,6 +219,20 @@ pub enum StoreError {
     /// The export's output cannot be written (a closed pipe, a full disk).
     #[error("cannot write the export")]
     Export(#[source] std::io::Error),
+}
+
+// SQLite's errors are boxed in every variant: they are 64 bytes, and a StoreError travels
+// in every Result of the store's readers and of the workflows that call them.
+impl From<rusqlite::Error> for StoreError {
+    fn from(error: rusqlite::Error) -> StoreError {
+        StoreError::Damaged(Box::new(error))
+    }
+}
+
+impl From<serde_rusqlite::Error> for StoreError {
+    fn from(error: serde_rusqlite::Error) -> StoreError {
+        StoreError::Decode(Box::new(error))
+    }
 }
 
 /// Whose problem a [`StoreError`] is, which decides the exit code.
@@ -601,7 +615,7 @@ impl Store {
         let connection = Connection::open(path).map_err(|source| StoreError::Unwritable {
             path: path.to_path_buf(),
             hint: "give --out a path in a directory you can write",
-            source,
+            source: Box::new(source),
         })?;
         // 16 KiB pages instead of SQLite's 4 KiB: a quarter of the system calls to write a
         // run, checkpoint it and read it back (a 100,000-request load run: 5,300 preads and
@@ -663,14 +677,14 @@ impl Store {
             .map_err(|source| StoreError::Unreadable {
                 path: path.to_path_buf(),
                 hint: "check the file permissions",
-                source,
+                source: Box::new(source),
             })
         };
         let mut connection = read_only()?;
         let version = schema::version(&connection).map_err(|source| StoreError::Unreadable {
             path: path.to_path_buf(),
             hint: NOT_WRITTEN_BY_TLSLAB,
-            source,
+            source: Box::new(source),
         })?;
         if (1..schema::VERSION).contains(&version) {
             // An older store is upgraded in place once (new columns, NULL for old rows).
@@ -678,7 +692,7 @@ impl Store {
             let writable = Connection::open(path).map_err(|source| StoreError::Unreadable {
                 path: path.to_path_buf(),
                 hint: "make the file writable so tlslab can upgrade it",
-                source,
+                source: Box::new(source),
             })?;
             schema::migrate(&writable, path)?;
             drop(writable);
@@ -729,7 +743,7 @@ impl Store {
         let connection = Connection::open(path).map_err(|source| StoreError::Unwritable {
             path: path.to_path_buf(),
             hint: "check the file permissions and the free disk space",
-            source,
+            source: Box::new(source),
         })?;
         connection.execute_batch(schema::SAMPLES_INDEX)?;
         Ok(())

@@ -61,7 +61,7 @@ pub fn add_scan(path: &Path, scan: &NewScan) -> Result<(), StoreError> {
     let unwritable = |source| StoreError::Unwritable {
         path: path.to_path_buf(),
         hint: "give --out a path in a directory you can write",
-        source,
+        source: Box::new(source),
     };
     let connection = if path.exists() {
         if !crate::is_store(path) {

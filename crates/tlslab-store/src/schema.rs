@@ -146,7 +146,7 @@ pub fn migrate(connection: &Connection, path: &Path) -> Result<(), StoreError> {
     let version = version(connection).map_err(|source| StoreError::Unreadable {
         path: path.clone(),
         hint: "give a results file written by `tlslab run`",
-        source,
+        source: Box::new(source),
     })?;
     match version {
         VERSION => Ok(()),
@@ -211,7 +211,7 @@ pub fn migrate(connection: &Connection, path: &Path) -> Result<(), StoreError> {
             upgrade().map_err(|source| StoreError::Upgrade {
                 path,
                 from: older,
-                source,
+                source: Box::new(source),
             })
         }
         0 => Err(StoreError::Foreign { path }),
