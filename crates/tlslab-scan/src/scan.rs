@@ -112,7 +112,7 @@ pub enum ScanError {
         text: String,
     },
     /// The `--ca` file cannot be read.
-    #[error("--ca {}", path.display())]
+    #[error("cannot read --ca {}", path.display())]
     TrustFile {
         /// The file given.
         path: PathBuf,
@@ -163,7 +163,7 @@ pub enum ScanError {
         host: String,
     },
     /// The first plain connection failed: nothing to probe.
-    #[error("{target} ({address})")]
+    #[error("cannot connect to {target} ({address})")]
     Unreachable {
         /// The target as written.
         target: String,

@@ -159,7 +159,7 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// The store cannot be opened or written where it is (the machine's problem).
-    #[error("{}", path.display())]
+    #[error("cannot write the results store {}", path.display())]
     Unwritable {
         /// The store.
         path: PathBuf,
@@ -170,7 +170,7 @@ pub enum StoreError {
         source: Box<rusqlite::Error>,
     },
     /// The run's lock on a new store cannot be taken (a file system without locks).
-    #[error("{}", path.display())]
+    #[error("cannot lock the results store {} for the run", path.display())]
     Lock {
         /// The store.
         path: PathBuf,
@@ -179,7 +179,7 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// The file exists but cannot be read as a store (permissions, not SQLite).
-    #[error("{}", path.display())]
+    #[error("cannot read {} as a results store", path.display())]
     Unreadable {
         /// The file.
         path: PathBuf,
@@ -190,10 +190,10 @@ pub enum StoreError {
         source: Box<rusqlite::Error>,
     },
     /// A query of an open store failed: the file may be damaged or another program's.
-    #[error("results store")]
+    #[error("the results store cannot be read")]
     Damaged(#[source] Box<rusqlite::Error>),
     /// A row that does not read as tlslab wrote it.
-    #[error("results store")]
+    #[error("a row of the results store does not read as tlslab wrote it")]
     Decode(#[source] Box<serde_rusqlite::Error>),
     /// A configs column holds bytes that are not UTF-8 text.
     #[error("results store: configs column {column} is not UTF-8 text")]
