@@ -102,6 +102,9 @@ pub struct Factorial {
 /// One stratum: its key (`name=value` of each other dimension) and its Configs by level.
 type Stratum<'a> = (Vec<String>, BTreeMap<String, &'a ConfigRow>);
 
+/// Each level's samples, stratum by stratum, for pooling.
+type ByLevel = BTreeMap<String, Vec<StratumSamples>>;
+
 /// One stratum's samples of a value and of the baseline, and their ratio of medians.
 struct StratumSamples {
     /// Each other dimension's level, as its position in that dimension's ordered levels.
@@ -290,14 +293,13 @@ impl<'a> Design<'a> {
 
     /// Every contrast of a level with the baseline within a stratum, and each level's
     /// strata samples for pooling.
-    #[allow(clippy::type_complexity)]
     fn contrasts(
         &self,
         options: &CompareOptions,
         values: &dyn Fn(&ConfigRow) -> Result<Vec<f64>, StoreError>,
-    ) -> Result<(Vec<Contrast>, BTreeMap<String, Vec<StratumSamples>>), ReportError> {
+    ) -> Result<(Vec<Contrast>, ByLevel), ReportError> {
         let mut contrasts = Vec::new();
-        let mut by_level: BTreeMap<String, Vec<StratumSamples>> = BTreeMap::new();
+        let mut by_level = ByLevel::new();
         for (positions, (key, members)) in &self.strata {
             let Some(base) = members.get(&self.baseline) else {
                 continue;
@@ -413,11 +415,7 @@ impl<'a> Design<'a> {
     }
 
     /// Each other level without a contrast, and why.
-    fn left_out(
-        &self,
-        by_level: &BTreeMap<String, Vec<StratumSamples>>,
-        metric: &str,
-    ) -> Vec<String> {
+    fn left_out(&self, by_level: &ByLevel, metric: &str) -> Vec<String> {
         let baseline = &self.baseline;
         self.levels
             .iter()
