@@ -20,6 +20,7 @@
 //! ```
 
 pub mod arrival;
+pub mod causes;
 pub mod clock;
 pub mod config;
 pub mod dimension;
@@ -39,6 +40,7 @@ pub mod terminal;
 pub mod threshold;
 
 pub use arrival::{ArrivalRate, ArrivalTimes, Arrivals};
+pub use causes::{Causes, WithCauses};
 pub use clock::{Clock, SimulatedClock, SystemClock};
 pub use config::{ClientIdentity, Config, ConfigError, Endpoint, ServerKey, ServerResumption};
 pub use dimension::{

@@ -14,6 +14,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::dimension::InvalidValue;
 use crate::sample::Phase;
 
 /// A statistic of a phase's successful samples.
@@ -118,9 +119,9 @@ impl fmt::Display for Threshold {
 const FORMS: &str = "[LABEL TEXT:] [PHASE.]STATISTIC OP DURATION (p99<5ms, server_response.median<=1ms), errors OP PERCENT (errors<1%), or rate OP NUMBER/s (rate>1000/s); OP is <, <=, > or >=";
 
 impl FromStr for Threshold {
-    type Err = String;
+    type Err = InvalidValue;
 
-    fn from_str(text: &str) -> Result<Threshold, String> {
+    fn from_str(text: &str) -> Result<Threshold, InvalidValue> {
         let trimmed = text.trim();
         let (scope, expression) = match trimmed.rsplit_once(':') {
             Some((scope, expression)) if !scope.trim().is_empty() => {
@@ -130,7 +131,7 @@ impl FromStr for Threshold {
         };
         let at = expression
             .find(['<', '>'])
-            .ok_or_else(|| format!("'{text}' compares nothing: {FORMS}"))?;
+            .ok_or_else(|| InvalidValue(format!("'{text}' compares nothing: {FORMS}")))?;
         let (left, rest) = expression.split_at(at);
         let (comparison, right) = if let Some(right) = rest.strip_prefix("<=") {
             (Comparison::AtMost, right)
@@ -149,7 +150,9 @@ impl FromStr for Threshold {
                     .and_then(|number| number.trim().parse().ok())
                     .filter(|percent: &f64| (0.0..=100.0).contains(percent))
                     .ok_or_else(|| {
-                        format!("'{text}': errors take a percentage, 0% to 100% (errors<1%)")
+                        InvalidValue(format!(
+                            "'{text}': errors take a percentage, 0% to 100% (errors<1%)"
+                        ))
                     })?;
                 Measure::Errors {
                     limit: percent / 100.0,
@@ -161,7 +164,9 @@ impl FromStr for Threshold {
                     .and_then(|number| number.trim().parse().ok())
                     .filter(|limit: &f64| limit.is_finite() && *limit >= 0.0)
                     .ok_or_else(|| {
-                        format!("'{text}': a rate is handshakes per second (rate>1000/s)")
+                        InvalidValue(format!(
+                            "'{text}': a rate is handshakes per second (rate>1000/s)"
+                        ))
                     })?;
                 Measure::Rate { limit }
             }
@@ -174,10 +179,13 @@ impl FromStr for Threshold {
                     _ => (Some(Phase::Handshake), left),
                 };
                 let phase = phase.unwrap_or(Phase::Handshake);
-                let statistic = Statistic::parse(statistic)
-                    .ok_or_else(|| format!("'{text}': unknown statistic '{statistic}': {FORMS}"))?;
+                let statistic = Statistic::parse(statistic).ok_or_else(|| {
+                    InvalidValue(format!(
+                        "'{text}': unknown statistic '{statistic}': {FORMS}"
+                    ))
+                })?;
                 let limit = crate::duration::parse(right)
-                    .map_err(|problem| format!("'{text}': {problem}"))?;
+                    .map_err(|problem| InvalidValue(format!("'{text}': {problem}")))?;
                 Measure::Time {
                     phase,
                     statistic,
@@ -257,6 +265,7 @@ mod tests {
         assert!("p99=5ms"
             .parse::<Threshold>()
             .unwrap_err()
+            .0
             .contains("OP is"));
     }
 
