@@ -50,21 +50,23 @@ pub fn load_client_credentials(
         PkiError::new(
             PkiErrorKind::ClientCredentials,
             format!(
-                "the first certificate in {} cannot be parsed: {error}",
+                "the first certificate in {} cannot be parsed",
                 certificate.display()
             ),
             CERTIFICATE_HINT,
         )
+        .caused_by(error)
     })?;
     let public = leaf
         .public_key()
-        .map_err(|error| mismatch(format!("its public key cannot be read ({error})")))?;
+        .map_err(|error| mismatch("its public key cannot be read".to_string()).caused_by(error))?;
     let private = private_key(&key_der).map_err(|error| {
         PkiError::new(
             PkiErrorKind::ClientCredentials,
-            format!("the key {} cannot be parsed: {error}", key.display()),
+            format!("the key {} cannot be parsed", key.display()),
             KEY_HINT,
         )
+        .caused_by(error)
     })?;
     if !public.public_eq(&private) {
         return Err(mismatch(
@@ -96,9 +98,10 @@ fn read(path: &Path, what: &str, hint: &str) -> Result<Vec<u8>, PkiError> {
     fs::read(path).map_err(|error| {
         PkiError::new(
             PkiErrorKind::ClientCredentials,
-            format!("cannot read the client {what} {}: {error}", path.display()),
+            format!("cannot read the client {what} {}", path.display()),
             hint,
         )
+        .caused_by(error)
     })
 }
 
@@ -112,10 +115,11 @@ fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, PkiError> {
                 format!(
                     "the client certificate {} is not valid PEM: {}",
                     path.display(),
-                    describe_pem_error(error)
+                    describe_pem_error(&error)
                 ),
                 CERTIFICATE_HINT,
             )
+            .caused_by(error)
         })?);
     }
     if chain.is_empty() {
@@ -141,10 +145,11 @@ fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, PkiError> {
                 format!(
                     "the client key {} is not valid PEM: {}",
                     path.display(),
-                    describe_pem_error(error)
+                    describe_pem_error(&error)
                 ),
                 KEY_HINT,
             )
+            .caused_by(error)
         })?;
         // Certificates and other sections beside the key are allowed (a combined file).
         if let Some(key) = PrivateKeyDer::from_pem(kind, der) {
