@@ -45,20 +45,19 @@ impl KeyLog {
     /// Reads a key log file; lines it does not know (comments, TLS 1.2's `CLIENT_RANDOM`,
     /// exporter secrets) are passed over.
     pub fn read(path: &Path) -> Result<KeyLog, CaptureError> {
-        let text = std::fs::read(path).map_err(|error| CaptureError {
-            message: format!("cannot read the key log {}: {error}", path.display()),
-            hint:
-                "give --keylog a file in SSLKEYLOGFILE format (tlslab run --keylog, curl, browsers)"
-                    .into(),
+        let text = std::fs::read(path).map_err(|error| {
+            CaptureError::new(
+                format!("cannot read the key log {}", path.display()),
+                "give --keylog a file in SSLKEYLOGFILE format (tlslab run --keylog, curl, browsers)",
+            )
+            .caused_by(error)
         })?;
         let log = KeyLog::parse(&String::from_utf8_lossy(&text));
         if log.entries.is_empty() {
-            return Err(CaptureError {
-                message: format!("{} holds no TLS 1.3 secrets", path.display()),
-                hint:
-                    "a key log has lines such as CLIENT_HANDSHAKE_TRAFFIC_SECRET <random> <secret>"
-                        .into(),
-            });
+            return Err(CaptureError::new(
+                format!("{} holds no TLS 1.3 secrets", path.display()),
+                "a key log has lines such as CLIENT_HANDSHAKE_TRAFFIC_SECRET <random> <secret>",
+            ));
         }
         Ok(log)
     }

@@ -142,18 +142,43 @@ pub struct Summary {
     pub filtered: u64,
 }
 
+/// Why a capture could not be opened, read, filtered or written: what failed, what to do
+/// about it, and the system's or library's own error underneath when there is one.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct CaptureError {
+    /// What failed, naming the file or option concerned.
     pub message: String,
+    /// What the user can do about it.
     pub hint: String,
+    /// The error underneath (an I/O error, libpcap's or the kernel's refusal), kept whole so
+    /// the command line can show the chain of causes.
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl CaptureError {
+    /// An error with no cause underneath it.
+    pub fn new(message: impl Into<String>, hint: impl Into<String>) -> CaptureError {
+        CaptureError {
+            message: message.into(),
+            hint: hint.into(),
+            source: None,
+        }
+    }
+
+    /// The same error, with `source` as the cause underneath it.
+    pub fn caused_by(
+        mut self,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> CaptureError {
+        self.source = Some(source.into());
+        self
+    }
 }
 
 fn error(message: String, hint: impl Into<String>) -> CaptureError {
-    CaptureError {
-        message,
-        hint: hint.into(),
-    }
+    CaptureError::new(message, hint)
 }
 
 const FORMATS_HINT: &str = "give a pcap or pcapng capture (as tcpdump -w, dumpcap, tshark or \
@@ -185,9 +210,10 @@ pub fn read_filtered(
     let name = path.display().to_string();
     let file = File::open(path).map_err(|problem| {
         error(
-            format!("cannot open {name}: {problem}"),
+            format!("cannot open {name}"),
             "check the path and that the file is readable",
         )
+        .caused_by(problem)
     })?;
     let status = InputStatus::default();
     let mut file = WholeReads {
@@ -211,9 +237,10 @@ pub fn read_filtered(
         Some(Compression::Zstd) => {
             let decoder = zstd::stream::read::Decoder::new(input).map_err(|problem| {
                 error(
-                    format!("cannot decompress {name}: {problem}"),
+                    format!("cannot decompress {name}"),
                     "check that the file is a complete zstd stream",
                 )
+                .caused_by(problem)
             })?;
             read_from_filtered(decoder, &name, filter, each)
         }
@@ -407,14 +434,14 @@ struct InputStatus {
 
 impl InputStatus {
     fn failure(&self, name: &str) -> CaptureError {
-        let problem = self
-            .error
-            .take()
-            .map_or_else(|| "read error".to_owned(), |problem| problem.to_string());
-        error(
-            format!("cannot read {name}: {problem}"),
+        let failure = error(
+            format!("cannot read {name}"),
             "check the file: a compressed capture may be damaged",
-        )
+        );
+        match self.error.take() {
+            Some(problem) => failure.caused_by(problem),
+            None => failure,
+        }
     }
 }
 

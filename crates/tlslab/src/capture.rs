@@ -204,10 +204,7 @@ fn file_check(
         let output = files::Output::new("--write", file, files::Kind::Capture);
         files::claim(&output, &inputs, force)
             .map(drop)
-            .map_err(|error| tlslab_capture::CaptureError {
-                message: error.message,
-                hint: error.hint,
-            })
+            .map_err(|error| tlslab_capture::CaptureError::new(error.message, error.hint))
     }
 }
 
