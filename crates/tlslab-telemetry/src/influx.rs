@@ -153,6 +153,20 @@ pub fn line(sample: &Sample, run_started_at_unix_ns: u64) -> String {
     point
 }
 
+/// Why a write to InfluxDB failed.
+#[derive(Debug, thiserror::Error)]
+enum PostError {
+    /// No answer: the address, the connection or the time limit.
+    #[error("InfluxDB did not answer")]
+    Unanswered(#[from] ureq::Error),
+    /// InfluxDB answered, and refused the write.
+    #[error("InfluxDB answered {status}: {answer}")]
+    Refused {
+        status: ureq::http::StatusCode,
+        answer: String,
+    },
+}
+
 /// The write endpoint, checked.
 struct Endpoint {
     url: String,
@@ -160,14 +174,14 @@ struct Endpoint {
 }
 
 impl Endpoint {
-    fn post(&self, agent: &ureq::Agent, body: &str) -> Result<(), String> {
+    fn post(&self, agent: &ureq::Agent, body: &str) -> Result<(), PostError> {
         let mut request = agent
             .post(&self.url)
             .header("Content-Type", "text/plain; charset=utf-8");
         if let Some(token) = &self.token {
             request = request.header("Authorization", &format!("Token {token}"));
         }
-        let mut response = request.send(body).map_err(|error| error.to_string())?;
+        let mut response = request.send(body)?;
         if response.status().is_success() {
             return Ok(());
         }
@@ -178,7 +192,10 @@ impl Endpoint {
             .limit(4096)
             .read_to_string()
             .unwrap_or_default();
-        Err(format!("InfluxDB answered {status}: {}", answer.trim()))
+        Err(PostError::Refused {
+            status,
+            answer: answer.trim().to_string(),
+        })
     }
 }
 
@@ -196,9 +213,10 @@ impl Writer {
     pub fn connect(url: &str) -> Result<Writer, TelemetryError> {
         let uri: ureq::http::Uri = url.parse().map_err(|error| {
             TelemetryError::usage(
-                format!("--influx {url}: not a URL ({error})"),
+                format!("--influx {url}: not a URL"),
                 "for example --influx 'http://127.0.0.1:8086/write?db=tlslab'",
             )
+            .caused_by(error)
         })?;
         if uri.scheme_str() != Some("http") || uri.host().is_none() {
             return Err(TelemetryError::usage(
@@ -230,9 +248,10 @@ impl Writer {
                 }
                 Err(error) => {
                     return Err(TelemetryError::new(
-                        format!("--influx {url}: {error}"),
+                        format!("--influx {url}: cannot write"),
                         "check that InfluxDB runs there, the database or bucket exists and INFLUX_TOKEN (2.x) or u=/p= (1.x) grant writing",
-                    ))
+                    )
+                    .caused_by(error))
                 }
             }
         }
@@ -242,9 +261,10 @@ impl Writer {
             .spawn(move || write_points(&endpoint, &agent, &points))
             .map_err(|error| {
                 TelemetryError::new(
-                    format!("cannot start the InfluxDB writer: {error}"),
+                    "cannot start the InfluxDB writer",
                     "the system is out of threads or memory",
                 )
+                .caused_by(error)
             })?;
         Ok(Writer {
             queue,
@@ -331,9 +351,10 @@ fn create_database(
         .map(drop)
         .map_err(|error| {
             TelemetryError::new(
-                format!("--influx: cannot reach InfluxDB at {authority}: {error}"),
+                format!("--influx: cannot reach InfluxDB at {authority}"),
                 "start InfluxDB, or correct the host and port in --influx",
             )
+            .caused_by(error)
         })
 }
 
@@ -380,7 +401,7 @@ fn write_points(
                     report.written += count as u64;
                 }
                 Err(error) => {
-                    report.last_error = Some(error);
+                    report.last_error = Some(tlslab_core::WithCauses(&error).to_string());
                     // Kept for the next try, within a bound.
                     while pending.len() > PENDING {
                         pending.pop_front();

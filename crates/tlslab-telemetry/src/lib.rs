@@ -38,10 +38,16 @@ pub use metrics::Metrics;
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct TelemetryError {
+    /// What could not start, naming the option concerned.
     pub message: String,
+    /// What to change.
     pub hint: String,
     /// The option's value is wrong (not the environment it points at).
     pub usage: bool,
+    /// The error underneath (the socket's, the URL parser's, InfluxDB's answer), kept whole
+    /// so the command line can show the chain of causes.
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
 
 impl TelemetryError {
@@ -50,7 +56,17 @@ impl TelemetryError {
             message: message.into(),
             hint: hint.into(),
             usage: false,
+            source: None,
         }
+    }
+
+    /// The same error, with `source` as the cause underneath it.
+    fn caused_by(
+        mut self,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> TelemetryError {
+        self.source = Some(source.into());
+        self
     }
 
     fn usage(message: impl Into<String>, hint: impl Into<String>) -> TelemetryError {

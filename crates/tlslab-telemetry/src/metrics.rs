@@ -155,9 +155,10 @@ pub fn serve(address: SocketAddr, metrics: Arc<Metrics>) -> Result<MetricsServer
     // starts.
     let cannot = |error: std::io::Error| {
         TelemetryError::new(
-            format!("cannot serve metrics on {address}: {error}"),
+            format!("cannot serve metrics on {address}"),
             "give --metrics a free address and port, for example 127.0.0.1:9464",
         )
+        .caused_by(error)
     };
     let listener = std::net::TcpListener::bind(address).map_err(cannot)?;
     listener.set_nonblocking(true).map_err(cannot)?;
