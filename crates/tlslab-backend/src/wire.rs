@@ -169,8 +169,8 @@ pub fn clocks_now() -> (Instant, SystemTime) {
 /// at every attempt and find the first packets of each unstamped. One socket that asks for
 /// the whole run keeps it on; the first call waits (a few milliseconds at most) until a
 /// datagram it sends itself comes back stamped, so the first attempt is stamped too.
-pub fn kernel_timestamps() -> Result<(), &'static str> {
-    static KEEPER: OnceLock<Result<OwnedFd, String>> = OnceLock::new();
+pub fn kernel_timestamps() -> Result<(), TimestampError> {
+    static KEEPER: OnceLock<Result<OwnedFd, TimestampError>> = OnceLock::new();
     KEEPER
         .get_or_init(|| {
             let keeper = socket(
@@ -179,15 +179,26 @@ pub fn kernel_timestamps() -> Result<(), &'static str> {
                 SockFlag::SOCK_CLOEXEC,
                 None,
             )
-            .map_err(|error| format!("no socket to ask with: {error}"))?;
+            .map_err(TimestampError::NoSocket)?;
             setsockopt(&keeper, sockopt::Timestamping, &flags(false))
-                .map_err(|error| format!("SO_TIMESTAMPING refused: {error}"))?;
+                .map_err(TimestampError::Refused)?;
             wait_until_stamped(&keeper);
             Ok(keeper)
         })
         .as_ref()
         .map(|_| ())
-        .map_err(String::as_str)
+        .map_err(|error| *error)
+}
+
+/// Why the kernel cannot stamp this process's packets: the system's own error underneath.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TimestampError {
+    /// No socket could be opened to ask for timestamps with.
+    #[error("no socket to ask with")]
+    NoSocket(#[source] nix::errno::Errno),
+    /// The kernel refused `SO_TIMESTAMPING`.
+    #[error("SO_TIMESTAMPING refused")]
+    Refused(#[source] nix::errno::Errno),
 }
 
 /// Sends `keeper` datagrams over loopback until one comes back with a receive stamp, for up
@@ -226,7 +237,9 @@ pub fn describe_clock() -> String {
                    the network stack, send when it left for the device; connect from \
                    TCP_INFO's SYN round trip)"
             .to_string(),
-        Err(reason) => format!("user-space clock after each call returned ({reason})"),
+        Err(reason @ (TimestampError::NoSocket(errno) | TimestampError::Refused(errno))) => {
+            format!("user-space clock after each call returned ({reason}: {errno})")
+        }
     }
 }
 
