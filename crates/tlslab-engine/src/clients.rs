@@ -117,10 +117,10 @@ impl ConfigClient {
             (Scheme::Http, _) => Library::Plain,
             (Scheme::Https, Backend::Rustls) => tlslab_tls::Client::new(&settings)
                 .map(Library::Rustls)
-                .map_err(|error| cannot(&error, error.hint()))?,
+                .map_err(|error| cannot(&tlslab_core::WithCauses(&error), error.hint()))?,
             (Scheme::Https, Backend::Openssl) => tlslab_openssl::Client::new(&settings)
                 .map(Library::Openssl)
-                .map_err(|error| cannot(&error, error.hint()))?,
+                .map_err(|error| cannot(&tlslab_core::WithCauses(&error), error.hint()))?,
         };
         Ok(ConfigClient {
             config: Arc::new(config.clone()),

@@ -44,6 +44,6 @@ impl From<tlslab_emulation::EmulationError> for RunError {
     /// The emulated network failed: the machine's problem (what the user asked for is
     /// checked before the network is built).
     fn from(error: tlslab_emulation::EmulationError) -> RunError {
-        RunError::environment(error.message, error.hint)
+        RunError::environment(tlslab_core::WithCauses(&error).to_string(), error.hint)
     }
 }

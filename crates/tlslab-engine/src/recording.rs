@@ -25,10 +25,11 @@ pub struct Recording {
 fn failed(path: &Path, error: tlslab_capture::CaptureError) -> RunError {
     // A message that names the file already says which it is.
     let shown = path.display().to_string();
+    let detail = tlslab_core::WithCauses(&error).to_string();
     let message = if error.message.contains(&shown) {
-        error.message
+        detail
     } else {
-        format!("--capture {shown}: {}", error.message)
+        format!("--capture {shown}: {detail}")
     };
     RunError::environment(message, error.hint)
 }

@@ -93,7 +93,12 @@ impl Resolver<'_> {
             return Ok(loaded.clone());
         }
         let credentials = tlslab_pki::load_client_credentials(&identity.cert, &identity.key)
-            .map_err(|error| RunError::configuration(error.message(), error.hint()))?;
+            .map_err(|error| {
+                RunError::configuration(
+                    format!("{}{}", error.message(), tlslab_core::Causes(&error)),
+                    error.hint(),
+                )
+            })?;
         let loaded = Arc::new(ClientCertificate {
             chain: credentials.chain,
             key: credentials.key,
@@ -300,7 +305,12 @@ fn route(
             let trust = match ca {
                 Some(ca) => Trust::Roots(tlslab_pki::load_certificates(ca).map_err(|error| {
                     RunError::configuration(
-                        format!("cannot use --ca {}: {error}", ca.display()),
+                        format!(
+                            "cannot use --ca {}: {}{}",
+                            ca.display(),
+                            error.message(),
+                            tlslab_core::Causes(&error)
+                        ),
                         "give a PEM file with the CA certificate(s) that issued the server's chain",
                     )
                 })?),

@@ -92,14 +92,20 @@ fn start_rustls(
     )
     .map_err(|error| {
         RunError::environment(
-            format!("cannot configure the lab server: {error}"),
+            format!(
+                "cannot configure the lab server: {}",
+                tlslab_core::WithCauses(&error)
+            ),
             "delete the PKI cache directory to regenerate it",
         )
     })?;
     let lab = Arc::new(lab);
     let quic_config = lab.quic_config().map_err(|error| {
         RunError::environment(
-            format!("cannot configure the lab server's QUIC side: {error}"),
+            format!(
+                "cannot configure the lab server's QUIC side: {}",
+                tlslab_core::WithCauses(&error)
+            ),
             "report this as a bug",
         )
     })?;
@@ -157,7 +163,7 @@ fn start_openssl(
 ) -> Result<RunningLab, RunError> {
     let cannot = |what: &str, error: tlslab_openssl::Error| {
         RunError::environment(
-            format!("cannot {what}: {error}"),
+            format!("cannot {what}: {}", tlslab_core::WithCauses(&error)),
             "check the OpenSSL build (scripts/openssl) and the PKI cache directory",
         )
     };

@@ -50,7 +50,11 @@ impl LabServers {
             }
             let chain = pki.chain(key.cert, key.chain).map_err(|error| {
                 RunError::environment(
-                    format!("cannot prepare the {} certificate chain: {error}", key.cert),
+                    format!(
+                        "cannot prepare the {} certificate chain: {error}{}",
+                        key.cert,
+                        tlslab_core::Causes(&error)
+                    ),
                     format!(
                         "check that {} is writable, or set TLSLAB_PKI_DIR",
                         pki.dir().display()
@@ -86,7 +90,10 @@ impl LabServers {
         }
         let client = pki.client_certificate(profile).map_err(|error| {
             RunError::environment(
-                format!("cannot prepare the {profile} lab client certificate: {error}"),
+                format!(
+                    "cannot prepare the {profile} lab client certificate: {error}{}",
+                    tlslab_core::Causes(&error)
+                ),
                 format!(
                     "check that {} is writable, or set TLSLAB_PKI_DIR",
                     pki.dir().display()

@@ -54,8 +54,9 @@ pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
     let writes = files::claim_all(&outputs, &inputs, args.force)?;
     let keys = passive::keys(args.keylog.as_deref())?;
     // The capture opens first: without the right to capture, no store is left behind.
-    let environment =
-        |error: tlslab_capture::CaptureError| CliError::environment(error.message, error.hint);
+    let environment = |error: tlslab_capture::CaptureError| {
+        CliError::environment(tlslab_core::WithCauses(&error), &error.hint)
+    };
     let mut live =
         Live::open_filtered(Some(&args.interface), filter.as_ref()).map_err(environment)?;
     let mut file = args
@@ -172,14 +173,14 @@ pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
         passive::say_what_influx_took(&influx);
     }
     let ending = match &failure {
-        Some(error) => Ending::Failed(error.message.clone()),
+        Some(error) => Ending::Failed(tlslab_core::WithCauses(error).to_string()),
         // Stopping is how a capture ends: at its duration or on a signal.
         None => Ending::Complete,
     };
     let report = passive::end(store, report, ending)?;
     if let Some(error) = failure {
         return Err(CliError::environment(
-            error.message,
+            tlslab_core::WithCauses(&error),
             format!(
                 "{} (the handshakes captured until then are stored in {})",
                 error.hint,

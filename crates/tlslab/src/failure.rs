@@ -48,10 +48,11 @@ impl CliError {
 /// machine's.
 impl From<tlslab_telemetry::TelemetryError> for CliError {
     fn from(error: tlslab_telemetry::TelemetryError) -> CliError {
+        let message = tlslab_core::WithCauses(&error).to_string();
         if error.usage {
-            CliError::usage(error.message, error.hint)
+            CliError::usage(message, error.hint)
         } else {
-            CliError::environment(error.message, error.hint)
+            CliError::environment(message, error.hint)
         }
     }
 }

@@ -16,15 +16,19 @@ use crate::output;
 
 /// The key log `--keylog` names, read before anything is created.
 pub fn keys(path: Option<&Path>) -> Result<Option<KeyLog>, CliError> {
-    path.map(|path| KeyLog::read(path).map_err(|error| CliError::usage(error.message, error.hint)))
-        .transpose()
+    path.map(|path| {
+        KeyLog::read(path)
+            .map_err(|error| CliError::usage(tlslab_core::WithCauses(&error), &error.hint))
+    })
+    .transpose()
 }
 
 /// The `--filter` expression, compiled (and so checked) before anything is created.
 pub fn filter(expression: Option<&str>) -> Result<Option<Filter>, CliError> {
     expression
         .map(|expression| {
-            Filter::new(expression).map_err(|error| CliError::usage(error.message, error.hint))
+            Filter::new(expression)
+                .map_err(|error| CliError::usage(tlslab_core::WithCauses(&error), &error.hint))
         })
         .transpose()
 }

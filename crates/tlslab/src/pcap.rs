@@ -119,14 +119,14 @@ pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
         passive::say_what_influx_took(&influx);
     }
     let ending = match (&unreadable, interrupted) {
-        (Some(error), _) => Ending::Failed(error.message.clone()),
+        (Some(error), _) => Ending::Failed(tlslab_core::WithCauses(error).to_string()),
         (None, true) => Ending::Interrupted,
         (None, false) => Ending::Complete,
     };
     let report = passive::end(store, report, ending)?;
     if let Some(error) = unreadable {
         return Err(CliError::usage(
-            error.message,
+            tlslab_core::WithCauses(&error),
             format!(
                 "{} (the handshakes of the captures before it are stored in {})",
                 error.hint,

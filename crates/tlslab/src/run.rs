@@ -183,7 +183,7 @@ pub fn open_pki(dir: &Option<PathBuf>) -> Result<tlslab_pki::Pki, CliError> {
     }
     .map_err(|error| {
         CliError::environment(
-            error.to_string(),
+            format!("{error}{}", tlslab_core::Causes(&error)),
             "set TLSLAB_PKI_DIR or --pki-dir to a writable directory",
         )
     })

@@ -59,10 +59,12 @@ pub fn serve(args: &ServeArgs) -> Result<i32, CliError> {
                 CliError::usage(error, "for example --client-cert-profile ecdsa-p256")
             })?;
             // Made here, before the server listens, so a client can present it at once.
-            Some(
-                pki.client_certificate(profile)
-                    .map_err(|error| CliError::environment(error.message(), error.hint()))?,
-            )
+            Some(pki.client_certificate(profile).map_err(|error| {
+                CliError::environment(
+                    format!("{}{}", error.message(), tlslab_core::Causes(&error)),
+                    error.hint(),
+                )
+            })?)
         }
         None => None,
     };
