@@ -177,6 +177,15 @@ impl Experiment {
             }
             self.matrix = Some(true);
         }
+        self.apply_dimensions(given)?;
+        self.apply_network(given)?;
+        self.apply_run(given)?;
+        self.apply_target(given)?;
+        Ok(())
+    }
+
+    /// The matrix dimensions: lists of values, each checked against its spellings.
+    fn apply_dimensions(&mut self, given: &Overrides) -> Result<(), ConfigError> {
         set(&mut self.tls, &given.tls, |values| list(values, "--tls"))?;
         set(&mut self.suite, &given.suite, |values| {
             list(values, "--suite")
@@ -233,6 +242,12 @@ impl Experiment {
         set(&mut self.bandwidth, &given.bandwidth, |values| {
             list(values, "--bandwidth")
         })?;
+        Ok(())
+    }
+
+    /// The network: emulated delays, the timeout, the close, name resolution, the emulator,
+    /// and `--until-ci`.
+    fn apply_network(&mut self, given: &Overrides) -> Result<(), ConfigError> {
         set(&mut self.rtt, &given.rtt, |values| {
             durations(values, "--rtt 30ms,150ms")
         })?;
@@ -290,6 +305,11 @@ impl Experiment {
                 )
             })
         })?;
+        Ok(())
+    }
+
+    /// The run's shape: chain depths, concurrency, arrivals, counts, the request and the page.
+    fn apply_run(&mut self, given: &Overrides) -> Result<(), ConfigError> {
         set(&mut self.chain, &given.chain, copy)?;
         set(&mut self.concurrency, &given.concurrency, copy)?;
         set(&mut self.arrival_rate, &given.arrival_rate, |values| {
@@ -326,6 +346,11 @@ impl Experiment {
                     )
                 })
         })?;
+        Ok(())
+    }
+
+    /// The target and what the client presents and checks there, and the switches.
+    fn apply_target(&mut self, given: &Overrides) -> Result<(), ConfigError> {
         set(&mut self.ech_public_name, &given.ech_public_name, copy)?;
         set(&mut self.block, &given.block, some)?;
         set(&mut self.seed, &given.seed, some)?;
