@@ -365,6 +365,46 @@ fn client_context(
     if settings.ech == EchMode::Grease {
         builder.set_options(SslOptions::from_bits_retain(ffi::SSL_OP_ECH_GREASE as _));
     }
+    set_trust(&mut builder, settings)?;
+    if let Some(certificate) = &settings.client_certificate {
+        client_certificate(&mut builder, certificate)?;
+    }
+    // SAFETY: a plain function that only touches the per-thread record.
+    unsafe { ffi::SSL_CTX_set_msg_callback(builder.as_ptr(), Some(probe::message_callback)) };
+    if let Some(version) = http {
+        // One protocol, as the rustls client offers: the Config's request decides.
+        let alpn = version.alpn();
+        let mut wire = Vec::with_capacity(alpn.len() + 1);
+        wire.push(alpn.len() as u8);
+        wire.extend_from_slice(alpn);
+        builder.set_alpn_protos(&wire)?;
+    }
+    set_session_cache(&mut builder, settings);
+    if let Some(pins) = &settings.pins {
+        builder.set_ex_data(pins_index(), pins.clone());
+    }
+    let context = builder.build();
+    if let Some(pins) = context.ex_data(pins_index()) {
+        let verify: ffi::CertVerifyCallback = match settings.trust {
+            Trust::Insecure => probe::no_verification,
+            _ => probe::timed_verification,
+        };
+        // SAFETY: the pins live in the context's own ex_data, freed with it, so the pointer
+        // outlives every verification the context runs; no connection exists yet.
+        unsafe {
+            ffi::SSL_CTX_set_cert_verify_callback(
+                context.as_ptr(),
+                Some(verify),
+                pins as *const tlslab_core::Pins as *mut libc::c_void,
+            )
+        };
+    }
+    Ok(context)
+}
+
+/// How the client verifies the server: not at all (a pin still checks its key), against the
+/// roots given, or against the system's roots; each through a timed verification callback.
+fn set_trust(builder: &mut SslContextBuilder, settings: &ClientSettings) -> Result<(), Error> {
     match &settings.trust {
         Trust::Insecure => {
             // A pin is still checked, and its refusal must end the handshake.
@@ -417,19 +457,11 @@ fn client_context(
             };
         }
     }
-    if let Some(certificate) = &settings.client_certificate {
-        client_certificate(&mut builder, certificate)?;
-    }
-    // SAFETY: a plain function that only touches the per-thread record.
-    unsafe { ffi::SSL_CTX_set_msg_callback(builder.as_ptr(), Some(probe::message_callback)) };
-    if let Some(version) = http {
-        // One protocol, as the rustls client offers: the Config's request decides.
-        let alpn = version.alpn();
-        let mut wire = Vec::with_capacity(alpn.len() + 1);
-        wire.push(alpn.len() as u8);
-        wire.extend_from_slice(alpn);
-        builder.set_alpn_protos(&wire)?;
-    }
+    Ok(())
+}
+
+/// Sessions kept for resumption in the agent's slot, or none at all for fresh handshakes.
+fn set_session_cache(builder: &mut SslContextBuilder, settings: &ClientSettings) {
     if settings.resumes() {
         // Sessions go to the agent's slot only: OpenSSL's internal cache would keep every
         // session (and its peer chain) of the Config under a shared lock, and nobody reads it.
@@ -451,26 +483,6 @@ fn client_context(
         // nothing is cached.
         builder.set_session_cache_mode(SslSessionCacheMode::OFF);
     }
-    if let Some(pins) = &settings.pins {
-        builder.set_ex_data(pins_index(), pins.clone());
-    }
-    let context = builder.build();
-    if let Some(pins) = context.ex_data(pins_index()) {
-        let verify: ffi::CertVerifyCallback = match settings.trust {
-            Trust::Insecure => probe::no_verification,
-            _ => probe::timed_verification,
-        };
-        // SAFETY: the pins live in the context's own ex_data, freed with it, so the pointer
-        // outlives every verification the context runs; no connection exists yet.
-        unsafe {
-            ffi::SSL_CTX_set_cert_verify_callback(
-                context.as_ptr(),
-                Some(verify),
-                pins as *const tlslab_core::Pins as *mut libc::c_void,
-            )
-        };
-    }
-    Ok(context)
 }
 
 /// Presents `certificate` when the server asks: the leaf, the rest of the chain as extra
