@@ -31,6 +31,9 @@
 //! assert_eq!(attempt.server_flight_bytes, Some(2_800));
 //! ```
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 mod acceptance;
 mod attempt;
 pub mod certificate;

@@ -24,6 +24,9 @@
 //! [`Sample`]: tlslab_core::Sample
 //! [`Sink`]: tlslab_core::Sink
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod crosscheck;
 pub mod filter;
 mod flows;

@@ -19,6 +19,8 @@
 //! assert_eq!(plan.measured_handshakes(0), 100);
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod arrival;
 pub mod causes;
 pub mod clock;

@@ -84,6 +84,9 @@
 //! # Ok(()) }
 //! ```
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 mod cleanup;
 mod error;
 mod forwarder;

@@ -74,6 +74,9 @@
 //! [`ClientSettings`]: tlslab_backend::ClientSettings
 //! [`Counters`]: tlslab_backend::Counters
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 mod client;
 mod ech;
 pub mod ffi;

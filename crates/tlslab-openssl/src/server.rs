@@ -224,8 +224,11 @@ unsafe extern "C" fn timed_client_chain(
     arg: *mut libc::c_void,
 ) -> libc::c_int {
     let start = std::time::Instant::now();
-    let result = openssl_sys::X509_verify_cert(context);
-    if let Some(counters) = (arg as *const Counters).as_ref() {
+    // SAFETY: OpenSSL calls this with its live verification context; `arg` is the server
+    // context's counters, which the lab server keeps for as long as the context.
+    let result = unsafe { openssl_sys::X509_verify_cert(context) };
+    // SAFETY: as above: null or the live counters.
+    if let Some(counters) = unsafe { (arg as *const Counters).as_ref() } {
         counters.client_verified(start.elapsed());
     }
     result
@@ -253,11 +256,13 @@ unsafe extern "C" fn timed_client_signature(
     }
     let now = std::time::Instant::now();
     // SAFETY: OpenSSL passes `len` readable bytes; the first is the handshake type.
-    let kind = *(buf as *const u8);
+    let kind = unsafe { *(buf as *const u8) };
     let connection = ssl as usize;
     if let Some((checking, since)) = CHECKING_SIGNATURE.with(std::cell::Cell::take) {
         if checking == connection {
-            if let Some(counters) = (arg as *const Counters).as_ref() {
+            // SAFETY: `arg` is null or the server context's counters, which the lab server
+            // keeps for as long as the context.
+            if let Some(counters) = unsafe { (arg as *const Counters).as_ref() } {
                 counters.client_verification_continued(now.saturating_duration_since(since));
             }
         }

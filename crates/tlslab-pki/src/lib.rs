@@ -70,6 +70,9 @@
 //! next use regenerates it. Replacing it silently could pull files from under a lab server
 //! that is using them.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 mod ca_file;
 mod cache;
 mod client_file;

@@ -40,6 +40,8 @@
 //! assert_eq!(counters.snapshot().requests, 3);
 //! ```
 
+#![forbid(unsafe_code)]
+
 use std::convert::Infallible;
 use std::io;
 use std::pin::Pin;

@@ -25,6 +25,8 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod influx;
 pub mod metrics;
 

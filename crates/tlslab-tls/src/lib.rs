@@ -38,6 +38,8 @@
 //! [`Attempt`]: tlslab_backend::Attempt
 //! [`ClientSettings`]: tlslab_backend::ClientSettings
 
+#![forbid(unsafe_code)]
+
 pub mod client;
 mod error;
 mod probe;
