@@ -21,7 +21,8 @@ use openssl::ssl::{
 };
 use openssl::x509::X509;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use tlslab_backend::{server_socket, CounterSnapshot, Counters, ServerSettings};
+use tlslab_backend::server_socket::{self, Advance, ServerStream};
+use tlslab_backend::{CounterSnapshot, Counters, ServerSettings};
 use tlslab_core::{Group, ServerResumption};
 use tlslab_site::Site;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -446,7 +447,7 @@ impl Drop for TlsStream {
 }
 
 fn failed(error: openssl::ssl::Error) -> io::Error {
-    io::Error::other(error.to_string())
+    io::Error::other(error)
 }
 
 /// What one step of OpenSSL gave.
@@ -538,43 +539,51 @@ impl TlsStream {
     }
 }
 
+impl ServerStream for TlsStream {
+    fn failure(&mut self) -> &mut Option<io::Error> {
+        &mut self.failure
+    }
+
+    fn advance(&mut self, buffer: &mut ReadBuf<'_>) -> Advance {
+        match self.step(buffer) {
+            Ok(Step::Read) => Advance::Done(Ok(())),
+            Ok(Step::WantRead) => Advance::NeedBytes,
+            Err(error) => {
+                self.failure = Some(error);
+                Advance::Again
+            }
+        }
+    }
+
+    fn poll_send(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        TlsStream::poll_send(self, cx)
+    }
+
+    fn unacknowledged(&mut self) -> &mut bool {
+        &mut self.unacknowledged
+    }
+
+    fn socket_and_buffer(&mut self) -> (&mut TcpStream, &mut [u8]) {
+        (&mut self.socket, &mut self.incoming)
+    }
+
+    fn received(&mut self, count: usize) {
+        self.tls.get_mut().push(&self.incoming[..count]);
+    }
+
+    fn ended(&mut self, _: &mut ReadBuf<'_>) -> io::Result<()> {
+        // The client left (most do without close_notify): the end of the stream.
+        Ok(())
+    }
+}
+
 impl AsyncRead for TlsStream {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buffer: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        loop {
-            if this.failure.is_some() {
-                // The alert reaches the client if it can; the error is the connection's end.
-                let _ = ready!(this.poll_send(cx));
-                return Poll::Ready(Err(this.failure.take().expect("checked")));
-            }
-            match this.step(buffer) {
-                Ok(Step::Read) => return Poll::Ready(Ok(())),
-                Ok(Step::WantRead) => {}
-                Err(error) => {
-                    this.failure = Some(error);
-                    continue;
-                }
-            }
-            // Send the flight, tickets or answers before waiting for the client, which may be
-            // waiting for them.
-            ready!(this.poll_send(cx))?;
-            // Nothing answered the client's Finished (no request came with it): acknowledge it
-            // before waiting for the request it may be holding back.
-            if std::mem::take(&mut this.unacknowledged) {
-                server_socket::acknowledge_now(&this.socket);
-            }
-            let mut read = ReadBuf::new(&mut this.incoming);
-            ready!(Pin::new(&mut this.socket).poll_read(cx, &mut read))?;
-            if read.filled().is_empty() {
-                // The client left (most do without close_notify): the end of the stream.
-                return Poll::Ready(Ok(()));
-            }
-            this.tls.get_mut().push(read.filled());
-        }
+        server_socket::poll_read(self.get_mut(), cx, buffer)
     }
 }
 
