@@ -23,6 +23,7 @@
 
 pub mod arrival;
 pub mod causes;
+pub mod certificate;
 pub mod clock;
 pub mod config;
 pub mod dimension;
