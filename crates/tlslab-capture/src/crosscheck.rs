@@ -130,7 +130,7 @@ pub fn cross_check(run: &[RunSample], captured: &[Sample]) -> CrossCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tlslab_core::{Negotiated, Observed, Outcome, Vantage};
+    use tlslab_core::{Observed, Vantage};
 
     fn timeline(events: &[(Event, u64)]) -> Timeline {
         let mut timeline = Timeline::default();
@@ -141,33 +141,10 @@ mod tests {
     }
 
     fn captured(client: SocketAddr, first_packet_unix_ns: u64, events: &[(Event, u64)]) -> Sample {
-        Sample {
-            config: 0,
-            trial: 0,
-            round: 1,
-            agent: 0,
-            warmup: false,
-            started_at: 0,
-            timeline: timeline(events),
-            outcome: Outcome::Ok,
-            error: None,
-            error_detail: None,
-            negotiated: Negotiated::default(),
-            bytes_sent: 0,
-            bytes_received: 0,
-            client_hello_bytes: None,
-            server_flight_bytes: None,
-            client_certificate_bytes: None,
-            response: None,
-            quic: None,
-            insecure: false,
-            client_address: Some(client),
-            server_address: None,
-            connection: None,
-            response_wire_bytes: None,
-            server_software: None,
-            wire_clock: None,
-            observed: Some(Box::new(Observed {
+        Sample::builder()
+            .timeline(timeline(events))
+            .client_address(client)
+            .observed(Observed {
                 source: "test".into(),
                 vantage: Vantage::Local,
                 server: "127.0.0.1:443".parse().unwrap(),
@@ -176,8 +153,8 @@ mod tests {
                 retransmissions: 0,
                 missing_bytes: 0,
                 offered: Default::default(),
-            })),
-        }
+            })
+            .build()
     }
 
     #[test]

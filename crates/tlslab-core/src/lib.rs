@@ -64,7 +64,7 @@ pub use record::{
 pub use resolution::{NameResolution, PinnedAddress};
 pub use sample::{
     ClientCertificateStatus, ConnectionUse, EchStatus, ErrorClass, Event, Negotiated, Observed,
-    Offered, Outcome, Phase, QuicPath, Response, ResponseFlights, Sample, Timeline, Vantage,
-    WireClock,
+    Offered, Outcome, Phase, QuicPath, Response, ResponseFlights, Sample, SampleBuilder, Timeline,
+    Vantage, WireClock,
 };
 pub use sink_thread::SinkThread;

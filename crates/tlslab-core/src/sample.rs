@@ -727,6 +727,153 @@ impl Sample {
         self.server_address
             .or_else(|| self.observed.as_ref().map(|observed| observed.server))
     }
+
+    /// A Sample made by hand (in tests, in tools): a successful attempt of the first Config,
+    /// trial and round, with nothing timed, negotiated or counted, until the setters say
+    /// otherwise. Built here, a field added to Sample is given its default once, not in every
+    /// test that makes one.
+    ///
+    /// ```
+    /// use tlslab_core::{ErrorClass, Event, Sample};
+    ///
+    /// let sample = Sample::builder()
+    ///     .event(Event::Start, 0)
+    ///     .event(Event::HandshakeDone, 3_000_000)
+    ///     .error(ErrorClass::Timeout, "no answer")
+    ///     .build();
+    /// assert!(!sample.is_ok());
+    /// assert_eq!(sample.timeline.get(Event::HandshakeDone), Some(3_000_000));
+    /// ```
+    pub fn builder() -> SampleBuilder {
+        SampleBuilder(Sample {
+            config: 0,
+            trial: 0,
+            round: 1,
+            agent: 0,
+            warmup: false,
+            started_at: 0,
+            timeline: Timeline::default(),
+            outcome: Outcome::Ok,
+            error: None,
+            error_detail: None,
+            negotiated: Negotiated::default(),
+            bytes_sent: 0,
+            bytes_received: 0,
+            client_hello_bytes: None,
+            server_flight_bytes: None,
+            client_certificate_bytes: None,
+            response: None,
+            quic: None,
+            insecure: false,
+            client_address: None,
+            server_address: None,
+            observed: None,
+            connection: None,
+            response_wire_bytes: None,
+            server_software: None,
+            wire_clock: None,
+        })
+    }
+}
+
+/// Makes a [`Sample`] by hand ([`Sample::builder`]): each setter sets one thing and keeps
+/// the defaults of the rest.
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct SampleBuilder(Sample);
+
+impl SampleBuilder {
+    /// The Config's index.
+    pub fn config(mut self, config: usize) -> Self {
+        self.0.config = config;
+        self
+    }
+
+    /// The trial's index in the plan.
+    pub fn trial(mut self, trial: usize) -> Self {
+        self.0.trial = trial;
+        self
+    }
+
+    /// The round of the trial (1 for the first).
+    pub fn round(mut self, round: u32) -> Self {
+        self.0.round = round;
+        self
+    }
+
+    /// The agent that made the attempt.
+    pub fn agent(mut self, agent: u32) -> Self {
+        self.0.agent = agent;
+        self
+    }
+
+    /// Nanoseconds from the run's start to the attempt's.
+    pub fn started_at(mut self, started_at: u64) -> Self {
+        self.0.started_at = started_at;
+        self
+    }
+
+    /// `event` at `at` nanoseconds from the attempt's start.
+    pub fn event(mut self, event: Event, at: u64) -> Self {
+        self.0.timeline.set(event, at);
+        self
+    }
+
+    /// A whole timeline at once.
+    pub fn timeline(mut self, timeline: Timeline) -> Self {
+        self.0.timeline = timeline;
+        self
+    }
+
+    /// A failed attempt: its class and what happened.
+    pub fn error(mut self, class: ErrorClass, detail: impl Into<String>) -> Self {
+        self.0.outcome = Outcome::Error;
+        self.0.error = Some(class);
+        self.0.error_detail = Some(detail.into());
+        self
+    }
+
+    /// How the attempt ended, without an error's class or detail.
+    pub fn outcome(mut self, outcome: Outcome) -> Self {
+        self.0.outcome = outcome;
+        self
+    }
+
+    /// The TLS version negotiated, as the Sample names it (`1.3`).
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.0.negotiated.version = Some(version.into());
+        self
+    }
+
+    /// Bytes the client sent and received.
+    pub fn bytes(mut self, sent: u64, received: u64) -> Self {
+        self.0.bytes_sent = sent;
+        self.0.bytes_received = received;
+        self
+    }
+
+    /// The client's address.
+    pub fn client_address(mut self, address: std::net::SocketAddr) -> Self {
+        self.0.client_address = Some(address);
+        self
+    }
+
+    /// The server's `Server` response field.
+    pub fn server_software(mut self, software: impl Into<String>) -> Self {
+        self.0.server_software = Some(software.into());
+        self
+    }
+
+    /// What a capture saw of the attempt (a passive Sample).
+    pub fn observed(mut self, observed: Observed) -> Self {
+        self.0.observed = Some(Box::new(observed));
+        self
+    }
+
+    /// The Sample.
+    pub fn build(self) -> Sample {
+        self.0
+    }
 }
 
 #[cfg(test)]

@@ -423,38 +423,16 @@ fn write_points(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tlslab_core::{ErrorClass, Event, Outcome};
+    use tlslab_core::{ErrorClass, Event};
 
     #[test]
     fn a_point_escapes_its_tags_and_carries_the_phases_present() {
-        let mut sample = Sample {
-            config: 0,
-            trial: 0,
-            round: 0,
-            agent: 0,
-            warmup: false,
-            started_at: 5,
-            timeline: Default::default(),
-            outcome: Outcome::Error,
-            error: Some(ErrorClass::Timeout),
-            error_detail: Some("no \"answer\"\nat all".into()),
-            negotiated: Default::default(),
-            bytes_sent: 300,
-            bytes_received: 0,
-            client_hello_bytes: None,
-            server_flight_bytes: None,
-            client_certificate_bytes: None,
-            response: None,
-            quic: None,
-            insecure: false,
-            client_address: None,
-            server_address: None,
-            connection: None,
-            response_wire_bytes: None,
-            server_software: None,
-            wire_clock: None,
-            observed: None,
-        };
+        let mut sample = Sample::builder()
+            .round(0)
+            .started_at(5)
+            .error(ErrorClass::Timeout, "no \"answer\"\nat all")
+            .bytes(300, 0)
+            .build();
         sample.negotiated.version = Some("TLS 1.3, draft=x".into());
         sample.timeline.set(Event::Start, 0);
         sample.timeline.set(Event::TcpConnected, 1_500);

@@ -244,38 +244,13 @@ mod tests {
     use tlslab_core::{Event, Outcome};
 
     fn sample(version: &str, outcome: Outcome) -> Sample {
-        let mut sample = Sample {
-            config: 0,
-            trial: 0,
-            round: 0,
-            agent: 0,
-            warmup: false,
-            started_at: 0,
-            timeline: Default::default(),
-            outcome,
-            error: None,
-            error_detail: None,
-            negotiated: Default::default(),
-            bytes_sent: 0,
-            bytes_received: 0,
-            client_hello_bytes: None,
-            server_flight_bytes: None,
-            client_certificate_bytes: None,
-            response: None,
-            quic: None,
-            insecure: false,
-            client_address: None,
-            server_address: None,
-            connection: None,
-            response_wire_bytes: None,
-            server_software: None,
-            wire_clock: None,
-            observed: None,
-        };
-        sample.negotiated.version = Some(version.into());
-        sample.timeline.set(Event::Start, 0);
-        sample.timeline.set(Event::HandshakeDone, 3_000_000);
-        sample
+        Sample::builder()
+            .round(0)
+            .outcome(outcome)
+            .version(version)
+            .event(Event::Start, 0)
+            .event(Event::HandshakeDone, 3_000_000)
+            .build()
     }
 
     #[test]
