@@ -86,6 +86,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs)]
 
 mod cleanup;
 mod error;
@@ -210,6 +211,7 @@ impl Network {
         })
     }
 
+    /// The emulator that built this network, for the run's record.
     pub fn kind(&self) -> EmulatorKind {
         self.kind
     }

@@ -23,7 +23,9 @@ const KEY_HINT: &str =
 /// together.
 #[derive(Debug)]
 pub struct ClientCredentials {
+    /// The client's certificate first, then any intermediates, as the client sends them.
     pub chain: Vec<CertificateDer<'static>>,
+    /// The key of the first certificate, checked to match it.
     pub key: PrivateKeyDer<'static>,
 }
 

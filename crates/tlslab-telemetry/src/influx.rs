@@ -36,6 +36,7 @@ const STARTUP: Duration = Duration::from_secs(3);
 /// What InfluxDB took.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InfluxReport {
+    /// Points InfluxDB accepted.
     pub written: u64,
     /// Points dropped: a full queue, or too many waiting while writes failed.
     pub dropped: u64,

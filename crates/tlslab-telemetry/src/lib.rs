@@ -26,6 +26,7 @@
 //! ```
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod influx;
 pub mod metrics;
@@ -89,6 +90,7 @@ pub struct Telemetry<S> {
 }
 
 impl<S: Sink> Telemetry<S> {
+    /// Wraps `inner`, which takes every record first; telemetry only watches.
     pub fn new(inner: S) -> Telemetry<S> {
         Telemetry {
             inner,
@@ -98,11 +100,13 @@ impl<S: Sink> Telemetry<S> {
         }
     }
 
+    /// Also counts every Sample in `metrics`, for Prometheus to scrape.
     pub fn with_metrics(mut self, metrics: std::sync::Arc<Metrics>) -> Telemetry<S> {
         self.metrics = Some(metrics);
         self
     }
 
+    /// Also writes every Sample to InfluxDB through `writer`.
     pub fn with_influx(mut self, writer: influx::Writer) -> Telemetry<S> {
         self.influx = Some(writer);
         self

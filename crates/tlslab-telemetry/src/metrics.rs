@@ -55,6 +55,7 @@ pub struct Observation {
 }
 
 impl Observation {
+    /// What the metrics keep of `sample`: its labels and phase times, without the rest.
     pub fn of(sample: &Sample) -> Observation {
         let negotiated = &sample.negotiated;
         let text = |value: &Option<String>| value.clone().unwrap_or_else(|| "none".into());
@@ -83,6 +84,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Empty metrics: every counter and histogram at zero.
     pub fn new() -> Metrics {
         let mut registry = Registry::default();
         let handshakes = Family::<HandshakeLabels, Counter>::default();
@@ -106,6 +108,7 @@ impl Metrics {
         }
     }
 
+    /// Counts one handshake, from a thread that is not the writer's.
     pub fn observe(&self, observation: Observation) {
         self.handshakes.get_or_create(&observation.labels).inc();
         for (phase, seconds) in observation.phases {

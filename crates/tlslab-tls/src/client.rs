@@ -170,6 +170,7 @@ fn verifier(
 }
 
 impl Client {
+    /// A client for the Config's `settings`: refused here, once, when rustls cannot do what it asks.
     pub fn new(settings: &ClientSettings) -> Result<Client, Error> {
         let cipher = match settings.suite {
             Suite::Cipher(cipher) => cipher,

@@ -39,6 +39,7 @@
 //! [`ClientSettings`]: tlslab_backend::ClientSettings
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod client;
 mod error;

@@ -222,6 +222,7 @@ pub struct Lab {
 }
 
 impl Lab {
+    /// A lab server presenting `certificates` (leaf first) with `key`, configured by `settings`.
     pub fn new(
         certificates: Vec<CertificateDer<'static>>,
         key: PrivateKeyDer<'static>,
@@ -278,6 +279,7 @@ impl Lab {
         })
     }
 
+    /// What the server counted so far (tickets, early data, client verifications, requests).
     pub fn counters(&self) -> CounterSnapshot {
         self.counters.snapshot()
     }
