@@ -34,6 +34,7 @@ use crate::Error;
 /// them completely, before processing them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Message {
+    /// Whether the client sent it or received it.
     pub direction: Direction,
     /// The handshake message type (1 ClientHello, 2 ServerHello, 11 Certificate, …).
     pub kind: u8,
@@ -41,12 +42,14 @@ pub struct Message {
     pub name: &'static str,
     /// Its length including the four-byte handshake header.
     pub length: usize,
+    /// When it was seen, in nanoseconds since the attempt started.
     pub at: u64,
 }
 
 /// What the OpenSSL client observes beyond the fields of [`Attempt`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Observations {
+    /// What became of ECH: not offered, accepted, rejected, or GREASE.
     pub ech: EchStatus,
     /// Every handshake message in both directions, in order.
     pub messages: Vec<Message>,
@@ -846,6 +849,7 @@ async fn receive(
 
 /// A completed handshake, still connected.
 pub struct Established {
+    /// What the handshake showed, for the attempt's Sample.
     pub observations: Observations,
     tls: SslStream<Pipe>,
     socket: TimestampedStream,

@@ -32,9 +32,8 @@ pub const SSL_OP_ECH_GREASE: u64 = 1 << 37;
 /// OpenSSL's would look for the session in its internal cache, which that server does not use.
 pub const SSL_OP_NO_ANTI_REPLAY: u64 = 1 << 24;
 
-/// `SSL_get_early_data_status` results.
-pub const SSL_EARLY_DATA_NOT_SENT: c_int = 0;
-pub const SSL_EARLY_DATA_REJECTED: c_int = 1;
+/// `SSL_get_early_data_status`'s result when the server took the early data (the others are
+/// 0, not sent, and 1, rejected).
 pub const SSL_EARLY_DATA_ACCEPTED: c_int = 2;
 
 /// The ECH version OpenSSL 4.0 implements (RFC 9849).

@@ -76,10 +76,11 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs)]
 
 mod client;
 mod ech;
-pub mod ffi;
+pub(crate) mod ffi;
 pub mod names;
 mod probe;
 mod server;

@@ -63,7 +63,9 @@ impl Write for Pipe {
 /// Which way a handshake message went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Direction {
+    /// From the client to the server.
     Sent,
+    /// From the server to the client.
     Received,
 }
 
