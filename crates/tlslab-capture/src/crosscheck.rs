@@ -13,20 +13,24 @@ use tlslab_core::{Event, Sample, Timeline};
 /// An active sample as the cross-check needs it.
 #[derive(Debug, Clone)]
 pub struct RunSample {
+    /// The client's address and port, which names its connection in the capture.
     pub client: SocketAddr,
     /// When the attempt started, in nanoseconds since the Unix epoch.
     pub start_unix_ns: u64,
+    /// The run's own times of the attempt's events, from its start.
     pub timeline: Timeline,
 }
 
 /// How far apart the two are for one event.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Agreement {
+    /// The event the two clocks are compared at.
     pub event: Event,
     /// Handshakes where both sides have the event.
     pub matched: usize,
     /// Median and 99th percentile of |run − capture|, in nanoseconds.
     pub median_ns: f64,
+    /// See `median_ns`: the 99th percentile.
     pub p99_ns: f64,
     /// Median of run − capture: positive when the run saw the event later than the wire.
     pub median_signed_ns: f64,
@@ -37,7 +41,9 @@ pub struct Agreement {
 pub struct CrossCheck {
     /// Active samples matched to a captured connection, and those that were not.
     pub matched: usize,
+    /// Active samples no captured connection answered to.
     pub unmatched: usize,
+    /// The agreement at each event both sides saw, in the phase model's order.
     pub events: Vec<Agreement>,
 }
 

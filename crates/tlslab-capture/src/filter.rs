@@ -248,6 +248,7 @@ impl Filter {
         })
     }
 
+    /// The expression as the user gave it, for messages.
     pub fn expression(&self) -> &str {
         &self.expression
     }

@@ -18,10 +18,15 @@ use crate::packets::CaptureError;
 /// The TLS 1.3 secrets of one handshake, by the client random that names it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Secrets {
+    /// `CLIENT_EARLY_TRAFFIC_SECRET`: opens 0-RTT data.
     pub client_early: Option<Vec<u8>>,
+    /// `CLIENT_HANDSHAKE_TRAFFIC_SECRET`: opens the client's encrypted handshake messages.
     pub client_handshake: Option<Vec<u8>>,
+    /// `SERVER_HANDSHAKE_TRAFFIC_SECRET`: opens the server's flight after its ServerHello.
     pub server_handshake: Option<Vec<u8>>,
+    /// `CLIENT_TRAFFIC_SECRET_0`: opens the client's first application data.
     pub client_traffic: Option<Vec<u8>>,
+    /// `SERVER_TRAFFIC_SECRET_0`: opens the server's first application data and tickets.
     pub server_traffic: Option<Vec<u8>>,
 }
 
@@ -62,6 +67,7 @@ impl KeyLog {
         Ok(log)
     }
 
+    /// Reads an SSLKEYLOGFILE text; lines it does not understand are skipped, as Wireshark does.
     pub fn parse(text: &str) -> KeyLog {
         let mut entries: HashMap<Vec<u8>, Secrets> = HashMap::new();
         for line in text.lines() {
@@ -89,6 +95,7 @@ impl KeyLog {
         KeyLog { entries }
     }
 
+    /// The secrets of the handshake whose ClientHello carried `client_random`.
     pub fn secrets(&self, client_random: &[u8]) -> Option<&Secrets> {
         self.entries.get(client_random)
     }
@@ -114,10 +121,12 @@ impl KeyLog {
         })
     }
 
+    /// How many handshakes the log holds secrets for.
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    /// Whether the log holds no usable secrets at all.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

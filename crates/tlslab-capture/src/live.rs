@@ -258,6 +258,7 @@ const SPOOL_BYTES: usize = 8 * 1024;
 const SNAPLEN: u32 = LARGEST_PACKET as u32;
 
 impl PcapFile {
+    /// Creates the pcap file at `path` and writes its header, for packets of any size.
     pub fn create(path: &Path) -> Result<PcapFile, CaptureError> {
         let file = File::create(path).map_err(|error| {
             CaptureError::new(
@@ -293,6 +294,7 @@ impl PcapFile {
         Ok(pcap)
     }
 
+    /// Adds `packet`; written out in batches, each a whole number of records.
     pub fn write(&mut self, packet: &Packet<'_>) -> Result<(), CaptureError> {
         let record = PcapPacket::new(
             Duration::from_nanos(packet.timestamp_ns),
@@ -378,6 +380,7 @@ pub struct PcapFiles {
     opened_at: Option<u64>,
     /// Every file begun, in order.
     pub paths: Vec<PathBuf>,
+    /// Packets written to all of them.
     pub packets: u64,
 }
 
@@ -431,6 +434,7 @@ impl PcapFiles {
         Ok(())
     }
 
+    /// Adds `packet` to the current file, first beginning the next when the rotation is due.
     pub fn write(&mut self, packet: &Packet<'_>) -> Result<(), CaptureError> {
         let due = match self.rotation {
             Some(Rotation::Size(limit)) => self.bytes > 0 && self.bytes >= limit,

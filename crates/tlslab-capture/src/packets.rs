@@ -40,25 +40,42 @@ pub struct Segment<'a> {
     pub timestamp_ns: u64,
     /// The pcapng interface it was captured on (0 for legacy pcap).
     pub interface: u32,
+    /// Where it came from.
     pub source: SocketAddr,
+    /// Where it went.
     pub destination: SocketAddr,
+    /// Its TCP segment or UDP payload.
     pub transport: Transport<'a>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A packet's transport: what the TLS and QUIC readers take.
 pub enum Transport<'a> {
+    /// A TCP segment with its flags.
     Tcp(TcpSegment<'a>),
-    Udp { payload: &'a [u8] },
+    /// A UDP datagram's payload (QUIC).
+    Udp {
+        /// The datagram's bytes, as captured.
+        payload: &'a [u8],
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the flow reader needs of a TCP header, and the payload.
 pub struct TcpSegment<'a> {
+    /// The sequence number of the first payload byte (of the SYN itself for a SYN).
     pub sequence: u32,
+    /// The next sequence number the sender expects, when `ack` is set.
     pub acknowledgment: u32,
+    /// Opens a connection (with `ack`, the server's answer).
     pub syn: bool,
+    /// `acknowledgment` is valid.
     pub ack: bool,
+    /// The sender has sent everything.
     pub fin: bool,
+    /// The connection was reset.
     pub rst: bool,
+    /// The segment's data, as captured (a snapshot length may have cut it).
     pub payload: &'a [u8],
 }
 
@@ -93,6 +110,7 @@ pub enum SkipReason {
 }
 
 impl SkipReason {
+    /// Every reason, in the order the summary lists them.
     pub const ALL: [SkipReason; 7] = [
         SkipReason::NotIp,
         SkipReason::OtherProtocol,
@@ -132,6 +150,7 @@ pub struct Summary {
     pub bytes: u64,
     /// Packets handed to the callback.
     pub decoded: u64,
+    /// Packets that were not handed on, by why.
     pub skipped: BTreeMap<SkipReason, u64>,
     /// Link types met that are not decoded, with their packet counts.
     pub link_types: BTreeMap<u32, u64>,
