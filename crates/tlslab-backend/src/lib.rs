@@ -33,6 +33,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs)]
 
 mod acceptance;
 mod attempt;
