@@ -20,6 +20,7 @@
 //! ```
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod arrival;
 pub mod causes;

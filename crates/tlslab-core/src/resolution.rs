@@ -16,8 +16,11 @@ use crate::dimension::InvalidValue;
 /// attempt goes when it refuses (the engine's `connect_first`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PinnedAddress {
+    /// The name, as the target gives it.
     pub host: String,
+    /// The target's port.
     pub port: u16,
+    /// Where it goes instead: the first preferred, the others when it refuses.
     pub addresses: Vec<IpAddr>,
 }
 

@@ -20,9 +20,13 @@ use crate::sample::Phase;
 /// A statistic of a phase's successful samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Statistic {
+    /// The fastest.
     Min,
+    /// The middle one.
     Median,
+    /// The average.
     Mean,
+    /// The slowest.
     Max,
     /// A quantile in (0, 1): `p90` is 0.9, `p99.9` 0.999.
     Quantile(f64),
@@ -60,21 +64,35 @@ impl fmt::Display for Statistic {
 pub enum Measure {
     /// A statistic of a phase, against a limit in nanoseconds.
     Time {
+        /// The phase measured.
         phase: Phase,
+        /// Which of its samples' statistics.
         statistic: Statistic,
+        /// The limit, nanoseconds.
         limit_ns: f64,
     },
     /// The share of measured attempts that failed, against a limit in [0, 1].
-    Errors { limit: f64 },
+    Errors {
+        /// The limit, a fraction.
+        limit: f64,
+    },
     /// Successful handshakes per second, against a limit.
-    Rate { limit: f64 },
+    Rate {
+        /// The limit, handshakes per second.
+        limit: f64,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a measure must stand to its limit for the threshold to pass.
 pub enum Comparison {
+    /// Strictly below (`<`).
     Below,
+    /// Below or at (`<=`).
     AtMost,
+    /// Strictly above (`>`).
     Above,
+    /// Above or at (`>=`).
     AtLeast,
 }
 
@@ -104,7 +122,9 @@ impl Comparison {
 pub struct Threshold {
     /// Only the Configs whose label contains this text; every Config when `None`.
     pub scope: Option<String>,
+    /// What is compared, and its limit.
     pub measure: Measure,
+    /// Which side of the limit passes.
     pub comparison: Comparison,
     /// The text as given, for messages.
     pub text: String,
