@@ -246,6 +246,21 @@ mod tests {
     use super::*;
     use tlslab_core::{Event, Outcome};
 
+    #[test]
+    fn an_address_in_use_keeps_the_systems_error_as_the_cause() {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = taken.local_addr().unwrap();
+        let Err(error) = serve(address, Arc::new(Metrics::new())) else {
+            panic!("{address} was served twice");
+        };
+        assert!(!error.usage);
+        assert_eq!(error.message, format!("cannot serve metrics on {address}"));
+        let cause = std::error::Error::source(&error)
+            .and_then(|source| source.downcast_ref::<std::io::Error>())
+            .expect("the bind error is kept");
+        assert_eq!(cause.kind(), std::io::ErrorKind::AddrInUse);
+    }
+
     fn sample(version: &str, outcome: Outcome) -> Sample {
         Sample::builder()
             .round(0)
