@@ -6,8 +6,7 @@ use std::path::Path;
 use rustls_pki_types::pem::{PemObject, SectionKind};
 use rustls_pki_types::CertificateDer;
 
-use crate::cache::describe_pem_error;
-use crate::error::{PkiError, PkiErrorKind};
+use crate::error::{PemError, PkiError, PkiErrorKind};
 
 const PEM_HINT: &str = "give a PEM file of -----BEGIN CERTIFICATE----- sections; \
                         convert a DER certificate with \
@@ -35,14 +34,10 @@ pub fn load_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, Pk
         let (kind, der) = section.map_err(|error| {
             PkiError::new(
                 PkiErrorKind::CaFile,
-                format!(
-                    "the CA file {} is not valid PEM: {}",
-                    path.display(),
-                    describe_pem_error(&error)
-                ),
+                format!("the CA file {} is not valid PEM", path.display()),
                 PEM_HINT,
             )
-            .caused_by(error)
+            .caused_by(PemError::new(error))
         })?;
         match kind {
             SectionKind::Certificate => certificates.push(CertificateDer::from(der)),
@@ -115,8 +110,13 @@ mod tests {
         let error = load_certificates(&truncated).unwrap_err();
         assert_eq!(error.kind(), PkiErrorKind::CaFile);
         assert!(error.message().contains("is not valid PEM"), "{error}");
+        let pem = cause::<PemError>(&error);
+        assert_eq!(
+            pem.to_string(),
+            "a PEM section has no END line (truncated?)"
+        );
         assert!(matches!(
-            cause::<rustls_pki_types::pem::Error>(&error),
+            pem.parser_error(),
             rustls_pki_types::pem::Error::MissingSectionEnd { .. }
         ));
 

@@ -10,8 +10,7 @@ use openssl::x509::X509;
 use rustls_pki_types::pem::{PemObject, SectionKind};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::cache::describe_pem_error;
-use crate::error::{PkiError, PkiErrorKind};
+use crate::error::{PemError, PkiError, PkiErrorKind};
 
 const CERTIFICATE_HINT: &str = "give --client-cert a PEM file of -----BEGIN CERTIFICATE----- \
                                 sections, the client's certificate first";
@@ -114,14 +113,10 @@ fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, PkiError> {
         chain.push(certificate.map_err(|error| {
             PkiError::new(
                 PkiErrorKind::ClientCredentials,
-                format!(
-                    "the client certificate {} is not valid PEM: {}",
-                    path.display(),
-                    describe_pem_error(&error)
-                ),
+                format!("the client certificate {} is not valid PEM", path.display()),
                 CERTIFICATE_HINT,
             )
-            .caused_by(error)
+            .caused_by(PemError::new(error))
         })?);
     }
     if chain.is_empty() {
@@ -144,14 +139,10 @@ fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, PkiError> {
         let (kind, der) = section.map_err(|error| {
             PkiError::new(
                 PkiErrorKind::ClientCredentials,
-                format!(
-                    "the client key {} is not valid PEM: {}",
-                    path.display(),
-                    describe_pem_error(&error)
-                ),
+                format!("the client key {} is not valid PEM", path.display()),
                 KEY_HINT,
             )
-            .caused_by(error)
+            .caused_by(PemError::new(error))
         })?;
         // Certificates and other sections beside the key are allowed (a combined file).
         if let Some(key) = PrivateKeyDer::from_pem(kind, der) {

@@ -125,6 +125,37 @@ impl Error for PkiError {
     }
 }
 
+/// A PEM file's fault as people read it (a section without its END line, base64 that does
+/// not decode, a file that is missing), with the PEM parser's own error kept for a caller that
+/// branches on it. The description says all the parser's error does, without its raw bytes.
+#[derive(Debug)]
+pub struct PemError {
+    description: String,
+    parser: rustls_pki_types::pem::Error,
+}
+
+impl PemError {
+    pub(crate) fn new(parser: rustls_pki_types::pem::Error) -> PemError {
+        PemError {
+            description: crate::cache::describe_pem_error(&parser),
+            parser,
+        }
+    }
+
+    /// The PEM parser's error.
+    pub fn parser_error(&self) -> &rustls_pki_types::pem::Error {
+        &self.parser
+    }
+}
+
+impl fmt::Display for PemError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.description)
+    }
+}
+
+impl Error for PemError {}
+
 /// Equal when the kind, the message and the hint are: the causes are the system's and the
 /// libraries' words for the same problem.
 impl PartialEq for PkiError {

@@ -89,7 +89,7 @@ use tlslab_core::CertProfile;
 
 pub use ca_file::load_certificates;
 pub use client_file::{load_client_credentials, ClientCredentials};
-pub use error::{PkiError, PkiErrorKind};
+pub use error::{PemError, PkiError, PkiErrorKind};
 
 /// The deepest chain the lab serves: a leaf and four intermediates.
 pub const MAX_CHAIN_DEPTH: u8 = 5;
