@@ -176,3 +176,39 @@ fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, PkiError> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn a_client_file_that_cannot_be_read_or_is_not_pem_keeps_why() {
+        let directory =
+            std::env::temp_dir().join(format!("tlslab-client-file-{}", std::process::id()));
+        fs::create_dir_all(&directory).unwrap();
+        let missing = directory.join("missing.pem");
+        let error = read_chain(&missing).unwrap_err();
+        assert_eq!(error.kind(), PkiErrorKind::ClientCredentials);
+        let io = error
+            .source()
+            .and_then(|source| source.downcast_ref::<std::io::Error>())
+            .expect("the I/O error is kept");
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+
+        let truncated = directory.join("key.pem");
+        fs::write(&truncated, "-----BEGIN PRIVATE KEY-----\nMIIB\n").unwrap();
+        let error = read_key(&truncated).unwrap_err();
+        assert!(error.message().ends_with("is not valid PEM"), "{error}");
+        let pem = error
+            .source()
+            .and_then(|source| source.downcast_ref::<PemError>())
+            .expect("the PEM parser's error is kept");
+        assert!(matches!(
+            pem.parser_error(),
+            rustls_pki_types::pem::Error::MissingSectionEnd { .. }
+        ));
+        fs::remove_dir_all(&directory).unwrap();
+    }
+}
