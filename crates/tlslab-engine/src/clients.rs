@@ -51,8 +51,9 @@ pub struct Agent {
     sessions: Sessions,
     /// Shared by the agent's clones, which all belong to one task: never contended, and
     /// never held across an await (the connection is taken out for the request), so a plain
-    /// mutex, cheaper than tokio's.
-    kept: Arc<std::sync::Mutex<Option<Kept>>>,
+    /// mutex, cheaper than tokio's. Only keep-alive Configs' agents have one: an agent is
+    /// made for every concurrent attempt, and the others need none.
+    kept: Option<Arc<std::sync::Mutex<Option<Kept>>>>,
 }
 
 #[derive(Clone)]
@@ -91,8 +92,18 @@ fn next_connection() -> u64 {
 }
 
 impl Agent {
-    fn lock_kept(&self) -> std::sync::MutexGuard<'_, Option<Kept>> {
-        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    /// The connection the agent kept, taken out for a request.
+    fn take_kept(&self) -> Option<Kept> {
+        let kept = self.kept.as_ref()?;
+        kept.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    /// Keeps `connection` for the agent's next request (an agent without keep-alive keeps
+    /// nothing).
+    fn keep(&self, connection: Kept) {
+        if let Some(kept) = &self.kept {
+            *kept.lock().unwrap_or_else(|e| e.into_inner()) = Some(connection);
+        }
     }
 }
 
@@ -139,7 +150,7 @@ impl ConfigClient {
     /// was cut short (a timeout or a stop drops this future, and the connection with it).
     async fn on_kept(&self, agent: &Agent, attempt: &mut Attempt) -> Option<Result<(), Failure>> {
         let request = self.request.as_ref()?;
-        let mut kept = agent.lock_kept().take()?;
+        let mut kept = agent.take_kept()?;
         kept.requests = kept.requests.saturating_add(1);
         attempt.without_handshake();
         attempt.peer_address = Some(kept.address);
@@ -158,7 +169,7 @@ impl ConfigClient {
         };
         match result {
             Ok(()) => {
-                *agent.lock_kept() = Some(kept);
+                agent.keep(kept);
                 Some(Ok(()))
             }
             // The server had closed the connection (a keep-alive limit or timeout): nothing
@@ -302,7 +313,7 @@ impl Connector for ConfigClient {
         };
         Agent {
             sessions,
-            kept: Arc::default(),
+            kept: self.config.keep_alive.then(Arc::default),
         }
     }
 
@@ -352,7 +363,7 @@ impl Connector for ConfigClient {
                     .await;
             }
             let kept = client.quic_open(session, attempt, address, options).await?;
-            *agent.lock_kept() = Some(Kept {
+            agent.keep(Kept {
                 channel: KeptChannel::Quic(Box::new(kept)),
                 address,
                 id,
@@ -374,7 +385,7 @@ impl Connector for ConfigClient {
             attempt.connection = Some(ConnectionUse { id, request: 1 });
         }
         let keep = |channel: KeptChannel| async move {
-            *agent.lock_kept() = Some(Kept {
+            agent.keep(Kept {
                 channel,
                 address,
                 id,

@@ -186,10 +186,20 @@ impl<C: Connector> TrialLoop<'_, C> {
                     failure: Some(failure),
                 };
             }
+            // Only the agents this block can use are made (`-c 50000 -n 1` makes one), and
+            // only Configs whose agents keep state between blocks keep them: an agent of a
+            // fresh-handshake Config is a few bytes to make again, and a matrix of thousands
+            // of concurrencies would otherwise hold every Config's agents to the run's end.
+            let wanted = agents_for(trial, config);
             let pool = &mut agents[trial.config];
-            while pool.len() < config.concurrency as usize {
+            while pool.len() < wanted {
                 pool.push(connector.agent());
             }
+            let working: Vec<C::Agent> = if config.agents_keep_state() {
+                pool[..wanted].to_vec()
+            } else {
+                std::mem::take(pool)
+            };
             let server_before = surroundings.server_usage(config);
             surroundings.link_reset();
             let verifications_before = surroundings.server_client_verifications(config);
@@ -218,7 +228,7 @@ impl<C: Connector> TrialLoop<'_, C> {
                     .and_then(|flights| flights.get(trial.config).cloned()),
             };
             let (attempted, handshakes, schedule) =
-                runtime.block_on(block.run(pool.clone(), early.is_active(), schedule));
+                runtime.block_on(block.run(working, early.is_active(), schedule));
             if !trial.warmup {
                 early.add(trial.config, &handshakes);
             }
@@ -276,6 +286,18 @@ impl<C: Connector> TrialLoop<'_, C> {
             self.clock.sleep_until(deadline.min(now + STOP_CHECK));
         }
     }
+}
+
+/// How many agents `trial`'s block can keep busy: its Config's concurrency, but no more than
+/// its attempts (a block of 20 attempts at `-c 50000` needs 20). A timed block takes
+/// attempts until its time is up, so it uses them all.
+fn agents_for(trial: &Trial, config: &Config) -> usize {
+    let concurrency = u64::from(config.concurrency);
+    let wanted = match trial.time_limit {
+        Some(_) => concurrency,
+        None => concurrency.min(trial.handshakes),
+    };
+    usize::try_from(wanted).unwrap_or(usize::MAX)
 }
 
 /// One trial's block, shared by its agents.
@@ -420,6 +442,9 @@ impl<C: Connector> Block<C> {
             .time_limit
             .map(|limit| block.clock.now() + limit);
         let attempted = Arc::new(AtomicU64::new(0));
+        // One histogram for the block, not one per agent: a histogram is kilobytes, and a
+        // block of 50,000 agents held one each. An attempt takes the lock once, at its end.
+        let handshakes = Arc::new(std::sync::Mutex::new(Durations::default()));
         let (cancel, cancelled) = tokio::sync::watch::channel(false);
         let watcher = {
             let block = block.clone();
@@ -442,12 +467,15 @@ impl<C: Connector> Block<C> {
         };
         let mut tasks = tokio::task::JoinSet::new();
         for (index, agent) in agents.into_iter().enumerate() {
-            let (block, remaining, attempted) =
-                (block.clone(), remaining.clone(), attempted.clone());
+            let (block, remaining, attempted, handshakes) = (
+                block.clone(),
+                remaining.clone(),
+                attempted.clone(),
+                handshakes.clone(),
+            );
             let schedule = schedule.clone();
             let mut cancelled = cancelled.clone();
             tasks.spawn(async move {
-                let mut handshakes = Durations::default();
                 let mut own_first = each_first;
                 loop {
                     if block.stopping() {
@@ -474,15 +502,21 @@ impl<C: Connector> Block<C> {
                             None
                         }
                     };
-                    let sample = block
-                        .attempt(&agent, index as u32, &mut cancelled, intended)
-                        .await;
+                    // Boxed: the attempt's future (the library's handshake, the request,
+                    // their buffers' places) is kilobytes, and an agent waiting for its next
+                    // arrival should not hold it; it exists only while an attempt runs.
+                    let sample =
+                        Box::pin(block.attempt(&agent, index as u32, &mut cancelled, intended))
+                            .await;
                     attempted.fetch_add(1, Ordering::Relaxed);
                     if !sample.is_ok() {
                         block.counts.errors.fetch_add(1, Ordering::Relaxed);
                     } else if let Some(nanos) = sample.timeline.phase(Phase::Handshake) {
                         if timed {
-                            handshakes.record(nanos);
+                            handshakes
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .record(nanos);
                         }
                     }
                     if block.trial.warmup {
@@ -491,17 +525,12 @@ impl<C: Connector> Block<C> {
                     block.counts.done.fetch_add(1, Ordering::Relaxed);
                     block.records.send(Record::Sample(Box::new(sample)));
                 }
-                handshakes
             });
         }
         drop(cancelled);
-        let mut handshakes = Durations::default();
-        while let Some(result) = tasks.join_next().await {
-            if let Ok(durations) = result {
-                handshakes.add(&durations);
-            }
-        }
+        while tasks.join_next().await.is_some() {}
         watcher.abort();
+        let handshakes = std::mem::take(&mut *handshakes.lock().unwrap_or_else(|e| e.into_inner()));
         // The thread ends once every agent has left (it has released its starts, or seen
         // the stop within STOP_CHECK); joined off the runtime's threads.
         let schedule = match schedule {

@@ -381,7 +381,7 @@ pub async fn serve_connection(socket: TcpStream, config: &ServerConfig) -> io::R
     };
     // A failed handshake, a client that is not speaking HTTP or one that left: all end the
     // connection alike.
-    let _ = config.site.serve(stream).await;
+    let _ = config.site.serve_tls(stream).await;
     Ok(())
 }
 
@@ -574,6 +574,12 @@ impl ServerStream for TlsStream {
     fn ended(&mut self, _: &mut ReadBuf<'_>) -> io::Result<()> {
         // The client left (most do without close_notify): the end of the stream.
         Ok(())
+    }
+}
+
+impl tlslab_site::Negotiated for TlsStream {
+    fn protocol(&self) -> Option<&[u8]> {
+        self.tls.ssl().selected_alpn_protocol()
     }
 }
 

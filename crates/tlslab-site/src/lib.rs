@@ -58,7 +58,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use tlslab_backend::Counters;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 
 /// The largest body `/r/<bytes>` serves: larger requests are refused with 413, so one request
@@ -148,6 +148,105 @@ impl Site {
             .serve_connection(TokioIo::new(stream), service)
             .await
     }
+
+    /// Serves a TLS connection: HTTP/2 alone when the handshake agreed on `h2` (as nginx
+    /// does: a client that chose HTTP/2 and then sends something else is closed, not answered
+    /// with an HTTP/1.1 400), otherwise as [`Site::serve`] does.
+    pub async fn serve_tls<S>(
+        &self,
+        mut stream: S,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
+    where
+        S: AsyncRead + AsyncWrite + Negotiated + Unpin + Send + 'static,
+    {
+        // The first plaintext comes once the library has chosen the protocol (with the
+        // ClientHello, early data included); it is handed back to hyper first.
+        let mut first = vec![0u8; 64];
+        let count = stream.read(&mut first).await?;
+        if count == 0 {
+            return Ok(());
+        }
+        first.truncate(count);
+        let http2 = stream.protocol() == Some(b"h2".as_slice());
+        let stream = Replayed {
+            first: Bytes::from(first),
+            stream,
+        };
+        if !http2 {
+            return self.serve(stream).await;
+        }
+        let site = self.clone();
+        let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+            let site = site.clone();
+            async move {
+                let (head, body) = request.into_parts();
+                drain(body).await;
+                Ok::<_, Infallible>(site.answer(&Request::from_parts(head, ())))
+            }
+        });
+        builder()
+            .http2_only()
+            .serve_connection(TokioIo::new(stream), service)
+            .await
+    }
+}
+
+/// A TLS stream that can tell which application protocol its handshake agreed on (ALPN).
+pub trait Negotiated {
+    /// The protocol chosen, once the library has chosen one.
+    fn protocol(&self) -> Option<&[u8]>;
+}
+
+/// A stream whose first bytes, already read, are read again.
+struct Replayed<S> {
+    first: Bytes,
+    stream: S,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Replayed<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buffer: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.first.is_empty() {
+            return Pin::new(&mut self.stream).poll_read(cx, buffer);
+        }
+        let count = self.first.len().min(buffer.remaining());
+        let first = self.first.split_to(count);
+        buffer.put_slice(&first);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Replayed<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, data)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buffers: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, buffers)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
 }
 
 /// Reads a request body to its end (or its error), discarding it; past [`MAX_BODY`] the rest
@@ -164,8 +263,14 @@ async fn drain(mut body: Incoming) {
     }
 }
 
-/// hyper's connection settings for the lab: keep-alive, pipelined responses flushed together,
-/// and HTTP/2 limits that fit load generators and tlslab's padded requests.
+/// hyper's connection settings for the lab: keep-alive, and HTTP/2 limits that fit load
+/// generators and tlslab's padded requests.
+///
+/// Pipelined requests are answered in order, each response written as it is ready. hyper's
+/// `pipeline_flush`, which would hold them for one write, also lifts its write buffer's limit
+/// and copies every body into one buffer: a 64 MiB body took 150 MB of the server, and a page
+/// of 24 of them over six connections took a gigabyte. Without it the buffer stays under
+/// hyper's 400 KiB limit, and the bodies, slices of a static buffer, are never held whole.
 fn builder() -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -173,9 +278,7 @@ fn builder() -> auto::Builder<TokioExecutor> {
         .keep_alive(true)
         // A client that sends its request and then its close_notify (or FIN) still gets the
         // answer; without this hyper drops a connection whose read side ended mid-request.
-        .half_close(true)
-        // Pipelined requests' responses go out in one write, as they were asked for.
-        .pipeline_flush(true);
+        .half_close(true);
     builder
         .http2()
         .max_concurrent_streams(MAX_STREAMS)

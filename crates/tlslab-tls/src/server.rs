@@ -356,7 +356,7 @@ async fn serve_connection(stream: TcpStream, lab: Arc<Lab>) -> io::Result<()> {
     let stream = stream::TlsStream::new(stream, connection, lab.counters.clone());
     // A failed handshake, a client that is not speaking HTTP or one that left: all end the
     // connection alike.
-    let _ = lab.site.serve(stream).await;
+    let _ = lab.site.serve_tls(stream).await;
     Ok(())
 }
 

@@ -10,7 +10,7 @@ use tlslab_report::{
 use tlslab_stats::{compare_all_in_place, CompareOptions};
 
 use crate::cli::{CompareArgs, Gate};
-use crate::failure::{CliError, EXIT_THRESHOLD};
+use crate::failure::{exit_code, CliError};
 use crate::output;
 
 /// The metric asked for, or the one the run summary chose for the store's Configs
@@ -21,7 +21,8 @@ fn metric_of(store: &tlslab_store::Store, asked: Option<&str>) -> Result<String,
     Ok(Metric::choose(&store.configs()?, asked).name)
 }
 
-pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
+/// The comparison's options, checked.
+fn options(args: &CompareArgs) -> Result<CompareOptions, CliError> {
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
         return Err(CliError::usage(
             format!("--alpha {} is not a probability", args.alpha),
@@ -37,42 +38,65 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
             ),
         ));
     }
-    let options = CompareOptions {
+    Ok(CompareOptions {
         alpha: args.alpha,
         resamples: args.resamples,
         seed: args.seed,
         ..CompareOptions::default()
-    };
+    })
+}
+
+pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
+    let options = options(args)?;
     // `--by none` is the plain baseline comparison, said explicitly (as a script that
     // builds the flag from a variable may).
     if let Some(by) = args.by.as_deref().filter(|by| *by != "none") {
-        let [store] = args.inputs.as_slice() else {
-            return Err(CliError::usage(
-                "--by compares the Configs of one results store",
-                "give one .db file: tlslab compare RESULTS.db --by tls",
-            ));
-        };
-        let store = output::open_store(store)?;
-        let metric = metric_of(&store, args.metric.as_deref())?;
-        let factorial = tlslab_report::factorial::factorial(
-            &store,
-            by,
-            args.baseline.as_deref(),
-            &metric,
-            &options,
-        )?;
-        if args.json {
-            output::print(format_args!("{}\n", output::json(&factorial)))?;
-        } else {
-            output::print_fitted(&tlslab_report::factorial::render_factorial(&factorial))?;
-        }
+        factorial(args, by, &options)?;
         return Ok(0);
     }
-    let (set, unit, names) = match args.inputs.as_slice() {
+    let (set, unit, names) = comparisons(args, &options)?;
+    print_set(&set, unit, names.as_ref(), args.json)?;
+    let Some(gate) = args.fail_on else {
+        return Ok(0);
+    };
+    Ok(judge(args, gate, &set))
+}
+
+/// `--by`: the Configs of one store compared along a dimension.
+fn factorial(args: &CompareArgs, by: &str, options: &CompareOptions) -> Result<(), CliError> {
+    let [store] = args.inputs.as_slice() else {
+        return Err(CliError::usage(
+            "--by compares the Configs of one results store",
+            "give one .db file: tlslab compare RESULTS.db --by tls",
+        ));
+    };
+    let store = output::open_store(store)?;
+    let metric = metric_of(&store, args.metric.as_deref())?;
+    let factorial = tlslab_report::factorial::factorial(
+        &store,
+        by,
+        args.baseline.as_deref(),
+        &metric,
+        options,
+    )?;
+    if args.json {
+        output::print(format_args!("{}\n", output::json(&factorial)))
+    } else {
+        output::print_fitted(&tlslab_report::factorial::render_factorial(&factorial))
+    }
+}
+
+/// The comparisons of a store's Configs or of two sample files, their unit and the store's
+/// names.
+fn comparisons(
+    args: &CompareArgs,
+    options: &CompareOptions,
+) -> Result<(Comparisons, &'static str, Option<Names>), CliError> {
+    Ok(match args.inputs.as_slice() {
         [store] => {
             let store = output::open_store(store)?;
             let metric = metric_of(&store, args.metric.as_deref())?;
-            let set = compare_store(&store, args.baseline.as_deref(), &metric, &options)?;
+            let set = compare_store(&store, args.baseline.as_deref(), &metric, options)?;
             // Each Config named by the dimensions in which it differs from the baseline, and
             // by the name the run's summary showed.
             (
@@ -96,18 +120,18 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
                 ),
                 (name_of(other), read_samples(other, args.column.as_deref())?),
             ];
-            let set = compare_all_in_place(0, &mut groups, &options).map_err(|error| {
+            let set = compare_all_in_place(0, &mut groups, options).map_err(|error| {
                 CliError::usage(error, "each file needs at least 2 finite numbers")
             })?;
             let metric = args.column.clone().unwrap_or_else(|| "value".into());
             (Comparisons::new(set, &metric, &[]), "", None)
         }
         _ => unreachable!("clap allows one or two inputs"),
-    };
-    print_set(&set, unit, names.as_ref(), args.json)?;
-    let Some(gate) = args.fail_on else {
-        return Ok(0);
-    };
+    })
+}
+
+/// `--fail-on`: the comparisons the gate catches said as errors; the exit code.
+fn judge(args: &CompareArgs, gate: Gate, set: &Comparisons) -> i32 {
     // The verdict rule of the printed lines: the median's interval excludes 0 and the
     // Holm-adjusted Mann-Whitney p is below alpha.
     let caught: Vec<_> = set
@@ -132,7 +156,7 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
         ));
     }
     if caught.is_empty() {
-        return Ok(0);
+        return 0;
     }
     output::note(format_args!(
         "hint: --fail-on {} caught {} of {} comparisons",
@@ -144,7 +168,7 @@ pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
         caught.len(),
         set.comparisons.len()
     ));
-    Ok(EXIT_THRESHOLD)
+    exit_code(tlslab_workflow::ErrorKind::Threshold)
 }
 
 fn print_set(

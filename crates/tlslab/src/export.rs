@@ -6,7 +6,8 @@ use tlslab_store::ExportFormat;
 
 use crate::cli::{ExportArgs, Format, PkiArgs};
 use crate::failure::CliError;
-use crate::{files, output};
+use crate::output;
+use tlslab_workflow::files;
 
 pub fn export(args: &ExportArgs) -> Result<i32, CliError> {
     if let Some(path) = &args.output {
@@ -89,7 +90,7 @@ pub fn pki(args: &PkiArgs) -> Result<i32, CliError> {
         .cert
         .parse()
         .map_err(|error| CliError::usage(error, "for example --cert ecdsa-p256"))?;
-    let pki = crate::run::open_pki(&args.pki_dir)?;
+    let pki = tlslab_workflow::open_pki(args.pki_dir.as_deref())?;
     let chain = pki
         .chain(profile, args.chain)
         .map_err(|error| CliError::usage(error.to_string(), "the chain depth is 1 to 5"))?;

@@ -1,7 +1,11 @@
-//! Errors the user sees: `error:` and `hint:` lines and an exit code. Every library error
-//! type carries its hint; this is the one place that maps each to its exit code.
+//! Errors the user sees: an `error:` line, a `caused by:` line for each cause in the error's
+//! [`source`](std::error::Error::source) chain, a `hint:` line, and an exit code. Every
+//! library error type carries its hint; this is the one place that maps each (and each
+//! workflow's ending, [`ErrorKind`]) to its exit code.
 
 use std::fmt::Display;
+
+use tlslab_workflow::{ErrorKind, WorkflowError};
 
 /// Exit codes (README, "Exit codes").
 pub const EXIT_FAILURES: i32 = 1;
@@ -12,11 +16,43 @@ pub const EXIT_THRESHOLD: i32 = 4;
 /// Interrupted by SIGINT or SIGTERM, as shells report a process that a Ctrl-C ended.
 pub const EXIT_INTERRUPTED: i32 = 130;
 
+/// The exit code of a workflow's ending or error kind.
+pub fn exit_code(kind: ErrorKind) -> i32 {
+    match kind {
+        ErrorKind::Usage => EXIT_USAGE,
+        ErrorKind::Environment => EXIT_ENVIRONMENT,
+        ErrorKind::Failures => EXIT_FAILURES,
+        ErrorKind::Threshold => EXIT_THRESHOLD,
+        ErrorKind::Interrupted => EXIT_INTERRUPTED,
+    }
+}
+
 #[derive(Debug)]
 pub struct CliError {
     pub code: i32,
     pub message: String,
+    /// The error's causes, outermost first: one `caused by:` line each.
+    pub causes: Vec<String>,
     pub hint: String,
+}
+
+/// The causes of `error`, outermost first, each its first line (a cause that carries its
+/// own `hint:` line shows it in the hint instead); a cause that says what the line above it
+/// says (a wrapper that shows its source's message) is shown once.
+pub fn causes(error: &(dyn std::error::Error + 'static)) -> Vec<String> {
+    let mut causes: Vec<String> = Vec::new();
+    let mut above = error.to_string();
+    let mut next = error.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        let line = text.lines().next().unwrap_or_default().to_string();
+        if line != above.lines().next().unwrap_or_default() && !line.is_empty() {
+            causes.push(line.clone());
+        }
+        above = line;
+        next = cause.source();
+    }
+    causes
 }
 
 impl CliError {
@@ -24,6 +60,7 @@ impl CliError {
         CliError {
             code: EXIT_USAGE,
             message: message.to_string(),
+            causes: Vec::new(),
             hint: hint.to_string(),
         }
     }
@@ -32,66 +69,74 @@ impl CliError {
         CliError {
             code: EXIT_ENVIRONMENT,
             message: message.to_string(),
+            causes: Vec::new(),
             hint: hint.to_string(),
         }
     }
 
     pub fn print(&self) {
         crate::output::note(format_args!("error: {}", self.message));
+        for cause in &self.causes {
+            crate::output::note(format_args!("caused by: {cause}"));
+        }
         if !self.hint.is_empty() {
             crate::output::note(format_args!("hint: {}", self.hint));
         }
     }
 }
 
-/// A results file that cannot be read is the user's input; one that cannot be written, the
-/// machine's.
-impl From<tlslab_telemetry::TelemetryError> for CliError {
-    fn from(error: tlslab_telemetry::TelemetryError) -> CliError {
-        let message = tlslab_core::WithCauses(&error).to_string();
-        if error.usage {
-            CliError::usage(message, error.hint)
-        } else {
-            CliError::environment(message, error.hint)
+/// A workflow's error: its kind's exit code, its whole cause chain, its hint.
+impl From<WorkflowError> for CliError {
+    fn from(error: WorkflowError) -> CliError {
+        CliError::of(&error)
+    }
+}
+
+impl CliError {
+    /// A workflow's error as the user sees it (it may go on: a report that failed after a
+    /// run that did not).
+    pub fn of(error: &WorkflowError) -> CliError {
+        CliError {
+            code: exit_code(error.kind()),
+            message: error.to_string(),
+            causes: causes(error),
+            hint: error.hint(),
         }
     }
 }
 
-impl From<tlslab_store::StoreError> for CliError {
-    fn from(error: tlslab_store::StoreError) -> Self {
-        match error.kind {
-            tlslab_store::StoreErrorKind::Input => CliError::usage(error.message, error.hint),
-            tlslab_store::StoreErrorKind::Environment => {
-                CliError::environment(error.message, error.hint)
+/// An output the file rule refuses (the user's path), or one that could not be written.
+impl From<tlslab_workflow::files::FileError> for CliError {
+    fn from(error: tlslab_workflow::files::FileError) -> CliError {
+        CliError::from(WorkflowError::from(error))
+    }
+}
+
+/// The library errors the binary meets outside a workflow (`compare`, `report`, `export`,
+/// ...): each mapped as the workflows' are ([`WorkflowError::kind`]).
+macro_rules! through_workflow_error {
+    ($($error:ty),*) => {$(
+        impl From<$error> for CliError {
+            fn from(error: $error) -> CliError {
+                CliError::from(WorkflowError::from(error))
             }
         }
-    }
+    )*};
 }
 
-/// An experiment that cannot run as written.
-impl From<tlslab_core::ConfigError> for CliError {
-    fn from(error: tlslab_core::ConfigError) -> Self {
-        CliError::usage(error.message, error.hint)
-    }
-}
+through_workflow_error!(
+    tlslab_telemetry::TelemetryError,
+    tlslab_store::StoreError,
+    tlslab_core::ConfigError,
+    tlslab_report::ReportError
+);
 
 /// A run that could not start or had to stop: the user's request, or the machine.
 impl From<tlslab_engine::RunError> for CliError {
-    fn from(error: tlslab_engine::RunError) -> Self {
-        match error.kind {
-            tlslab_engine::RunErrorKind::Configuration => {
-                CliError::usage(error.message, error.hint)
-            }
-            tlslab_engine::RunErrorKind::Environment => {
-                CliError::environment(error.message, error.hint)
-            }
-        }
-    }
-}
-
-/// A report that cannot be written: the machine (disk, permissions).
-impl From<tlslab_report::ReportError> for CliError {
-    fn from(error: tlslab_report::ReportError) -> Self {
-        CliError::environment(error.message, error.hint)
+    fn from(source: tlslab_engine::RunError) -> Self {
+        CliError::from(WorkflowError::Engine {
+            source,
+            results: None,
+        })
     }
 }

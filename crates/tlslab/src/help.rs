@@ -28,7 +28,7 @@ pub fn command() -> Command {
     let mut command = Cli::command();
     for (name, defaults) in [
         ("run", Experiment::default()),
-        ("load", crate::load::defaults()),
+        ("load", tlslab_workflow::load::defaults(false)),
     ] {
         command = command.mut_subcommand(name, |subcommand| {
             with_values(with_defaults(subcommand, &defaults), RUN_VALUES)

@@ -1,5 +1,9 @@
 //! tlslab: a TLS handshake performance lab. The binary is a thin layer over the library
-//! crates: each subcommand parses its flags and calls into them.
+//! crates: each subcommand parses its flags into a request for a workflow of
+//! tlslab-workflow (or a report call), prints what comes back, handles the signals that
+//! stop it, and maps the outcome to an exit code (failure.rs).
+
+#![forbid(unsafe_code)]
 
 mod capture;
 mod cli;
@@ -7,7 +11,6 @@ mod compare;
 mod crosscheck;
 mod export;
 mod failure;
-mod files;
 mod help;
 mod load;
 mod manual;
@@ -18,7 +21,6 @@ mod plan;
 mod report;
 mod run;
 mod scan;
-mod scan_cost;
 mod serve;
 
 use clap::FromArgMatches;
@@ -72,7 +74,7 @@ fn main() {
             output::note(
                 "hint: `tlslab help` lists the commands, `tlslab <command> --help` its options",
             );
-            std::process::exit(failure::EXIT_USAGE);
+            std::process::exit(failure::exit_code(tlslab_workflow::ErrorKind::Usage));
         }
     };
     let result = match &cli.command {

@@ -6,9 +6,9 @@ use crate::cli::{CompletionsArgs, ManArgs};
 use crate::failure::{
     CliError, EXIT_ENVIRONMENT, EXIT_FAILURES, EXIT_INTERRUPTED, EXIT_THRESHOLD, EXIT_USAGE,
 };
-use crate::files;
 use crate::help::command;
 use crate::output;
+use tlslab_workflow::files;
 
 /// What each exit code means: the man pages' EXIT STATUS section, and, word for word after
 /// its code, the README's "Exit codes" paragraph (a test holds the two together). Each entry

@@ -1,101 +1,14 @@
-//! What `tlslab pcap` and `tlslab capture` share: a store begun for a capture, its end, and
-//! the summary with what reading skipped.
+//! What `tlslab pcap` and `tlslab capture` print: the summary of the store with what reading
+//! skipped, and what InfluxDB took.
 
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use tlslab_capture::filter::Filter;
-use tlslab_capture::keys::KeyLog;
 use tlslab_capture::{Report, SkipReason};
-use tlslab_core::{RunEnd, RunInfo, Sink, SinkError, Source};
 use tlslab_report::{render_text, RunSummary};
-use tlslab_store::{Store, StoreSink};
+use tlslab_store::Store;
 
 use crate::failure::CliError;
 use crate::output;
-
-/// The key log `--keylog` names, read before anything is created.
-pub fn keys(path: Option<&Path>) -> Result<Option<KeyLog>, CliError> {
-    path.map(|path| {
-        KeyLog::read(path)
-            .map_err(|error| CliError::usage(tlslab_core::WithCauses(&error), &error.hint))
-    })
-    .transpose()
-}
-
-/// The `--filter` expression, compiled (and so checked) before anything is created.
-pub fn filter(expression: Option<&str>) -> Result<Option<Filter>, CliError> {
-    expression
-        .map(|expression| {
-            Filter::new(expression)
-                .map_err(|error| CliError::usage(tlslab_core::WithCauses(&error), &error.hint))
-        })
-        .transpose()
-}
-
-/// A new store at `path`, its run begun for `source`.
-pub fn begin(path: &Path, source: Source) -> Result<StoreSink, CliError> {
-    let mut sink = Store::create(path)?.into_sink();
-    let mut environment =
-        tlslab_engine::environment::capture(env!("CARGO_PKG_VERSION"), env!("TLSLAB_COMMIT"));
-    environment.network = "capture".into();
-    // A capture's times are the packets'; no client of tlslab's ran.
-    environment.wire_clock = None;
-    sink.begin(&RunInfo {
-        source,
-        experiment: None,
-        configs: Vec::new(),
-        plan: None,
-        environment,
-        command_line: std::env::args().collect(),
-        started_at_unix_ns: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |since| since.as_nanos() as u64),
-    })
-    .map_err(|error| CliError::environment(error.message, error.hint))?;
-    Ok(sink)
-}
-
-/// How reading ended.
-pub enum Ending {
-    Complete,
-    Interrupted,
-    Failed(String),
-}
-
-/// Writes the run's end; the analysis' report, or why writing failed.
-pub fn end(
-    mut sink: impl Sink,
-    report: Result<Report, SinkError>,
-    ending: Ending,
-) -> Result<Report, CliError> {
-    let reason = match (&report, ending) {
-        (Err(error), _) => Some(error.message.clone()),
-        (_, Ending::Failed(reason)) => Some(reason),
-        (_, Ending::Interrupted) => Some("interrupted".to_string()),
-        (_, Ending::Complete) => None,
-    };
-    let (connections, errors, span_ns) = report.as_ref().map_or((0, 0, 0), |report| {
-        (report.connections, report.errors, report.span_ns)
-    });
-    // The run lasted as long as the capture did.
-    let end = RunEnd {
-        complete: reason.is_none(),
-        reason,
-        duration_ns: span_ns,
-        attempted: connections,
-        errors,
-    };
-    let finished = sink.finish(&end);
-    let report = report.map_err(|error| {
-        CliError::environment(
-            format!("writing results failed: {}", error.message),
-            error.hint,
-        )
-    })?;
-    finished.map_err(|error| CliError::environment(error.message, error.hint))?;
-    Ok(report)
-}
 
 /// The run summary of the store, then what reading skipped (or both as JSON).
 pub fn print_summary(path: &Path, json: bool, report: &Report) -> Result<(), CliError> {

@@ -38,31 +38,13 @@ fn fraction(text: &str, name: &str) -> Result<f64, CliError> {
 }
 
 pub fn plan(args: &PlanArgs) -> Result<i32, CliError> {
-    let relative = fraction(&args.detect, "--detect")?;
-    let power = fraction(&args.power, "--power")?;
-    let alpha = fraction(&args.alpha, "--alpha")?;
+    let goal = Goal {
+        relative: fraction(&args.detect, "--detect")?,
+        power: fraction(&args.power, "--power")?,
+        alpha: fraction(&args.alpha, "--alpha")?,
+    };
     let store = output::open_store(&args.store)?;
-    let summary = RunSummary::from_store(&store)?;
-    let rows = store.configs()?;
-    let mut plans = Vec::new();
-    for (row, config) in rows.iter().zip(&summary.configs) {
-        let values = store.phase_values(row.id, &args.metric)?;
-        let sigma_log = log_spread(&values);
-        let handshakes =
-            sigma_log.and_then(|sigma| handshakes_needed(sigma, relative, alpha, power));
-        let rate = config.handshakes_per_second;
-        plans.push(ConfigPlan {
-            label: config.label.clone(),
-            pilot_samples: values.len(),
-            sigma_log,
-            handshakes,
-            rate_per_second: rate,
-            seconds: handshakes
-                .zip(rate)
-                .filter(|(_, rate)| *rate > 0.0)
-                .map(|(n, rate)| n as f64 / rate),
-        });
-    }
+    let plans = config_plans(&store, &args.metric, &goal)?;
     let most = plans.iter().filter_map(|plan| plan.handshakes).max();
     // One -n for every Config: the most any needs, at each Config's own rate. A Config
     // without a rate (a run cut off before its first block ended records none) leaves the
@@ -84,9 +66,9 @@ pub fn plan(args: &PlanArgs) -> Result<i32, CliError> {
             "{}\n",
             output::json(&serde_json::json!({
                 "metric": args.metric,
-                "detect": relative,
-                "power": power,
-                "alpha": alpha,
+                "detect": goal.relative,
+                "power": goal.power,
+                "alpha": goal.alpha,
                 "configs": plans,
                 "handshakes": most,
                 "seconds": total,
@@ -94,6 +76,64 @@ pub fn plan(args: &PlanArgs) -> Result<i32, CliError> {
         ))?;
         return Ok(0);
     }
+    output::print_fitted(&render(args, &goal, &plans, (most, total, unrated)))?;
+    Ok(0)
+}
+
+/// The difference to detect, with what power, at what significance.
+struct Goal {
+    relative: f64,
+    power: f64,
+    alpha: f64,
+}
+
+/// Each Config's plan, from the spread of its `metric` in the store.
+fn config_plans(
+    store: &tlslab_store::Store,
+    metric: &str,
+    goal: &Goal,
+) -> Result<Vec<ConfigPlan>, CliError> {
+    let Goal {
+        relative,
+        power,
+        alpha,
+    } = *goal;
+    let summary = RunSummary::from_store(store)?;
+    let rows = store.configs()?;
+    let mut plans = Vec::new();
+    for (row, config) in rows.iter().zip(&summary.configs) {
+        let values = store.phase_values(row.id, metric)?;
+        let sigma_log = log_spread(&values);
+        let handshakes =
+            sigma_log.and_then(|sigma| handshakes_needed(sigma, relative, alpha, power));
+        let rate = config.handshakes_per_second;
+        plans.push(ConfigPlan {
+            label: config.label.clone(),
+            pilot_samples: values.len(),
+            sigma_log,
+            handshakes,
+            rate_per_second: rate,
+            seconds: handshakes
+                .zip(rate)
+                .filter(|(_, rate)| *rate > 0.0)
+                .map(|(n, rate)| n as f64 / rate),
+        });
+    }
+    Ok(plans)
+}
+
+/// The plans for a person: each Config's, then the -n to run with and how long it takes.
+fn render(
+    args: &PlanArgs,
+    goal: &Goal,
+    plans: &[ConfigPlan],
+    (most, total, unrated): (Option<u64>, Option<f64>, usize),
+) -> String {
+    let Goal {
+        relative,
+        power,
+        alpha,
+    } = *goal;
     let mut out = format!(
         "{}: handshakes per Config to detect a {:.1}% difference of medians with power {:.0}% (two-sided, alpha {}), from the spread of this run's logs\n",
         args.metric,
@@ -101,7 +141,7 @@ pub fn plan(args: &PlanArgs) -> Result<i32, CliError> {
         power * 100.0,
         alpha
     );
-    for plan in &plans {
+    for plan in plans {
         out.push_str(&match (plan.sigma_log, plan.handshakes) {
             (Some(sigma), Some(n)) => format!(
                 "  {}: spread {:.3} (log sd, {} samples) → {} handshakes{}\n",
@@ -134,6 +174,5 @@ pub fn plan(args: &PlanArgs) -> Result<i32, CliError> {
             ),
         });
     }
-    output::print_fitted(&out)?;
-    Ok(0)
+    out
 }

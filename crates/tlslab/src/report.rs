@@ -6,12 +6,11 @@ use tlslab_report::{
     png_charts, render_html, render_markdown, render_scan_report_html, render_scan_report_markdown,
     ReportData,
 };
-use tlslab_store::Store;
 
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::failure::CliError;
-use crate::files;
 use crate::output;
+use tlslab_workflow::files;
 
 /// The format the user asked for, or the one the output file's extension names.
 fn format(args: &ReportArgs) -> ReportFormat {
@@ -42,7 +41,7 @@ fn link_from(base: &Path, path: &Path) -> String {
 }
 
 pub fn report(args: &ReportArgs) -> Result<i32, CliError> {
-    crate::run::checked_metric(args.metric.as_deref())?;
+    tlslab_workflow::experiment::check_metric(args.metric.as_deref())?;
     let format = format(args);
     let output = args.output.clone().unwrap_or_else(|| {
         args.results.with_extension(match format {
@@ -112,29 +111,6 @@ fn write_charts(
         directory.display()
     ));
     Ok(())
-}
-
-/// The HTML report's path for `tlslab run --report`: beside the results file.
-pub fn beside(results: &Path) -> PathBuf {
-    results.with_extension("html")
-}
-
-/// `tlslab run --report`: the HTML report beside the results file.
-pub fn report_beside(
-    results: &Path,
-    metric: Option<&str>,
-    force: bool,
-) -> Result<PathBuf, CliError> {
-    let output = beside(results);
-    files::claim(
-        &files::Output::new("--report", &output, files::Kind::Report),
-        &[results],
-        force,
-    )?;
-    let store = Store::open(results)?;
-    let data = ReportData::from_store_on(&store, metric)?;
-    files::write_whole(&output, render_html(&data)?.as_bytes())?;
-    Ok(output)
 }
 
 #[cfg(test)]

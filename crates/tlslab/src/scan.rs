@@ -1,15 +1,16 @@
 //! `tlslab scan HOST[:PORT]...`: what each server supports, Mozilla's verdict and a grade,
-//! printed for a person (one screen) or as JSON. The scanning is tlslab-scan's.
+//! printed for a person (one screen) or as JSON. The scan workflow (tlslab-workflow) does
+//! the work, with tlslab-scan's scanner.
 
 use std::io::Write;
 use std::time::Duration;
 
 use clap::Args;
-use tlslab_scan::certificate::TrustAnchors;
-use tlslab_scan::{Options, Report, ScanError, ScanErrorKind, Target};
+use tlslab_scan::Report;
+use tlslab_workflow::scan::{ScanRequest, Scanned, Timing};
 
-use crate::failure::{CliError, EXIT_ENVIRONMENT, EXIT_FAILURES};
-use crate::{files, output};
+use crate::failure::{exit_code, CliError};
+use crate::output;
 
 const SCAN_EXAMPLES: &str = "Examples:
   tlslab scan example.com
@@ -64,33 +65,20 @@ pub struct ScanArgs {
     pub force: bool,
 }
 
-fn from_scan_error(error: ScanError) -> CliError {
-    match error.kind {
-        ScanErrorKind::Usage => CliError::usage(error.message, error.hint),
-        ScanErrorKind::Environment => CliError::environment(error.message, error.hint),
-    }
+/// A duration option: positive, as `example` shows.
+fn duration(option: &str, text: &str, example: &str) -> Result<Duration, CliError> {
+    tlslab_core::duration::parse(text)
+        .ok()
+        .filter(|duration| *duration > Duration::ZERO)
+        .ok_or_else(|| CliError::usage(format!("{option} {text}: not a duration"), example))
 }
 
-/// The most handshakes `--timing-handshakes` may ask per choice: the cost table keeps each
-/// one's times in memory until the table is made.
-const MAX_TIMING_HANDSHAKES: u64 = 100_000;
-
-pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
-    let timeout = tlslab_core::duration::parse(&args.timeout)
-        .ok()
-        .filter(|timeout| *timeout > Duration::ZERO)
-        .ok_or_else(|| {
-            CliError::usage(
-                format!("--timeout {}: not a duration", args.timeout),
-                "for example --timeout 5s or --timeout 500ms",
-            )
-        })?;
-    if args.concurrency == 0 {
-        return Err(CliError::usage(
-            "--concurrency 0: no probe could run",
-            "give 1 or more (4 is polite to one server)",
-        ));
-    }
+fn request(args: &ScanArgs) -> Result<ScanRequest, CliError> {
+    let timeout = duration(
+        "--timeout",
+        &args.timeout,
+        "for example --timeout 5s or --timeout 500ms",
+    )?;
     let delay = args
         .delay
         .as_deref()
@@ -105,101 +93,60 @@ pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
         .transpose()?;
     if let Some(handshakes) = args
         .timing_handshakes
-        .filter(|&n| n > MAX_TIMING_HANDSHAKES)
+        .filter(|&n| n > tlslab_workflow::scan::MAX_TIMING_HANDSHAKES)
     {
-        return Err(CliError::usage(
-            format!(
-                "--timing-handshakes {handshakes}: more than {MAX_TIMING_HANDSHAKES} per choice"
-            ),
-            "the cost table is a short timed run, its samples kept in memory; for a long one, \
-             run `tlslab run --target HOST:PORT` with the choice's --tls, --suite and --group",
-        ));
+        // Said with --no-timing too: the number is wrong whatever else is asked.
+        let timing = Some(Timing {
+            handshakes: Some(handshakes),
+            delay,
+        });
+        tlslab_workflow::scan::check_timing(timing)?;
     }
-    if args.timing_handshakes == Some(0) && !args.no_timing {
-        return Err(CliError::usage(
-            "--timing-handshakes 0: the cost table would have no figures",
-            "give 1 or more (20 is the default), or --no-timing to skip the table",
-        ));
-    }
-    if let Some(path) = &args.out {
-        // Checked before the first connection: a scan is not made to be thrown away.
-        let output = files::Output::new("--out", path, files::Kind::Scans);
-        let inputs: Vec<&std::path::Path> = args.ca.as_deref().into_iter().collect();
-        let write = files::claim(&output, &inputs, args.force)?;
-        files::make_room(path, write)?;
-    }
-    // Every target is checked before the first connection.
-    let targets = args
-        .targets
-        .iter()
-        .map(|text| Target::parse(text))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(from_scan_error)?;
-    let trust_anchors = args
-        .ca
-        .as_deref()
-        .map(TrustAnchors::load)
-        .transpose()
-        .map_err(from_scan_error)?;
-    let options = Options {
+    Ok(ScanRequest {
+        targets: args.targets.clone(),
         server_name: args.sni.clone(),
         concurrency: args.concurrency,
         timeout,
-        trust_anchors,
-    };
-    let mut reports = Vec::new();
-    let mut failures = Vec::new();
-    let mut incomplete = false;
-    for target in &targets {
-        let started_unix_ns = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| since.as_nanos() as u64);
-        match tlslab_scan::scan(target, &options) {
-            Ok(mut report) => {
-                if !args.no_timing {
-                    let timing = crate::scan_cost::TimingOptions {
-                        handshakes: args.timing_handshakes,
-                        delay,
-                        timeout,
-                        ca: args.ca.clone(),
-                    };
-                    report.timing = Some(crate::scan_cost::time_choices(&report, target, &timing));
+        ca: args.ca.clone(),
+        timing: (!args.no_timing).then_some(Timing {
+            handshakes: args.timing_handshakes,
+            delay,
+        }),
+        out: args.out.clone(),
+        force: args.force,
+        invocation: crate::run::invocation()?,
+    })
+}
+
+pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
+    let request = request(args)?;
+    // No signal handler: Ctrl-C ends a scan at once, as it always has.
+    let control = tlslab_workflow::Control::default();
+    let mut printed = Ok(());
+    let mut each = |scanned: &Scanned| match scanned {
+        Scanned::Report(report) => {
+            if !args.json && printed.is_ok() {
+                printed = print_report(report);
+                if printed.is_err() {
+                    control.stop.request();
                 }
-                if !args.json {
-                    print_report(&report)?;
-                }
-                if let Some(path) = &args.out {
-                    store(path, &report, started_unix_ns)?;
-                }
-                // The findings are printed (they are what could be read), the reason for
-                // the missing grade is the error.
-                if report.malformed_answers > 0 {
-                    incomplete = true;
-                    malformed_error(&report).print();
-                }
-                reports.push(report);
             }
-            // One target that cannot be scanned does not stop the others.
-            Err(error) if targets.len() > 1 => {
-                let error = from_scan_error(error);
-                error.print();
-                failures.push(error);
+            // The findings are printed (they are what could be read), the reason for the
+            // missing grade is the error.
+            if report.malformed_answers > 0 {
+                malformed_error(report).print();
             }
-            Err(error) => return Err(from_scan_error(error)),
         }
-    }
+        Scanned::Failed(error) => CliError::of(error).print(),
+    };
+    let outcome = tlslab_workflow::scan::scan(&request, &control, &mut each)?;
+    printed?;
     if args.json {
-        let text = serde_json::to_string_pretty(&reports)
+        let text = serde_json::to_string_pretty(&outcome.reports)
             .map_err(|error| CliError::environment(format!("cannot write JSON: {error}"), ""))?;
         writeln!(output::stdout(), "{text}").map_err(output::write_failed)?;
     }
-    Ok(if !failures.is_empty() {
-        EXIT_ENVIRONMENT
-    } else if incomplete {
-        EXIT_FAILURES
-    } else {
-        0
-    })
+    Ok(outcome.kind().map_or(0, exit_code))
 }
 
 /// A scan that finished, but with probes whose answers could not be read: the exit code is
@@ -207,7 +154,8 @@ pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {
 fn malformed_error(report: &Report) -> CliError {
     let count = report.malformed_answers;
     CliError {
-        code: EXIT_FAILURES,
+        code: exit_code(tlslab_workflow::ErrorKind::Failures),
+        causes: Vec::new(),
         message: format!(
             "{}: {count} {} a malformed answer, so it is not graded; what could be read is above",
             report.target,
@@ -224,36 +172,32 @@ fn malformed_error(report: &Report) -> CliError {
     }
 }
 
-/// Adds `report` to the results store at `path`.
-fn store(path: &std::path::Path, report: &Report, started_unix_ns: u64) -> Result<(), CliError> {
-    let json = serde_json::to_value(report)
-        .map_err(|error| CliError::environment(format!("cannot write JSON: {error}"), ""))?;
-    let scan = tlslab_store::NewScan {
-        scanned_at_unix_ns: started_unix_ns,
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        command_line: std::env::args().collect(),
-        target: report.target.clone(),
-        address: report.address.clone(),
-        server_name: report.server_name.clone(),
-        grade: report.grade.letter.to_string(),
-        connections: report.connections + report.timing.as_ref().map_or(0, |t| t.connections),
-        report: json,
-    };
-    tlslab_store::add_scan(path, &scan)?;
-    Ok(())
-}
-
 /// The report for a person. Each line is escaped whole for a terminal
 /// ([`tlslab_core::terminal::escape`]): what the server sent (a certificate's subject, issuer
 /// and names, ALPN, HSTS, its errors) shows its controls and line breaks as escapes, and
 /// tlslab's own words hold none to change.
 fn print_report(report: &Report) -> Result<(), CliError> {
+    let mut lines = Vec::new();
+    for section in [
+        header_and_versions,
+        groups_and_extensions,
+        certificates,
+        judgements,
+        costs_and_connections,
+    ] {
+        section(report, &mut lines);
+    }
     let mut text = String::new();
-    let mut line = |content: String| {
-        text.push_str(&tlslab_core::terminal::escape(&content));
+    for line in lines {
+        text.push_str(&tlslab_core::terminal::escape(&line));
         text.push('\n');
-    };
-    line(format!(
+    }
+    write!(output::stdout(), "{text}").map_err(output::write_failed)
+}
+
+/// The target, and the versions it supports and refuses with their suites.
+fn header_and_versions(report: &Report, out: &mut Vec<String>) {
+    out.push(format!(
         "scan of {} ({}, SNI {})",
         report.target,
         report.address,
@@ -277,7 +221,7 @@ fn print_report(report: &Report) -> Result<(), CliError> {
         .into_iter()
         .filter(|name| !unknown.contains(name))
         .collect();
-    line(format!(
+    out.push(format!(
         "versions     {}{}{}",
         supported.join(", "),
         if refused.is_empty() {
@@ -292,7 +236,7 @@ fn print_report(report: &Report) -> Result<(), CliError> {
         }
     ));
     for version in &report.versions {
-        line(format!(
+        out.push(format!(
             "{:<12} {} suites{}, {}",
             version.version,
             version.suites.len(),
@@ -313,15 +257,19 @@ fn print_report(report: &Report) -> Result<(), CliError> {
                     None => format!("  DH {} bits", parameters.bits),
                 })
                 .unwrap_or_default();
-            line(format!("               {suite}{dhe}"));
+            out.push(format!("               {suite}{dhe}"));
         }
     }
+}
+
+/// The groups of each version, ALPN and renegotiation.
+fn groups_and_extensions(report: &Report, out: &mut Vec<String>) {
     for (name, groups) in [
         ("TLS 1.3", &report.groups_tls13),
         ("TLS 1.2", &report.groups_tls12),
     ] {
         if let Some(groups) = groups {
-            line(match (groups.groups.is_empty(), groups.complete) {
+            out.push(match (groups.groups.is_empty(), groups.complete) {
                 (true, true) => format!("groups {name} none found"),
                 (true, false) => format!("groups {name} unknown: a probe failed"),
                 (false, complete) => format!(
@@ -337,7 +285,7 @@ fn print_report(report: &Report) -> Result<(), CliError> {
             });
         }
     }
-    line(format!(
+    out.push(format!(
         "ALPN         {}",
         match &report.alpn {
             None => "unknown (an ALPN probe failed)".to_string(),
@@ -346,7 +294,7 @@ fn print_report(report: &Report) -> Result<(), CliError> {
         }
     ));
     if let Some(secure) = report.secure_renegotiation {
-        line(format!(
+        out.push(format!(
             "renegotiation {}",
             if secure {
                 "secure (RFC 5746)"
@@ -355,6 +303,10 @@ fn print_report(report: &Report) -> Result<(), CliError> {
             }
         ));
     }
+}
+
+/// The certificate chain (and a dual-certificate server's other), with its checks.
+fn certificates(report: &Report, out: &mut Vec<String>) {
     let certificates = &report.certificates;
     let yes_no = |value: Option<bool>| match value {
         Some(true) => "yes",
@@ -362,9 +314,9 @@ fn print_report(report: &Report) -> Result<(), CliError> {
         None => "not checked",
     };
     if certificates.chain.is_empty() {
-        line("certificate  none read".into());
+        out.push("certificate  none read".into());
     } else {
-        line(format!(
+        out.push(format!(
             "certificate  {} sent ({}); in order: {}; names {}: {}; trusted{}: {}{}",
             certificates.chain.len(),
             certificates.source.as_deref().unwrap_or("?"),
@@ -384,7 +336,7 @@ fn print_report(report: &Report) -> Result<(), CliError> {
                 .unwrap_or_default()
         ));
         for (index, certificate) in certificates.chain.iter().enumerate() {
-            line(format!(
+            out.push(format!(
                 "  {index} {}  {}  {}  {} to {}{}",
                 certificate.subject,
                 certificate.key,
@@ -393,9 +345,9 @@ fn print_report(report: &Report) -> Result<(), CliError> {
                 certificate.not_after,
                 if certificate.expired { " EXPIRED" } else { "" }
             ));
-            line(format!("    issuer {}", certificate.issuer));
+            out.push(format!("    issuer {}", certificate.issuer));
             if !certificate.names.is_empty() {
-                line(format!("    names {}", certificate.names.join(", ")));
+                out.push(format!("    names {}", certificate.names.join(", ")));
             }
         }
         // A dual-certificate server's other chain, one line each: the leaf and the checks.
@@ -403,7 +355,7 @@ fn print_report(report: &Report) -> Result<(), CliError> {
             let Some(leaf) = other.chain.first() else {
                 continue;
             };
-            line(format!(
+            out.push(format!(
                 "  also for {} clients: {}  {}  {}  to {}{}; {} sent; names {}: {}; trusted: {}{}",
                 other.elicited_by,
                 leaf.subject,
@@ -423,7 +375,12 @@ fn print_report(report: &Report) -> Result<(), CliError> {
             ));
         }
     }
-    line(format!(
+}
+
+/// HSTS, Mozilla's verdicts and the grade.
+fn judgements(report: &Report, out: &mut Vec<String>) {
+    let certificates = &report.certificates;
+    out.push(format!(
         "HSTS         {}",
         certificates.hsts.as_deref().unwrap_or("none")
     ));
@@ -438,19 +395,19 @@ fn print_report(report: &Report) -> Result<(), CliError> {
         } else {
             format!("  [certificate: {}]", result.certificate_notes.join("; "))
         };
-        line(format!(
+        out.push(format!(
             "Mozilla {} {:<12} {verdict}{notes}",
             result.guideline, result.level
         ));
     }
     if report.malformed_answers > 0 {
-        line("Mozilla      not judged: some answers could not be read".into());
+        out.push("Mozilla      not judged: some answers could not be read".into());
     }
     let grade = &report.grade;
     if report.malformed_answers > 0 {
-        line(format!("grade        none: {}", grade.reasons.join("; ")));
+        out.push(format!("grade        none: {}", grade.reasons.join("; ")));
     } else {
-        line(format!(
+        out.push(format!(
             "grade        {}{} (score {}: protocol {}, key exchange {}, cipher {})",
             grade.letter,
             if grade.letter == grade.letter_if_trusted {
@@ -464,18 +421,20 @@ fn print_report(report: &Report) -> Result<(), CliError> {
             grade.cipher_score
         ));
         for reason in &grade.reasons {
-            line(format!("             {reason}"));
+            out.push(format!("             {reason}"));
         }
         for note in &grade.notes {
-            line(format!("             note: {note}"));
+            out.push(format!("             note: {note}"));
         }
     }
+}
+
+/// The cost table and the connections the scan made.
+fn costs_and_connections(report: &Report, out: &mut Vec<String>) {
     if let Some(costs) = &report.timing {
-        for text in cost_lines(costs) {
-            line(text);
-        }
+        out.extend(cost_lines(costs));
     }
-    line(format!(
+    out.push(format!(
         "connections  {} in {:.2} s{}",
         report.connections,
         report.seconds,
@@ -489,7 +448,6 @@ fn print_report(report: &Report) -> Result<(), CliError> {
             )
         }
     ));
-    write!(output::stdout(), "{text}").map_err(output::write_failed)
 }
 
 /// The cost table: one line per version × suite × group, its medians or why it was not timed.

@@ -197,3 +197,57 @@ fn a_broken_threshold_exits_4_and_names_the_config_and_what_it_measured() {
         stderr(&scoped)
     );
 }
+
+/// An error's `error:` line, one `caused by:` line or more (its source chain), then its
+/// `hint:`, in that order, with the exit code.
+fn assert_cause_chain(output: &std::process::Output, code: i32, error: &str, cause: &str) {
+    let text = stderr(output);
+    assert_eq!(output.status.code(), Some(code), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    let at = |prefix: &str| lines.iter().position(|line| line.starts_with(prefix));
+    let (Some(first), Some(caused), Some(hint)) = (at("error: "), at("caused by: "), at("hint: "))
+    else {
+        panic!("no error, caused by and hint lines: {text}");
+    };
+    assert!(first < caused && caused < hint, "{text}");
+    assert!(lines[first].contains(error), "'{error}' not in: {text}");
+    assert!(
+        lines[caused..hint].iter().any(|line| line.contains(cause)),
+        "'{cause}' not in a caused by line: {text}"
+    );
+}
+
+#[test]
+fn an_error_from_deep_inside_prints_its_cause_chain_and_exit_code() {
+    let dir = scratch("cause-chain");
+    // The store's directory is a regular file: the machine's problem, exit 3.
+    std::fs::write(dir.join("file"), "a regular file").unwrap();
+    let store = dir.join("file").join("x.db");
+    let output = tlslab(&["run", "-n", "1", "--out", store.to_str().unwrap()]);
+    assert_cause_chain(&output, 3, "cannot create the results store", "file");
+    // A CA file that is not PEM: the user's input, exit 2, and no store is left behind.
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, "not a certificate\n").unwrap();
+    let never = dir.join("never.db");
+    let output = tlslab(&[
+        "run",
+        "-n",
+        "1",
+        "--target",
+        &format!("127.0.0.1:{}", closed_port()),
+        "--ca",
+        ca.to_str().unwrap(),
+        "--out",
+        never.to_str().unwrap(),
+    ]);
+    assert_cause_chain(&output, 2, "cannot use --ca", "is not PEM");
+    assert!(!never.exists());
+    // The same file given to the scanner: its reading is the cause.
+    let output = tlslab(&[
+        "scan",
+        &format!("127.0.0.1:{}", closed_port()),
+        "--ca",
+        ca.to_str().unwrap(),
+    ]);
+    assert_cause_chain(&output, 2, "cannot use --ca", "no CERTIFICATE");
+}

@@ -199,6 +199,12 @@ impl ServerStream for TlsStream {
     }
 }
 
+impl tlslab_site::Negotiated for TlsStream {
+    fn protocol(&self) -> Option<&[u8]> {
+        self.connection.alpn_protocol()
+    }
+}
+
 impl AsyncRead for TlsStream {
     fn poll_read(
         self: Pin<&mut Self>,

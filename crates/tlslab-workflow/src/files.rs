@@ -15,7 +15,47 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::failure::CliError;
+/// Why an output may not be written, or could not be.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// The rule refuses it: the user's choice of path (an input, a store, a directory, a file
+    /// of another kind without `--force`).
+    #[error("{message}")]
+    Refused {
+        /// What is wrong with the path.
+        message: String,
+        /// What to give instead.
+        hint: String,
+    },
+    /// The machine cannot write it (a missing or read-only directory, a full disk).
+    #[error("cannot write {}", path.display())]
+    CannotWrite {
+        /// The file that could not be written.
+        path: PathBuf,
+        /// The system's reason.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl FileError {
+    fn refused(message: impl std::fmt::Display, hint: impl std::fmt::Display) -> FileError {
+        FileError::Refused {
+            message: message.to_string(),
+            hint: hint.to_string(),
+        }
+    }
+
+    /// What to do about it.
+    pub fn hint(&self) -> &str {
+        match self {
+            FileError::Refused { hint, .. } => hint,
+            FileError::CannotWrite { .. } => {
+                "check that the output directory exists, is writable and has free space"
+            }
+        }
+    }
+}
 
 /// What an output holds: which existing file it may take the place of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,14 +108,18 @@ pub enum Disposition {
 /// for messages), its path and its kind.
 #[derive(Debug, Clone, Copy)]
 pub struct Output<'a> {
+    /// The option that names it, as the user gave it (`--out`, `-o`).
     pub option: &'a str,
+    /// Where it goes.
     pub path: &'a Path,
+    /// What it holds.
     pub kind: Kind,
     /// Whether the option names the file's directory (`--png DIR`, `man --out DIR`).
     pub in_directory: bool,
 }
 
 impl<'a> Output<'a> {
+    /// An output at `path` that `option` names.
     pub fn new(option: &'a str, path: &'a Path, kind: Kind) -> Output<'a> {
         Output {
             option,
@@ -102,13 +146,13 @@ pub fn claim_all(
     outputs: &[Output<'_>],
     inputs: &[&Path],
     force: bool,
-) -> Result<Vec<Disposition>, CliError> {
+) -> Result<Vec<Disposition>, FileError> {
     for (index, output) in outputs.iter().enumerate() {
         if let Some(other) = outputs[..index]
             .iter()
             .find(|other| same_place(other.path, output.path))
         {
-            return Err(CliError::usage(
+            return Err(FileError::refused(
                 format!(
                     "{} {} and {} {} are the same file: one would destroy the other",
                     other.option,
@@ -127,7 +171,7 @@ pub fn claim_all(
 }
 
 /// The rule for one output (see the module's documentation).
-pub fn claim(output: &Output<'_>, inputs: &[&Path], force: bool) -> Result<Disposition, CliError> {
+pub fn claim(output: &Output<'_>, inputs: &[&Path], force: bool) -> Result<Disposition, FileError> {
     let Output {
         option,
         path,
@@ -140,7 +184,7 @@ pub fn claim(output: &Output<'_>, inputs: &[&Path], force: bool) -> Result<Dispo
     };
     for input in inputs {
         if same_place(path, input) {
-            return Err(CliError::usage(
+            return Err(FileError::refused(
                 format!(
                     "{option} {} is the input {}: writing it would destroy it",
                     path.display(),
@@ -155,7 +199,7 @@ pub fn claim(output: &Output<'_>, inputs: &[&Path], force: bool) -> Result<Dispo
         return Ok(Disposition::Create);
     };
     if metadata.is_dir() {
-        return Err(CliError::usage(
+        return Err(FileError::refused(
             format!("{option} {} is a directory", path.display()),
             format!("give {option} a file's path"),
         ));
@@ -166,7 +210,7 @@ pub fn claim(output: &Output<'_>, inputs: &[&Path], force: bool) -> Result<Dispo
         return match kind {
             Kind::Capture => Ok(Disposition::Create),
             Kind::KeyLog => Ok(Disposition::Append),
-            _ => Err(CliError::usage(
+            _ => Err(FileError::refused(
                 format!(
                     "{option} {} is not a regular file (a device, a pipe or a socket)",
                     path.display()
@@ -179,7 +223,7 @@ pub fn claim(output: &Output<'_>, inputs: &[&Path], force: bool) -> Result<Dispo
         if kind == Kind::Scans {
             return Ok(Disposition::Append);
         }
-        return Err(CliError::usage(
+        return Err(FileError::refused(
             format!(
                 "{option} {} is a tlslab results store, and tlslab never overwrites one",
                 path.display()
@@ -198,7 +242,7 @@ pub fn claim(output: &Output<'_>, inputs: &[&Path], force: bool) -> Result<Dispo
     if force {
         return Ok(Disposition::Replace);
     }
-    Err(CliError::usage(
+    Err(FileError::refused(
         format!(
             "{option} {}: the file exists and is not {}: tlslab writes into an existing file only when it is of the same kind",
             path.display(),
@@ -210,7 +254,7 @@ pub fn claim(output: &Output<'_>, inputs: &[&Path], force: bool) -> Result<Dispo
 
 /// Makes way for an output that is opened as a new file and was allowed to replace what is
 /// there (a store, a key log given --force): removes it.
-pub fn make_room(path: &Path, write: Disposition) -> Result<(), CliError> {
+pub fn make_room(path: &Path, write: Disposition) -> Result<(), FileError> {
     // Only a regular file is ever removed ([`claim`] replaces nothing else).
     let regular = std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_file());
     if write != Disposition::Replace || !regular {
@@ -323,7 +367,7 @@ fn key_log_line(line: &str) -> bool {
 }
 
 /// A temporary file beside `path`, to be renamed onto it with [`finish`].
-pub fn temporary_beside(path: &Path) -> Result<tempfile::NamedTempFile, CliError> {
+pub fn temporary_beside(path: &Path) -> Result<tempfile::NamedTempFile, FileError> {
     let directory = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
@@ -341,14 +385,14 @@ pub fn temporary_beside(path: &Path) -> Result<tempfile::NamedTempFile, CliError
 }
 
 /// Renames a finished temporary file onto `path`.
-pub fn finish(file: tempfile::NamedTempFile, path: &Path) -> Result<(), CliError> {
+pub fn finish(file: tempfile::NamedTempFile, path: &Path) -> Result<(), FileError> {
     file.persist(path)
         .map(drop)
         .map_err(|error| cannot_write(path, error.error))
 }
 
 /// Writes `data` to `path` whole, or not at all.
-pub fn write_whole(path: &Path, data: &[u8]) -> Result<(), CliError> {
+pub fn write_whole(path: &Path, data: &[u8]) -> Result<(), FileError> {
     let mut file = temporary_beside(path)?;
     file.write_all(data)
         .and_then(|()| file.flush())
@@ -358,18 +402,18 @@ pub fn write_whole(path: &Path, data: &[u8]) -> Result<(), CliError> {
 
 /// A file that cannot be written: the machine's problem (a missing or read-only directory, a
 /// full disk).
-pub fn cannot_write(path: &Path, error: std::io::Error) -> CliError {
-    CliError::environment(
-        format!("cannot write {}: {error}", path.display()),
-        "check that the output directory exists, is writable and has free space",
-    )
+pub fn cannot_write(path: &Path, error: std::io::Error) -> FileError {
+    FileError::CannotWrite {
+        path: path.to_path_buf(),
+        source: error,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn claimed(path: &Path, kind: Kind, force: bool) -> Result<Disposition, CliError> {
+    fn claimed(path: &Path, kind: Kind, force: bool) -> Result<Disposition, FileError> {
         claim(&Output::new("--out", path, kind), &[], force)
     }
 
@@ -439,12 +483,12 @@ mod tests {
         );
         // Another kind: refused, or replaced with --force.
         let error = claimed(&keys, Kind::Capture, false).unwrap_err();
-        assert_eq!(error.code, crate::failure::EXIT_USAGE);
+        assert!(matches!(error, FileError::Refused { .. }), "{error:?}");
         assert!(
-            error.message.contains("is not a packet capture"),
+            error.to_string().contains("is not a packet capture"),
             "{error:?}"
         );
-        assert!(error.hint.contains("--force"), "{error:?}");
+        assert!(error.hint().contains("--force"), "{error:?}");
         assert_eq!(
             claimed(&keys, Kind::Capture, true).unwrap(),
             Disposition::Replace
@@ -455,7 +499,7 @@ mod tests {
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&capture, &link).unwrap();
         let error = claim(&output, &[&link], true).unwrap_err();
-        assert!(error.message.contains("would destroy it"), "{error:?}");
+        assert!(error.to_string().contains("would destroy it"), "{error:?}");
         // Two outputs in one place, though neither exists yet.
         std::fs::create_dir(dir.path().join("sub")).unwrap();
         let spelled = dir.path().join("sub/../new.pcap");
@@ -464,7 +508,7 @@ mod tests {
             Output::new("--keylog", &spelled, Kind::KeyLog),
         ];
         let error = claim_all(&twice, &[], false).unwrap_err();
-        assert!(error.message.contains("are the same file"), "{error:?}");
+        assert!(error.to_string().contains("are the same file"), "{error:?}");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! `tlslab scan`'s cost table: every supported version × suite × group a scan found, timed
+//! The scan's cost table: every supported version × suite × group a scan found, timed
 //! by a short run of tlslab's engine against the target (the same machinery as `tlslab run
 //! --target HOST:PORT --tls V --suite S --group G`, one Config per choice, interleaved in
 //! shuffled rounds), its samples kept in memory rather than in a store.
@@ -15,6 +15,8 @@ use tlslab_engine::{RunOptions, Stop};
 use tlslab_scan::cost::{choices, Choice, Cost, Costs};
 use tlslab_scan::{Report, Target, Version};
 
+use crate::{Invocation, WorkflowError};
+
 /// How the choices are timed.
 pub struct TimingOptions {
     /// Measured handshakes per choice (`--timing-handshakes`); `None`: [`DEFAULT_HANDSHAKES`],
@@ -29,6 +31,9 @@ pub struct TimingOptions {
     pub timeout: Duration,
     /// What the clients trust (`--ca`); the system roots when `None`.
     pub ca: Option<PathBuf>,
+    /// Who runs it: stored with nothing (the samples stay in memory), but the engine needs
+    /// the program and the environment.
+    pub invocation: Invocation,
 }
 
 /// Measured handshakes per choice unless told otherwise.
@@ -128,27 +133,30 @@ fn base_experiment(report: &Report, target: &Target, options: &TimingOptions) ->
     }
 }
 
+/// Why a choice is not timed: said in its row of the table.
+struct NotTimed(String);
+
 /// The one Config that times `choice`, with rustls when it can and OpenSSL otherwise, or
 /// why neither can.
-fn config_of(base: &Experiment, choice: &Choice) -> Result<(Config, Backend), String> {
+fn config_of(base: &Experiment, choice: &Choice) -> Result<(Config, Backend), NotTimed> {
     let version = match choice.version {
         Version::Tls13 => TlsVersion::Tls13,
         Version::Tls12 => TlsVersion::Tls12,
         other => {
-            return Err(format!(
+            return Err(NotTimed(format!(
                 "tlslab's clients speak TLS 1.2 and 1.3, not {}",
                 other.name()
-            ))
+            )))
         }
     };
     let suite: SuiteSpec = choice
         .suite
         .parse()
-        .map_err(|_| format!("tlslab's clients do not offer {}", choice.suite))?;
+        .map_err(|_| NotTimed(format!("tlslab's clients do not offer {}", choice.suite)))?;
     let group = match &choice.group {
         Some(name) => name
             .parse::<Group>()
-            .map_err(|_| format!("tlslab's clients do not offer group {name}"))?,
+            .map_err(|_| NotTimed(format!("tlslab's clients do not offer group {name}")))?,
         // RSA key transport agrees on no group; the Config still names one it ignores.
         None => Group::X25519,
     };
@@ -167,11 +175,11 @@ fn config_of(base: &Experiment, choice: &Choice) -> Result<(Config, Backend), St
             Err(error) => why = error.message,
         }
     }
-    Err(why)
+    Err(NotTimed(why))
 }
 
 /// A row's Config (its index) and the client library timing it, or why it has none.
-type Planned = Result<(usize, Backend), String>;
+type Planned = Result<(usize, Backend), NotTimed>;
 
 /// Times every choice `report` found; rows in the order of [`choices`].
 pub fn time_choices(report: &Report, target: &Target, options: &TimingOptions) -> Costs {
@@ -211,15 +219,15 @@ pub fn time_choices(report: &Report, target: &Target, options: &TimingOptions) -
     }
     let samples = Arc::new(Mutex::new(Vec::new()));
     if !configs.is_empty() {
-        if let Err(error) = run(&base, &configs, samples.clone()) {
-            costs.error = Some(error);
+        if let Err(error) = run(&base, &configs, samples.clone(), &options.invocation) {
+            costs.error = Some(error.to_string());
         }
     }
     let samples = samples.lock().unwrap_or_else(|poison| poison.into_inner());
     costs.connections = samples.len() as u64;
     for (choice, entry) in planned {
         let row = match entry {
-            Err(why) => Cost::not_timed(&choice, why),
+            Err(NotTimed(why)) => Cost::not_timed(&choice, why),
             Ok(_) if costs.error.is_some() => {
                 Cost::not_timed(&choice, "the timed run failed (see timing.error)")
             }
@@ -261,22 +269,20 @@ fn run(
     experiment: &Experiment,
     configs: &[Config],
     samples: Arc<Mutex<Vec<Timed>>>,
-) -> Result<(), String> {
+    invocation: &Invocation,
+) -> Result<(), WorkflowError> {
     let seed = fastrand::u64(..);
     let plan = Plan::new(experiment, configs, seed);
     // The lab's certificate cache is not used against a target, but the engine opens one;
     // a machine without a home directory still scans.
     let pki = tlslab_pki::Pki::open_default()
         .or_else(|_| tlslab_pki::Pki::open(std::env::temp_dir().join("tlslab-scan-pki")))
-        .map_err(|error| error.to_string())?;
+        .map_err(WorkflowError::Pki)?;
     let options = RunOptions {
-        server_program: std::env::current_exe().map_err(|error| error.to_string())?,
+        server_program: invocation.program.clone(),
         pki,
-        environment: tlslab_engine::environment::capture(
-            env!("CARGO_PKG_VERSION"),
-            env!("TLSLAB_COMMIT"),
-        ),
-        command_line: std::env::args().collect(),
+        environment: invocation.environment(),
+        command_line: invocation.command_line.clone(),
         seed,
         stop: Stop::new(),
         progress: None,
@@ -291,7 +297,10 @@ fn run(
         Box::new(Collector(samples)),
     )
     .map(|_| ())
-    .map_err(|error| error.to_string())
+    .map_err(|source| WorkflowError::Engine {
+        source,
+        results: None,
+    })
 }
 
 #[cfg(test)]

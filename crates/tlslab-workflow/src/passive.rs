@@ -1,0 +1,125 @@
+//! What `pcap` and `capture` share: the key log and filter read before anything is
+//! created, a store begun for a capture, and its end.
+
+use std::path::{Path, PathBuf};
+
+use tlslab_capture::filter::Filter;
+use tlslab_capture::keys::KeyLog;
+use tlslab_capture::Report;
+use tlslab_core::{RunEnd, RunInfo, Sink, SinkError, Source};
+use tlslab_store::{Store, StoreSink};
+use tlslab_telemetry::InfluxReport;
+
+use crate::{Invocation, WorkflowError};
+
+/// Handshakes read from packets into a store.
+#[derive(Debug)]
+pub struct PassiveOutcome {
+    /// The results store's path.
+    pub path: PathBuf,
+    /// What reading found and skipped.
+    pub report: Report,
+    /// What InfluxDB took, when handshakes were sent to it.
+    pub influx: Option<InfluxReport>,
+    /// Whether the caller's stop token ended the reading before the captures' end (a live
+    /// capture ends so; it is then not an interruption).
+    pub interrupted: bool,
+}
+
+/// A capture error of the user's input (a file that does not parse, a key log, a filter).
+pub(crate) fn usage(source: tlslab_capture::CaptureError) -> WorkflowError {
+    WorkflowError::Capture {
+        source,
+        usage: true,
+        results: None,
+    }
+}
+
+/// A capture error of the machine (no right to capture, a disk full).
+pub(crate) fn environment(
+    source: tlslab_capture::CaptureError,
+    results: Option<&Path>,
+) -> WorkflowError {
+    WorkflowError::Capture {
+        source,
+        usage: false,
+        results: results.map(Path::to_path_buf),
+    }
+}
+
+/// The key log at `path`, read before anything is created.
+pub(crate) fn keys(path: Option<&Path>) -> Result<Option<KeyLog>, WorkflowError> {
+    path.map(|path| KeyLog::read(path).map_err(usage))
+        .transpose()
+}
+
+/// The filter expression, compiled (and so checked) before anything is created.
+pub(crate) fn filter(expression: Option<&str>) -> Result<Option<Filter>, WorkflowError> {
+    expression
+        .map(|expression| Filter::new(expression).map_err(usage))
+        .transpose()
+}
+
+/// A new store at `path`, its run begun for `source`.
+pub(crate) fn begin(
+    path: &Path,
+    source: Source,
+    invocation: &Invocation,
+) -> Result<StoreSink, WorkflowError> {
+    let created = Store::create(path).map_err(|source| WorkflowError::StoreCreate {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut sink = created.into_sink();
+    let mut environment = invocation.environment();
+    environment.network = "capture".into();
+    // A capture's times are the packets'; no client of tlslab's ran.
+    environment.wire_clock = None;
+    sink.begin(&RunInfo {
+        source,
+        experiment: None,
+        configs: Vec::new(),
+        plan: None,
+        environment,
+        command_line: invocation.command_line.clone(),
+        started_at_unix_ns: crate::now_unix_ns(),
+    })
+    .map_err(WorkflowError::Sink)?;
+    Ok(sink)
+}
+
+/// How reading ended.
+pub(crate) enum Ending {
+    Complete,
+    Interrupted,
+    Failed(String),
+}
+
+/// Writes the run's end; the analysis' report, or why writing failed.
+pub(crate) fn end(
+    mut sink: impl Sink,
+    report: Result<Report, SinkError>,
+    ending: Ending,
+) -> Result<Report, WorkflowError> {
+    let reason = match (&report, ending) {
+        (Err(error), _) => Some(error.message.clone()),
+        (_, Ending::Failed(reason)) => Some(reason),
+        (_, Ending::Interrupted) => Some("interrupted".to_string()),
+        (_, Ending::Complete) => None,
+    };
+    let (connections, errors, span_ns) = report.as_ref().map_or((0, 0, 0), |report| {
+        (report.connections, report.errors, report.span_ns)
+    });
+    // The run lasted as long as the capture did.
+    let end = RunEnd {
+        complete: reason.is_none(),
+        reason,
+        duration_ns: span_ns,
+        attempted: connections,
+        errors,
+    };
+    let finished = sink.finish(&end);
+    let report = report.map_err(WorkflowError::Sink)?;
+    finished.map_err(WorkflowError::Sink)?;
+    Ok(report)
+}

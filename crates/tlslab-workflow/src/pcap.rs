@@ -1,0 +1,174 @@
+//! `pcap`: the TLS handshakes in packet captures, stored as samples like a run's.
+
+use std::path::{Path, PathBuf};
+
+use tlslab_capture::Analyser;
+use tlslab_core::{SinkThread, Source, Vantage};
+use tlslab_telemetry::{influx, Telemetry};
+
+pub use crate::passive::PassiveOutcome;
+use crate::passive::{self, Ending};
+use crate::{files, Control, Invocation, WorkflowError};
+
+/// The captures to read and where their handshakes go.
+#[derive(Debug, Clone)]
+pub struct PcapRequest {
+    /// pcap or pcapng files (plain, .gz or .zst), read in order: a rotated capture's
+    /// connections continue across its files.
+    pub captures: Vec<PathBuf>,
+    /// The results store to create; [`crate::default_output`] when `None`.
+    pub out: Option<PathBuf>,
+    /// Whether `out` may replace a file of another kind.
+    pub force: bool,
+    /// A key log to decrypt TLS 1.3 handshakes with.
+    pub key_log: Option<PathBuf>,
+    /// A BPF expression: only the packets it passes are read.
+    pub filter: Option<String>,
+    /// Where the packets were captured, when known.
+    pub vantage: Option<Vantage>,
+    /// An InfluxDB write URL each handshake is also sent to.
+    pub influx: Option<String>,
+    /// Who runs it (stored with the results).
+    pub invocation: Invocation,
+}
+
+impl PcapRequest {
+    /// `captures` into `out`, nothing else asked for.
+    pub fn new(captures: Vec<PathBuf>, out: PathBuf, invocation: Invocation) -> PcapRequest {
+        PcapRequest {
+            captures,
+            out: Some(out),
+            force: false,
+            key_log: None,
+            filter: None,
+            vantage: None,
+            influx: None,
+            invocation,
+        }
+    }
+}
+
+/// A capture must be a regular file: says what the path is when it is not, since "no such
+/// file" for one that exists (`/dev/zero`, a directory) sends the user looking for a typo.
+fn check_capture_file(capture: &Path) -> Result<(), WorkflowError> {
+    use std::os::unix::fs::FileTypeExt;
+    const HINT: &str =
+        "give pcap or pcapng files (tcpdump -w, dumpcap, Wireshark), optionally .gz or .zst";
+    let kind = match std::fs::metadata(capture) {
+        Ok(metadata) => metadata.file_type(),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(WorkflowError::usage(
+                format!("{}: no such capture file", capture.display()),
+                HINT,
+            ))
+        }
+        Err(error) => {
+            return Err(WorkflowError::usage(
+                format!("cannot read {}: {error}", capture.display()),
+                HINT,
+            ))
+        }
+    };
+    let what = if kind.is_file() {
+        return Ok(());
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_fifo() {
+        "a pipe"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    Err(WorkflowError::usage(
+        format!("{} is {what}, not a capture file", capture.display()),
+        HINT,
+    ))
+}
+
+/// Reads every capture of `request` into a new store. Stopping `control.stop` ends the
+/// reading where it is ([`PassiveOutcome::interrupted`]; what was read is stored).
+pub fn pcap(request: &PcapRequest, control: &Control) -> Result<PassiveOutcome, WorkflowError> {
+    let filter = passive::filter(request.filter.as_deref())?;
+    let path = request.out.clone().unwrap_or_else(crate::default_output);
+    let inputs: Vec<&Path> = request
+        .captures
+        .iter()
+        .chain(&request.key_log)
+        .map(PathBuf::as_path)
+        .collect();
+    let output = files::Output::new("--out", &path, files::Kind::Results);
+    let write = files::claim(&output, &inputs, request.force)?;
+    for capture in &request.captures {
+        check_capture_file(capture)?;
+    }
+    let keys = passive::keys(request.key_log.as_deref())?;
+    files::make_room(&path, write)?;
+    let source = Source::Pcap {
+        files: request
+            .captures
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect(),
+    };
+    let points = request
+        .influx
+        .as_deref()
+        .map(|url| influx::Writer::connect(url).map(influx::Writer::waiting))
+        .transpose()?;
+    // The store writes on a thread of its own, beside the reading: a file never waits for
+    // the network, so the two keep two cores busy (docs/benchmarks.md).
+    let store = passive::begin(&path, source, &request.invocation)?;
+    let store = SinkThread::spawn(store).map_err(WorkflowError::Sink)?;
+    let mut sink = Telemetry::new(store);
+    if let Some(points) = points {
+        sink = sink.with_influx(points);
+    }
+    let mut analyser = Analyser::new(&mut sink);
+    if let Some(keys) = keys {
+        analyser.use_keys(keys);
+    }
+    if let Some(filter) = filter {
+        analyser.use_filter(filter);
+    }
+    if let Some(vantage) = request.vantage {
+        analyser.known_vantage(vantage);
+    }
+    analyser.stop_when(control.stop.flag());
+    let mut unreadable = None;
+    for capture in &request.captures {
+        if analyser.stopped() {
+            break;
+        }
+        if let Err(error) = analyser.read_file(capture) {
+            unreadable = Some(error);
+            break;
+        }
+    }
+    let interrupted = analyser.stopped();
+    let report = analyser.finish();
+    let (store, influx) = sink.close();
+    let ending = match (&unreadable, interrupted) {
+        (Some(error), _) => Ending::Failed(tlslab_core::WithCauses(error).to_string()),
+        (None, true) => Ending::Interrupted,
+        (None, false) => Ending::Complete,
+    };
+    let report = passive::end(store, report, ending)?;
+    if let Some(source) = unreadable {
+        return Err(WorkflowError::Capture {
+            source,
+            usage: true,
+            results: Some(path),
+        });
+    }
+    Ok(PassiveOutcome {
+        path,
+        report,
+        influx,
+        interrupted,
+    })
+}

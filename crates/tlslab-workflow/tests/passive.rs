@@ -1,0 +1,188 @@
+//! The pcap and capture workflows called as a library: a run against a lab server this
+//! process serves, captured by tcpdump (then read by `pcap`) or live (by `capture`). Both
+//! need the right to capture; without it (or without tcpdump) they say why and skip.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tlslab_workflow::capture::CaptureRequest;
+use tlslab_workflow::pcap::PcapRequest;
+use tlslab_workflow::run::{RunRequest, Verdict};
+use tlslab_workflow::{Control, ErrorKind, Notice};
+
+use support::*;
+
+/// One capture at a time: each sees only its own run's port, but a machine's loopback is
+/// shared and the runs are quicker alone.
+static CAPTURING: Mutex<()> = Mutex::new(());
+
+/// A run of `handshakes` (and 2 warm-up) against `lab`, which must pass.
+fn run_against(lab: &Lab, dir: &Path, handshakes: u64) {
+    let mut request = RunRequest::new(lab.experiment(handshakes), invocation("captured"));
+    request.out = Some(dir.join("active.db"));
+    let outcome = tlslab_workflow::run::run(&request, &Control::default()).unwrap();
+    assert!(
+        matches!(outcome.verdict, Verdict::Passed),
+        "{:?}",
+        outcome.verdict
+    );
+}
+
+/// tcpdump writing `port`'s TCP packets on loopback to `file`, once it captures; `None`
+/// (the reason printed) where it cannot run.
+fn tcpdump(file: &Path, port: u16) -> Option<Child> {
+    let spawned = Command::new("tcpdump")
+        .args([
+            "-i",
+            "lo",
+            "--immediate-mode",
+            "-B",
+            "32768",
+            "-Z",
+            "root",
+            "-U",
+            "-w",
+        ])
+        .arg(file)
+        .args(["tcp", "port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(error) => {
+            println!("skipped: tcpdump does not run here ({error})");
+            return None;
+        }
+    };
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    loop {
+        match lines.next() {
+            Some(Ok(line)) if line.contains("listening on") => break,
+            Some(Ok(_)) => continue,
+            _ => {
+                let _ = child.wait();
+                println!("skipped: tcpdump cannot capture on lo (root or CAP_NET_RAW needed)");
+                return None;
+            }
+        }
+    }
+    std::thread::spawn(move || lines.for_each(drop));
+    Some(child)
+}
+
+#[test]
+fn pcap_reads_every_handshake_of_a_run_that_tcpdump_captured() {
+    let _one = CAPTURING
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    let dir = scratch("pcap");
+    let lab = Lab::start();
+    let file = dir.join("run.pcap");
+    let Some(mut tcpdump) = tcpdump(&file, lab.address().port()) else {
+        return;
+    };
+    run_against(&lab, &dir, 10);
+    // Let the last packets reach the file (-U writes each at once), then stop it as Ctrl-C
+    // would: it writes what it holds and exits.
+    std::thread::sleep(Duration::from_millis(200));
+    let _ = Command::new("kill")
+        .args(["-INT", &tcpdump.id().to_string()])
+        .status();
+    let _ = tcpdump.wait();
+
+    let store = dir.join("passive.db");
+    let request = PcapRequest::new(vec![file.clone()], store.clone(), invocation("pcap"));
+    let outcome = tlslab_workflow::pcap::pcap(&request, &Control::default()).unwrap();
+    assert!(!outcome.interrupted);
+    assert_eq!(outcome.path, store);
+    assert_eq!((outcome.report.connections, outcome.report.errors), (12, 0));
+    assert_eq!(count(&store, "SELECT COUNT(*) FROM samples"), 12);
+    assert_eq!(count(&store, "SELECT complete FROM runs"), 1);
+
+    // A capture that does not parse: the user's input, named with the cause.
+    let bad = dir.join("bad.pcap");
+    std::fs::write(&bad, "not a capture").unwrap();
+    let request = PcapRequest::new(vec![bad], dir.join("bad.db"), invocation("bad"));
+    let error = tlslab_workflow::pcap::pcap(&request, &Control::default()).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Usage);
+    assert!(error.hint().contains("bad.db"), "{}", error.hint());
+}
+
+#[test]
+fn capture_stores_each_handshake_live_until_its_token_stops_it() {
+    let _one = CAPTURING
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    let dir = scratch("capture");
+    let lab = Lab::start();
+    let store = dir.join("live.db");
+    let packets = dir.join("live.pcap");
+    let request = CaptureRequest {
+        interface: "lo".into(),
+        filter: Some(format!("tcp port {}", lab.address().port())),
+        duration: None,
+        out: Some(store.clone()),
+        write: Some(packets.clone()),
+        rotation: None,
+        force: false,
+        key_log: None,
+        vantage: None,
+        metrics: None,
+        influx: None,
+        invocation: invocation("capture"),
+    };
+    let (sender, started) = mpsc::channel();
+    let sender = Mutex::new(sender);
+    let control = Control {
+        notices: Some(Arc::new(move |notice: &Notice| {
+            if let Notice::Capturing { .. } = notice {
+                let _ = sender.lock().unwrap().send(());
+            }
+        })),
+        ..Control::default()
+    };
+    let stop = control.stop.clone();
+    let capturing =
+        std::thread::spawn(move || tlslab_workflow::capture::capture(&request, &control));
+    if started.recv().is_err() {
+        match capturing.join().unwrap() {
+            Err(error) if error.kind() == ErrorKind::Environment => {
+                println!("skipped: no live capture here ({error}: {})", error.hint());
+                return;
+            }
+            other => panic!("the capture did not start: {other:?}"),
+        }
+    }
+    run_against(&lab, &dir, 10);
+    // Stopped once the store holds the run's handshakes (it commits as it goes), or after a
+    // minute, when the count below says what was missed.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while stored(&store) < 12 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop.request();
+    let outcome = capturing.join().unwrap().unwrap();
+    let passive = &outcome.passive;
+    assert!(!passive.interrupted, "stopping is how a capture ends");
+    // The kernel filter kept the run's packets only: its 12 handshakes, all stored.
+    assert_eq!((passive.report.connections, passive.report.errors), (12, 0));
+    assert_eq!(count(&store, "SELECT COUNT(*) FROM samples"), 12);
+    assert_eq!(count(&store, "SELECT complete FROM runs"), 1);
+    assert_eq!(outcome.files, vec![packets.clone()]);
+    assert!(std::fs::metadata(&packets).unwrap().len() > 24);
+}
+
+/// The samples a store being written holds so far (0 before it can be read).
+fn stored(store: &PathBuf) -> i64 {
+    rusqlite::Connection::open(store)
+        .and_then(|connection| {
+            connection.query_row("SELECT COUNT(*) FROM samples", [], |row| row.get(0))
+        })
+        .unwrap_or(0)
+}
