@@ -74,9 +74,10 @@ pub(crate) fn answer(
             }
             answer.comparisons = Some(Comparisons::new(set, metric, rows));
         }
-        Err(error) => answer
-            .warnings
-            .push(format!("no comparison between configs: {}", error.message)),
+        Err(error) => answer.warnings.push(format!(
+            "no comparison between configs: {}",
+            crate::in_one_line(&error)
+        )),
     }
     let dimensions = crate::dimensions::varied_dimensions(rows);
     if dimensions.len() >= 2 {
@@ -93,7 +94,7 @@ pub(crate) fn answer(
                     );
                     factorials.push(factorial);
                 }
-                Err(error) => left_out.push(format!("{dimension}: {}", error.message)),
+                Err(error) => left_out.push(format!("{dimension}: {}", crate::in_one_line(&error))),
             }
         }
         let compared: BTreeSet<&str> = factorials

@@ -22,6 +22,7 @@ pub struct Bottleneck {
     pub limit: String,
     /// The lab server's and the client's CPU over trial time and all cores.
     pub server_utilization: f64,
+    /// See `server_utilization`: near 1, the load generator limited the rate, not the server.
     pub client_utilization: f64,
     /// The emulated link's busier direction: bytes carried over what its bandwidth carries
     /// in the trial time; `None` without a counted link or a bandwidth.
@@ -44,6 +45,7 @@ pub struct Link {
     /// Its busier direction's bytes over its bandwidth's worth in the trial time; `None`
     /// without a bandwidth.
     pub utilization: Option<f64>,
+    /// Packets dropped at its full bandwidth queue: a link that drops is a link that limits.
     pub queue_drops: u64,
 }
 

@@ -10,21 +10,26 @@ use tlslab_stats::{
 use tlslab_store::{ConfigRow, Store, StoreError};
 
 use crate::verdict::{Verdict, VerdictKind};
+use crate::ReportError;
 
 /// Each Config against a baseline on one metric: every comparison's statistics, and the
 /// dimensions in which each Config differs from the baseline (none for sample files).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparisons {
+    /// The baseline's label.
     pub baseline: String,
+    /// The metric compared (`handshake`, `ttfb`, ...).
     pub metric: String,
     /// In the order of the Configs, the baseline left out.
     pub comparisons: Vec<Compared>,
+    /// Whether the Configs differ at all; `None` with two, where it repeats the comparison.
     pub kruskal_wallis: Option<KruskalWallis>,
 }
 
 /// One Config against the baseline.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Compared {
+    /// The statistics, flattened into the JSON object beside `dimensions`.
     #[serde(flatten)]
     pub comparison: Comparison,
     /// Every dimension in which the Config differs from the baseline (by `--by` name): the
@@ -97,7 +102,7 @@ pub fn compare_store(
     baseline: Option<&str>,
     metric: &str,
     options: &CompareOptions,
-) -> Result<ComparisonSet, StoreError> {
+) -> Result<ComparisonSet, ReportError> {
     let configs = store.configs()?;
     let baseline_index = match baseline {
         None => 0,
@@ -121,9 +126,9 @@ pub fn compare_store(
                     };
                     let shown = quoted(&|label| names.name(label));
                     let full = quoted(&|label| label.to_string());
-                    StoreError::input(
-                        format!("no config is labelled '{}'", escape(label)),
-                        if shown == full {
+                    ReportError::Input {
+                        message: format!("no config is labelled '{}'", escape(label)),
+                        hint: if shown == full {
                             format!("use one of: {full}")
                         } else {
                             format!(
@@ -131,16 +136,15 @@ pub fn compare_store(
                                  label: {full}"
                             )
                         },
-                    )
+                    }
                 })?
         }
     };
     let groups = metric_groups(store, &configs, metric)?;
-    compare_all(baseline_index, &groups, options).map_err(|error| {
-        StoreError::input(
-            format!("cannot compare {metric}: {error}"),
-            "every config needs at least 2 successful measured samples of this metric",
-        )
+    compare_all(baseline_index, &groups, options).map_err(|source| ReportError::Compare {
+        metric: metric.to_string(),
+        hint: "every config needs at least 2 successful measured samples of this metric",
+        source,
     })
 }
 
@@ -170,7 +174,7 @@ pub fn compare_comparable(
     store: &Store,
     metric: &str,
     options: &CompareOptions,
-) -> Result<(ComparisonSet, Vec<String>), StoreError> {
+) -> Result<(ComparisonSet, Vec<String>), ReportError> {
     let configs = store.configs()?;
     compare_groups(metric_groups(store, &configs, metric)?, metric, options)
 }
@@ -180,26 +184,25 @@ pub fn compare_groups(
     groups: Vec<(String, Vec<f64>)>,
     metric: &str,
     options: &CompareOptions,
-) -> Result<(ComparisonSet, Vec<String>), StoreError> {
+) -> Result<(ComparisonSet, Vec<String>), ReportError> {
     let (groups, left_out): (Vec<_>, Vec<_>) = groups
         .into_iter()
         .partition(|(_, values)| values.len() >= 2);
     let left_out: Vec<String> = left_out.into_iter().map(|(label, _)| label).collect();
     if groups.len() < 2 && !left_out.is_empty() {
-        return Err(StoreError::input(
-            format!(
+        return Err(ReportError::Input {
+            message: format!(
                 "fewer than 2 configs have 2 or more successful measured samples of {metric} \
                  (too few: {})",
                 escape(&left_out.join(", "))
             ),
-            "see why their attempts failed above",
-        ));
+            hint: "see why their attempts failed above".into(),
+        });
     }
-    let set = compare_all(0, &groups, options).map_err(|error| {
-        StoreError::input(
-            format!("cannot compare {metric}: {error}"),
-            "a comparison needs at least 2 configs with 2 or more successful measured samples",
-        )
+    let set = compare_all(0, &groups, options).map_err(|source| ReportError::Compare {
+        metric: metric.to_string(),
+        hint: "a comparison needs at least 2 configs with 2 or more successful measured samples",
+        source,
     })?;
     Ok((set, left_out))
 }

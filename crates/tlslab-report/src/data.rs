@@ -13,6 +13,7 @@ const MEDIAN_CI_RESAMPLES: usize = 2_000;
 /// One Config's data for the charts.
 #[derive(Debug, Clone)]
 pub struct ConfigData {
+    /// The Config's full label.
     pub label: String,
     /// The label without the words every Config shares (see [`ReportData::common_label`]).
     pub short_label: String,
@@ -34,6 +35,7 @@ pub struct ConfigData {
 }
 
 impl ConfigData {
+    /// The `q` quantile (type 7) of the successful handshakes, in ms; `None` without any.
     pub fn quantile(&self, q: f64) -> Option<f64> {
         (!self.handshake_ms.is_empty()).then(|| quantile(&self.handshake_ms, q))
     }
@@ -42,7 +44,9 @@ impl ConfigData {
 /// Everything a report needs.
 #[derive(Debug, Clone)]
 pub struct ReportData {
+    /// The run's summary, which the tables print.
     pub summary: RunSummary,
+    /// The run as stored: its command line, experiment and environment, for the report's end.
     pub run: RunRow,
     /// Parallel to `summary.configs`.
     pub configs: Vec<ConfigData>,
@@ -62,8 +66,11 @@ pub struct ReportData {
 /// their medians.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Interaction {
+    /// The dimension along the x axis.
     pub x: String,
+    /// The dimension each line is a level of.
     pub line: String,
+    /// The levels of `x`, in order.
     pub x_levels: Vec<String>,
     /// Per level of `line`: the median (ms) at each of `x_levels`, where Configs measured it.
     pub lines: Vec<(String, Vec<Option<f64>>)>,
@@ -120,6 +127,7 @@ impl Interaction {
 }
 
 impl ReportData {
+    /// Everything a report of `store` needs, on the metric the Configs' question calls for.
     pub fn from_store(store: &Store) -> Result<ReportData, StoreError> {
         ReportData::from_store_on(store, None)
     }

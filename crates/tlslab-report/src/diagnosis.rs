@@ -58,19 +58,44 @@ fn chain_end(example: &str) -> Option<(&str, &str)> {
     Some((count, issuer))
 }
 
-/// The cause and the fix of failures of `class` whose example is `example`, or `None`
-/// when the example says nothing more than the class.
-pub fn diagnose(class: &str, example: &str, config: &ConfigRow) -> Option<String> {
-    let version = &config.version;
-    let text = match class {
-        // First, before the alerts it hides behind: TLS 1.2 servers answer a missing client
-        // certificate with handshake_failure, which otherwise means no shared suite.
-        _ if mentions(example, &["asked for a client certificate and none was sent"]) => {
+/// One rule of the diagnosis: failures of `class` (of any class when `None`) whose example
+/// and Config `applies` to are explained by `explain`. The first rule that applies speaks,
+/// so a rule that an alert hides behind comes before that alert's.
+struct Rule {
+    class: Option<&'static str>,
+    applies: fn(&str, &ConfigRow) -> bool,
+    explain: fn(&str, &ConfigRow) -> String,
+}
+
+/// A rule that applies to every example of its class.
+fn always(_: &str, _: &ConfigRow) -> bool {
+    true
+}
+
+/// The rules, in the order they are tried.
+const RULES: &[Rule] = &[
+    // First, before the alerts it hides behind: TLS 1.2 servers answer a missing client
+    // certificate with handshake_failure, which otherwise means no shared suite.
+    Rule {
+        class: None,
+        applies: |example, _| {
+            mentions(
+                example,
+                &["asked for a client certificate and none was sent"],
+            )
+        },
+        explain: |_, _| {
             "the server requires a client certificate and none was sent: pass --client-cert FILE --client-key FILE (nginx: a certificate issued by its ssl_client_certificate CA)".into()
-        }
-        // TLS 1.2 servers refuse a client certificate during the handshake, TLS 1.3 ones
-        // after the client's Finished; the client's library names the alert.
-        "alert" if mentions(example, &["the server refused the client certificate sent"]) => {
+        },
+    },
+    // TLS 1.2 servers refuse a client certificate during the handshake, TLS 1.3 ones
+    // after the client's Finished; the client's library names the alert.
+    Rule {
+        class: Some("alert"),
+        applies: |example, _| {
+            mentions(example, &["the server refused the client certificate sent"])
+        },
+        explain: |example, _| {
             let reason = match alert_number(example) {
                 Some(48) => "it does not trust the certificate's issuer (unknown_ca)",
                 Some(45) => "the certificate is out of its dates (certificate_expired)",
@@ -84,76 +109,129 @@ pub fn diagnose(class: &str, example: &str, config: &ConfigRow) -> Option<String
                  openssl s_server: -CAfile), valid now and made for client authentication \
                  (extendedKeyUsage clientAuth)"
             )
-        }
-        "alert" if mentions(example, &["alert 70 "]) => format!(
-            "the server does not enable TLS {version} (it answered protocol_version): enable it \
-             (nginx: ssl_protocols ... TLSv{version}; before nginx 1.23.4 the default has no TLS 1.3)"
-        ),
-        // handshake_failure carries no choice of the server's, so what it would have taken
-        // is not known: the hint says what was offered and where each is set.
-        "alert" if mentions(example, &["alert 40 "]) => format!(
-            "the server shares no cipher suite or no key-exchange group with this Config: it \
-             answered handshake_failure to a TLS {version} ClientHello offering the suite {} \
-             and the group {} (first among its groups), and that alert does not say which it lacks or what it would \
-             choose: enable them on the server (nginx: ssl_ciphers, or ssl_conf_command \
-             Ciphersuites for TLS 1.3; ssl_ecdh_curve for groups) or choose --suite and --group \
-             values it enables",
-            config.suite, config.group
-        ),
-        "alert" if mentions(example, &["alert 116 "]) => {
+        },
+    },
+    Rule {
+        class: Some("alert"),
+        applies: |example, _| mentions(example, &["alert 70 "]),
+        explain: |_, config| {
+            let version = &config.version;
+            format!(
+                "the server does not enable TLS {version} (it answered protocol_version): enable it \
+                 (nginx: ssl_protocols ... TLSv{version}; before nginx 1.23.4 the default has no TLS 1.3)"
+            )
+        },
+    },
+    // handshake_failure carries no choice of the server's, so what it would have taken is
+    // not known: the hint says what was offered and where each is set.
+    Rule {
+        class: Some("alert"),
+        applies: |example, _| mentions(example, &["alert 40 "]),
+        explain: |_, config| {
+            format!(
+                "the server shares no cipher suite or no key-exchange group with this Config: it \
+                 answered handshake_failure to a TLS {} ClientHello offering the suite {} \
+                 and the group {} (first among its groups), and that alert does not say which it lacks or what it would \
+                 choose: enable them on the server (nginx: ssl_ciphers, or ssl_conf_command \
+                 Ciphersuites for TLS 1.3; ssl_ecdh_curve for groups) or choose --suite and --group \
+                 values it enables",
+                config.version, config.suite, config.group
+            )
+        },
+    },
+    Rule {
+        class: Some("alert"),
+        applies: |example, _| mentions(example, &["alert 116 "]),
+        explain: |_, _| {
             "the server requires a client certificate (certificate_required): pass --client-cert FILE --client-key FILE (nginx: a certificate issued by its ssl_client_certificate CA)".into()
-        }
-        "alert" if mentions(example, &["alert 112 "]) => {
+        },
+    },
+    Rule {
+        class: Some("alert"),
+        applies: |example, _| mentions(example, &["alert 112 "]),
+        explain: |_, _| {
             "the server does not serve the name sent (unrecognized_name): give --sni with a name it serves".into()
-        }
-        // Any other alert that answered the client's Finished (TLS 1.3): the server judged
-        // the client's second flight then, after the client was done.
-        "alert" if mentions(example, &["after the client's Finished"]) => {
+        },
+    },
+    // Any other alert that answered the client's Finished (TLS 1.3): the server judged the
+    // client's second flight then, after the client was done.
+    Rule {
+        class: Some("alert"),
+        applies: |example, _| mentions(example, &["after the client's Finished"]),
+        explain: |_, _| {
             "the server refused the handshake after the client's Finished (a TLS 1.3 server judges the client's Finished and certificate only then, so the handshake looked complete to the client): the alert says why, and the server's error log says more".into()
-        }
-        "protocol" if mentions(example, &["without accepting the handshake"]) => {
+        },
+    },
+    Rule {
+        class: Some("protocol"),
+        applies: |example, _| mentions(example, &["without accepting the handshake"]),
+        explain: |_, _| {
             "the server closed the connection right after the client's Finished instead of accepting the handshake, as some servers refuse a TLS 1.3 client's certificate (or its absence) or its Finished: see the server's error log; if it requires client certificates, pass --client-cert FILE --client-key FILE".into()
-        }
-        "not_tls" => "the port does not speak TLS (a plain-HTTP port answers with 'HTTP/1.1 400', \
+        },
+    },
+    Rule {
+        class: Some("not_tls"),
+        applies: always,
+        explain: |_, _| {
+            "the port does not speak TLS (a plain-HTTP port answers with 'HTTP/1.1 400', \
              which neither library reads as TLS): give the server's TLS port"
-            .into(),
-        "certificate" if mentions(example, &["not pinned"]) => {
-            "the server's key is not one of --pin's: the error shows the pin of the key it sent".into()
-        }
-        "certificate" if mentions(example, &["NotValidForName", "hostname mismatch"]) => {
-            // The names the certificate holds, from the description of what was sent.
+                .into()
+        },
+    },
+    Rule {
+        class: Some("certificate"),
+        applies: |example, _| mentions(example, &["not pinned"]),
+        explain: |_, _| {
+            "the server's key is not one of --pin's: the error shows the pin of the key it sent"
+                .into()
+        },
+    },
+    Rule {
+        class: Some("certificate"),
+        applies: |example, _| mentions(example, &["NotValidForName", "hostname mismatch"]),
+        // The names the certificate holds, from the description of what was sent.
+        explain: |example, _| {
             match between(sent(example), "(names ", ";") {
-                Some(names) => format!(
-                    "the certificate does not name the server name sent (it names {names}): \
-                     give --sni with one of those names, or give the server a certificate for \
-                     the name used"
-                ),
-                None => "the certificate does not name the server name sent: give --sni with one of the names the error lists".into(),
-            }
+            Some(names) => format!(
+                "the certificate does not name the server name sent (it names {names}): \
+                 give --sni with one of those names, or give the server a certificate for \
+                 the name used"
+            ),
+            None => "the certificate does not name the server name sent: give --sni with one of the names the error lists".into(),
         }
-        "certificate" if mentions(example, &["Expired", "certificate has expired"]) => {
+        },
+    },
+    Rule {
+        class: Some("certificate"),
+        applies: |example, _| mentions(example, &["Expired", "certificate has expired"]),
+        explain: |example, _| {
             match dates(example, "certificate expired on ") {
-                Some((date, clock)) => format!(
-                    "the server's certificate expired on {date}, and this machine's clock read \
-                     {clock}: renew it (nginx: the file in ssl_certificate), or set the clock \
-                     right if it is wrong"
-                ),
-                None => "the server's certificate has expired (or this machine's clock is wrong): renew it, or check the clock".into(),
-            }
+            Some((date, clock)) => format!(
+                "the server's certificate expired on {date}, and this machine's clock read \
+                 {clock}: renew it (nginx: the file in ssl_certificate), or set the clock \
+                 right if it is wrong"
+            ),
+            None => "the server's certificate has expired (or this machine's clock is wrong): renew it, or check the clock".into(),
         }
-        "certificate" if mentions(example, &["NotValidYet", "not yet valid"]) => {
-            match dates(example, "not valid before ") {
-                Some((date, clock)) => format!(
-                    "the server's certificate is not valid before {date}, and this machine's \
-                     clock read {clock}: check this machine's clock, or give the server a \
-                     certificate valid now"
-                ),
-                None => "the server's certificate is not valid yet: check this machine's clock".into(),
-            }
-        }
-        // The description of what the server sent says "self-signed;".
-        "certificate"
-            if mentions(sent(example), &["self-signed;"])
+        },
+    },
+    Rule {
+        class: Some("certificate"),
+        applies: |example, _| mentions(example, &["NotValidYet", "not yet valid"]),
+        explain: |example, _| match dates(example, "not valid before ") {
+            Some((date, clock)) => format!(
+                "the server's certificate is not valid before {date}, and this machine's \
+                 clock read {clock}: check this machine's clock, or give the server a \
+                 certificate valid now"
+            ),
+            None => "the server's certificate is not valid yet: check this machine's clock".into(),
+        },
+    },
+    // The description of what the server sent says "self-signed;".
+    Rule {
+        class: Some("certificate"),
+        applies: |example, _| {
+            mentions(sent(example), &["self-signed;"])
                 && mentions(
                     example,
                     &[
@@ -162,45 +240,88 @@ pub fn diagnose(class: &str, example: &str, config: &ConfigRow) -> Option<String
                         "self-signed certificate",
                         "self signed certificate",
                     ],
-                ) =>
-        {
+                )
+        },
+        explain: |_, _| {
             "the server's certificate is self-signed: give that very certificate with --ca (or pin its key with --pin)".into()
-        }
-        // Issued by a CA, yet a CA itself: rustls refuses it as the server's own.
-        "certificate" if mentions(example, &["CaUsedAsEndEntity"]) => {
+        },
+    },
+    // Issued by a CA, yet a CA itself: rustls refuses it as the server's own.
+    Rule {
+        class: Some("certificate"),
+        applies: |example, _| mentions(example, &["CaUsedAsEndEntity"]),
+        explain: |_, _| {
             "the server's certificate is a CA certificate (basicConstraints CA:TRUE), which rustls refuses as a server's own where OpenSSL and curl accept it: issue the server an end-entity certificate (CA:FALSE), or trust that exact certificate with --ca FILE, or its key with --pin".into()
-        }
-        "certificate"
-            if mentions(
+        },
+    },
+    Rule {
+        class: Some("certificate"),
+        applies: |example, _| {
+            mentions(
                 example,
                 &[
                     "UnknownIssuer",
                     "unable to get local issuer",
                     "unable to verify the first certificate",
                 ],
-            ) =>
-        {
+            )
+        },
+        explain: |example, _| {
             match chain_end(example) {
-                Some((count, issuer)) => format!(
-                    "the chain does not lead to a trusted root: the chain the server sent \
-                     ({count}) ends with a certificate issued by '{issuer}', which it did not \
-                     send and which is not trusted: if '{issuer}' is an intermediate of the CA \
-                     you trust, the server sends an incomplete chain (add that certificate after \
-                     the server's own in its certificate file, as nginx's ssl_certificate); \
-                     otherwise give its CA with --ca"
-                ),
-                None => "the chain does not lead to a trusted root: give the issuing CA with --ca; if it is the right CA, the server sends an incomplete chain (add the intermediate certificates to its certificate file, as nginx's ssl_certificate)".into(),
-            }
+            Some((count, issuer)) => format!(
+                "the chain does not lead to a trusted root: the chain the server sent \
+                 ({count}) ends with a certificate issued by '{issuer}', which it did not \
+                 send and which is not trusted: if '{issuer}' is an intermediate of the CA \
+                 you trust, the server sends an incomplete chain (add that certificate after \
+                 the server's own in its certificate file, as nginx's ssl_certificate); \
+                 otherwise give its CA with --ca"
+            ),
+            None => "the chain does not lead to a trusted root: give the issuing CA with --ca; if it is the right CA, the server sends an incomplete chain (add the intermediate certificates to its certificate file, as nginx's ssl_certificate)".into(),
         }
-        "reset" => "the server reset the connection during the handshake: a TLS-terminating proxy or load balancer in front of it, or a server that refuses this ClientHello".into(),
-        "refused" => "nothing accepts connections on the port: check the address and that the server runs".into(),
-        // Plain HTTP has no handshake to wait for: the client waited for the connection or
-        // the response (the example says which).
-        "timeout" if config.scheme == "http" => "the server did not answer within --timeout: a firewall dropping packets, a server that accepts connections but does not serve them, or an overloaded server".into(),
-        "timeout" => "the server did not finish the handshake within --timeout: a firewall dropping packets, or an overloaded server".into(),
-        _ => return None,
-    };
-    Some(text)
+        },
+    },
+    Rule {
+        class: Some("reset"),
+        applies: always,
+        explain: |_, _| {
+            "the server reset the connection during the handshake: a TLS-terminating proxy or load balancer in front of it, or a server that refuses this ClientHello".into()
+        },
+    },
+    Rule {
+        class: Some("refused"),
+        applies: always,
+        explain: |_, _| {
+            "nothing accepts connections on the port: check the address and that the server runs"
+                .into()
+        },
+    },
+    // Plain HTTP has no handshake to wait for: the client waited for the connection or the
+    // response (the example says which).
+    Rule {
+        class: Some("timeout"),
+        applies: |_, config| config.scheme == "http",
+        explain: |_, _| {
+            "the server did not answer within --timeout: a firewall dropping packets, a server that accepts connections but does not serve them, or an overloaded server".into()
+        },
+    },
+    Rule {
+        class: Some("timeout"),
+        applies: always,
+        explain: |_, _| {
+            "the server did not finish the handshake within --timeout: a firewall dropping packets, or an overloaded server".into()
+        },
+    },
+];
+
+/// The cause and the fix of failures of `class` whose example is `example`, or `None`
+/// when the example says nothing more than the class.
+pub fn diagnose(class: &str, example: &str, config: &ConfigRow) -> Option<String> {
+    RULES
+        .iter()
+        .find(|rule| {
+            rule.class.is_none_or(|wanted| wanted == class) && (rule.applies)(example, config)
+        })
+        .map(|rule| (rule.explain)(example, config))
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use tlslab_store::{ConfigRow, Store, StoreError};
 
 use crate::comparison::p_value;
 use crate::verdict::{Verdict, VerdictKind};
+use crate::ReportError;
 
 use crate::dimensions::{differences, joined, tied, tied_with, varies, Dimension, DIMENSIONS};
 
@@ -35,16 +36,19 @@ pub use crate::dimensions::varied_dimensions;
 pub struct Contrast {
     /// The other dimensions' values, as `suite=aes128gcm concurrency=10`.
     pub stratum: String,
+    /// The level of `by` set against the baseline in this stratum.
     pub level: String,
     /// Every dimension in which the two Configs differ: the factorial's `dimensions`, and the
     /// effect is theirs together.
     pub dimensions: Vec<String>,
+    /// The two Configs' statistics, Holm-adjusted across the factorial's contrasts.
     pub comparison: Comparison,
 }
 
 /// How the effect of a value varies with another dimension.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Interaction {
+    /// The other dimension the effect is read against.
     pub dimension: String,
     /// The median per-stratum ratio at each of its levels.
     pub ratios: Vec<(String, f64)>,
@@ -57,29 +61,39 @@ pub struct Interaction {
 /// The pooled answer for one value against the baseline.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Pooled {
+    /// The level of `by` pooled.
     pub level: String,
+    /// How many strata hold a contrast of it.
     pub strata: usize,
     /// Median of the per-stratum ratios of medians, with its bootstrap interval over strata.
     pub ratio: f64,
+    /// The bootstrap interval of `ratio` over the strata.
     pub ratio_ci: [f64; 2],
+    /// Van Elteren's stratified test of the contrasts together; `None` when it cannot run.
     pub van_elteren: Option<VanElteren>,
+    /// Whether the effect depends on each other dimension.
     pub interactions: Vec<Interaction>,
 }
 
 /// The whole factorial comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Factorial {
+    /// The dimension asked for (`--by`).
     pub by: String,
     /// `by` and every dimension that changes together with it among these Configs: each
     /// contrast changes them all, so its effect is credited to them together (one name when
     /// `by` changes alone).
     pub dimensions: Vec<String>,
+    /// The level every other level is set against.
     pub baseline: String,
     /// Each level of `by` as the values of all `dimensions` (`aes256gcm+ecdsa-p256`; the level
     /// itself when `by` changes alone).
     pub values: BTreeMap<String, String>,
+    /// The metric compared.
     pub metric: String,
+    /// Every contrast, stratum by stratum.
     pub contrasts: Vec<Contrast>,
+    /// Each level pooled over the strata: the answer.
     pub pooled: Vec<Pooled>,
     /// Each value of `by` that no contrast sets against the baseline, and why.
     pub left_out: Vec<String>,
@@ -87,6 +101,9 @@ pub struct Factorial {
 
 /// One stratum: its key (`name=value` of each other dimension) and its Configs by level.
 type Stratum<'a> = (Vec<String>, BTreeMap<String, &'a ConfigRow>);
+
+/// Each level's samples, stratum by stratum, for pooling.
+type ByLevel = BTreeMap<String, Vec<StratumSamples>>;
 
 /// One stratum's samples of a value and of the baseline, and their ratio of medians.
 struct StratumSamples {
@@ -97,8 +114,8 @@ struct StratumSamples {
     ratio: f64,
 }
 
-fn input(message: String, hint: String) -> StoreError {
-    StoreError::input(message, hint)
+fn input(message: String, hint: String) -> ReportError {
+    ReportError::Input { message, hint }
 }
 
 /// The factorial comparison of `store`'s Configs by dimension `by` on `metric` (ms).
@@ -108,7 +125,7 @@ pub fn factorial(
     baseline: Option<&str>,
     metric: &str,
     options: &CompareOptions,
-) -> Result<Factorial, StoreError> {
+) -> Result<Factorial, ReportError> {
     let values = |config: &ConfigRow| -> Result<Vec<f64>, StoreError> {
         Ok(store
             .phase_values(config.id, metric)?
@@ -129,63 +146,351 @@ pub fn factorial_of(
     metric: &str,
     options: &CompareOptions,
     values: &dyn Fn(&ConfigRow) -> Result<Vec<f64>, StoreError>,
-) -> Result<Factorial, StoreError> {
-    let Some(&(_, value_of)) = crate::dimensions::find(by) else {
-        return Err(input(
-            format!("--by {by}: not a dimension"),
-            format!("give one of: {}", crate::dimensions::names().join(", ")),
-        ));
-    };
-    // What changes with `by` in every Config: a contrast of `by` changes these too.
-    let together = tied_with(configs, by);
-    let named: BTreeMap<String, String> = configs
+) -> Result<Factorial, ReportError> {
+    let design = Design::new(configs, by, baseline)?;
+    let (mut contrasts, by_level) = design.contrasts(options, values)?;
+    if contrasts.is_empty() {
+        return Err(design.no_contrast(metric));
+    }
+    let left_out = design.left_out(&by_level, metric);
+    let adjusted = holm_adjust(
+        &contrasts
+            .iter()
+            .map(|contrast| contrast.comparison.mann_whitney_p)
+            .collect::<Vec<_>>(),
+    );
+    for (contrast, holm) in contrasts.iter_mut().zip(adjusted) {
+        contrast.comparison.adjust_in_family(holm, options.alpha);
+    }
+    let pooled = design
+        .levels
         .iter()
-        .map(|config| {
-            let parts: Vec<String> = together
+        .filter(|level| **level != design.baseline)
+        .filter_map(|level| Some(design.pooled(level, by_level.get(level)?, options)))
+        .collect();
+    Ok(Factorial {
+        by: by.to_string(),
+        dimensions: design
+            .together
+            .iter()
+            .map(|name| name.to_string())
+            .collect(),
+        baseline: design.baseline,
+        values: design.named,
+        metric: metric.to_string(),
+        contrasts,
+        pooled,
+        left_out,
+    })
+}
+
+/// How a factorial comparison of `configs` by one dimension is laid out: the levels of
+/// `by`, the strata the other varying dimensions make, and the baseline level.
+struct Design<'a> {
+    configs: &'a [ConfigRow],
+    by: &'a str,
+    value_of: fn(&ConfigRow) -> String,
+    /// What changes with `by` in every Config: a contrast of `by` changes these too.
+    together: Vec<&'static str>,
+    /// Each level of `by` named with what changes with it (`aes128gcm+rsa2048`).
+    named: BTreeMap<String, String>,
+    /// The dimensions other than `by` that vary: they make the strata.
+    varying: Vec<&'static Dimension>,
+    /// Each varying dimension's levels, in order.
+    orders: Vec<Vec<String>>,
+    /// The levels of `by`, numbers in numeric order.
+    levels: Vec<String>,
+    /// Configs by stratum (each varying dimension's level position), then by level.
+    strata: BTreeMap<Vec<usize>, Stratum<'a>>,
+    baseline: String,
+}
+
+impl<'a> Design<'a> {
+    fn new(
+        configs: &'a [ConfigRow],
+        by: &'a str,
+        baseline: Option<&str>,
+    ) -> Result<Design<'a>, ReportError> {
+        let Some(&(_, value_of)) = crate::dimensions::find(by) else {
+            return Err(input(
+                format!("--by {by}: not a dimension"),
+                format!("give one of: {}", crate::dimensions::names().join(", ")),
+            ));
+        };
+        let together = tied_with(configs, by);
+        let named: BTreeMap<String, String> = configs
+            .iter()
+            .map(|config| {
+                let parts: Vec<String> = together
+                    .iter()
+                    .filter_map(|name| dimension_value(name, config))
+                    .collect();
+                (value_of(config), joined(&parts))
+            })
+            .collect();
+        // One dimension that changes exactly when `by` does is `by` under another name
+        // (`--backend` sets both libraries): as a stratum it would leave each stratum one
+        // value of `by`.
+        let varying: Vec<&Dimension> = DIMENSIONS
+            .iter()
+            .filter(|(name, value)| {
+                *name != by && varies(configs, *value) && !tied(configs, value_of, *value)
+            })
+            .collect();
+        // Numbers in numeric order (concurrency 1, 20, 100), as everywhere levels are listed.
+        let levels = crate::levels::distinct_ordered(configs.iter().map(value_of));
+        if levels.len() < 2 {
+            return Err(input(
+                format!(
+                    "the run has one value of {by} ({})",
+                    escape(&levels.join(""))
+                ),
+                "compare by a dimension the run varied (its labels show which)".into(),
+            ));
+        }
+        if let Some(wanted) = baseline.filter(|wanted| !levels.iter().any(|level| level == wanted))
+        {
+            return Err(input(
+                format!("--baseline {}: the run has no such {by}", escape(wanted)),
+                format!("give one of: {}", escape(&levels.join(", "))),
+            ));
+        }
+        let orders: Vec<Vec<String>> = varying
+            .iter()
+            .map(|(_, value)| crate::levels::distinct_ordered(configs.iter().map(value)))
+            .collect();
+        let strata = strata(configs, &varying, &orders, value_of);
+        // Whether some Config with `level` has a partner that differs from it in `by` (and
+        // what changes with it) alone.
+        let partnered = |level: &String| {
+            strata
+                .values()
+                .any(|(_, members)| members.len() >= 2 && members.contains_key(level))
+        };
+        // The first level as listed, or the first that has a partner when it has none (a
+        // TLS 1.2 suite that only TLS 1.2 runs): its contrasts are the comparison's.
+        let baseline = match baseline {
+            Some(wanted) => wanted.to_string(),
+            None => levels
                 .iter()
-                .filter_map(|name| dimension_value(name, config))
-                .collect();
-            (value_of(config), joined(&parts))
+                .find(|level| partnered(level))
+                .unwrap_or(&levels[0])
+                .clone(),
+        };
+        Ok(Design {
+            configs,
+            by,
+            value_of,
+            together,
+            named,
+            varying,
+            orders,
+            levels,
+            strata,
+            baseline,
         })
-        .collect();
-    // The dimensions other than `by` that vary: they make the strata. One that changes
-    // exactly when `by` does is `by` under another name (`--backend` sets both libraries):
-    // as a stratum it would leave each stratum one value of `by`.
-    let varying: Vec<&Dimension> = DIMENSIONS
-        .iter()
-        .filter(|(name, value)| {
-            *name != by && varies(configs, *value) && !tied(configs, value_of, *value)
-        })
-        .collect();
-    // Numbers in numeric order (concurrency 1, 20, 100), as everywhere levels are listed.
-    let levels = crate::levels::distinct_ordered(configs.iter().map(value_of));
-    if levels.len() < 2 {
-        return Err(input(
+    }
+
+    /// Every contrast of a level with the baseline within a stratum, and each level's
+    /// strata samples for pooling.
+    fn contrasts(
+        &self,
+        options: &CompareOptions,
+        values: &dyn Fn(&ConfigRow) -> Result<Vec<f64>, StoreError>,
+    ) -> Result<(Vec<Contrast>, ByLevel), ReportError> {
+        let mut contrasts = Vec::new();
+        let mut by_level = ByLevel::new();
+        for (positions, (key, members)) in &self.strata {
+            let Some(base) = members.get(&self.baseline) else {
+                continue;
+            };
+            let base_values = values(base)?;
+            for level in self.levels.iter().filter(|level| **level != self.baseline) {
+                let Some(other) = members.get(level) else {
+                    continue;
+                };
+                // Held fixed by the strata: every other dimension that varies on its own.
+                // What is left to differ is `by` and what changes with it; anything else
+                // would credit the contrast to a dimension it did not change alone, so it
+                // is no contrast.
+                let differ = differences(base, other);
+                if differ != self.together {
+                    continue;
+                }
+                let other_values = values(other)?;
+                let Ok(comparison) = compare(
+                    &base.label,
+                    &base_values,
+                    &other.label,
+                    &other_values,
+                    options,
+                ) else {
+                    // Fewer than two samples on a side: nothing to say for this stratum.
+                    continue;
+                };
+                by_level
+                    .entry(level.clone())
+                    .or_default()
+                    .push(StratumSamples {
+                        positions: positions.clone(),
+                        baseline: base_values.clone(),
+                        other: other_values,
+                        ratio: comparison.ratio_median,
+                    });
+                contrasts.push(Contrast {
+                    stratum: if key.is_empty() {
+                        "(one stratum)".into()
+                    } else {
+                        key.join(" ")
+                    },
+                    level: level.clone(),
+                    dimensions: differ.iter().map(|name| name.to_string()).collect(),
+                    comparison,
+                });
+            }
+        }
+        Ok((contrasts, by_level))
+    }
+
+    /// Why there is no contrast at all: no samples beside the baseline, no partner of the
+    /// baseline, or no two Configs that change `by` alone (then what else the closest
+    /// pairs change).
+    fn no_contrast(&self, metric: &str) -> ReportError {
+        let (by, baseline) = (self.by, &self.baseline);
+        let paired = |with_baseline: bool| {
+            self.strata.values().any(|(_, members)| {
+                members.len() >= 2 && (!with_baseline || members.contains_key(baseline))
+            })
+        };
+        if paired(true) {
+            return input(
+                format!("no stratum has both {baseline} and another {by} with samples of {metric}"),
+                "every Config needs at least 2 successful measured samples of the metric".into(),
+            );
+        }
+        if paired(false) {
+            return input(
+                format!("no Config with {by} {baseline} differs from another in {by} alone"),
+                "give --baseline a value that some Config shares everything else with".into(),
+            );
+        }
+        let also: Vec<String> = self
+            .closest_extras()
+            .iter()
+            .map(|extra| crate::dimensions::in_words(extra))
+            .collect();
+        input(
             format!(
-                "the run has one value of {by} ({})",
-                escape(&levels.join(""))
+                "no two Configs differ in {} alone: the closest pairs that change it also change {}",
+                crate::dimensions::in_words(&self.together),
+                also.join(", or ")
             ),
-            "compare by a dimension the run varied (its labels show which)".into(),
-        ));
+            "no effect can be credited to it; compare without --by (each Config against the first, naming every dimension that differs) or by a dimension the Configs cross".into(),
+        )
     }
-    if let Some(wanted) = baseline.filter(|wanted| !levels.iter().any(|level| level == wanted)) {
-        return Err(input(
-            format!("--baseline {}: the run has no such {by}", escape(wanted)),
-            format!("give one of: {}", escape(&levels.join(", "))),
-        ));
+
+    /// What else the pairs of Configs that change `by` with the fewest other changes
+    /// change, each set once.
+    fn closest_extras(&self) -> Vec<Vec<&'static str>> {
+        let value_of = self.value_of;
+        let mut closest: Vec<Vec<&str>> = Vec::new();
+        for (index, one) in self.configs.iter().enumerate() {
+            for other in &self.configs[index + 1..] {
+                if value_of(one) == value_of(other) {
+                    continue;
+                }
+                let extra: Vec<&str> = differences(one, other)
+                    .into_iter()
+                    .filter(|name| !self.together.contains(name))
+                    .collect();
+                match closest.first().map(Vec::len) {
+                    Some(fewest) if extra.len() > fewest => {}
+                    Some(fewest) if extra.len() < fewest => closest = vec![extra],
+                    _ if !closest.contains(&extra) => closest.push(extra),
+                    _ => {}
+                }
+            }
+        }
+        closest
     }
-    // Configs by stratum, then by level. Strata go in the order of their levels (each
-    // dimension's position in its ordered levels), not as text: concurrency=100 would come
-    // before concurrency=20.
-    let orders: Vec<Vec<String>> = varying
-        .iter()
-        .map(|(_, value)| crate::levels::distinct_ordered(configs.iter().map(value)))
-        .collect();
+
+    /// Each other level without a contrast, and why.
+    fn left_out(&self, by_level: &ByLevel, metric: &str) -> Vec<String> {
+        let baseline = &self.baseline;
+        self.levels
+            .iter()
+            .filter(|level| *level != baseline && !by_level.contains_key(*level))
+            .map(|level| {
+                let value = self
+                    .named
+                    .get(level)
+                    .cloned()
+                    .unwrap_or_else(|| level.clone());
+                let together_with_baseline = self.strata.values().any(|(_, members)| {
+                    members.contains_key(level) && members.contains_key(baseline)
+                });
+                if together_with_baseline {
+                    format!(
+                        "{value}: fewer than 2 successful samples of {metric} beside its baseline"
+                    )
+                } else {
+                    format!(
+                        "{value}: no Config with it differs from one with {} in {} alone",
+                        self.named.get(baseline).unwrap_or(baseline),
+                        crate::dimensions::in_words(&self.together)
+                    )
+                }
+            })
+            .collect()
+    }
+
+    /// `level`'s contrasts pooled over the strata: the median ratio and its interval, the
+    /// van Elteren test, and whether the ratio depends on each varying dimension.
+    fn pooled(&self, level: &str, rows: &[StratumSamples], options: &CompareOptions) -> Pooled {
+        let ratios: Vec<f64> = rows.iter().map(|row| row.ratio).collect();
+        let (low, high) = if ratios.len() > 1 {
+            median_ci(&ratios, options.confidence, options.resamples, options.seed)
+        } else {
+            (ratios[0], ratios[0])
+        };
+        let pairs: Vec<(&[f64], &[f64])> = rows
+            .iter()
+            .map(|row| (row.baseline.as_slice(), row.other.as_slice()))
+            .collect();
+        let interactions = self
+            .varying
+            .iter()
+            .zip(&self.orders)
+            .enumerate()
+            .filter_map(|(position, ((name, _), order))| {
+                interaction(name, order, position, rows, options.alpha)
+            })
+            .collect();
+        Pooled {
+            level: level.to_string(),
+            strata: ratios.len(),
+            ratio: median(&ratios),
+            ratio_ci: [low, high],
+            van_elteren: van_elteren(&pairs).ok(),
+            interactions,
+        }
+    }
+}
+
+/// `configs` by stratum, then by level of `by` (`value_of`). Strata go in the order of
+/// their levels (each dimension's position in its ordered levels), not as text:
+/// concurrency=100 would come before concurrency=20.
+fn strata<'a>(
+    configs: &'a [ConfigRow],
+    varying: &[&Dimension],
+    orders: &[Vec<String>],
+    value_of: fn(&ConfigRow) -> String,
+) -> BTreeMap<Vec<usize>, Stratum<'a>> {
     let mut strata: BTreeMap<Vec<usize>, Stratum> = BTreeMap::new();
     for config in configs {
         let positions: Vec<usize> = varying
             .iter()
-            .zip(&orders)
+            .zip(orders)
             .map(|((_, value), order)| {
                 let level = value(config);
                 order.iter().position(|known| *known == level).unwrap_or(0)
@@ -201,224 +506,53 @@ pub fn factorial_of(
             .1
             .insert(value_of(config), config);
     }
-    // Whether some Config with `level` has a partner that differs from it in `by` (and what
-    // changes with it) alone.
-    let partnered = |level: &String| {
-        strata
-            .values()
-            .any(|(_, members)| members.len() >= 2 && members.contains_key(level))
-    };
-    // The first level as listed, or the first that has a partner when it has none (a TLS
-    // 1.2 suite that only TLS 1.2 runs): its contrasts are the comparison's.
-    let baseline = match baseline {
-        Some(wanted) => wanted.to_string(),
-        None => levels
-            .iter()
-            .find(|level| partnered(level))
-            .unwrap_or(&levels[0])
-            .clone(),
-    };
-    let mut contrasts = Vec::new();
-    let mut by_level: BTreeMap<String, Vec<StratumSamples>> = BTreeMap::new();
-    for (positions, (key, members)) in &strata {
-        let Some(base) = members.get(&baseline) else {
-            continue;
-        };
-        let base_values = values(base)?;
-        for level in levels.iter().filter(|level| **level != baseline) {
-            let Some(other) = members.get(level) else {
-                continue;
-            };
-            // Held fixed by the strata: every other dimension that varies on its own. What is
-            // left to differ is `by` and what changes with it; anything else would credit the
-            // contrast to a dimension it did not change alone, so it is no contrast.
-            let differ = differences(base, other);
-            if differ != together {
-                continue;
-            }
-            let other_values = values(other)?;
-            let Ok(comparison) = compare(
-                &base.label,
-                &base_values,
-                &other.label,
-                &other_values,
-                options,
-            ) else {
-                // Fewer than two samples on a side: nothing to say for this stratum.
-                continue;
-            };
-            by_level
-                .entry(level.clone())
-                .or_default()
-                .push(StratumSamples {
-                    positions: positions.clone(),
-                    baseline: base_values.clone(),
-                    other: other_values,
-                    ratio: comparison.ratio_median,
-                });
-            contrasts.push(Contrast {
-                stratum: if key.is_empty() {
-                    "(one stratum)".into()
-                } else {
-                    key.join(" ")
-                },
-                level: level.clone(),
-                dimensions: differ.iter().map(|name| name.to_string()).collect(),
-                comparison,
-            });
-        }
+    strata
+}
+
+/// Whether a level's ratio depends on the varying dimension `name` (at `position` among
+/// them): its median ratio at each of that dimension's levels, and Kruskal-Wallis on their
+/// logarithms. `None` when the contrasts span one of its levels only.
+fn interaction(
+    name: &str,
+    order: &[String],
+    position: usize,
+    rows: &[StratumSamples],
+    alpha: f64,
+) -> Option<Interaction> {
+    // By the level's position, so that the ratios are listed in the levels' order.
+    let mut groups: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    for row in rows {
+        groups
+            .entry(row.positions[position])
+            .or_default()
+            .push(row.ratio);
     }
-    if contrasts.is_empty() {
-        let paired = |with_baseline: bool| {
-            strata.values().any(|(_, members)| {
-                members.len() >= 2 && (!with_baseline || members.contains_key(&baseline))
-            })
-        };
-        if paired(true) {
-            return Err(input(
-                format!("no stratum has both {baseline} and another {by} with samples of {metric}"),
-                "every Config needs at least 2 successful measured samples of the metric".into(),
-            ));
-        }
-        if paired(false) {
-            return Err(input(
-                format!("no Config with {by} {baseline} differs from another in {by} alone"),
-                "give --baseline a value that some Config shares everything else with".into(),
-            ));
-        }
-        // No two Configs differ in `by` (and what changes with it) alone: say what else the
-        // closest pairs that change it change.
-        let mut closest: Vec<Vec<&str>> = Vec::new();
-        for (index, one) in configs.iter().enumerate() {
-            for other in &configs[index + 1..] {
-                if value_of(one) == value_of(other) {
-                    continue;
-                }
-                let extra: Vec<&str> = differences(one, other)
-                    .into_iter()
-                    .filter(|name| !together.contains(name))
-                    .collect();
-                match closest.first().map(Vec::len) {
-                    Some(fewest) if extra.len() > fewest => {}
-                    Some(fewest) if extra.len() < fewest => closest = vec![extra],
-                    _ if !closest.contains(&extra) => closest.push(extra),
-                    _ => {}
-                }
-            }
-        }
-        let also: Vec<String> = closest
-            .iter()
-            .map(|extra| crate::dimensions::in_words(extra))
-            .collect();
-        return Err(input(
-            format!(
-                "no two Configs differ in {} alone: the closest pairs that change it also change {}",
-                crate::dimensions::in_words(&together),
-                also.join(", or ")
-            ),
-            "no effect can be credited to it; compare without --by (each Config against the first, naming every dimension that differs) or by a dimension the Configs cross".into(),
-        ));
+    if groups.len() < 2 {
+        return None;
     }
-    // Each other level without a contrast, and why.
-    let left_out: Vec<String> = levels
-        .iter()
-        .filter(|level| **level != baseline && !by_level.contains_key(*level))
-        .map(|level| {
-            let value = named.get(level).cloned().unwrap_or_else(|| level.clone());
-            let together_with_baseline = strata
-                .values()
-                .any(|(_, members)| members.contains_key(level) && members.contains_key(&baseline));
-            if together_with_baseline {
-                format!("{value}: fewer than 2 successful samples of {metric} beside its baseline")
-            } else {
-                format!(
-                    "{value}: no Config with it differs from one with {} in {} alone",
-                    named.get(&baseline).unwrap_or(&baseline),
-                    crate::dimensions::in_words(&together)
-                )
-            }
-        })
+    let logs: Vec<Vec<f64>> = groups
+        .values()
+        .map(|ratios| ratios.iter().map(|ratio| ratio.ln()).collect())
         .collect();
-    let adjusted = holm_adjust(
-        &contrasts
+    let p_value = (groups.values().all(|ratios| ratios.len() >= 2))
+        .then(|| {
+            let slices: Vec<&[f64]> = logs.iter().map(Vec::as_slice).collect();
+            kruskal_wallis(&slices).ok().map(|test| test.p_value)
+        })
+        .flatten();
+    Some(Interaction {
+        dimension: name.to_string(),
+        ratios: groups
             .iter()
-            .map(|contrast| contrast.comparison.mann_whitney_p)
-            .collect::<Vec<_>>(),
-    );
-    for (contrast, holm) in contrasts.iter_mut().zip(adjusted) {
-        contrast.comparison.adjust_in_family(holm, options.alpha);
-    }
-    let mut pooled = Vec::new();
-    for level in levels.iter().filter(|level| **level != baseline) {
-        let Some(rows) = by_level.get(level) else {
-            continue;
-        };
-        let ratios: Vec<f64> = rows.iter().map(|row| row.ratio).collect();
-        let (low, high) = if ratios.len() > 1 {
-            median_ci(&ratios, options.confidence, options.resamples, options.seed)
-        } else {
-            (ratios[0], ratios[0])
-        };
-        let pairs: Vec<(&[f64], &[f64])> = rows
-            .iter()
-            .map(|row| (row.baseline.as_slice(), row.other.as_slice()))
-            .collect();
-        let mut interactions = Vec::new();
-        for (position, ((name, _), order)) in varying.iter().zip(&orders).enumerate() {
-            // By the level's position, so that the ratios are listed in the levels' order.
-            let mut groups: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-            for row in rows {
-                groups
-                    .entry(row.positions[position])
-                    .or_default()
-                    .push(row.ratio);
-            }
-            if groups.len() < 2 {
-                continue;
-            }
-            let logs: Vec<Vec<f64>> = groups
-                .values()
-                .map(|ratios| ratios.iter().map(|ratio| ratio.ln()).collect())
-                .collect();
-            let p_value = (groups.values().all(|ratios| ratios.len() >= 2))
-                .then(|| {
-                    let slices: Vec<&[f64]> = logs.iter().map(Vec::as_slice).collect();
-                    kruskal_wallis(&slices).ok().map(|test| test.p_value)
-                })
-                .flatten();
-            interactions.push(Interaction {
-                dimension: name.to_string(),
-                ratios: groups
-                    .iter()
-                    .map(|(level, ratios)| {
-                        (
-                            order.get(*level).cloned().unwrap_or_default(),
-                            median(ratios),
-                        )
-                    })
-                    .collect(),
-                depends: p_value.is_some_and(|p| p < options.alpha),
-                p_value,
-            });
-        }
-        pooled.push(Pooled {
-            level: level.clone(),
-            strata: ratios.len(),
-            ratio: median(&ratios),
-            ratio_ci: [low, high],
-            van_elteren: van_elteren(&pairs).ok(),
-            interactions,
-        });
-    }
-    Ok(Factorial {
-        by: by.to_string(),
-        dimensions: together.iter().map(|name| name.to_string()).collect(),
-        baseline,
-        values: named,
-        metric: metric.to_string(),
-        contrasts,
-        pooled,
-        left_out,
+            .map(|(level, ratios)| {
+                (
+                    order.get(*level).cloned().unwrap_or_default(),
+                    median(ratios),
+                )
+            })
+            .collect(),
+        depends: p_value.is_some_and(|p| p < alpha),
+        p_value,
     })
 }
 

@@ -22,8 +22,11 @@ pub struct FlightsSummary {
     /// Medians: datagrams and UDP payload bytes of the flight with the first byte, and of the
     /// later flights together.
     pub first_datagrams: u64,
+    /// See `first_datagrams`.
     pub first_bytes: u64,
+    /// See `first_datagrams`.
     pub later_datagrams: u64,
+    /// See `first_datagrams`.
     pub later_bytes: u64,
 }
 

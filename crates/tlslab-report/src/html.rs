@@ -144,6 +144,8 @@ fn write_scans(out: &mut String, scans: &[ScanRow]) {
     }
 }
 
+/// The report of `data` as one HTML page that needs nothing else: its styles and charts
+/// (SVG) are inline, so it can be mailed or attached to a ticket as it is.
 pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
     let summary = &data.summary;
     let mut out = String::with_capacity(256 * 1024);
@@ -168,13 +170,32 @@ pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
         out.push_str("</ul></div>\n");
     }
 
+    write_summary(&mut out, data);
+    write_answers(&mut out, data);
+    write_requests(&mut out, data);
+    write_charts(&mut out, data)?;
+    write_phases_and_errors(&mut out, data);
+    write_source(&mut out, data);
+    write_scans(&mut out, &data.scans);
+    let _ = writeln!(
+        out,
+        "<footer>Made by tlslab {} from {}.</footer>\n</body>\n</html>",
+        env!("CARGO_PKG_VERSION"),
+        escape(&summary.store)
+    );
+    Ok(out)
+}
+
+/// The summary table on the metric, and each Config's sequential stopping.
+fn write_summary(out: &mut String, data: &ReportData) {
+    let summary = &data.summary;
     let _ = writeln!(
         out,
         "<h2 id=\"summary\">Summary: {}</h2>",
         escape(&summary.metric)
     );
     let _ = writeln!(out, "<p>{}</p>", escape(&tables::summary_note(data)));
-    write_table(&mut out, &tables::summary(data));
+    write_table(out, &tables::summary(data));
     let stopping: Vec<String> = summary
         .configs
         .iter()
@@ -187,7 +208,12 @@ pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
         }
         out.push_str("</ul>\n");
     }
+}
 
+/// The answer: by dimension when the Configs cross dimensions, and each Config against the
+/// first.
+fn write_answers(out: &mut String, data: &ReportData) {
+    let summary = &data.summary;
     if let Some(table) = tables::factorial(data) {
         let _ = writeln!(
             out,
@@ -195,7 +221,7 @@ pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
             escape(&summary.metric)
         );
         let _ = writeln!(out, "<p>{}</p>", escape(&tables::factorial_note(data)));
-        write_table(&mut out, &table);
+        write_table(out, &table);
     }
 
     if let (Some(table), Some(note)) = (tables::comparisons(data), tables::comparison_note(data)) {
@@ -205,13 +231,18 @@ pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
             escape(&summary.metric)
         );
         let _ = writeln!(out, "<p>{}</p>", escape(&note));
-        write_table(&mut out, &table);
+        write_table(out, &table);
     }
+}
 
+/// What requests measured: time to first byte, session techniques, load, HTTPS against
+/// plain HTTP, open loops.
+fn write_requests(out: &mut String, data: &ReportData) {
+    let summary = &data.summary;
     if let Some(table) = tables::time_to_first_byte(data) {
         out.push_str("<h2 id=\"ttfb\">Time to first byte</h2>\n");
         out.push_str("<p>From each attempt's start to the first byte of its response: the handshake and the request, what a user waits for.</p>\n");
-        write_table(&mut out, &table);
+        write_table(out, &table);
     }
     if let Some(table) = tables::gains(data) {
         let _ = writeln!(
@@ -220,22 +251,22 @@ pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
             escape(&summary.metric)
         );
         let _ = writeln!(out, "<p>{}</p>", escape(&tables::gains_note(data)));
-        write_table(&mut out, &table);
+        write_table(out, &table);
     }
     if let Some(table) = tables::load(data) {
         out.push_str("<h2 id=\"load\">Requests under load</h2>\n");
         out.push_str("<p>ApacheBench's figures with its definitions: connect is the time to an open connection (TLS included; 0 on a kept one), waiting from there to the first response byte, total the whole request; time per request is concurrency × time taken / requests.</p>\n");
-        write_table(&mut out, &table);
+        write_table(out, &table);
     }
     if let Some(table) = tables::scheme_increases(data) {
         out.push_str("<h2 id=\"schemes\">HTTPS against plain HTTP</h2>\n");
         out.push_str("<p>The increase of the median request time with its 95% bootstrap interval, and the study's increase of time taken and change of requests per second.</p>\n");
-        write_table(&mut out, &table);
+        write_table(out, &table);
     }
     if let Some(table) = tables::open_loops(data) {
         out.push_str("<h2 id=\"open-loops\">Open loops</h2>\n");
         out.push_str("<p>Latency counts from each attempt's intended start, so waiting for a busy agent or a stalled server is measured, not omitted.</p>\n");
-        write_table(&mut out, &table);
+        write_table(out, &table);
         if !summary.knees.is_empty() {
             out.push_str("<ul>\n");
             for knee in &summary.knees {
@@ -244,7 +275,10 @@ pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
             out.push_str("</ul>\n");
         }
     }
+}
 
+/// Every chart that applies, inline as SVG.
+fn write_charts(out: &mut String, data: &ReportData) -> Result<(), ReportError> {
     out.push_str("<h2 id=\"charts\">Charts</h2>\n");
     if !data.common_label.is_empty() {
         let _ = writeln!(
@@ -268,16 +302,24 @@ pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
             escape(kind.caption())
         );
     }
+    Ok(())
+}
 
+/// The median of each phase, and the errors.
+fn write_phases_and_errors(out: &mut String, data: &ReportData) {
     out.push_str("<h2 id=\"phases\">Median per phase (ms)</h2>\n");
-    write_table(&mut out, &tables::phases(data));
+    write_table(out, &tables::phases(data));
 
     out.push_str("<h2 id=\"errors\">Errors</h2>\n");
     match tables::errors(data) {
-        Some(table) => write_table(&mut out, &table),
+        Some(table) => write_table(out, &table),
         None => out.push_str("<p>Every measured attempt succeeded.</p>\n"),
     }
+}
 
+/// What the run was: its command line and experiment file, or what a capture read; and
+/// the machine.
+fn write_source(out: &mut String, data: &ReportData) {
     if data.run.source == "active" {
         out.push_str("<h2 id=\"experiment\">Experiment</h2>\n");
     } else {
@@ -303,15 +345,7 @@ pub fn render_html(data: &ReportData) -> Result<String, ReportError> {
         );
     }
     out.push_str("<h2 id=\"environment\">Environment</h2>\n");
-    write_table(&mut out, &tables::environment(data));
-    write_scans(&mut out, &data.scans);
-    let _ = writeln!(
-        out,
-        "<footer>Made by tlslab {} from {}.</footer>\n</body>\n</html>",
-        env!("CARGO_PKG_VERSION"),
-        escape(&summary.store)
-    );
-    Ok(out)
+    write_table(out, &tables::environment(data));
 }
 
 #[cfg(test)]

@@ -23,10 +23,15 @@ use crate::text::millis;
 /// min, mean, sd, median and max of one column of ab's connection-times table, in ms.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Times {
+    /// The fastest request.
     pub min: f64,
+    /// The mean, which ab prints first.
     pub mean: f64,
+    /// The standard deviation (`[+/-sd]`); 0 for one request, as ab prints it.
     pub sd: f64,
+    /// The median.
     pub median: f64,
+    /// The slowest request.
     pub max: f64,
 }
 
@@ -82,17 +87,25 @@ fn sorted_millis(mut values: Vec<f64>) -> Vec<f64> {
 /// One Config under load.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LoadConfig {
+    /// The Config's label.
     pub label: String,
+    /// `https` or `http`.
     pub scheme: String,
+    /// The HTTP version (`1.1`, `2`, `3`).
     pub http: String,
+    /// Requests reused their connection (ab's `-k`).
     pub keep_alive: bool,
+    /// Requests in flight at once (ab's `-c`); `None` for a capture.
     pub concurrency: Option<i64>,
     /// Host and port the requests went to.
     pub address: String,
+    /// The request's path (ab's "Document Path").
     pub path: Option<String>,
     /// Measured trial time, in seconds.
     pub time_taken_s: f64,
+    /// Requests that succeeded.
     pub complete: i64,
+    /// Requests that failed, whatever the class.
     pub failed: i64,
     /// Failed requests per error class.
     pub failures: BTreeMap<String, i64>,
@@ -108,6 +121,7 @@ pub struct LoadConfig {
     pub body_transferred: i64,
     /// The most common body size.
     pub document_length: Option<i64>,
+    /// Complete requests per second of time taken (ab's "Requests per second").
     pub requests_per_second: Option<f64>,
     /// ab's "time per request (mean)": concurrency × time taken / requests, in ms.
     pub time_per_request_ms: Option<f64>,
@@ -115,9 +129,13 @@ pub struct LoadConfig {
     pub time_per_request_all_ms: Option<f64>,
     /// Response bytes read per second, in KiB.
     pub transfer_rate_kib: Option<f64>,
+    /// ab's Connect row: to an open connection, TLS included (0 on a kept one).
     pub connect: Option<Times>,
+    /// ab's Processing row: from the open connection to the response's end.
     pub processing: Option<Times>,
+    /// ab's Waiting row: from the open connection to the response's first byte.
     pub waiting: Option<Times>,
+    /// ab's Total row: the whole request.
     pub total: Option<Times>,
     /// Percentiles of the request's whole time, in ms (to p99.9 and the longest).
     pub percentiles: Option<Percentiles>,
@@ -126,7 +144,9 @@ pub struct LoadConfig {
     pub ab_percentiles: Vec<(u32, f64)>,
     /// The TLS handshakes' share of all requests' time (0 for plain HTTP).
     pub handshake_share: Option<f64>,
+    /// This process's CPU per request, in ms: what the load generator cost.
     pub client_cpu_per_request_ms: Option<f64>,
+    /// The lab server's CPU per request, in ms; `None` against a target.
     pub server_cpu_per_request_ms: Option<f64>,
     /// An open loop's schedule and latency from each intended start.
     pub open_loop: Option<OpenLoop>,
@@ -176,24 +196,30 @@ fn temp_key(group: &str) -> String {
 /// HTTPS against plain HTTP for Configs that differ in nothing else.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SchemeIncrease {
+    /// The HTTPS Config's label.
     pub https: String,
+    /// The plain HTTP Config's label.
     pub http: String,
     /// (HTTPS − HTTP) / HTTP of the median request time, in percent, with its 95% bootstrap
     /// interval.
     pub median_increase_percent: f64,
+    /// The 95% bootstrap interval of `median_increase_percent`.
     pub median_increase_ci: [f64; 2],
     /// Mann-Whitney's two-sided p of the request times.
     pub p: f64,
     /// The study's figures: the increase of the time taken and the drop of requests per
     /// second, in percent.
     pub time_taken_increase_percent: Option<f64>,
+    /// See `time_taken_increase_percent`.
     pub requests_per_second_change_percent: Option<f64>,
 }
 
 /// A load run's figures.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LoadSummary {
+    /// Each Config's figures, in the run's order.
     pub configs: Vec<LoadConfig>,
+    /// HTTPS against plain HTTP, for each pair of Configs that differ in the scheme alone.
     pub increases: Vec<SchemeIncrease>,
 }
 
@@ -383,6 +409,7 @@ fn setting(config: &ConfigRow) -> impl PartialEq + '_ {
 }
 
 impl LoadSummary {
+    /// The figures of `store`'s run, one pass over its requests per Config.
     pub fn from_store(store: &Store) -> Result<LoadSummary, StoreError> {
         let rows = store.configs()?;
         let mut configs = Vec::new();
@@ -588,138 +615,153 @@ pub fn render_ab(summary: &LoadSummary) -> String {
     let summary = &crate::terminal::load_summary(summary);
     let mut out = String::new();
     for config in &summary.configs {
-        let (host, port) = config
-            .address
-            .rsplit_once(':')
-            .map_or((config.address.as_str(), ""), |(host, port)| (host, port));
-        let whole = |value: f64| format!("{:.0}", value);
         let _ = writeln!(
             out,
             "This is tlslab load, in ApacheBench's layout ({})",
             config.label
         );
         out.push('\n');
-        // ab prints the line, empty, when the server sent no `Server` field.
-        let _ = writeln!(
-            out,
-            "Server Software:        {}",
-            config.server_software.as_deref().unwrap_or("")
-        );
-        let _ = writeln!(out, "Server Hostname:        {host}");
-        let _ = writeln!(out, "Server Port:            {port}");
-        if let Some(protocol) = &config.tls_protocol {
-            let _ = writeln!(out, "SSL/TLS Protocol:       {protocol}");
-        }
-        if let Some(key) = &config.temp_key {
-            let _ = writeln!(out, "Server Temp Key:        {key}");
-        }
-        if let Some(name) = &config.server_name {
-            let _ = writeln!(out, "TLS Server Name:        {name}");
-        }
-        out.push('\n');
-        let _ = writeln!(
-            out,
-            "Document Path:          {}",
-            config.path.as_deref().unwrap_or("/")
-        );
-        let _ = writeln!(
-            out,
-            "Document Length:        {} bytes",
-            config.document_length.unwrap_or(0)
-        );
-        out.push('\n');
-        let _ = writeln!(
-            out,
-            "Concurrency Level:      {}",
-            config.concurrency.unwrap_or(1)
-        );
-        let _ = writeln!(
-            out,
-            "Time taken for tests:   {:.3} seconds",
-            config.time_taken_s
-        );
-        let _ = writeln!(out, "Complete requests:      {}", config.complete);
-        let _ = writeln!(out, "Failed requests:        {}", config.failed);
-        let non_2xx: i64 = config
-            .statuses
-            .iter()
-            .filter(|(status, _)| !(200..300).contains(*status))
-            .map(|(_, count)| count)
-            .sum();
-        if non_2xx > 0 {
-            let _ = writeln!(out, "Non-2xx responses:      {non_2xx}");
-        }
-        if config.keep_alive {
-            let _ = writeln!(out, "Keep-Alive requests:    {}", config.complete);
-        }
-        let _ = writeln!(
-            out,
-            "Total transferred:      {} bytes",
-            config.total_transferred
-        );
-        let _ = writeln!(
-            out,
-            "HTML transferred:       {} bytes",
-            config.body_transferred
-        );
-        let _ = writeln!(
-            out,
-            "Requests per second:    {:.2} [#/sec] (mean)",
-            config.requests_per_second.unwrap_or(0.0)
-        );
-        let _ = writeln!(
-            out,
-            "Time per request:       {:.3} [ms] (mean)",
-            config.time_per_request_ms.unwrap_or(0.0)
-        );
-        let _ = writeln!(
-            out,
-            "Time per request:       {:.3} [ms] (mean, across all concurrent requests)",
-            config.time_per_request_all_ms.unwrap_or(0.0)
-        );
-        let _ = writeln!(
-            out,
-            "Transfer rate:          {:.2} [Kbytes/sec] received",
-            config.transfer_rate_kib.unwrap_or(0.0)
-        );
-        out.push('\n');
-        let _ = writeln!(out, "Connection Times (ms)");
-        let _ = writeln!(out, "              min  mean[+/-sd] median   max");
-        for (name, times) in [
-            ("Connect:", config.connect),
-            ("Processing:", config.processing),
-            ("Waiting:", config.waiting),
-            ("Total:", config.total),
-        ] {
-            if let Some(t) = times {
-                let _ = writeln!(
-                    out,
-                    "{name:<12}{:>5} {:>5} {:>5.1} {:>6} {:>7}",
-                    whole(t.min),
-                    whole(t.mean),
-                    // ab prints 0.0 for one request, whose deviation is undefined (NaN here).
-                    if t.sd.is_finite() { t.sd } else { 0.0 },
-                    whole(t.median),
-                    whole(t.max)
-                );
-            }
-        }
-        if let Some(percentiles) = &config.percentiles {
-            out.push('\n');
-            let _ = writeln!(
-                out,
-                "Percentage of the requests served within a certain time (ms)"
-            );
-            for (percent, value) in &config.ab_percentiles {
-                let _ = writeln!(out, "  {:>3}% {:>6}", percent, whole(*value));
-            }
-            let _ = writeln!(
-                out,
-                "  100% {:>6} (longest request)",
-                whole(percentiles.max)
-            );
-        }
+        ab_server(config, &mut out);
+        ab_figures(config, &mut out);
+        ab_times(config, &mut out);
         out.push('\n');
     }
     out
+}
+
+/// ab's description of the server and the document asked for.
+fn ab_server(config: &LoadConfig, out: &mut String) {
+    // ab prints the line, empty, when the server sent no `Server` field.
+    let _ = writeln!(
+        out,
+        "Server Software:        {}",
+        config.server_software.as_deref().unwrap_or("")
+    );
+    let (host, port) = config
+        .address
+        .rsplit_once(':')
+        .map_or((config.address.as_str(), ""), |(host, port)| (host, port));
+    let _ = writeln!(out, "Server Hostname:        {host}");
+    let _ = writeln!(out, "Server Port:            {port}");
+    if let Some(protocol) = &config.tls_protocol {
+        let _ = writeln!(out, "SSL/TLS Protocol:       {protocol}");
+    }
+    if let Some(key) = &config.temp_key {
+        let _ = writeln!(out, "Server Temp Key:        {key}");
+    }
+    if let Some(name) = &config.server_name {
+        let _ = writeln!(out, "TLS Server Name:        {name}");
+    }
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "Document Path:          {}",
+        config.path.as_deref().unwrap_or("/")
+    );
+    let _ = writeln!(
+        out,
+        "Document Length:        {} bytes",
+        config.document_length.unwrap_or(0)
+    );
+    out.push('\n');
+}
+
+/// ab's figures of the run: concurrency, time taken, requests, bytes, rates.
+fn ab_figures(config: &LoadConfig, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "Concurrency Level:      {}",
+        config.concurrency.unwrap_or(1)
+    );
+    let _ = writeln!(
+        out,
+        "Time taken for tests:   {:.3} seconds",
+        config.time_taken_s
+    );
+    let _ = writeln!(out, "Complete requests:      {}", config.complete);
+    let _ = writeln!(out, "Failed requests:        {}", config.failed);
+    let non_2xx: i64 = config
+        .statuses
+        .iter()
+        .filter(|(status, _)| !(200..300).contains(*status))
+        .map(|(_, count)| count)
+        .sum();
+    if non_2xx > 0 {
+        let _ = writeln!(out, "Non-2xx responses:      {non_2xx}");
+    }
+    if config.keep_alive {
+        let _ = writeln!(out, "Keep-Alive requests:    {}", config.complete);
+    }
+    let _ = writeln!(
+        out,
+        "Total transferred:      {} bytes",
+        config.total_transferred
+    );
+    let _ = writeln!(
+        out,
+        "HTML transferred:       {} bytes",
+        config.body_transferred
+    );
+    let _ = writeln!(
+        out,
+        "Requests per second:    {:.2} [#/sec] (mean)",
+        config.requests_per_second.unwrap_or(0.0)
+    );
+    let _ = writeln!(
+        out,
+        "Time per request:       {:.3} [ms] (mean)",
+        config.time_per_request_ms.unwrap_or(0.0)
+    );
+    let _ = writeln!(
+        out,
+        "Time per request:       {:.3} [ms] (mean, across all concurrent requests)",
+        config.time_per_request_all_ms.unwrap_or(0.0)
+    );
+    let _ = writeln!(
+        out,
+        "Transfer rate:          {:.2} [Kbytes/sec] received",
+        config.transfer_rate_kib.unwrap_or(0.0)
+    );
+    out.push('\n');
+}
+
+/// ab's connection times and the percentiles of the requests' times.
+fn ab_times(config: &LoadConfig, out: &mut String) {
+    let whole = |value: f64| format!("{:.0}", value);
+    let _ = writeln!(out, "Connection Times (ms)");
+    let _ = writeln!(out, "              min  mean[+/-sd] median   max");
+    for (name, times) in [
+        ("Connect:", config.connect),
+        ("Processing:", config.processing),
+        ("Waiting:", config.waiting),
+        ("Total:", config.total),
+    ] {
+        if let Some(t) = times {
+            let _ = writeln!(
+                out,
+                "{name:<12}{:>5} {:>5} {:>5.1} {:>6} {:>7}",
+                whole(t.min),
+                whole(t.mean),
+                // ab prints 0.0 for one request, whose deviation is undefined (NaN here).
+                if t.sd.is_finite() { t.sd } else { 0.0 },
+                whole(t.median),
+                whole(t.max)
+            );
+        }
+    }
+    if let Some(percentiles) = &config.percentiles {
+        out.push('\n');
+        let _ = writeln!(
+            out,
+            "Percentage of the requests served within a certain time (ms)"
+        );
+        for (percent, value) in &config.ab_percentiles {
+            let _ = writeln!(out, "  {:>3}% {:>6}", percent, whole(*value));
+        }
+        let _ = writeln!(
+            out,
+            "  100% {:>6} (longest request)",
+            whole(percentiles.max)
+        );
+    }
 }

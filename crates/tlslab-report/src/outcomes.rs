@@ -14,9 +14,11 @@ use crate::summary::ConfigSummary;
 /// verdicts are: to the dimensions in which the two differ.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PhaseChange {
+    /// The phase, by name (`cert_validation`).
     pub phase: String,
     /// The Config set against `baseline`: of the two, the later in the run's order.
     pub other: String,
+    /// The Config it is set against: the earlier in the run's order.
     pub baseline: String,
     /// `other`'s median of the phase minus `baseline`'s, in ms.
     pub change_ms: f64,
@@ -32,8 +34,11 @@ pub struct PhaseChange {
 /// A change read by dimension: its values, and where the other dimensions were held.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Crossed {
+    /// The other Config's values of the dimensions (`1.3`).
     pub other: String,
+    /// The baseline's values of the dimensions (`1.2`).
     pub baseline: String,
+    /// The other dimensions' values both share (`concurrency 4`).
     pub held: String,
 }
 

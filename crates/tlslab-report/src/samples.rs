@@ -5,16 +5,10 @@
 
 use tlslab_core::terminal::{escape, Escaped};
 
-/// Why a sample file cannot be compared, and what would do.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct SampleFileError {
-    pub message: String,
-    pub hint: String,
-}
+use crate::ReportError;
 
-fn error(message: String, hint: impl Into<String>) -> SampleFileError {
-    SampleFileError {
+fn error(message: String, hint: impl Into<String>) -> ReportError {
+    ReportError::Input {
         message,
         hint: hint.into(),
     }
@@ -26,7 +20,7 @@ pub fn parse_samples(
     bytes: &[u8],
     column: Option<&str>,
     name: &str,
-) -> Result<Vec<f64>, SampleFileError> {
+) -> Result<Vec<f64>, ReportError> {
     read_samples(bytes, column, name)
 }
 
@@ -36,7 +30,7 @@ pub fn read_samples(
     reader: impl std::io::Read,
     column: Option<&str>,
     name: &str,
-) -> Result<Vec<f64>, SampleFileError> {
+) -> Result<Vec<f64>, ReportError> {
     let name = Escaped(name);
     let listed = |fields: &csv::StringRecord| {
         fields
@@ -45,11 +39,9 @@ pub fn read_samples(
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let unreadable = |problem: &dyn std::fmt::Display| {
-        error(
-            format!("cannot read {name}: {problem}"),
-            "give a text file of numbers, one per line, or a CSV file with --column",
-        )
+    let unreadable = |source: csv::Error| ReportError::SampleFile {
+        name: name.to_string(),
+        source,
     };
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(column.is_some())
@@ -58,10 +50,7 @@ pub fn read_samples(
         .from_reader(reader);
     let (index, measured) = match column {
         Some(wanted) => {
-            let names = reader
-                .headers()
-                .map_err(|problem| unreadable(&problem))?
-                .clone();
+            let names = reader.headers().map_err(unreadable)?.clone();
             let index = names.iter().position(|n| n == wanted).ok_or_else(|| {
                 error(
                     format!("{name} has no column '{}'", Escaped(wanted)),
@@ -74,7 +63,7 @@ pub fn read_samples(
     };
     let mut values = Vec::new();
     for (number, record) in reader.records().enumerate() {
-        let record = record.map_err(|problem| unreadable(&problem))?;
+        let record = record.map_err(unreadable)?;
         // Line numbers as people count them, the header included.
         let line = number + 1 + usize::from(column.is_some());
         if record.iter().all(str::is_empty) || !measured.keeps(&record) {
@@ -150,14 +139,14 @@ mod tests {
             [1.5, 2.5]
         );
         let error = parse_samples(b"1\nx\n", None, "a").unwrap_err();
-        assert_eq!(error.message, "a line 2: 'x' is not a number");
+        assert_eq!(error.to_string(), "a line 2: 'x' is not a number");
         assert!(parse_samples(b"1\n", None, "a")
             .unwrap_err()
-            .message
+            .to_string()
             .contains("only 1"));
         assert!(parse_samples(b"1,2\n", None, "a")
             .unwrap_err()
-            .message
+            .to_string()
             .contains("columns"));
         assert!(parse_samples(b"inf\n1\n", None, "a").is_err());
     }
@@ -175,7 +164,21 @@ mod tests {
             [3.0, 4.0]
         );
         let error = parse_samples(b"a,b\n1,2\n", Some("c"), "f").unwrap_err();
-        assert_eq!(error.hint, "its columns are: a, b");
+        assert_eq!(error.hint(), "its columns are: a, b");
+    }
+
+    #[test]
+    fn a_file_the_csv_reader_refuses_keeps_its_error() {
+        use std::error::Error as _;
+        // A header that is not UTF-8, read for its column names.
+        let error = parse_samples(b"\xff\xfe,x\n1,2\n", Some("x"), "f").unwrap_err();
+        assert!(matches!(error, ReportError::SampleFile { .. }), "{error:?}");
+        assert_eq!(error.to_string(), "cannot read f");
+        assert!(error
+            .source()
+            .is_some_and(|source| source.is::<csv::Error>()));
+        assert!(error.is_input());
+        assert!(error.hint().contains("--column"), "{}", error.hint());
     }
 
     #[test]

@@ -50,6 +50,38 @@ fn table(headers: &[&str], text_columns: Vec<usize>) -> Table {
 /// The section of one stored scan.
 pub fn section(scan: &ScanRow) -> ScanSection {
     let report = &scan.report;
+    let grade = &report["grade"];
+    let mut grade_reasons = list(&grade["reasons"]);
+    grade_reasons.extend(
+        list(&grade["notes"])
+            .into_iter()
+            .map(|note| format!("note: {note}")),
+    );
+    let (costs, costs_note) = match costs(&report["timing"]) {
+        Some((costs, note)) => (Some(costs), Some(note)),
+        None => (None, None),
+    };
+    ScanSection {
+        heading: format!(
+            "{}{}, {}",
+            scan.target,
+            scan.server_name
+                .as_deref()
+                .map(|name| format!(" (SNI {name})"))
+                .unwrap_or_default(),
+            scan.scanned_at
+        ),
+        facts: facts(report),
+        grade_reasons,
+        mozilla: mozilla(report),
+        costs,
+        costs_note,
+    }
+}
+
+/// What the scan found, a row per finding: versions and their suites, groups, ALPN, the
+/// certificate and its chain, HSTS, the grade and the connections it took.
+fn facts(report: &Value) -> Table {
     let mut facts = table(&["what", "found"], vec![0, 1]);
     let mut fact = |what: &str, found: String| facts.rows.push(vec![what.into(), found]);
     let versions: Vec<String> = report["versions"]
@@ -80,37 +112,9 @@ pub fn section(scan: &ScanRow) -> ScanSection {
         }
     }
     fact("ALPN", list(&report["alpn"]).join(", "));
-    let certificates = &report["certificates"];
-    if let Some(leaf) = certificates["chain"]
-        .as_array()
-        .and_then(|chain| chain.first())
-    {
-        fact(
-            "certificate",
-            format!(
-                "{}, {}, {}, issued by {}, until {}",
-                text(&leaf["subject"]),
-                text(&leaf["key"]),
-                text(&leaf["signature"]),
-                text(&leaf["issuer"]),
-                text(&leaf["not_after"])
-            ),
-        );
+    for (what, found) in certificate_facts(&report["certificates"]) {
+        fact(what, found);
     }
-    fact(
-        "chain",
-        format!(
-            "{} sent; trusted: {}{}; name matches: {}",
-            certificates["chain"].as_array().map_or(0, Vec::len),
-            text(&certificates["trusted"]),
-            certificates["trusted_by"]
-                .as_str()
-                .map(|by| format!(" (by {by})"))
-                .unwrap_or_default(),
-            text(&certificates["name_matches"])
-        ),
-    );
-    fact("HSTS", text(&certificates["hsts"]));
     let grade = &report["grade"];
     fact(
         "grade",
@@ -134,13 +138,47 @@ pub fn section(scan: &ScanRow) -> ScanSection {
                 .unwrap_or_default()
         ),
     );
-    let mut grade_reasons = list(&grade["reasons"]);
-    grade_reasons.extend(
-        list(&grade["notes"])
-            .into_iter()
-            .map(|note| format!("note: {note}")),
-    );
+    facts
+}
 
+/// The leaf certificate (when one was read), the chain's trust and name match, and HSTS.
+fn certificate_facts(certificates: &Value) -> Vec<(&'static str, String)> {
+    let mut facts = Vec::new();
+    if let Some(leaf) = certificates["chain"]
+        .as_array()
+        .and_then(|chain| chain.first())
+    {
+        facts.push((
+            "certificate",
+            format!(
+                "{}, {}, {}, issued by {}, until {}",
+                text(&leaf["subject"]),
+                text(&leaf["key"]),
+                text(&leaf["signature"]),
+                text(&leaf["issuer"]),
+                text(&leaf["not_after"])
+            ),
+        ));
+    }
+    facts.push((
+        "chain",
+        format!(
+            "{} sent; trusted: {}{}; name matches: {}",
+            certificates["chain"].as_array().map_or(0, Vec::len),
+            text(&certificates["trusted"]),
+            certificates["trusted_by"]
+                .as_str()
+                .map(|by| format!(" (by {by})"))
+                .unwrap_or_default(),
+            text(&certificates["name_matches"])
+        ),
+    ));
+    facts.push(("HSTS", text(&certificates["hsts"])));
+    facts
+}
+
+/// Mozilla's guidelines: each level, and whether the server matches it or what to change.
+fn mozilla(report: &Value) -> Table {
     let mut mozilla = table(&["guideline", "level", "verdict"], vec![0, 1, 2]);
     for result in report["mozilla"].as_array().into_iter().flatten() {
         let verdict = if result["matches"] == Value::Bool(true) {
@@ -154,83 +192,69 @@ pub fn section(scan: &ScanRow) -> ScanSection {
             verdict,
         ]);
     }
+    mozilla
+}
 
-    let timing = &report["timing"];
-    let (costs, costs_note) = if timing.is_object() {
-        let mut costs = table(
-            &[
-                "version",
-                "suite",
-                "group",
-                "client",
-                "handshakes",
-                "median handshake ms",
-                "median server response ms",
-            ],
-            vec![0, 1, 2, 3],
-        );
-        let millis = |value: &Value| value.as_f64().map_or("–".into(), |ms| format!("{ms:.2}"));
-        for row in timing["rows"].as_array().into_iter().flatten() {
-            let mut cells = vec![
-                text(&row["version"]),
-                text(&row["suite"]),
-                text(&row["group"]),
-            ];
-            match row["not_timed"].as_str() {
-                Some(why) => cells.extend([
-                    format!("not timed: {why}"),
-                    "–".into(),
-                    "–".into(),
-                    "–".into(),
-                ]),
-                None => cells.extend([
-                    text(&row["backend"]),
-                    match row["errors"].as_u64() {
-                        Some(errors) if errors > 0 => {
-                            format!("{} ({errors} failed)", text(&row["handshakes"]))
-                        }
-                        _ => text(&row["handshakes"]),
-                    },
-                    millis(&row["median_handshake_ms"]),
-                    millis(&row["median_server_response_ms"]),
-                ]),
-            }
-            costs.rows.push(cells);
-        }
-        let note = format!(
-            "{} handshakes per choice after {} warm-up, one at a time; certificate {}{}{}.",
-            text(&timing["handshakes_per_choice"]),
-            text(&timing["warmup_per_choice"]),
-            text(&timing["certificate"]),
-            if timing["verified"] == Value::Bool(true) {
-                ", verified"
-            } else {
-                ", not verified (untrusted)"
-            },
-            timing["error"]
-                .as_str()
-                .map(|error| format!("; the timed run failed: {error}"))
-                .unwrap_or_default()
-        );
-        (Some(costs), Some(note))
-    } else {
-        (None, None)
-    };
-
-    ScanSection {
-        heading: format!(
-            "{}{}, {}",
-            scan.target,
-            scan.server_name
-                .as_deref()
-                .map(|name| format!(" (SNI {name})"))
-                .unwrap_or_default(),
-            scan.scanned_at
-        ),
-        facts,
-        grade_reasons,
-        mozilla,
-        costs,
-        costs_note,
+/// The cost table of a timed scan and what it was measured with; `None` when the scan was
+/// not timed.
+fn costs(timing: &Value) -> Option<(Table, String)> {
+    if !timing.is_object() {
+        return None;
     }
+    let mut costs = table(
+        &[
+            "version",
+            "suite",
+            "group",
+            "client",
+            "handshakes",
+            "median handshake ms",
+            "median server response ms",
+        ],
+        vec![0, 1, 2, 3],
+    );
+    let millis = |value: &Value| value.as_f64().map_or("–".into(), |ms| format!("{ms:.2}"));
+    for row in timing["rows"].as_array().into_iter().flatten() {
+        let mut cells = vec![
+            text(&row["version"]),
+            text(&row["suite"]),
+            text(&row["group"]),
+        ];
+        match row["not_timed"].as_str() {
+            Some(why) => cells.extend([
+                format!("not timed: {why}"),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+            ]),
+            None => cells.extend([
+                text(&row["backend"]),
+                match row["errors"].as_u64() {
+                    Some(errors) if errors > 0 => {
+                        format!("{} ({errors} failed)", text(&row["handshakes"]))
+                    }
+                    _ => text(&row["handshakes"]),
+                },
+                millis(&row["median_handshake_ms"]),
+                millis(&row["median_server_response_ms"]),
+            ]),
+        }
+        costs.rows.push(cells);
+    }
+    let note = format!(
+        "{} handshakes per choice after {} warm-up, one at a time; certificate {}{}{}.",
+        text(&timing["handshakes_per_choice"]),
+        text(&timing["warmup_per_choice"]),
+        text(&timing["certificate"]),
+        if timing["verified"] == Value::Bool(true) {
+            ", verified"
+        } else {
+            ", not verified (untrusted)"
+        },
+        timing["error"]
+            .as_str()
+            .map(|error| format!("; the timed run failed: {error}"))
+            .unwrap_or_default()
+    );
+    Some((costs, note))
 }

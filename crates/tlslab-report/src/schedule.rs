@@ -31,11 +31,17 @@ const KNEE_ACHIEVED: f64 = 0.95;
 /// table of observed values beside it and with the exported samples.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Percentiles {
+    /// How many attempts.
     pub n: u64,
+    /// The median.
     pub p50: f64,
+    /// The 90th percentile.
     pub p90: f64,
+    /// The 99th percentile: where a knee shows first.
     pub p99: f64,
+    /// The 99.9th percentile.
     pub p999: f64,
+    /// The slowest attempt.
     pub max: f64,
 }
 
@@ -155,10 +161,13 @@ impl OpenLoop {
 /// One step of a rate sweep.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Step {
+    /// The arrival rate the step asked for.
     pub asked_per_second: f64,
+    /// The rate it started attempts at; below the asked rate, the client fell behind.
     pub achieved_per_second: Option<f64>,
     /// Latency from the intended start, in ms.
     pub median_ms: Option<f64>,
+    /// The 99th percentile latency from the intended start, in ms: what the knee is found on.
     pub p99_ms: Option<f64>,
 }
 
@@ -174,6 +183,8 @@ pub struct Knee {
 }
 
 impl Knee {
+    /// The knee in one line: the rates it lies between and the p99 on either side, or that
+    /// none of the steps broke.
     pub fn describe(&self) -> String {
         let latency = |rate: f64| {
             let step = self.steps.iter().find(|step| step.asked_per_second == rate);

@@ -13,16 +13,24 @@ use crate::metric::Metric;
 /// Statistics of one metric in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Distribution {
+    /// The number of values.
     pub n: usize,
+    /// The mean, which a t-interval speaks of.
     pub mean: f64,
+    /// The sample standard deviation; NaN for one value.
     pub sd: f64,
+    /// The median: the table's figure, since handshake times are skewed.
     pub median: f64,
+    /// The 90th percentile (type 7).
     pub p90: f64,
+    /// The 99th percentile (type 7).
     pub p99: f64,
     /// The 99.9th percentile (type 7, as the others): the tail a busy service sees every
     /// thousand handshakes.
     pub p999: f64,
+    /// The fastest.
     pub min: f64,
+    /// The slowest.
     pub max: f64,
     /// 95% confidence interval of the mean (Student t).
     pub mean_ci: [f64; 2],
@@ -78,8 +86,11 @@ impl Distribution {
 /// handshake needs (docs/architecture.md, "Network emulation", physics check).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NetworkSummary {
+    /// Which emulator carried the packets (netem, tun, relay).
     pub emulator: String,
+    /// The emulated round trip.
     pub rtt_ms: f64,
+    /// The emulated packet loss (0 to 1).
     pub loss: f64,
     /// Round trips a handshake of this kind must wait for (TCP connect included when the
     /// emulator delays it).
@@ -118,11 +129,15 @@ pub struct Gain {
     /// Every dimension in which the Config differs from its baseline: the technique's, and
     /// nothing else.
     pub dimensions: Vec<String>,
+    /// The Config that sets the technique.
     pub label: String,
+    /// The Config with the full handshake it is set against.
     pub baseline: String,
     /// The summary's metric (see [`crate::metric`]).
     pub metric: String,
+    /// The Config's median of the metric.
     pub median_ms: f64,
+    /// The baseline's median of the metric.
     pub baseline_median_ms: f64,
     /// The share of the baseline's median saved: 1 − median / baseline median.
     pub gain: f64,
@@ -244,9 +259,11 @@ fn status_warning(config: &ConfigRow, statuses: &[(i64, i64)]) -> Option<String>
 /// One Config's summary.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ConfigSummary {
+    /// The Config's label, as the user gave it.
     pub label: String,
     /// Measured attempts (warm-up excluded).
     pub attempted: i64,
+    /// Measured attempts that succeeded.
     pub ok: i64,
     /// Failed attempts per error class.
     pub errors: BTreeMap<String, i64>,
@@ -266,6 +283,7 @@ pub struct ConfigSummary {
     pub ttfb_ms: Option<Distribution>,
     /// Median bytes of the client's first flight and of the server's first flight.
     pub client_hello_bytes: Option<i64>,
+    /// See `client_hello_bytes`.
     pub server_flight_bytes: Option<i64>,
     /// The server's flights that carried the responses (QUIC, with an RTT long enough to
     /// tell them apart): round trips from first byte to last, and what each flight carried.
@@ -293,11 +311,15 @@ pub struct ConfigSummary {
     /// Which side limited the rate, and how much of the median was queueing (lab server
     /// Configs, whose server CPU is measured).
     pub bottleneck: Option<crate::bottleneck::Bottleneck>,
+    /// The lab server's largest resident memory; `None` against a target.
     pub server_peak_rss_bytes: Option<i64>,
+    /// This process's largest resident memory.
     pub client_peak_rss_bytes: i64,
     /// Successful handshakes that resumed, and those that offered nothing or were refused.
     pub resumed: Option<i64>,
+    /// See `resumed`.
     pub full: Option<i64>,
+    /// Certificate checks were off (`--insecure`): cert_validation is not measured.
     pub insecure: bool,
     /// What the client trusted, for a Config against a target.
     pub trust: Option<String>,
@@ -329,16 +351,25 @@ pub struct MutualTls {
 /// A run's summary.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunSummary {
+    /// The results file, as given.
     pub store: String,
+    /// When the run started, UTC.
     pub started_at: String,
+    /// The run ended as planned; an incomplete run is summarized all the same.
     pub complete: bool,
+    /// Why an incomplete run stopped.
     pub reason: Option<String>,
     /// The plan's seed; `None` for a capture.
     pub seed: Option<u64>,
+    /// How long the run took.
     pub duration_s: Option<f64>,
+    /// Measured attempts over every Config.
     pub attempted: i64,
+    /// Failed measured attempts over every Config.
     pub errors: i64,
+    /// Some Config ran with certificate checks off.
     pub insecure: bool,
+    /// One summary per Config, in the run's order.
     pub configs: Vec<ConfigSummary>,
     /// Things a careful reader must know (a saturated client, certificate checks off).
     pub warnings: Vec<String>,
@@ -396,6 +427,7 @@ fn wire_clock_warning(environment: &tlslab_core::Environment) -> Option<String> 
 const ONE_PASS_LIMIT: usize = 500_000;
 
 impl RunSummary {
+    /// The summary of `store`'s run, on the metric its Configs' question calls for.
     pub fn from_store(store: &Store) -> Result<RunSummary, StoreError> {
         RunSummary::from_store_on(store, None)
     }
@@ -422,306 +454,23 @@ impl RunSummary {
         asked: Option<&str>,
     ) -> Result<RunSummary, StoreError> {
         let run = store.run()?;
-        let until_ci = tlslab_core::Experiment::from_toml(&run.experiment)
-            .ok()
-            .and_then(|experiment| experiment.until_ci);
-        let cores = run
-            .environment
-            .as_ref()
-            .map_or(1, |environment| environment.cores)
-            .max(1) as f64;
-        let mut configs = Vec::new();
-        let mut warnings = Vec::new();
         let rows = store.configs()?;
         let config_names =
             crate::names::Names::of(&rows, &crate::names::given_labels(&run.experiment));
         let metric = Metric::choose(&rows, asked);
-        let metric_name = metric.name.as_str();
-        // Every value of the successful samples the summary reads, in one pass over each
-        // Config's samples (one column at a time above `one_pass_limit`): byte counts,
-        // status, then the phases (and the summary's metric when it is not among them).
-        // One Config's values at a time: they are the summary's memory.
-        let timed: Vec<&str> = ["handshake", "ttfb"]
-            .into_iter()
-            .chain(Phase::PARTS.iter().map(|phase| phase.name()))
-            .collect();
-        let extra = (!timed.contains(&metric_name)).then_some(metric_name);
-        let names: Vec<&str> = tlslab_store::MEASURED_COUNTS
-            .into_iter()
-            .chain(timed.iter().copied())
-            .chain(extra)
-            .collect();
-        // Each Config's values of the comparison's metric (ms), kept from the pass below for
-        // the comparison and the factorial contrasts, which would read them again.
+        let reading = Reading::new(&run, metric.name.as_str(), one_pass_limit);
+        let mut configs = Vec::new();
+        let mut warnings = Vec::new();
+        // Each Config's values of the comparison's metric (ms), kept from its pass for the
+        // comparison and the factorial contrasts, which would read them again.
         let mut metric_values: BTreeMap<i64, Vec<f64>> = BTreeMap::new();
-        for config in rows.iter().cloned() {
-            let counts = store.outcome_counts(config.id)?;
-            let attempted: i64 = counts.iter().map(|(_, count)| count).sum();
-            let ok = counts
-                .iter()
-                .find(|(class, _)| class == "ok")
-                .map_or(0, |(_, count)| *count);
-            let errors: BTreeMap<String, i64> = counts
-                .into_iter()
-                .filter(|(class, _)| class != "ok")
-                .collect();
-            let mut error_examples = BTreeMap::new();
-            let mut diagnoses = BTreeMap::new();
-            for class in errors.keys() {
-                if let Some(example) = store.error_example(config.id, class)? {
-                    if let Some(diagnosis) = crate::diagnosis::diagnose(class, &example, &config) {
-                        diagnoses.insert(class.clone(), diagnosis);
-                    }
-                    error_examples.insert(class.clone(), example);
-                }
-            }
-            let in_one_pass = usize::try_from(ok).is_ok_and(|ok| ok <= one_pass_limit);
-            let (mut timings, mut extra_values) = if in_one_pass {
-                let mut values = store.phases_values(config.id, &names)?;
-                let extra_values = extra.and_then(|_| values.pop());
-                let values: Box<dyn Iterator<Item = Result<Vec<f64>, StoreError>>> =
-                    Box::new(values.into_iter().map(Ok));
-                (values, extra_values)
-            } else {
-                let id = config.id;
-                let values: Box<dyn Iterator<Item = Result<Vec<f64>, StoreError>>> =
-                    Box::new(names.iter().map(move |name| store.phase_values(id, name)));
-                (values, None)
-            };
-            let mut next = || timings.next().unwrap_or_else(|| Ok(Vec::new()));
-            let client_hello_bytes = Store::median_count(&next()?);
-            let server_flight_bytes = Store::median_count(&next()?);
-            let statuses = Store::count_statuses(&next()?);
-            let client_certificate_bytes = Store::median_count(&next()?);
-            // The metric's values, from the column of its name.
-            let mut metric_nanos = None;
-            let mut keep = |name: &str, values: &Vec<f64>| {
-                if name == metric_name {
-                    metric_nanos = Some(values.clone());
-                }
-            };
-            let handshake = next()?;
-            keep("handshake", &handshake);
-            let handshake_ms = Distribution::of_nanos(&handshake);
-            let ttfb = next()?;
-            keep("ttfb", &ttfb);
-            let ttfb_ms = Distribution::of_nanos(&ttfb);
-            let mut phase_medians_ms = BTreeMap::new();
-            for phase in Phase::PARTS {
-                let values = next()?;
-                keep(phase.name(), &values);
-                if let Some(summary) = Distribution::of_nanos(&values) {
-                    phase_medians_ms.insert(phase.name().to_string(), summary.median);
-                }
-            }
-            if extra.is_some() && extra_values.is_none() {
-                extra_values = Some(next()?);
-            }
-            let metric_nanos = metric_nanos.or(extra_values).unwrap_or_default();
-            let metric_ms = Distribution::of_nanos(&metric_nanos);
-            metric_values.insert(
-                config.id,
-                metric_nanos.into_iter().map(|nanos| nanos / 1e6).collect(),
-            );
-            let response_flights = match config.transport.as_str() {
-                "quic" => crate::flights::FlightsSummary::of(&store.response_flights(config.id)?),
-                _ => None,
-            };
-            let totals = store.trial_totals(config.id)?;
-            let client_signing_ms = phase_medians_ms.get("client_signing").copied();
-            let server_checks = totals.client_verifications.filter(|&count| count > 0);
-            let mutual_tls = (client_signing_ms.is_some()
-                || client_certificate_bytes.is_some()
-                || server_checks.is_some())
-            .then(|| MutualTls {
-                client_signing_ms,
-                server_check_ms: server_checks.and_then(|count| {
-                    totals
-                        .client_verify_ns
-                        .map(|nanos| nanos as f64 / count as f64 / 1e6)
-                }),
-                server_checks,
-                certificate_bytes: client_certificate_bytes,
-            });
-            let per_attempt = |nanos: i64| {
-                (totals.attempted > 0).then(|| nanos as f64 / totals.attempted as f64 / 1e6)
-            };
-            let seconds = totals.duration_ns as f64 / 1e9;
-            let client_cpu_utilization =
-                (seconds > 0.0).then(|| totals.client_cpu_ns as f64 / 1e9 / seconds / cores);
-            if client_cpu_utilization.is_some_and(|u| u > 0.9) {
-                warnings.push(format!(
-                    "'{}': the client used {:.0}% of all cores; the load generator, not the server, may limit these numbers",
-                    config.label,
-                    client_cpu_utilization.unwrap_or(0.0) * 100.0
-                ));
-            }
-            let bottleneck = match (totals.server_cpu_ns, client_cpu_utilization) {
-                (Some(server_ns), Some(client)) if seconds > 0.0 => {
-                    let bottleneck = crate::bottleneck::diagnose(
-                        server_ns as f64 / 1e9 / seconds / cores,
-                        client,
-                        handshake_ms.map(|h| h.median),
-                        phase_medians_ms.get("server_response").copied(),
-                        config.rtt_ns.map_or(0.0, |rtt| rtt as f64 / 1e6),
-                        per_attempt(server_ns).unwrap_or(0.0),
-                        link_of(&store.link_trials(config.id)?, config.rate_bps),
-                    );
-                    if bottleneck.mostly_queue() {
-                        warnings.push(queue_warning(&config.label, &bottleneck));
-                    }
-                    Some(bottleneck)
-                }
-                _ => None,
-            };
-            let (resumed, full) = if config.resume {
-                let (resumed, full) = store.resumption_counts(config.id)?;
-                (Some(resumed), Some(full))
-            } else {
-                (None, None)
-            };
-            let network = match (config.rtt_ns, &config.emulator) {
-                (Some(rtt_ns), Some(emulator)) => {
-                    let rtt_ms = rtt_ns as f64 / 1e6;
-                    let connect_delayed = emulator != "relay" && !config.is_quic();
-                    let trips = round_trips(&config.version, config.resume, connect_delayed);
-                    let floor_ms = rtt_ms * f64::from(trips);
-                    let measured_rtt_ms = phase_medians_ms.get("tcp_connect").copied();
-                    let physics = handshake_ms
-                        .filter(|_| rtt_ns > 0)
-                        .and_then(|h| physics(&config.label, h.median, floor_ms, trips))
-                        .or_else(|| {
-                            let connect = measured_rtt_ms.filter(|_| emulator != "relay")?;
-                            // A full link's queue delays the SYN too: said by the diagnosis.
-                            let link_queue = bottleneck.as_ref().is_some_and(|b| b.limit == "link");
-                            connect_check(&config.label, connect, rtt_ms, link_queue)
-                        });
-                    if let Some(problem) = &physics {
-                        warnings.push(format!("physics check: {problem}"));
-                    }
-                    Some(NetworkSummary {
-                        emulator: emulator.clone(),
-                        rtt_ms,
-                        loss: config.loss.unwrap_or(0.0),
-                        round_trips: trips,
-                        floor_ms,
-                        measured_rtt_ms,
-                        physics,
-                    })
-                }
-                _ => None,
-            };
-            let early_data = if config.early_data_bytes > 0 {
-                Some(store.early_data_counts(config.id)?)
-            } else {
-                None
-            };
-            if let Some((accepted, refused)) = early_data {
-                let sent = accepted + refused;
-                if sent > 0 && (accepted as f64) < 0.99 * sent as f64 {
-                    warnings.push(format!(
-                        "'{}': the server accepted early data on only {accepted} of {sent} 0-RTT attempts",
-                        config.label
-                    ));
-                }
-            }
-            let ech = if config.ech == "off" {
-                Vec::new()
-            } else {
-                store.ech_counts(config.id)?
-            };
-            let not_accepted: i64 = ech
-                .iter()
-                .filter(|(status, _)| status != "accepted")
-                .map(|(_, count)| count)
-                .sum();
-            if config.ech == "on" && not_accepted > 0 {
-                warnings.push(format!(
-                    "'{}': ECH was not accepted on {not_accepted} of {ok} successful handshakes (the real server name was visible)",
-                    config.label
-                ));
-            }
-            let open_loop = crate::schedule::OpenLoop::of(store, &config)?;
-            if let Some(warning) = open_loop
-                .as_ref()
-                .and_then(|open| open.warning(&config.label, config.concurrency))
-            {
-                warnings.push(warning);
-            }
-            warnings.extend(trust_warnings(store, &config, ok, seconds, resumed, full)?);
-            if config.http != "none" {
-                if let Some(warning) = status_warning(&config, &statuses) {
-                    warnings.push(warning);
-                }
-            }
-            let replay = store.replay(config.id)?;
-            if let Some(replay) = replay.filter(|r| r.accepted > 0) {
-                warnings.push(format!(
-                    "'{}': the server accepted {} of {} replayed 0-RTT flights",
-                    config.label, replay.accepted, replay.sent
-                ));
-            }
-            configs.push(ConfigSummary {
-                label: config.label.clone(),
-                attempted,
-                ok,
-                errors,
-                error_examples,
-                diagnoses,
-                handshake_ms,
-                metric_ms,
-                transport: config.transport.clone(),
-                ttfb_ms,
-                client_hello_bytes,
-                server_flight_bytes,
-                response_flights,
-                early_data,
-                replay,
-                ech,
-                phase_medians_ms,
-                handshakes_per_second: (seconds > 0.0).then(|| totals.attempted as f64 / seconds),
-                server_cpu_per_handshake_ms: totals.server_cpu_ns.and_then(per_attempt),
-                client_cpu_per_handshake_ms: per_attempt(totals.client_cpu_ns),
-                client_cpu_utilization,
-                mutual_tls,
-                bottleneck,
-                server_peak_rss_bytes: totals.server_peak_rss_bytes,
-                client_peak_rss_bytes: totals.client_peak_rss_bytes,
-                resumed,
-                full,
-                insecure: config.insecure,
-                trust: config.target.as_ref().and(config.trust.clone()),
-                stopping: until_ci.map(|target| match config.stopped() {
-                    Some((round, samples, width)) => format!(
-                        "stopped early after round {round} ({samples} handshakes): the median's 95% CI is ±{:.2}%, within ±{:.2}%",
-                        width * 100.0,
-                        target * 100.0
-                    ),
-                    None => format!(
-                        "ran every planned handshake: the median's 95% CI never came within ±{:.2}%",
-                        target * 100.0
-                    ),
-                }),
-                network,
-                open_loop,
-            });
+        for config in &rows {
+            let (summary, values) = reading.config(store, config, &mut warnings)?;
+            metric_values.insert(config.id, values);
+            configs.push(summary);
         }
         let insecure = configs.iter().any(|c| c.insecure);
-        if insecure {
-            warnings.push(
-                "certificate verification was OFF (--insecure): cert_validation is not measured"
-                    .to_string(),
-            );
-        }
-        if let Some(warning) = run.environment.as_ref().and_then(wire_clock_warning) {
-            warnings.push(warning);
-        }
-        if !run.complete {
-            warnings.push(format!(
-                "the run is incomplete ({}); the samples taken are kept",
-                run.reason.clone().unwrap_or_else(|| "stopped".into())
-            ));
-        }
+        warnings.extend(run_warnings(&run, insecure));
         let open_loops: Vec<(&ConfigRow, &crate::schedule::OpenLoop)> = rows
             .iter()
             .zip(&configs)
@@ -732,7 +481,7 @@ impl RunSummary {
             Ok(metric_values.get(&config.id).cloned().unwrap_or_default())
         };
         let answer =
-            crate::answer::answer(&rows, &values, metric_name, &CompareOptions::default())?;
+            crate::answer::answer(&rows, &values, &metric.name, &CompareOptions::default())?;
         warnings.extend(answer.warnings);
         let dimensions = crate::dimensions::varied_dimensions(&rows);
         let phase_change =
@@ -764,6 +513,433 @@ impl RunSummary {
         })
     }
 }
+
+/// The warnings about the whole run: certificate checks off, wire events timed late, a run
+/// cut short.
+fn run_warnings(run: &tlslab_store::RunRow, insecure: bool) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if insecure {
+        warnings.push(
+            "certificate verification was OFF (--insecure): cert_validation is not measured"
+                .to_string(),
+        );
+    }
+    if let Some(warning) = run.environment.as_ref().and_then(wire_clock_warning) {
+        warnings.push(warning);
+    }
+    if !run.complete {
+        warnings.push(format!(
+            "the run is incomplete ({}); the samples taken are kept",
+            run.reason.clone().unwrap_or_else(|| "stopped".into())
+        ));
+    }
+    warnings
+}
+
+/// What the summary of every Config of one run shares: which columns it reads, and what the
+/// run says about its machine and its stopping rule.
+struct Reading<'a> {
+    /// Every value of the successful samples the summary reads, in one pass over each
+    /// Config's samples (one column at a time above `one_pass_limit`): byte counts, status,
+    /// then the phases (and the summary's metric when it is not among them). One Config's
+    /// values at a time: they are the summary's memory.
+    names: Vec<&'a str>,
+    /// The summary's metric, when it is not among the timed phases and so read last.
+    extra: Option<&'a str>,
+    /// The summary's metric.
+    metric: &'a str,
+    one_pass_limit: usize,
+    /// The client machine's cores, which CPU use is a share of.
+    cores: f64,
+    /// The `--until-ci` target, which each Config's stopping is told against.
+    until_ci: Option<f64>,
+}
+
+/// A Config's successful samples, read in one pass or a column at a time.
+struct Values {
+    client_hello_bytes: Option<i64>,
+    server_flight_bytes: Option<i64>,
+    statuses: Vec<(i64, i64)>,
+    client_certificate_bytes: Option<i64>,
+    handshake_ms: Option<Distribution>,
+    ttfb_ms: Option<Distribution>,
+    phase_medians_ms: BTreeMap<String, f64>,
+    /// The summary's metric, in ns.
+    metric_nanos: Vec<f64>,
+}
+
+/// A Config's attempts by outcome: how many, how many succeeded, and each error class with
+/// its count, an example and (where the example tells) a diagnosis.
+struct Attempts {
+    attempted: i64,
+    ok: i64,
+    errors: BTreeMap<String, i64>,
+    error_examples: BTreeMap<String, String>,
+    diagnoses: BTreeMap<String, String>,
+}
+
+impl Attempts {
+    fn of(store: &Store, config: &ConfigRow) -> Result<Attempts, StoreError> {
+        let counts = store.outcome_counts(config.id)?;
+        let attempted: i64 = counts.iter().map(|(_, count)| count).sum();
+        let ok = counts
+            .iter()
+            .find(|(class, _)| class == "ok")
+            .map_or(0, |(_, count)| *count);
+        let errors: BTreeMap<String, i64> = counts
+            .into_iter()
+            .filter(|(class, _)| class != "ok")
+            .collect();
+        let mut error_examples = BTreeMap::new();
+        let mut diagnoses = BTreeMap::new();
+        for class in errors.keys() {
+            if let Some(example) = store.error_example(config.id, class)? {
+                if let Some(diagnosis) = crate::diagnosis::diagnose(class, &example, config) {
+                    diagnoses.insert(class.clone(), diagnosis);
+                }
+                error_examples.insert(class.clone(), example);
+            }
+        }
+        Ok(Attempts {
+            attempted,
+            ok,
+            errors,
+            error_examples,
+            diagnoses,
+        })
+    }
+}
+
+impl<'a> Reading<'a> {
+    fn new(run: &tlslab_store::RunRow, metric: &'a str, one_pass_limit: usize) -> Reading<'a> {
+        let timed: Vec<&str> = ["handshake", "ttfb"]
+            .into_iter()
+            .chain(Phase::PARTS.iter().map(|phase| phase.name()))
+            .collect();
+        let extra = (!timed.contains(&metric)).then_some(metric);
+        let names: Vec<&str> = tlslab_store::MEASURED_COUNTS
+            .into_iter()
+            .chain(timed.iter().copied())
+            .chain(extra)
+            .collect();
+        Reading {
+            names,
+            extra,
+            metric,
+            one_pass_limit,
+            cores: run
+                .environment
+                .as_ref()
+                .map_or(1, |environment| environment.cores)
+                .max(1) as f64,
+            until_ci: tlslab_core::Experiment::from_toml(&run.experiment)
+                .ok()
+                .and_then(|experiment| experiment.until_ci),
+        }
+    }
+
+    /// The values of `config`'s successful samples, in the order of `names`.
+    fn values(&self, store: &Store, config: &ConfigRow, ok: i64) -> Result<Values, StoreError> {
+        let in_one_pass = usize::try_from(ok).is_ok_and(|ok| ok <= self.one_pass_limit);
+        let (mut timings, mut extra_values) = if in_one_pass {
+            let mut values = store.phases_values(config.id, &self.names)?;
+            let extra_values = self.extra.and_then(|_| values.pop());
+            let values: Box<dyn Iterator<Item = Result<Vec<f64>, StoreError>>> =
+                Box::new(values.into_iter().map(Ok));
+            (values, extra_values)
+        } else {
+            let id = config.id;
+            let values: Box<dyn Iterator<Item = Result<Vec<f64>, StoreError>>> = Box::new(
+                self.names
+                    .iter()
+                    .map(move |name| store.phase_values(id, name)),
+            );
+            (values, None)
+        };
+        let mut next = || timings.next().unwrap_or_else(|| Ok(Vec::new()));
+        let client_hello_bytes = Store::median_count(&next()?);
+        let server_flight_bytes = Store::median_count(&next()?);
+        let statuses = Store::count_statuses(&next()?);
+        let client_certificate_bytes = Store::median_count(&next()?);
+        // The metric's values, from the column of its name.
+        let mut metric_nanos = None;
+        let mut keep = |name: &str, values: &Vec<f64>| {
+            if name == self.metric {
+                metric_nanos = Some(values.clone());
+            }
+        };
+        let handshake = next()?;
+        keep("handshake", &handshake);
+        let ttfb = next()?;
+        keep("ttfb", &ttfb);
+        let mut phase_medians_ms = BTreeMap::new();
+        for phase in Phase::PARTS {
+            let values = next()?;
+            keep(phase.name(), &values);
+            if let Some(summary) = Distribution::of_nanos(&values) {
+                phase_medians_ms.insert(phase.name().to_string(), summary.median);
+            }
+        }
+        if self.extra.is_some() && extra_values.is_none() {
+            extra_values = Some(next()?);
+        }
+        Ok(Values {
+            client_hello_bytes,
+            server_flight_bytes,
+            statuses,
+            client_certificate_bytes,
+            handshake_ms: Distribution::of_nanos(&handshake),
+            ttfb_ms: Distribution::of_nanos(&ttfb),
+            phase_medians_ms,
+            metric_nanos: metric_nanos.or(extra_values).unwrap_or_default(),
+        })
+    }
+
+    /// `config`'s summary and its values of the metric (ms); what a careful reader must
+    /// know about it goes to `warnings`.
+    fn config(
+        &self,
+        store: &Store,
+        config: &ConfigRow,
+        warnings: &mut Vec<String>,
+    ) -> Result<(ConfigSummary, Vec<f64>), StoreError> {
+        let attempts = Attempts::of(store, config)?;
+        let ok = attempts.ok;
+        let values = self.values(store, config, ok)?;
+        let metric_ms = Distribution::of_nanos(&values.metric_nanos);
+        let response_flights = match config.transport.as_str() {
+            "quic" => crate::flights::FlightsSummary::of(&store.response_flights(config.id)?),
+            _ => None,
+        };
+        let totals = store.trial_totals(config.id)?;
+        let mutual_tls = mutual_tls(&values, &totals);
+        let per_attempt = |nanos: i64| {
+            (totals.attempted > 0).then(|| nanos as f64 / totals.attempted as f64 / 1e6)
+        };
+        let seconds = totals.duration_ns as f64 / 1e9;
+        let client_cpu_utilization =
+            (seconds > 0.0).then(|| totals.client_cpu_ns as f64 / 1e9 / seconds / self.cores);
+        if client_cpu_utilization.is_some_and(|u| u > 0.9) {
+            warnings.push(format!(
+                "'{}': the client used {:.0}% of all cores; the load generator, not the server, may limit these numbers",
+                config.label,
+                client_cpu_utilization.unwrap_or(0.0) * 100.0
+            ));
+        }
+        let bottleneck = match (totals.server_cpu_ns, client_cpu_utilization) {
+            (Some(server_ns), Some(client)) if seconds > 0.0 => {
+                let server = server_ns as f64 / 1e9 / seconds / self.cores;
+                let per_handshake = per_attempt(server_ns).unwrap_or(0.0);
+                let bottleneck = bottleneck(store, config, &values, server, client, per_handshake)?;
+                if bottleneck.mostly_queue() {
+                    warnings.push(queue_warning(&config.label, &bottleneck));
+                }
+                Some(bottleneck)
+            }
+            _ => None,
+        };
+        let (resumed, full) = if config.resume {
+            let (resumed, full) = store.resumption_counts(config.id)?;
+            (Some(resumed), Some(full))
+        } else {
+            (None, None)
+        };
+        let network = network(config, &values, bottleneck.as_ref(), warnings);
+        let early_data = if config.early_data_bytes > 0 {
+            Some(store.early_data_counts(config.id)?)
+        } else {
+            None
+        };
+        warnings.extend(early_data.and_then(|counts| early_data_warning(config, counts)));
+        let ech = if config.ech == "off" {
+            Vec::new()
+        } else {
+            store.ech_counts(config.id)?
+        };
+        warnings.extend(ech_warning(config, &ech, ok));
+        let open_loop = crate::schedule::OpenLoop::of(store, config)?;
+        warnings.extend(
+            open_loop
+                .as_ref()
+                .and_then(|open| open.warning(&config.label, config.concurrency)),
+        );
+        warnings.extend(trust_warnings(store, config, ok, seconds, resumed, full)?);
+        if config.http != "none" {
+            warnings.extend(status_warning(config, &values.statuses));
+        }
+        let replay = store.replay(config.id)?;
+        if let Some(replay) = replay.as_ref().filter(|r| r.accepted > 0) {
+            warnings.push(format!(
+                "'{}': the server accepted {} of {} replayed 0-RTT flights",
+                config.label, replay.accepted, replay.sent
+            ));
+        }
+        let summary = ConfigSummary {
+            label: config.label.clone(),
+            attempted: attempts.attempted,
+            ok,
+            errors: attempts.errors,
+            error_examples: attempts.error_examples,
+            diagnoses: attempts.diagnoses,
+            handshake_ms: values.handshake_ms,
+            metric_ms,
+            transport: config.transport.clone(),
+            ttfb_ms: values.ttfb_ms,
+            client_hello_bytes: values.client_hello_bytes,
+            server_flight_bytes: values.server_flight_bytes,
+            response_flights,
+            early_data,
+            replay,
+            ech,
+            phase_medians_ms: values.phase_medians_ms,
+            handshakes_per_second: (seconds > 0.0).then(|| totals.attempted as f64 / seconds),
+            server_cpu_per_handshake_ms: totals.server_cpu_ns.and_then(per_attempt),
+            client_cpu_per_handshake_ms: per_attempt(totals.client_cpu_ns),
+            client_cpu_utilization,
+            mutual_tls,
+            bottleneck,
+            server_peak_rss_bytes: totals.server_peak_rss_bytes,
+            client_peak_rss_bytes: totals.client_peak_rss_bytes,
+            resumed,
+            full,
+            insecure: config.insecure,
+            trust: config.target.as_ref().and(config.trust.clone()),
+            stopping: self.until_ci.map(|target| stopping(config, target)),
+            network,
+            open_loop,
+        };
+        let metric_ms_values = values
+            .metric_nanos
+            .into_iter()
+            .map(|nanos| nanos / 1e6)
+            .collect();
+        Ok((summary, metric_ms_values))
+    }
+}
+
+/// Which side limited `config`'s rate, from the server's and the client's CPU use (shares
+/// of the cores), the server's CPU per handshake (ms) and what the emulated link carried.
+fn bottleneck(
+    store: &Store,
+    config: &ConfigRow,
+    values: &Values,
+    server: f64,
+    client: f64,
+    server_per_handshake_ms: f64,
+) -> Result<crate::bottleneck::Bottleneck, StoreError> {
+    Ok(crate::bottleneck::diagnose(
+        server,
+        client,
+        values.handshake_ms.map(|h| h.median),
+        values.phase_medians_ms.get("server_response").copied(),
+        config.rtt_ns.map_or(0.0, |rtt| rtt as f64 / 1e6),
+        server_per_handshake_ms,
+        link_of(&store.link_trials(config.id)?, config.rate_bps),
+    ))
+}
+
+/// Mutual TLS step by step, when the client signed, sent a certificate, or the lab server
+/// checked one.
+fn mutual_tls(values: &Values, totals: &tlslab_store::TrialTotals) -> Option<MutualTls> {
+    let client_signing_ms = values.phase_medians_ms.get("client_signing").copied();
+    let server_checks = totals.client_verifications.filter(|&count| count > 0);
+    (client_signing_ms.is_some()
+        || values.client_certificate_bytes.is_some()
+        || server_checks.is_some())
+    .then(|| MutualTls {
+        client_signing_ms,
+        server_check_ms: server_checks.and_then(|count| {
+            totals
+                .client_verify_ns
+                .map(|nanos| nanos as f64 / count as f64 / 1e6)
+        }),
+        server_checks,
+        certificate_bytes: values.client_certificate_bytes,
+    })
+}
+
+/// The emulated network of a Config that ran on one, with the physics check of its median
+/// against the round trips it must take (a failed check goes to `warnings`).
+fn network(
+    config: &ConfigRow,
+    values: &Values,
+    bottleneck: Option<&crate::bottleneck::Bottleneck>,
+    warnings: &mut Vec<String>,
+) -> Option<NetworkSummary> {
+    let (Some(rtt_ns), Some(emulator)) = (config.rtt_ns, &config.emulator) else {
+        return None;
+    };
+    let rtt_ms = rtt_ns as f64 / 1e6;
+    let connect_delayed = emulator != "relay" && !config.is_quic();
+    let trips = round_trips(&config.version, config.resume, connect_delayed);
+    let floor_ms = rtt_ms * f64::from(trips);
+    let measured_rtt_ms = values.phase_medians_ms.get("tcp_connect").copied();
+    let physics = values
+        .handshake_ms
+        .filter(|_| rtt_ns > 0)
+        .and_then(|h| physics(&config.label, h.median, floor_ms, trips))
+        .or_else(|| {
+            let connect = measured_rtt_ms.filter(|_| emulator != "relay")?;
+            // A full link's queue delays the SYN too: said by the diagnosis.
+            let link_queue = bottleneck.is_some_and(|b| b.limit == "link");
+            connect_check(&config.label, connect, rtt_ms, link_queue)
+        });
+    if let Some(problem) = &physics {
+        warnings.push(format!("physics check: {problem}"));
+    }
+    Some(NetworkSummary {
+        emulator: emulator.clone(),
+        rtt_ms,
+        loss: config.loss.unwrap_or(0.0),
+        round_trips: trips,
+        floor_ms,
+        measured_rtt_ms,
+        physics,
+    })
+}
+
+/// The warning when the server refused early data on more than 1% of 0-RTT attempts.
+fn early_data_warning(config: &ConfigRow, (accepted, refused): (i64, i64)) -> Option<String> {
+    let sent = accepted + refused;
+    (sent > 0 && (accepted as f64) < 0.99 * sent as f64).then(|| {
+        format!(
+            "'{}': the server accepted early data on only {accepted} of {sent} 0-RTT attempts",
+            config.label
+        )
+    })
+}
+
+/// The warning when ECH was asked for and a successful handshake did without it: the real
+/// server name was visible.
+fn ech_warning(config: &ConfigRow, ech: &[(String, i64)], ok: i64) -> Option<String> {
+    let not_accepted: i64 = ech
+        .iter()
+        .filter(|(status, _)| status != "accepted")
+        .map(|(_, count)| count)
+        .sum();
+    (config.ech == "on" && not_accepted > 0).then(|| {
+        format!(
+            "'{}': ECH was not accepted on {not_accepted} of {ok} successful handshakes (the real server name was visible)",
+            config.label
+        )
+    })
+}
+
+/// With `--until-ci`: whether `config` stopped before its planned handshakes, and why.
+fn stopping(config: &ConfigRow, target: f64) -> String {
+    match config.stopped() {
+        Some((round, samples, width)) => format!(
+            "stopped early after round {round} ({samples} handshakes): the median's 95% CI is ±{:.2}%, within ±{:.2}%",
+            width * 100.0,
+            target * 100.0
+        ),
+        None => format!(
+            "ran every planned handshake: the median's 95% CI never came within ±{:.2}%",
+            target * 100.0
+        ),
+    }
+}
+
 /// A Config whose measured part is shorter than this gives a rate that any stall of the
 /// machine (a scheduler tick, a page fault, a timer's slack) moves by percents.
 const SHORTEST_TRUSTED_NS: f64 = 100e6;

@@ -10,8 +10,11 @@ use crate::text::{millis, thousands};
 /// A table: a heading row and text cells. Columns after the first are numbers unless listed
 /// in `text_columns`, and renderers right-align them.
 pub struct Table {
+    /// The heading row.
     pub headers: Vec<String>,
+    /// The rows, as text.
     pub rows: Vec<Vec<String>>,
+    /// The columns of text, which renderers align left; the others are numbers.
     pub text_columns: Vec<usize>,
 }
 
@@ -24,6 +27,7 @@ impl Table {
         }
     }
 
+    /// Whether `column` holds numbers, which renderers align right.
     pub fn is_numeric(&self, column: usize) -> bool {
         !self.text_columns.contains(&column)
     }

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use tlslab_core::Phase;
 
-use crate::summary::RunSummary;
+use crate::summary::{ConfigSummary, RunSummary};
 
 /// Milliseconds with precision that suits their size.
 pub(crate) fn millis(value: f64) -> String {
@@ -74,8 +74,6 @@ pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
             labels.iter().map(|label| names.name(label)).collect(),
         ),
     };
-    // Labels in warnings and comparisons are the names in the table too.
-    let name = |label: &str| -> String { names.name(label) };
     let mut out = String::new();
     if !common.is_empty() {
         let _ = writeln!(out, "all: {common}");
@@ -86,6 +84,31 @@ pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
         options.width.unwrap_or(DEFAULT_WIDTH),
     ));
     out.push('\n');
+    if options.verbose {
+        out.push_str(&details_of_each(summary));
+    } else {
+        out.push_str(&notes_and_outcomes(summary, &labels, &short));
+    }
+    // Labels in warnings and comparisons are the names in the table too.
+    let name = |label: &str| -> String { names.name(label) };
+    out.push_str(&render_answer(summary, options.verbose, &name));
+    out.push_str(&render_gains_and_knees(summary, &name));
+    if options.verbose {
+        for warning in &summary.warnings {
+            let _ = writeln!(out, "warning: {warning}");
+        }
+    } else {
+        for warning in brief_warnings(summary, &labels, &short) {
+            let _ = writeln!(out, "warning: {warning}");
+        }
+    }
+    let _ = writeln!(out, "{}", result_line(summary));
+    out
+}
+
+/// Without `--verbose`: the notes under the table and what became of the attempts, each
+/// Config by its name in the table (`short`), then a blank line when there was any.
+fn notes_and_outcomes(summary: &RunSummary, labels: &[String], short: &[String]) -> String {
     // The table's names (none for a lone Config).
     let row_name = |label: &str| -> String {
         labels
@@ -94,22 +117,23 @@ pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
             .and_then(|index| short.get(index).cloned())
             .unwrap_or_else(|| label.to_string())
     };
-    if options.verbose {
-        out.push_str(&details_of_each(summary));
-    } else {
-        let mut notes = render_notes(summary, &short);
-        for line in
-            crate::outcomes::lines(&summary.configs, summary.phase_change.as_ref(), &row_name)
-        {
-            let _ = writeln!(notes, "{line}");
-        }
-        if !notes.is_empty() {
-            out.push_str(&notes);
-            out.push('\n');
-        }
+    let mut notes = render_notes(summary, short);
+    for line in crate::outcomes::lines(&summary.configs, summary.phase_change.as_ref(), &row_name) {
+        let _ = writeln!(notes, "{line}");
     }
-    // The table's metric, what it measures and why it is the one, above the verdicts and the
-    // gains that use it too (and whenever it is not the handshake a table is expected to show).
+    if !notes.is_empty() {
+        notes.push('\n');
+    }
+    notes
+}
+
+/// The table's metric, what it measures and why it is the one, then the answer: the
+/// verdicts (with `verbose`, the full statistics of each factorial or comparison) and what
+/// the answer left out.
+fn render_answer(summary: &RunSummary, verbose: bool, name: &dyn Fn(&str) -> String) -> String {
+    let mut out = String::new();
+    // Above the verdicts and the gains that use it too (and whenever it is not the
+    // handshake a table is expected to show).
     if !summary.verdicts.is_empty() || !summary.gains.is_empty() || summary.metric != "handshake" {
         let _ = writeln!(
             out,
@@ -119,22 +143,22 @@ pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
             summary.metric_reason
         );
     }
-    if options.verbose && !summary.factorials.is_empty() {
+    if verbose && !summary.factorials.is_empty() {
         for factorial in &summary.factorials {
             out.push_str(&crate::factorial::render_factorial(factorial));
         }
-    } else if let (true, Some(comparisons)) = (options.verbose, &summary.comparisons) {
+    } else if let (true, Some(comparisons)) = (verbose, &summary.comparisons) {
         out.push_str(&crate::comparison::render_named_comparisons(
             comparisons,
             "ms",
-            &name,
+            name,
         ));
     } else {
-        out.push_str(&crate::verdict::render_verdicts(&summary.verdicts, &name));
+        out.push_str(&crate::verdict::render_verdicts(&summary.verdicts, name));
     }
     for reason in &summary.left_out {
         // `render_factorial` has said its own values left out.
-        let said = options.verbose
+        let said = verbose
             && summary.factorials.iter().any(|factorial| {
                 factorial
                     .left_out
@@ -151,8 +175,15 @@ pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
     {
         out.push('\n');
     }
+    out
+}
+
+/// The session techniques' gains and the knees of the rate sweeps, each followed by a
+/// blank line.
+fn render_gains_and_knees(summary: &RunSummary, name: &dyn Fn(&str) -> String) -> String {
+    let mut out = String::new();
     if !summary.gains.is_empty() {
-        out.push_str(&render_named_gains(&summary.gains, &name));
+        out.push_str(&render_named_gains(&summary.gains, name));
         out.push('\n');
     }
     if !summary.knees.is_empty() {
@@ -162,16 +193,6 @@ pub fn render_text(summary: &RunSummary, options: &TextOptions) -> String {
         }
         out.push('\n');
     }
-    if options.verbose {
-        for warning in &summary.warnings {
-            let _ = writeln!(out, "warning: {warning}");
-        }
-    } else {
-        for warning in brief_warnings(summary, &labels, &short) {
-            let _ = writeln!(out, "warning: {warning}");
-        }
-    }
-    let _ = writeln!(out, "{}", result_line(summary));
     out
 }
 
@@ -540,13 +561,44 @@ fn details_of_each(summary: &RunSummary) -> String {
     out
 }
 
+/// The aspects of a Config's details, in the order `--verbose` prints them; each writes its
+/// lines, or none when the Config has nothing of it.
+const DETAILS: &[fn(&ConfigSummary, &mut String)] = &[
+    trust_line,
+    handshake_line,
+    schedule_lines,
+    ttfb_line,
+    phases_line,
+    outcome_lines,
+    rate_lines,
+    bytes_line,
+    flights_line,
+    mutual_tls_line,
+    ech_line,
+    replay_line,
+    stopping_line,
+    network_line,
+];
+
 /// Everything measured about one Config, a line per aspect (`--verbose`).
-fn render_details(config: &crate::summary::ConfigSummary) -> String {
+fn render_details(config: &ConfigSummary) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", config.label);
+    for detail in DETAILS {
+        detail(config, &mut out);
+    }
+    out
+}
+
+/// What the client trusted, for a Config against a target.
+fn trust_line(config: &ConfigSummary, out: &mut String) {
     if let Some(trust) = &config.trust {
         let _ = writeln!(out, "  trust      {trust}");
     }
+}
+
+/// The handshake's distribution, or why there is none.
+fn handshake_line(config: &ConfigSummary, out: &mut String) {
     match &config.handshake_ms {
         Some(h) => {
             // One value has no interval and no sd (both NaN): say so rather than print NaN.
@@ -578,6 +630,10 @@ fn render_details(config: &crate::summary::ConfigSummary) -> String {
             let _ = writeln!(out, "  handshake  no successful handshake");
         }
     }
+}
+
+/// An open loop's schedule as asked and as kept, and the latency from each intended start.
+fn schedule_lines(config: &ConfigSummary, out: &mut String) {
     if let Some(open) = &config.open_loop {
         let achieved = open
             .achieved_per_second
@@ -605,6 +661,10 @@ fn render_details(config: &crate::summary::ConfigSummary) -> String {
             );
         }
     }
+}
+
+/// The time to the response's first byte, when there was a request.
+fn ttfb_line(config: &ConfigSummary, out: &mut String) {
     if let Some(ttfb) = &config.ttfb_ms {
         let _ = writeln!(
             out,
@@ -614,6 +674,10 @@ fn render_details(config: &crate::summary::ConfigSummary) -> String {
             millis(ttfb.p99)
         );
     }
+}
+
+/// Each phase's median, additive phases first.
+fn phases_line(config: &ConfigSummary, out: &mut String) {
     if !config.phase_medians_ms.is_empty() {
         let phases: Vec<String> = Phase::PARTS
             .iter()
@@ -624,6 +688,11 @@ fn render_details(config: &crate::summary::ConfigSummary) -> String {
             .collect();
         let _ = writeln!(out, "  phases     {} (medians, ms)", phases.join(" · "));
     }
+}
+
+/// The attempts by outcome with the session techniques' counts, then an example and a
+/// diagnosis of each error class.
+fn outcome_lines(config: &ConfigSummary, out: &mut String) {
     let mut outcome = format!("{} ok", config.ok);
     for (class, count) in &config.errors {
         let _ = write!(outcome, ", {count} {class}");
@@ -650,6 +719,10 @@ fn render_details(config: &crate::summary::ConfigSummary) -> String {
             let _ = writeln!(out, "             why: {diagnosis}");
         }
     }
+}
+
+/// Which side limited the rate, then the rate and the CPU each handshake cost.
+fn rate_lines(config: &ConfigSummary, out: &mut String) {
     let mut rate = Vec::new();
     if let Some(per_second) = config.handshakes_per_second {
         let unit = if config.ttfb_ms.is_some() {
@@ -671,6 +744,10 @@ fn render_details(config: &crate::summary::ConfigSummary) -> String {
     if !rate.is_empty() {
         let _ = writeln!(out, "  rate       {}", rate.join(" · "));
     }
+}
+
+/// The first flights' sizes.
+fn bytes_line(config: &ConfigSummary, out: &mut String) {
     if let (Some(hello), Some(flight)) = (config.client_hello_bytes, config.server_flight_bytes) {
         let _ = writeln!(
             out,
@@ -679,9 +756,17 @@ fn render_details(config: &crate::summary::ConfigSummary) -> String {
             thousands(flight as f64)
         );
     }
+}
+
+/// The server's flights that carried the responses (QUIC).
+fn flights_line(config: &ConfigSummary, out: &mut String) {
     if let Some(flights) = &config.response_flights {
         let _ = writeln!(out, "  flights    {}", flights.describe());
     }
+}
+
+/// Mutual TLS step by step.
+fn mutual_tls_line(config: &ConfigSummary, out: &mut String) {
     if let Some(mutual) = &config.mutual_tls {
         let mut steps = Vec::new();
         if let Some(signing) = mutual.client_signing_ms {
@@ -701,6 +786,10 @@ fn render_details(config: &crate::summary::ConfigSummary) -> String {
         }
         let _ = writeln!(out, "  mutual TLS {}", steps.join(" · "));
     }
+}
+
+/// Successful handshakes per ECH status.
+fn ech_line(config: &ConfigSummary, out: &mut String) {
     if !config.ech.is_empty() {
         let counts: Vec<String> = config
             .ech
@@ -714,6 +803,10 @@ fn render_details(config: &crate::summary::ConfigSummary) -> String {
             config.ok
         );
     }
+}
+
+/// The replay probe's flights and what became of them.
+fn replay_line(config: &ConfigSummary, out: &mut String) {
     if let Some(replay) = &config.replay {
         let _ = writeln!(
             out,
@@ -721,9 +814,17 @@ fn render_details(config: &crate::summary::ConfigSummary) -> String {
             replay.sent, replay.rejected, replay.accepted
         );
     }
+}
+
+/// With `--until-ci`: whether and why the Config stopped early.
+fn stopping_line(config: &ConfigSummary, out: &mut String) {
     if let Some(stopping) = &config.stopping {
         let _ = writeln!(out, "  stopping   {stopping}");
     }
+}
+
+/// The emulated network, its round-trip floor and the physics check.
+fn network_line(config: &ConfigSummary, out: &mut String) {
     if let Some(network) = &config.network {
         let measured = network
             .measured_rtt_ms
@@ -745,7 +846,6 @@ fn render_details(config: &crate::summary::ConfigSummary) -> String {
             }
         );
     }
-    out
 }
 
 /// Each technique's gain over its full-handshake baseline, with the 95% interval, each

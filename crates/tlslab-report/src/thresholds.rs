@@ -10,7 +10,9 @@ use crate::{ReportError, RunSummary};
 /// A threshold one Config did not keep.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Breach {
+    /// The Config's label.
     pub config: String,
+    /// The threshold as the user wrote it (`handshake p99 < 50ms`).
     pub threshold: String,
     /// What the Config measured, in words with its unit.
     pub measured: String,

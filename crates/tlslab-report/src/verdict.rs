@@ -23,6 +23,7 @@ pub enum VerdictKind {
 /// One verdict of a summary.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verdict {
+    /// What the verdict sets against what: by dimension, or a Config against the first.
     pub kind: VerdictKind,
     /// Every dimension in which the Configs compared differ (by `--by` name), in flag order:
     /// the effect is theirs together. One name only when they differ in that one alone.
@@ -38,6 +39,7 @@ pub struct Verdict {
     pub verdict: String,
     /// The ratio of medians (other / baseline) and its 95% interval.
     pub ratio: f64,
+    /// See `ratio`.
     pub ratio_ci: [f64; 2],
     /// The test's p: van Elteren's over strata, a lone stratum's Mann-Whitney, or (a Config
     /// against the first) Mann-Whitney's adjusted by Holm across the comparisons.

@@ -21,32 +21,45 @@ use x509_parser::public_key::PublicKey;
 use rustls_pki_types::pem::PemObject;
 
 use crate::probe::{ProbeError, Prober};
-use crate::scan::{ScanError, ScanErrorKind};
+use crate::scan::ScanError;
 
 /// One certificate, as a person reads it.
 #[derive(Debug, Clone, Serialize)]
 pub struct CertificateSummary {
+    /// The subject's distinguished name, as a person reads it.
     pub subject: String,
+    /// The issuer's distinguished name, which the next certificate of an ordered chain names
+    /// as its subject.
     pub issuer: String,
     /// `ECDSA P-256`, `RSA 2048`, `Ed25519`, ...
     pub key: String,
+    /// The key's type, which decides the suites the server can negotiate with it.
     #[serde(skip)]
     pub key_kind: KeyKind,
     /// Bits of security-relevant size: the RSA modulus, the EC field.
     pub key_bits: usize,
+    /// The signature algorithm the issuer signed with.
     pub signature: String,
+    /// The start of the validity period, UTC.
     pub not_before: String,
+    /// The end of the validity period, UTC.
     pub not_after: String,
+    /// Outside its validity period now: the grade is T.
     pub expired: bool,
     /// From notBefore to notAfter, in whole days.
     pub lifespan_days: Option<u64>,
+    /// The DNS names and IP addresses of its subjectAltName, which name matching reads.
     pub names: Vec<String>,
 }
 
+/// The key types that decide which suites and signature schemes a server can use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum KeyKind {
+    /// An RSA key: RSA-authenticated suites and RSA key transport.
     Rsa,
+    /// An EC key: ECDSA-authenticated suites.
     Ecdsa,
+    /// Any other key (Ed25519, ML-DSA), which no pre-1.3 suite authenticates with.
     #[default]
     Other,
 }
@@ -66,6 +79,7 @@ pub struct Certificates {
     pub trusted: Option<bool>,
     /// What the chain was judged by: `system roots`, or `--ca FILE`.
     pub trusted_by: Option<String>,
+    /// Why the chain is not trusted, as rustls says it.
     pub trust_error: Option<String>,
     /// The Strict-Transport-Security header of `GET /`, if any.
     pub hsts: Option<String>,
@@ -85,21 +99,27 @@ pub struct OtherChain {
     pub chain: Vec<CertificateSummary>,
     /// `TLS 1.2 Certificate message` or `TLS 1.3 (rustls)`.
     pub source: String,
+    /// Whether its leaf names the server name, as for the first chain.
     pub name_matches: Option<bool>,
+    /// Whether each certificate is issued by the next one.
     pub chain_in_order: Option<bool>,
     /// The same anchors' verdict as the first chain's (`trusted_by`), checked offline.
     pub trusted: Option<bool>,
+    /// Why it is not trusted, as rustls says it.
     pub trust_error: Option<String>,
 }
 
 /// The key type a client can ask for when it wants another chain than the first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wanted {
+    /// Only ECDSA suites or signature schemes are offered.
     Ecdsa,
+    /// Only RSA suites or signature schemes are offered.
     Rsa,
 }
 
 impl Wanted {
+    /// The key type's name, as the report says it (`ECDSA`, `RSA`).
     pub fn name(self) -> &'static str {
         match self {
             Wanted::Ecdsa => "ECDSA",
@@ -149,26 +169,35 @@ impl TrustAnchors {
     /// Every certificate in the PEM file at `path`; a file with none is an error, since
     /// trusting nothing would grade every server T for a typing mistake.
     pub fn load(path: &std::path::Path) -> Result<TrustAnchors, ScanError> {
-        let failed = |why: String| {
-            ScanError {
-            kind: ScanErrorKind::Usage,
-            message: format!("--ca {}: {why}", path.display()),
-            hint: "give a PEM file with one or more CERTIFICATE blocks (a CA's root, or the server's own self-signed certificate)".into(),
-        }
-        };
-        let text = std::fs::read(path).map_err(|error| failed(error.to_string()))?;
+        let path_buf = || path.to_path_buf();
+        let text = std::fs::read(path).map_err(|source| ScanError::TrustFile {
+            path: path_buf(),
+            source,
+        })?;
         let certificates = CertificateDer::pem_slice_iter(&text)
             .map(|certificate| certificate.map(|der| der.to_vec()))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|error| failed(format!("not PEM ({error})")))?;
+            .map_err(|source| ScanError::TrustPem {
+                path: path_buf(),
+                source,
+            })?;
         if certificates.is_empty() {
-            return Err(failed("no CERTIFICATE in it".into()));
+            return Err(ScanError::TrustEmpty { path: path_buf() });
         }
-        if let Some(bad) = certificates
-            .iter()
-            .position(|der| x509_parser::parse_x509_certificate(der).is_err())
-        {
-            return Err(failed(format!("certificate {} does not parse", bad + 1)));
+        for (index, der) in certificates.iter().enumerate() {
+            if let Err(error) = x509_parser::parse_x509_certificate(der) {
+                return Err(ScanError::TrustCertificate {
+                    path: path_buf(),
+                    number: index + 1,
+                    source: match error {
+                        x509_parser::nom::Err::Error(error)
+                        | x509_parser::nom::Err::Failure(error) => error,
+                        x509_parser::nom::Err::Incomplete(_) => {
+                            x509_parser::error::X509Error::InvalidCertificate
+                        }
+                    },
+                });
+            }
         }
         Ok(TrustAnchors {
             source: format!("--ca {}", path.display()),
@@ -178,6 +207,7 @@ impl TrustAnchors {
 }
 
 impl Certificates {
+    /// The leaf (the server's own certificate), which names and validity are judged on.
     pub fn leaf(&self) -> Option<&CertificateSummary> {
         self.chain.first()
     }
@@ -223,7 +253,10 @@ pub fn inspect(
                         |anchors| anchors.source.clone(),
                     ));
                 }
-                certificates.trust_error = connection.trust.and_then(Result::err);
+                certificates.trust_error = connection
+                    .trust
+                    .and_then(Result::err)
+                    .map(|error| error.to_string());
                 certificates.hsts = connection.hsts;
             }
             Err(error) => prober.note("rustls connection", &error),
@@ -268,7 +301,7 @@ pub fn inspect(
             name_matches: summary.name_matches,
             chain_in_order: summary.chain_in_order,
             trusted: trust.as_ref().map(Result::is_ok),
-            trust_error: trust.and_then(Result::err),
+            trust_error: trust.and_then(Result::err).map(|error| error.to_string()),
         });
     }
     certificates
@@ -333,7 +366,7 @@ fn judge(
     chain: &[Vec<u8>],
     server_name: &str,
     anchors: Option<&TrustAnchors>,
-) -> Option<Result<(), String>> {
+) -> Option<Result<(), rustls::Error>> {
     let verifier = trust_verifier(
         &every_algorithm(),
         anchors.map(|anchors| anchors.certificates.as_slice()),
@@ -353,8 +386,7 @@ fn judge(
                 &[],
                 UnixTime::now(),
             )
-            .map(|_| ())
-            .map_err(|error| error.to_string()),
+            .map(|_| ()),
     )
 }
 
@@ -462,7 +494,7 @@ pub fn name_matches(names: &[String], subject: &str, server_name: &str) -> bool 
 /// What the rustls connection learned.
 struct Connection {
     chain: Vec<Vec<u8>>,
-    trust: Option<Result<(), String>>,
+    trust: Option<Result<(), rustls::Error>>,
     hsts: Option<String>,
 }
 
@@ -479,7 +511,7 @@ struct RecordingVerifier {
 }
 
 /// The chain a verifier saw (DER, leaf first) and the system roots' verdict on it.
-type Seen = (Vec<Vec<u8>>, Option<Result<(), String>>);
+type Seen = (Vec<Vec<u8>>, Option<Result<(), rustls::Error>>);
 
 impl ServerCertVerifier for RecordingVerifier {
     fn verify_server_cert(
@@ -494,7 +526,6 @@ impl ServerCertVerifier for RecordingVerifier {
             inner
                 .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
                 .map(|_| ())
-                .map_err(|error| error.to_string())
         });
         let mut seen = self
             .seen
@@ -594,7 +625,7 @@ fn recording_client(
     anchors: Option<&[Vec<u8>]>,
     alpn: Vec<Vec<u8>>,
     schemes: Option<&'static [SignatureScheme]>,
-) -> Result<(rustls::ClientConnection, Arc<RecordingVerifier>), String> {
+) -> Result<(rustls::ClientConnection, Arc<RecordingVerifier>), ProbeError> {
     let provider = every_algorithm();
     let verifier = Arc::new(RecordingVerifier {
         inner: trust_verifier(&provider, anchors),
@@ -604,14 +635,15 @@ fn recording_client(
     });
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(versions)
-        .map_err(|error| error.to_string())?
+        .map_err(ProbeError::Client)?
         .dangerous()
         .with_custom_certificate_verifier(verifier.clone())
         .with_no_client_auth();
     config.alpn_protocols = alpn;
-    let name = ServerName::try_from(server_name.to_string()).map_err(|error| error.to_string())?;
+    let name = ServerName::try_from(server_name.to_string())
+        .map_err(|error| ProbeError::ServerName(Arc::new(error)))?;
     let client =
-        rustls::ClientConnection::new(Arc::new(config), name).map_err(|error| error.to_string())?;
+        rustls::ClientConnection::new(Arc::new(config), name).map_err(ProbeError::Client)?;
     Ok((client, verifier))
 }
 
@@ -628,8 +660,7 @@ pub fn tls13_alpn(prober: &Prober, protocol: &str) -> Result<Option<String>, Pro
         Some(&[]),
         vec![protocol.as_bytes().to_vec()],
         None,
-    )
-    .map_err(ProbeError::Io)?;
+    )?;
     let stream = prober.connect()?;
     let mut tls = rustls::StreamOwned::new(client, stream);
     while tls.conn.is_handshaking() {
@@ -648,7 +679,7 @@ pub fn tls13_alpn(prober: &Prober, protocol: &str) -> Result<Option<String>, Pro
             return if refused {
                 Ok(None)
             } else {
-                Err(handshake_failed(&error))
+                Err(handshake_failed(error))
             };
         }
     }
@@ -675,8 +706,7 @@ fn connect(
         anchors,
         Vec::new(),
         schemes,
-    )
-    .map_err(ProbeError::Io)?;
+    )?;
     let stream = prober.connect()?;
     let mut tls = rustls::StreamOwned::new(client, stream);
     let host = if server_name.contains(':') {
@@ -716,8 +746,8 @@ fn connect(
     );
     if chain.is_empty() {
         return Err(match wrote {
-            Err(error) => handshake_failed(&error),
-            Ok(()) => ProbeError::Io("handshake failed".into()),
+            Err(error) => handshake_failed(error),
+            Ok(()) => ProbeError::Handshake(None),
         });
     }
     Ok(Connection {
@@ -730,7 +760,7 @@ fn connect(
 /// A rustls handshake's failure as a probe error: a message rustls could not decode (a
 /// ServerHello whose extensions run past its end) is a malformed answer, as the raw
 /// probes' reader calls it; anything else (an alert, a reset, a timeout) as rustls says it.
-fn handshake_failed(error: &std::io::Error) -> ProbeError {
+fn handshake_failed(error: std::io::Error) -> ProbeError {
     match error
         .get_ref()
         .and_then(|inner| inner.downcast_ref::<rustls::Error>())
@@ -738,7 +768,7 @@ fn handshake_failed(error: &std::io::Error) -> ProbeError {
         Some(inner @ rustls::Error::InvalidMessage(_)) => {
             ProbeError::Malformed(format!("rustls: {inner}"))
         }
-        _ => ProbeError::Io(format!("handshake failed: {error}")),
+        _ => ProbeError::Handshake(Some(Arc::new(error))),
     }
 }
 
@@ -784,6 +814,53 @@ mod tests {
         assert!(!name_matches(&names, "", "a.b.example.com"));
         assert!(!name_matches(&names, "CN=other", "other"));
         assert!(name_matches(&[], "CN=other", "other"));
+    }
+
+    #[test]
+    fn a_ca_file_that_cannot_be_used_keeps_what_failed_underneath() {
+        use std::error::Error as _;
+        let directory = std::env::temp_dir().join(format!("tlslab-scan-ca-{}", std::process::id()));
+        std::fs::create_dir_all(&directory).unwrap();
+        // Not there: the system's error, whole.
+        let error = TrustAnchors::load(&directory.join("missing.pem"))
+            .err()
+            .unwrap();
+        assert!(matches!(error, ScanError::TrustFile { .. }), "{error:?}");
+        let io = error
+            .source()
+            .and_then(|source| source.downcast_ref::<std::io::Error>())
+            .expect("the io::Error is kept");
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+        // A PEM block whose base64 is broken: the PEM reader's error.
+        let broken = directory.join("broken.pem");
+        std::fs::write(
+            &broken,
+            "-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let error = TrustAnchors::load(&broken).err().unwrap();
+        assert!(matches!(error, ScanError::TrustPem { .. }), "{error:?}");
+        assert!(error
+            .source()
+            .is_some_and(|source| source.is::<rustls_pki_types::pem::Error>()));
+        // A CERTIFICATE block that is no certificate: the X.509 reader's error.
+        let junk = directory.join("junk.pem");
+        std::fs::write(
+            &junk,
+            "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let error = TrustAnchors::load(&junk).err().unwrap();
+        assert!(
+            matches!(error, ScanError::TrustCertificate { number: 1, .. }),
+            "{error:?}"
+        );
+        assert!(error
+            .source()
+            .is_some_and(|source| source.is::<x509_parser::error::X509Error>()));
+        assert_eq!(error.kind(), crate::ScanErrorKind::Usage);
+        assert!(error.hint().contains("PEM"), "{}", error.hint());
+        std::fs::remove_dir_all(directory).unwrap();
     }
 
     #[test]

@@ -13,9 +13,11 @@ use crate::scan::Report;
 /// uses (`None` for RSA key transport, which agrees on no group).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
+    /// The version.
     pub version: Version,
     /// IANA name, as the scan reports it.
     pub suite: String,
+    /// The group, by the name tlslab's `--group` takes; `None` for RSA key transport.
     pub group: Option<String>,
 }
 
@@ -96,7 +98,9 @@ pub struct Costs {
     pub verified: bool,
     /// Connections the timed runs made (warm-up included).
     pub connections: u64,
+    /// How long the timed runs took, wall clock.
     pub seconds: f64,
+    /// One row per supported choice, in the order of [`choices`].
     pub rows: Vec<Cost>,
     /// Why the timed run as a whole failed, when it did (the rows then say "not timed").
     pub error: Option<String>,
@@ -105,8 +109,11 @@ pub struct Costs {
 /// One choice's timing, or why it was not timed.
 #[derive(Debug, Clone, Serialize)]
 pub struct Cost {
+    /// The version, as the scan reports it (`TLS 1.3`).
     pub version: String,
+    /// The suite's IANA name.
     pub suite: String,
+    /// The group's name; `None` for RSA key transport.
     pub group: Option<String>,
     /// The client library that timed it (`rustls`, or `openssl` for what rustls lacks).
     pub backend: Option<String>,

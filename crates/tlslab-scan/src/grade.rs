@@ -10,20 +10,26 @@ use tls_parser::{TlsCipherAu, TlsCipherEnc, TlsCipherKx, TlsCipherMac, TlsCipher
 
 use crate::certificate::{hsts_max_age, KeyKind};
 use crate::hello::{groups, Version};
-use crate::scan::{Order, Report};
+use crate::scan::{Order, Report, VersionSupport};
 
 /// HSTS for A+: at least six months (the guide's threshold).
 pub const HSTS_MINIMUM_SECONDS: u64 = 15_768_000;
 
+/// The grade of one scan: the letter, the scores it rests on, and the reasons for each cap,
+/// so that a reader can check the letter against the guide.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Grade {
     /// `A+` to `F`, or `T` (certificate not trusted) and `M` (name mismatch).
     pub letter: String,
     /// The letter the configuration earns when the certificate is set aside.
     pub letter_if_trusted: String,
+    /// The weighted sum of the three scores (30%, 30%, 40%), 0 to 100.
     pub score: u32,
+    /// The best and worst versions' mean on the guide's protocol table.
     pub protocol_score: u32,
+    /// The weakest key exchange on the guide's table of RSA-equivalent bits.
     pub key_exchange_score: u32,
+    /// The strongest and weakest ciphers' mean on the guide's table of key bits.
     pub cipher_score: u32,
     /// One line per cap applied, and why.
     pub reasons: Vec<String>,
@@ -123,26 +129,82 @@ fn cipher_bits(suite: &TlsCipherSuite) -> u32 {
     }
 }
 
-pub fn grade(report: &Report) -> Grade {
-    let mut reasons = Vec::new();
-    let mut cap = "A";
-    let supported: Vec<Version> = report.versions.iter().filter_map(|v| v.protocol).collect();
-    let (Some(best), Some(worst)) = (supported.iter().max(), supported.iter().min()) else {
-        return Grade {
-            letter: "F".into(),
-            letter_if_trusted: "F".into(),
-            reasons: vec!["no protocol version supported".into()],
-            ..Grade::default()
-        };
-    };
-    let protocol_score = (protocol_points(*best) + protocol_points(*worst)) / 2;
+/// What the guide's rules read of a report, worked out once.
+struct Findings<'a> {
+    report: &'a Report,
+    /// The versions the server accepted.
+    supported: Vec<Version>,
+    /// Every suite accepted, in any version.
+    suites: Vec<&'static TlsCipherSuite>,
+    /// Every group accepted, in TLS 1.3 and 1.2.
+    group_ids: Vec<u16>,
+    /// The weakest key exchange among the suites, in RSA-equivalent bits (0: none at all).
+    weakest_exchange: u32,
+    /// A DHE suite's prime was not read, and 2048 bits were assumed for it.
+    dhe_assumed: bool,
+}
 
-    let suites: Vec<&TlsCipherSuite> = report
-        .versions
-        .iter()
-        .flat_map(|v| &v.suite_ids)
-        .filter_map(|id| TlsCipherSuite::from_id(*id))
-        .collect();
+impl<'a> Findings<'a> {
+    /// `None` when the server accepted no version: nothing to grade.
+    fn of(report: &'a Report) -> Option<Findings<'a>> {
+        let supported: Vec<Version> = report.versions.iter().filter_map(|v| v.protocol).collect();
+        if supported.is_empty() {
+            return None;
+        }
+        let suites: Vec<&'static TlsCipherSuite> = report
+            .versions
+            .iter()
+            .flat_map(|v| &v.suite_ids)
+            .filter_map(|id| TlsCipherSuite::from_id(*id))
+            .collect();
+        let group_ids: Vec<u16> = [&report.groups_tls13, &report.groups_tls12]
+            .into_iter()
+            .flatten()
+            .flat_map(|support| support.group_ids.iter().copied())
+            .collect();
+        let (weakest_exchange, dhe_assumed) = weakest_exchange(report, &suites, &group_ids);
+        Some(Findings {
+            report,
+            supported,
+            suites,
+            group_ids,
+            weakest_exchange,
+            dhe_assumed,
+        })
+    }
+
+    fn supports(&self, version: Version) -> bool {
+        self.supported.contains(&version)
+    }
+
+    fn any_suite(&self, test: impl Fn(&TlsCipherSuite) -> bool) -> bool {
+        self.suites.iter().any(|suite| test(suite))
+    }
+
+    /// The suite modern clients get without TLS 1.3: the newest version's first suite, when
+    /// the server enforces its order (with client order they get their own favourite, an
+    /// ECDHE AEAD suite when the server has one).
+    fn favourite(&self) -> Option<(&'a VersionSupport, &'static TlsCipherSuite)> {
+        if self.supports(Version::Tls13) {
+            return None;
+        }
+        let newest = self
+            .report
+            .versions
+            .iter()
+            .max_by_key(|v| v.protocol)
+            .filter(|v| v.order == Order::Server)?;
+        let favourite = newest
+            .suite_ids
+            .first()
+            .and_then(|id| TlsCipherSuite::from_id(*id))?;
+        Some((newest, favourite))
+    }
+}
+
+/// The weakest key exchange of `suites` in RSA-equivalent bits, and whether a DHE prime had
+/// to be assumed.
+fn weakest_exchange(report: &Report, suites: &[&TlsCipherSuite], group_ids: &[u16]) -> (u32, bool) {
     let leaf = report.certificates.leaf();
     // RSA key exchange uses the RSA certificate's key, which on a dual-certificate server
     // may be the second chain's; ECDSA keys authenticate and do not carry the key exchange.
@@ -163,11 +225,6 @@ pub fn grade(report: &Report) -> Grade {
         (Some(_), Some(bits)) => *bits,
         (Some(_), None) => 3072,
     };
-    let group_ids: Vec<u16> = [&report.groups_tls13, &report.groups_tls12]
-        .into_iter()
-        .flatten()
-        .flat_map(|support| support.group_ids.iter().copied())
-        .collect();
     let weakest_group = group_ids.iter().map(|g| group_bits(*g)).min();
     // Each DHE suite's measured prime; the smallest where versions differ.
     let mut dhe_bits: std::collections::BTreeMap<u16, u32> = std::collections::BTreeMap::new();
@@ -179,7 +236,7 @@ pub fn grade(report: &Report) -> Grade {
     }
     let mut dhe_assumed = false;
     let mut exchange_bits: Vec<u32> = Vec::new();
-    for suite in &suites {
+    for suite in suites {
         exchange_bits.push(match suite.kx {
             TlsCipherKx::Rsa => certificate_bits,
             TlsCipherKx::Ecdhe | TlsCipherKx::Tls13 => weakest_group.unwrap_or(3072),
@@ -202,180 +259,313 @@ pub fn grade(report: &Report) -> Grade {
             exchange_bits.push(0);
         }
     }
-    let weakest_exchange = exchange_bits.iter().copied().min().unwrap_or(0);
-    let key_exchange_score = key_exchange_points(weakest_exchange);
-    let cipher_scores: Vec<u32> = suites
-        .iter()
-        .map(|s| cipher_points(cipher_bits(s)))
-        .collect();
-    let cipher_score = match (cipher_scores.iter().max(), cipher_scores.iter().min()) {
-        (Some(strongest), Some(weakest)) => (strongest + weakest) / 2,
-        _ => 0,
-    };
-    let score = (protocol_score * 30 + key_exchange_score * 30 + cipher_score * 40) / 100;
-    let scored = match score {
-        80.. => "A",
-        65..=79 => "B",
-        50..=64 => "C",
-        35..=49 => "D",
-        20..=34 => "E",
-        _ => "F",
-    };
-    cap = worse(cap, scored);
+    (
+        exchange_bits.iter().copied().min().unwrap_or(0),
+        dhe_assumed,
+    )
+}
 
-    let mut limit = |letter: &'static str, reason: String| {
-        cap = worse(cap, letter);
-        reasons.push(format!("{letter}: {reason}"));
-    };
-    let has_cbc = suites
-        .iter()
-        .any(|s| s.enc_mode == tls_parser::TlsCipherEncMode::Cbc);
-    if supported.contains(&Version::Ssl3) {
-        if has_cbc {
-            limit(
-                "F",
-                "SSL 3.0 with CBC suites (POODLE, CVE-2014-3566)".into(),
-            );
-        } else {
-            limit("C", "SSL 3.0 supported".into());
-        }
-    }
-    if supported.contains(&Version::Tls10) || supported.contains(&Version::Tls11) {
-        limit(
-            "B",
-            "TLS 1.0 or 1.1 supported (deprecated, RFC 8996)".into(),
-        );
-    }
-    if !supported.contains(&Version::Tls12) && !supported.contains(&Version::Tls13) {
-        limit("C", "no TLS 1.2 or 1.3".into());
-    }
-    if suites.iter().any(|s| s.enc == TlsCipherEnc::Rc4) {
-        limit("C", "RC4 suites accepted (RFC 7465 forbids them)".into());
-    }
-    if suites.iter().any(|s| s.enc == TlsCipherEnc::TripleDes) {
-        limit("C", "3DES suites accepted (64-bit blocks, Sweet32)".into());
-    }
-    if suites.iter().any(|s| s.name.contains("EXPORT")) {
-        limit("F", "export suites accepted (FREAK, Logjam)".into());
-    }
-    if suites.iter().any(|s| s.enc == TlsCipherEnc::Null) {
-        limit("F", "suites without encryption (NULL) accepted".into());
-    }
-    if suites
-        .iter()
-        .any(|s| s.au == TlsCipherAu::Null && s.kx != TlsCipherKx::Tls13)
-    {
-        limit(
-            "F",
-            "anonymous suites accepted (no server authentication)".into(),
-        );
-    }
-    if !suites.iter().any(|s| {
-        matches!(
-            s.kx,
-            TlsCipherKx::Ecdhe | TlsCipherKx::Dhe | TlsCipherKx::Tls13
-        )
-    }) {
-        limit(
-            "B",
-            "no forward secrecy (no ECDHE, DHE or TLS 1.3 suite)".into(),
-        );
-    }
-    let is_aead = |suite: &TlsCipherSuite| suite.mac == TlsCipherMac::Aead;
-    let is_forward_secret = |suite: &TlsCipherSuite| {
-        matches!(
-            suite.kx,
-            TlsCipherKx::Ecdhe | TlsCipherKx::Dhe | TlsCipherKx::Tls13
-        )
-    };
-    if !suites.is_empty() && !suites.iter().any(|s| is_aead(s)) {
-        limit(
-            "B",
-            "no AEAD suite (GCM, CCM or ChaCha20-Poly1305): CBC only".into(),
-        );
-    }
-    // The guide's A- warnings (2009i, 2014). Modern clients speak TLS 1.3 when the server
-    // does, and every 1.3 suite is AEAD with forward secrecy; otherwise they get the newest
-    // version's first suite when the server enforces its order (with client order they get
-    // their own favourite, an ECDHE AEAD suite when the server has one).
-    if !supported.contains(&Version::Tls13) {
-        let newest = report
-            .versions
+/// The guide's three scores and their weighted sum.
+struct Scores {
+    protocol: u32,
+    key_exchange: u32,
+    cipher: u32,
+    total: u32,
+}
+
+impl Scores {
+    /// Protocol support 30% (the best and worst versions' mean), key exchange 30% (the
+    /// weakest), cipher strength 40% (the strongest and weakest ciphers' mean).
+    fn of(findings: &Findings) -> Scores {
+        let points = |version: Option<&Version>| version.map_or(0, |v| protocol_points(*v));
+        let protocol =
+            (points(findings.supported.iter().max()) + points(findings.supported.iter().min())) / 2;
+        let key_exchange = key_exchange_points(findings.weakest_exchange);
+        let cipher_scores: Vec<u32> = findings
+            .suites
             .iter()
-            .max_by_key(|v| v.protocol)
-            .filter(|v| v.order == Order::Server);
-        if let Some((support, favourite)) = newest.and_then(|support| {
-            let favourite = support
-                .suite_ids
-                .first()
-                .and_then(|id| TlsCipherSuite::from_id(*id))?;
-            Some((support, favourite))
-        }) {
-            if !is_forward_secret(favourite) && suites.iter().any(|s| is_forward_secret(s)) {
-                limit(
-                    "A-",
-                    format!(
-                        "no forward secrecy with modern clients: in {} the server prefers {}",
-                        support.version, favourite.name
-                    ),
-                );
-            }
-            if !is_aead(favourite) && suites.iter().any(|s| is_aead(s)) {
-                limit(
-                    "A-",
-                    format!(
-                        "no AEAD with modern clients: in {} the server prefers {}",
-                        support.version, favourite.name
-                    ),
-                );
-            }
+            .map(|s| cipher_points(cipher_bits(s)))
+            .collect();
+        let cipher = match (cipher_scores.iter().max(), cipher_scores.iter().min()) {
+            (Some(strongest), Some(weakest)) => (strongest + weakest) / 2,
+            _ => 0,
+        };
+        Scores {
+            protocol,
+            key_exchange,
+            cipher,
+            total: (protocol * 30 + key_exchange * 30 + cipher * 40) / 100,
         }
     }
-    if report.secure_renegotiation == Some(false) {
-        limit(
-            "A-",
-            "no secure renegotiation (RFC 5746 renegotiation_info not answered)".into(),
-        );
-    }
-    if (1..1024).contains(&weakest_exchange) {
-        limit("F", format!("key exchange of {weakest_exchange} bits"));
-    } else if (1024..2048).contains(&weakest_exchange) {
-        limit(
-            "B",
-            format!("key exchange of {weakest_exchange} bits (under 2048)"),
-        );
-    }
 
-    let mut notes = vec![
-        "post-quantum key exchange is not weighed by the guide (offered: ".to_string()
-            + if group_ids.iter().any(|g| {
-                matches!(
-                    *g,
-                    groups::X25519MLKEM768
-                        | groups::SECP256R1MLKEM768
-                        | groups::SECP384R1MLKEM1024
-                        | groups::MLKEM768
-                        | groups::MLKEM1024
-                        | groups::MLKEM512
+    /// The letter the score alone earns.
+    fn letter(&self) -> &'static str {
+        match self.total {
+            80.. => "A",
+            65..=79 => "B",
+            50..=64 => "C",
+            35..=49 => "D",
+            20..=34 => "E",
+            _ => "F",
+        }
+    }
+}
+
+/// One of the caps the guide's revisions added: the grade is no better than `letter` when
+/// `applies` gives a reason, which the report prints as "letter: reason".
+struct Cap {
+    letter: &'static str,
+    applies: fn(&Findings) -> Option<String>,
+}
+
+fn is_aead(suite: &TlsCipherSuite) -> bool {
+    suite.mac == TlsCipherMac::Aead
+}
+
+fn is_forward_secret(suite: &TlsCipherSuite) -> bool {
+    matches!(
+        suite.kx,
+        TlsCipherKx::Ecdhe | TlsCipherKx::Dhe | TlsCipherKx::Tls13
+    )
+}
+
+fn is_anonymous(suite: &TlsCipherSuite) -> bool {
+    suite.au == TlsCipherAu::Null && suite.kx != TlsCipherKx::Tls13
+}
+
+fn is_cbc(suite: &TlsCipherSuite) -> bool {
+    suite.enc_mode == tls_parser::TlsCipherEncMode::Cbc
+}
+
+/// `reason` when `holds`.
+fn when(holds: bool, reason: &str) -> Option<String> {
+    holds.then(|| reason.to_string())
+}
+
+/// The caps, in the order the report lists them.
+const CAPS: &[Cap] = &[
+    Cap {
+        letter: "F",
+        applies: |f| {
+            when(
+                f.supports(Version::Ssl3) && f.any_suite(is_cbc),
+                "SSL 3.0 with CBC suites (POODLE, CVE-2014-3566)",
+            )
+        },
+    },
+    Cap {
+        letter: "C",
+        applies: |f| {
+            when(
+                f.supports(Version::Ssl3) && !f.any_suite(is_cbc),
+                "SSL 3.0 supported",
+            )
+        },
+    },
+    Cap {
+        letter: "B",
+        applies: |f| {
+            when(
+                f.supports(Version::Tls10) || f.supports(Version::Tls11),
+                "TLS 1.0 or 1.1 supported (deprecated, RFC 8996)",
+            )
+        },
+    },
+    Cap {
+        letter: "C",
+        applies: |f| {
+            when(
+                !f.supports(Version::Tls12) && !f.supports(Version::Tls13),
+                "no TLS 1.2 or 1.3",
+            )
+        },
+    },
+    Cap {
+        letter: "C",
+        applies: |f| {
+            when(
+                f.any_suite(|s| s.enc == TlsCipherEnc::Rc4),
+                "RC4 suites accepted (RFC 7465 forbids them)",
+            )
+        },
+    },
+    Cap {
+        letter: "C",
+        applies: |f| {
+            when(
+                f.any_suite(|s| s.enc == TlsCipherEnc::TripleDes),
+                "3DES suites accepted (64-bit blocks, Sweet32)",
+            )
+        },
+    },
+    Cap {
+        letter: "F",
+        applies: |f| {
+            when(
+                f.any_suite(|s| s.name.contains("EXPORT")),
+                "export suites accepted (FREAK, Logjam)",
+            )
+        },
+    },
+    Cap {
+        letter: "F",
+        applies: |f| {
+            when(
+                f.any_suite(|s| s.enc == TlsCipherEnc::Null),
+                "suites without encryption (NULL) accepted",
+            )
+        },
+    },
+    Cap {
+        letter: "F",
+        applies: |f| {
+            when(
+                f.any_suite(is_anonymous),
+                "anonymous suites accepted (no server authentication)",
+            )
+        },
+    },
+    Cap {
+        letter: "B",
+        applies: |f| {
+            when(
+                !f.any_suite(is_forward_secret),
+                "no forward secrecy (no ECDHE, DHE or TLS 1.3 suite)",
+            )
+        },
+    },
+    Cap {
+        letter: "B",
+        applies: |f| {
+            when(
+                !f.suites.is_empty() && !f.any_suite(is_aead),
+                "no AEAD suite (GCM, CCM or ChaCha20-Poly1305): CBC only",
+            )
+        },
+    },
+    // The guide's A- warnings (2009i, 2014). Modern clients speak TLS 1.3 when the server
+    // does, and every 1.3 suite is AEAD with forward secrecy.
+    Cap {
+        letter: "A-",
+        applies: |f| {
+            let (support, favourite) = f.favourite()?;
+            (!is_forward_secret(favourite) && f.any_suite(is_forward_secret)).then(|| {
+                format!(
+                    "no forward secrecy with modern clients: in {} the server prefers {}",
+                    support.version, favourite.name
                 )
-            }) {
-                "yes)"
-            } else {
-                "no)"
-            },
-    ];
-    if dhe_assumed {
+            })
+        },
+    },
+    Cap {
+        letter: "A-",
+        applies: |f| {
+            let (support, favourite) = f.favourite()?;
+            (!is_aead(favourite) && f.any_suite(is_aead)).then(|| {
+                format!(
+                    "no AEAD with modern clients: in {} the server prefers {}",
+                    support.version, favourite.name
+                )
+            })
+        },
+    },
+    Cap {
+        letter: "A-",
+        applies: |f| {
+            when(
+                f.report.secure_renegotiation == Some(false),
+                "no secure renegotiation (RFC 5746 renegotiation_info not answered)",
+            )
+        },
+    },
+    Cap {
+        letter: "F",
+        applies: |f| {
+            (1..1024)
+                .contains(&f.weakest_exchange)
+                .then(|| format!("key exchange of {} bits", f.weakest_exchange))
+        },
+    },
+    Cap {
+        letter: "B",
+        applies: |f| {
+            (1024..2048)
+                .contains(&f.weakest_exchange)
+                .then(|| format!("key exchange of {} bits (under 2048)", f.weakest_exchange))
+        },
+    },
+];
+
+/// The groups that carry a post-quantum key exchange, alone or in a hybrid.
+const POST_QUANTUM_GROUPS: [u16; 6] = [
+    groups::X25519MLKEM768,
+    groups::SECP256R1MLKEM768,
+    groups::SECP384R1MLKEM1024,
+    groups::MLKEM768,
+    groups::MLKEM1024,
+    groups::MLKEM512,
+];
+
+/// Grades `report` as the guide does: the score's letter, each cap that applies, A+ for
+/// HSTS, then T and M for the certificates.
+pub fn grade(report: &Report) -> Grade {
+    let Some(findings) = Findings::of(report) else {
+        return Grade {
+            letter: "F".into(),
+            letter_if_trusted: "F".into(),
+            reasons: vec!["no protocol version supported".into()],
+            ..Grade::default()
+        };
+    };
+    let scores = Scores::of(&findings);
+    let mut cap = worse("A", scores.letter());
+    let mut reasons = Vec::new();
+    for rule in CAPS {
+        if let Some(reason) = (rule.applies)(&findings) {
+            cap = worse(cap, rule.letter);
+            reasons.push(format!("{}: {reason}", rule.letter));
+        }
+    }
+    let post_quantum = findings
+        .group_ids
+        .iter()
+        .any(|group| POST_QUANTUM_GROUPS.contains(group));
+    let mut notes = vec![format!(
+        "post-quantum key exchange is not weighed by the guide (offered: {})",
+        if post_quantum { "yes" } else { "no" }
+    )];
+    if findings.dhe_assumed {
         notes.push(
             "DH parameters of a suite were not read (its probe failed): assumed 2048 bits".into(),
         );
     }
-
-    // A+: an A with no cap and HSTS of at least six months.
     let mut letter = cap.to_string();
+    strict_transport_security(report, &mut letter, &mut reasons, &mut notes);
+    let letter_if_trusted = letter.clone();
+    certificate_letters(report, &mut letter, &mut reasons, &mut notes);
+    Grade {
+        letter,
+        letter_if_trusted,
+        score: scores.total,
+        protocol_score: scores.protocol,
+        key_exchange_score: scores.key_exchange,
+        cipher_score: scores.cipher,
+        reasons,
+        notes,
+    }
+}
+
+/// A+: an A with no cap and HSTS of at least six months; else a note of why not.
+fn strict_transport_security(
+    report: &Report,
+    letter: &mut String,
+    reasons: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) {
     match report.certificates.hsts.as_deref() {
         Some(value) if hsts_max_age(value).is_some_and(|age| age >= HSTS_MINIMUM_SECONDS) => {
             if letter == "A" {
-                letter = "A+".into();
+                *letter = "A+".into();
                 reasons.push("A+: HSTS with max-age of six months or more".into());
             }
         }
@@ -385,24 +575,30 @@ pub fn grade(report: &Report) -> Grade {
         }
         None => notes.push("HSTS not checked (no HTTP request over rustls): no A+".into()),
     }
+}
 
-    let letter_if_trusted = letter.clone();
+/// M for a certificate that does not name the server, T for one that is expired or not
+/// trusted: for the first chain and for every other one.
+fn certificate_letters(
+    report: &Report,
+    letter: &mut String,
+    reasons: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) {
     let certificates = &report.certificates;
+    let server = report.server_name.as_deref().unwrap_or("the server");
+    let trusted_by = certificates.trusted_by.as_deref().unwrap_or("system roots");
     if certificates.name_matches == Some(false) {
-        letter = "M".into();
-        reasons.push(format!(
-            "M: the certificate does not name {}",
-            report.server_name.as_deref().unwrap_or("the server")
-        ));
+        *letter = "M".into();
+        reasons.push(format!("M: the certificate does not name {server}"));
     }
-    if leaf.is_some_and(|leaf| leaf.expired) {
-        letter = "T".into();
+    if certificates.leaf().is_some_and(|leaf| leaf.expired) {
+        *letter = "T".into();
         reasons.push("T: the certificate is expired or not yet valid".into());
     } else if certificates.trusted == Some(false) {
-        letter = "T".into();
+        *letter = "T".into();
         reasons.push(format!(
-            "T: the chain is not trusted by the {} ({})",
-            certificates.trusted_by.as_deref().unwrap_or("system roots"),
+            "T: the chain is not trusted by the {trusted_by} ({})",
             certificates
                 .trust_error
                 .as_deref()
@@ -417,34 +613,20 @@ pub fn grade(report: &Report) -> Grade {
         let which = format!("the {} certificate", other.elicited_by);
         if other.name_matches == Some(false) {
             if letter != "T" {
-                letter = "M".into();
+                *letter = "M".into();
             }
-            reasons.push(format!(
-                "M: {which} does not name {}",
-                report.server_name.as_deref().unwrap_or("the server")
-            ));
+            reasons.push(format!("M: {which} does not name {server}"));
         }
         if other.chain.first().is_some_and(|leaf| leaf.expired) {
-            letter = "T".into();
+            *letter = "T".into();
             reasons.push(format!("T: {which} is expired or not yet valid"));
         } else if other.trusted == Some(false) {
-            letter = "T".into();
+            *letter = "T".into();
             reasons.push(format!(
-                "T: {which}'s chain is not trusted by the {} ({})",
-                certificates.trusted_by.as_deref().unwrap_or("system roots"),
+                "T: {which}'s chain is not trusted by the {trusted_by} ({})",
                 other.trust_error.as_deref().unwrap_or("unknown issuer")
             ));
         }
-    }
-    Grade {
-        letter,
-        letter_if_trusted,
-        score,
-        protocol_score,
-        key_exchange_score,
-        cipher_score,
-        reasons,
-        notes,
     }
 }
 

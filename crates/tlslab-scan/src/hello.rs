@@ -12,14 +12,20 @@ use tls_parser::{TlsCipherKx, TlsCipherSuite};
 /// A protocol version as the wire spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Version {
+    /// SSL 3.0, probed to find the servers that still accept it (POODLE).
     Ssl3,
+    /// TLS 1.0 (RFC 2246), deprecated by RFC 8996.
     Tls10,
+    /// TLS 1.1 (RFC 4346), deprecated by RFC 8996.
     Tls11,
+    /// TLS 1.2 (RFC 5246).
     Tls12,
+    /// TLS 1.3 (RFC 8446), asked for with supported_versions.
     Tls13,
 }
 
 impl Version {
+    /// Every version a scan probes, oldest first.
     pub const ALL: [Version; 5] = [
         Version::Ssl3,
         Version::Tls10,
@@ -28,6 +34,7 @@ impl Version {
         Version::Tls13,
     ];
 
+    /// The version's code point on the wire (`0x0303` for TLS 1.2).
     pub fn code_point(self) -> u16 {
         match self {
             Version::Ssl3 => 0x0300,
@@ -38,6 +45,7 @@ impl Version {
         }
     }
 
+    /// The version a ServerHello names, if it is one a scan knows.
     pub fn from_code_point(code_point: u16) -> Option<Version> {
         Version::ALL
             .into_iter()
@@ -96,21 +104,37 @@ pub fn suite_name(id: u16) -> String {
 
 /// The groups a scan asks about, by IANA code point.
 pub mod groups {
+    /// NIST P-256.
     pub const SECP256R1: u16 = 0x0017;
+    /// NIST P-384.
     pub const SECP384R1: u16 = 0x0018;
+    /// NIST P-521.
     pub const SECP521R1: u16 = 0x0019;
+    /// X25519 (RFC 7748).
     pub const X25519: u16 = 0x001d;
+    /// X448 (RFC 7748).
     pub const X448: u16 = 0x001e;
+    /// RFC 7919's 2048-bit finite-field group.
     pub const FFDHE2048: u16 = 0x0100;
+    /// RFC 7919's 3072-bit finite-field group.
     pub const FFDHE3072: u16 = 0x0101;
+    /// RFC 7919's 4096-bit finite-field group.
     pub const FFDHE4096: u16 = 0x0102;
+    /// RFC 7919's 6144-bit finite-field group.
     pub const FFDHE6144: u16 = 0x0103;
+    /// RFC 7919's 8192-bit finite-field group.
     pub const FFDHE8192: u16 = 0x0104;
+    /// ML-KEM-512 alone (FIPS 203), no classical half.
     pub const MLKEM512: u16 = 0x0200;
+    /// ML-KEM-768 alone.
     pub const MLKEM768: u16 = 0x0201;
+    /// ML-KEM-1024 alone.
     pub const MLKEM1024: u16 = 0x0202;
+    /// The hybrid of P-256 and ML-KEM-768.
     pub const SECP256R1MLKEM768: u16 = 0x11eb;
+    /// The hybrid of X25519 and ML-KEM-768: what browsers send first today.
     pub const X25519MLKEM768: u16 = 0x11ec;
+    /// The hybrid of P-384 and ML-KEM-1024.
     pub const SECP384R1MLKEM1024: u16 = 0x11ed;
 
     /// What TLS 1.3 probes ask about, in the order a modern client prefers them.
@@ -210,13 +234,17 @@ pub const SIGNATURE_SCHEMES: [u16; 30] = [
 pub struct ClientHello {
     /// For TLS 1.3 the legacy_version is TLS 1.2 and supported_versions says 1.3.
     pub version: Version,
+    /// Cipher suites, by code point, in the order offered: the order the server's choice is
+    /// told against.
     pub suites: Vec<u16>,
     /// supported_groups, in order.
     pub groups: Vec<u16>,
     /// Groups to send a key share for (TLS 1.3; each must have a [`key_share`] shape).
     /// Empty asks the server for a HelloRetryRequest.
     pub key_shares: Vec<u16>,
+    /// The server_name sent (SNI); `None` for an IP address, which SNI cannot carry.
     pub server_name: Option<String>,
+    /// ALPN protocols offered, in order.
     pub alpn: Vec<String>,
 }
 

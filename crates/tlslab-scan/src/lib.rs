@@ -37,6 +37,9 @@
 //! # Ok::<(), tlslab_scan::ScanError>(())
 //! ```
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod certificate;
 pub mod cost;
 pub mod grade;

@@ -41,20 +41,29 @@ const LEVELS: [&str; 3] = ["modern", "intermediate", "old"];
 pub struct Profile {
     /// TLS 1.3 suites, IANA names.
     pub ciphersuites: Vec<String>,
+    /// The suites before TLS 1.3.
     pub ciphers: Ciphers,
+    /// The versions the level keeps, by Mozilla's names (`TLSv1.2`).
     pub tls_versions: Vec<String>,
     /// OpenSSL's group names: `X25519`, `prime256v1`, `secp384r1`, `X25519MLKEM768`.
     pub tls_curves: Vec<String>,
+    /// Whether the server's suite order must be enforced.
     pub server_preferred_order: bool,
+    /// The certificate key types the level accepts.
     pub certificate_types: Vec<String>,
+    /// The EC curves a certificate key may use.
     pub certificate_curves: Vec<String>,
+    /// The signature algorithms a certificate may be signed with.
     pub certificate_signatures: Vec<String>,
+    /// The smallest RSA key the level accepts, in bits.
     pub rsa_key_size: Option<usize>,
     /// The smallest finite-field DHE prime the level accepts, in bits.
     pub dh_param_size: Option<u32>,
+    /// The longest validity the level accepts, in days.
     pub maximum_certificate_lifespan: Option<u64>,
 }
 
+/// A level's pre-1.3 suites, as the guideline's JSON lists them.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Ciphers {
     /// Pre-1.3 suites, IANA names (the `openssl`, `go` and `caddy` lists say the same).
@@ -69,7 +78,9 @@ struct Guideline {
 /// One level of one guideline, judged.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProfileResult {
+    /// The guideline's version (`5.7`), since levels change between versions.
     pub guideline: String,
+    /// The level: `modern`, `intermediate` or `old`.
     pub level: String,
     /// The configuration (versions, suites, groups, order) matches the level.
     pub matches: bool,
@@ -154,8 +165,9 @@ pub fn check(report: &Report) -> Vec<ProfileResult> {
         .collect()
 }
 
+/// The changes that would make `report`'s server match `profile`, and notes on its
+/// certificate: versions, then each version's suites and order, DH parameters, groups.
 fn judge(report: &Report, profile: &Profile) -> (Vec<String>, Vec<String>) {
-    let mut changes = Vec::new();
     let wanted_versions: Vec<Version> = Version::ALL
         .into_iter()
         .filter(|version| {
@@ -165,6 +177,7 @@ fn judge(report: &Report, profile: &Profile) -> (Vec<String>, Vec<String>) {
                 .any(|name| name == version.mozilla_name())
         })
         .collect();
+    let mut changes = Vec::new();
     for version in Version::ALL {
         match (report.supports(version), wanted_versions.contains(&version)) {
             (true, false) => changes.push(format!("disable {}", version.name())),
@@ -172,7 +185,16 @@ fn judge(report: &Report, profile: &Profile) -> (Vec<String>, Vec<String>) {
             _ => {}
         }
     }
+    changes.extend(suite_changes(report, profile, &wanted_versions));
+    changes.extend(dh_change(report, profile, &wanted_versions));
+    changes.extend(group_changes(report, profile));
+    (changes, certificate_notes(report, profile))
+}
 
+/// For each version the level keeps: the suites to remove and to add (only those the
+/// server's key and the version can negotiate), and the server's order where it is wanted.
+fn suite_changes(report: &Report, profile: &Profile, wanted_versions: &[Version]) -> Vec<String> {
+    let mut changes = Vec::new();
     let key = report
         .certificates
         .leaf()
@@ -225,27 +247,35 @@ fn judge(report: &Report, profile: &Profile) -> (Vec<String>, Vec<String>) {
             ));
         }
     }
+    changes
+}
 
-    if let Some(minimum) = profile.dh_param_size {
-        let smallest = report
-            .versions
-            .iter()
-            .filter(|support| {
-                support
-                    .protocol
-                    .is_some_and(|v| wanted_versions.contains(&v))
-            })
-            .flat_map(|support| &support.dhe)
-            .map(|parameters| parameters.bits)
-            .min();
-        if let Some(bits) = smallest.filter(|bits| *bits < minimum) {
-            changes.push(format!(
-                "use DH parameters of at least {minimum} bits (now {bits}; ffdhe{} from RFC 7919)",
-                minimum.max(2048)
-            ));
-        }
-    }
+/// Larger DH parameters, when a kept version's DHE suite uses a prime below the level's
+/// minimum.
+fn dh_change(report: &Report, profile: &Profile, wanted_versions: &[Version]) -> Option<String> {
+    let minimum = profile.dh_param_size?;
+    let smallest = report
+        .versions
+        .iter()
+        .filter(|support| {
+            support
+                .protocol
+                .is_some_and(|v| wanted_versions.contains(&v))
+        })
+        .flat_map(|support| &support.dhe)
+        .map(|parameters| parameters.bits)
+        .min();
+    smallest.filter(|bits| *bits < minimum).map(|bits| {
+        format!(
+            "use DH parameters of at least {minimum} bits (now {bits}; ffdhe{} from RFC 7919)",
+            minimum.max(2048)
+        )
+    })
+}
 
+/// The groups to remove and to add, when the scan read the server's groups.
+fn group_changes(report: &Report, profile: &Profile) -> Vec<String> {
+    let mut changes = Vec::new();
     let wanted_groups: Vec<u16> = profile
         .tls_curves
         .iter()
@@ -262,27 +292,28 @@ fn judge(report: &Report, profile: &Profile) -> (Vec<String>, Vec<String>) {
             }
         }
     }
-    if !offered.is_empty() {
-        let remove: Vec<String> = offered
-            .iter()
-            .filter(|group| !wanted_groups.contains(group))
-            .map(|group| group_name(*group))
-            .collect();
-        if !remove.is_empty() {
-            changes.push(format!("remove groups {}", remove.join(", ")));
-        }
-        // A hybrid needs TLS 1.3: only ask for it from a server that speaks 1.3.
-        let add: Vec<String> = wanted_groups
-            .iter()
-            .filter(|group| !offered.contains(group))
-            .filter(|group| report.groups_tls13.is_some() || groups::TLS12_ECDHE.contains(group))
-            .map(|group| group_name(*group))
-            .collect();
-        if !add.is_empty() {
-            changes.push(format!("add groups {}", add.join(", ")));
-        }
+    if offered.is_empty() {
+        return changes;
     }
-    (changes, certificate_notes(report, profile))
+    let remove: Vec<String> = offered
+        .iter()
+        .filter(|group| !wanted_groups.contains(group))
+        .map(|group| group_name(*group))
+        .collect();
+    if !remove.is_empty() {
+        changes.push(format!("remove groups {}", remove.join(", ")));
+    }
+    // A hybrid needs TLS 1.3: only ask for it from a server that speaks 1.3.
+    let add: Vec<String> = wanted_groups
+        .iter()
+        .filter(|group| !offered.contains(group))
+        .filter(|group| report.groups_tls13.is_some() || groups::TLS12_ECDHE.contains(group))
+        .map(|group| group_name(*group))
+        .collect();
+    if !add.is_empty() {
+        changes.push(format!("add groups {}", add.join(", ")));
+    }
+    changes
 }
 
 fn certificate_notes(report: &Report, profile: &Profile) -> Vec<String> {

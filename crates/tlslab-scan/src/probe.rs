@@ -8,10 +8,9 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use serde::Serialize;
 use tls_parser::{
     parse_tls_message_handshake, parse_tls_server_hello_extensions, TlsExtension, TlsMessage,
     TlsMessageHandshake,
@@ -20,20 +19,36 @@ use tls_parser::{
 use crate::hello::ClientHello;
 
 /// Why a probe got no answer. None of these ends a scan: the scan notes them and goes on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// An I/O error is kept whole (as the [`source`](std::error::Error::source)), in an `Arc`
+/// so that a probe's answer can be cloned with it.
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ProbeError {
     /// Nothing listens on the port.
+    #[error("connection refused")]
     Refused,
     /// No connection, or no answer, within the probe's timeout.
+    #[error("timed out")]
     Timeout,
     /// The server answered with something that is not a TLS handshake.
+    #[error("the answer is not TLS")]
     NotTls,
     /// TLS records whose handshake message does not parse: a ServerHello whose extensions
     /// run past its end, a message of the wrong kind at its place. What is wrong, in words.
+    #[error("malformed answer: {0}")]
     Malformed(String),
     /// Any other socket error (unreachable network, reset), as the system words it.
-    Io(String),
+    #[error(transparent)]
+    Io(Arc<std::io::Error>),
+    /// A rustls handshake that did not finish (an alert, a reset), with what rustls or the
+    /// socket said when there is something.
+    #[error("handshake failed")]
+    Handshake(#[source] Option<Arc<std::io::Error>>),
+    /// The rustls client could not be made for this server name and these versions.
+    #[error("cannot make the rustls client")]
+    Client(#[source] rustls::Error),
+    /// The server name is not one rustls can send (not a DNS name or an IP address).
+    #[error("cannot make the rustls client")]
+    ServerName(#[source] Arc<rustls_pki_types::InvalidDnsNameError>),
 }
 
 impl ProbeError {
@@ -42,23 +57,24 @@ impl ProbeError {
     pub fn is_malformed(&self) -> bool {
         matches!(self, ProbeError::NotTls | ProbeError::Malformed(_))
     }
-}
 
-impl std::fmt::Display for ProbeError {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ProbeError::Refused => write!(formatter, "connection refused"),
-            ProbeError::Timeout => write!(formatter, "timed out"),
-            ProbeError::NotTls => write!(formatter, "the answer is not TLS"),
-            ProbeError::Malformed(why) => write!(formatter, "malformed answer: {why}"),
-            ProbeError::Io(message) => write!(formatter, "{message}"),
+    /// This error and its causes on one line, for the scan's list of failed probes.
+    pub fn in_one_line(&self) -> String {
+        let mut line = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(error) = cause {
+            line.push_str(": ");
+            line.push_str(&error.to_string());
+            cause = error.source();
         }
+        line
     }
 }
 
 /// What the server answered a ClientHello with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
+    /// A ServerHello (or HelloRetryRequest): the server accepted something offered.
     Hello(ServerHello),
     /// A fatal alert (its description code): the server declined what we offered.
     Alert(u8),
@@ -72,11 +88,14 @@ pub enum Answer {
 pub struct ServerHello {
     /// The negotiated version: supported_versions when present, else the legacy field.
     pub version: u16,
+    /// The suite the server chose, by code point.
     pub suite: u16,
     /// TLS 1.3: the key_share's group (of the HelloRetryRequest too); TLS 1.2 (whole flight
     /// read): the ServerKeyExchange's named curve.
     pub group: Option<u16>,
+    /// The answer was a HelloRetryRequest: the group is the one the server asked for.
     pub hello_retry: bool,
+    /// The ALPN protocol the server selected (TLS 1.2 and older send it in the clear).
     pub alpn: Option<String>,
     /// TLS 1.2 and older DHE (whole flight read): the ServerKeyExchange's prime p, leading
     /// zeros trimmed (its length is the group's size; RFC 7919's groups are named by it).
@@ -96,6 +115,7 @@ pub struct Limiter {
 }
 
 impl Limiter {
+    /// A limiter that lets `concurrency` connections be open at once (at least one).
     pub fn new(concurrency: usize) -> Limiter {
         Limiter {
             free: Mutex::new(concurrency.max(1)),
@@ -138,9 +158,13 @@ impl Limiter {
 
 /// Where and how to probe.
 pub struct Prober {
+    /// The target's address, resolved once so that every probe reaches the same server.
     pub address: SocketAddr,
+    /// The server name every ClientHello sends.
     pub server_name: Option<String>,
+    /// How long a probe waits to connect and for each read.
     pub timeout: Duration,
+    /// The connections open at once, shared by every probe of the scan.
     pub limiter: Limiter,
     /// Probes that failed, as "what: why", for the report.
     errors: Mutex<Vec<String>>,
@@ -149,6 +173,8 @@ pub struct Prober {
 }
 
 impl Prober {
+    /// A prober of `address` that sends `server_name`, at most `concurrency` connections at a
+    /// time.
     pub fn new(
         address: SocketAddr,
         server_name: Option<String>,
@@ -173,7 +199,7 @@ impl Prober {
         self.errors
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
-            .push(format!("{what}: {error}"));
+            .push(format!("{what}: {}", error.in_one_line()));
     }
 
     /// The failed probes so far, as "what: why".
@@ -245,7 +271,7 @@ fn io_error(error: std::io::Error) -> ProbeError {
     match error.kind() {
         ErrorKind::ConnectionRefused => ProbeError::Refused,
         ErrorKind::TimedOut | ErrorKind::WouldBlock => ProbeError::Timeout,
-        _ => ProbeError::Io(error.to_string()),
+        _ => ProbeError::Io(Arc::new(error)),
     }
 }
 
@@ -357,8 +383,7 @@ fn take_message(
                 hello_retry: contents.random == tlslab_core::names::HELLO_RETRY_RANDOM,
                 ..ServerHello::default()
             };
-            let extensions = server_hello_extensions(message.get(4..).unwrap_or_default())
-                .map_err(|why| malformed(format!("a ServerHello {why}")))?;
+            let extensions = server_hello_extensions(message.get(4..).unwrap_or_default())?;
             if let Some(extensions) = extensions {
                 let (rest, extensions) = parse_tls_server_hello_extensions(extensions)
                     .map_err(|_| malformed("a ServerHello whose extensions do not parse".into()))?;
@@ -449,13 +474,19 @@ fn take_message(
 /// `opt(complete(..))`) and leaves the bytes unread, so a broken ServerHello would pass for
 /// a plain one; the layout is fixed (RFC 5246, 7.4.1.3; RFC 8446, 4.1.3): version (2),
 /// random (32), session id (1 + at most 32), suite (2), compression (1), extensions.
-fn server_hello_extensions(body: &[u8]) -> Result<Option<&[u8]>, String> {
-    let short = || format!("of {} bytes, shorter than its fixed fields", body.len());
+fn server_hello_extensions(body: &[u8]) -> Result<Option<&[u8]>, ProbeError> {
+    let malformed = |why: String| ProbeError::Malformed(format!("a ServerHello {why}"));
+    let short = || {
+        malformed(format!(
+            "of {} bytes, shorter than its fixed fields",
+            body.len()
+        ))
+    };
     let session_id = usize::from(*body.get(34).ok_or_else(short)?);
     if session_id > 32 {
-        return Err(format!(
+        return Err(malformed(format!(
             "with a session id of {session_id} bytes (at most 32)"
-        ));
+        )));
     }
     match body.get(35 + session_id + 3..).ok_or_else(short)? {
         [] => Ok(None),
@@ -463,17 +494,17 @@ fn server_hello_extensions(body: &[u8]) -> Result<Option<&[u8]>, String> {
             let length = usize::from(u16::from_be_bytes([*high, *low]));
             match length.cmp(&extensions.len()) {
                 std::cmp::Ordering::Equal => Ok(Some(extensions)),
-                std::cmp::Ordering::Greater => Err(format!(
+                std::cmp::Ordering::Greater => Err(malformed(format!(
                     "whose extensions length ({length} bytes) runs past its end ({} left)",
                     extensions.len()
-                )),
-                std::cmp::Ordering::Less => Err(format!(
+                ))),
+                std::cmp::Ordering::Less => Err(malformed(format!(
                     "with {} bytes after its extensions",
                     extensions.len() - length
-                )),
+                ))),
             }
         }
-        [_] => Err("with one byte after its fixed fields".into()),
+        [_] => Err(malformed("with one byte after its fixed fields".into())),
     }
 }
 
@@ -495,15 +526,15 @@ mod tests {
             .iter()
             .map(|case| read_answer(&mut &case[..], false))
             .collect();
-        assert_eq!(answers[0], Err(ProbeError::NotTls));
-        assert_eq!(answers[1], Ok(Answer::Closed));
+        assert!(matches!(answers[0], Err(ProbeError::NotTls)));
+        assert_eq!(answers[1].as_ref().ok(), Some(&Answer::Closed));
         // A handshake message longer than any flight: not a TLS server we can read.
         assert!(
             matches!(&answers[2], Err(ProbeError::Malformed(why)) if why.contains("16777215 bytes"))
         );
-        assert_eq!(answers[3], Ok(Answer::Alert(40)));
-        assert_eq!(answers[4], Ok(Answer::Alert(0)));
-        assert_eq!(answers[5], Ok(Answer::Closed));
+        assert_eq!(answers[3].as_ref().ok(), Some(&Answer::Alert(40)));
+        assert_eq!(answers[4].as_ref().ok(), Some(&Answer::Alert(0)));
+        assert_eq!(answers[5].as_ref().ok(), Some(&Answer::Closed));
     }
 
     /// A TLS 1.2 ServerHello choosing `suite`, then a ServerKeyExchange with `parameters`

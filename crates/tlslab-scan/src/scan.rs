@@ -1,6 +1,7 @@
 //! The scan: which probes, in which order, and what their answers mean.
 
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -18,17 +19,17 @@ use crate::probe::{Answer, ProbeError, Prober, ServerHello};
 /// What to scan: a host and a port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
+    /// The host name or IP address, resolved once per scan.
     pub host: String,
+    /// The port; 443 when not given.
     pub port: u16,
 }
 
 impl Target {
     /// `HOST`, `HOST:PORT`, `[V6]:PORT` or a bare IPv6 address; the port defaults to 443.
     pub fn parse(text: &str) -> Result<Target, ScanError> {
-        let invalid = || ScanError {
-            kind: ScanErrorKind::Usage,
-            message: format!("{text:?} is not HOST[:PORT]"),
-            hint: "for example example.com, example.com:8443, 127.0.0.1:443 or [::1]:443".into(),
+        let invalid = || ScanError::Target {
+            text: text.to_string(),
         };
         let (host, port) = if let Some(rest) = text.strip_prefix('[') {
             let (host, after) = rest.split_once(']').ok_or_else(invalid)?;
@@ -97,29 +98,169 @@ impl Default for Options {
     }
 }
 
-/// A scan that could not be made at all (one probe failing is not this).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScanError {
-    pub kind: ScanErrorKind,
-    pub message: String,
-    pub hint: String,
+/// A scan that could not be made at all (one probe failing is not this). What failed
+/// underneath (the resolver, the socket, the PEM or X.509 reader) is kept as the
+/// [`source`](std::error::Error::source); [`ScanError::hint`] says what to do and
+/// [`ScanError::kind`] whose problem it is, which decides the exit code.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScanError {
+    /// The target as written is not `HOST[:PORT]`.
+    #[error("{text:?} is not HOST[:PORT]")]
+    Target {
+        /// What was given.
+        text: String,
+    },
+    /// The `--ca` file cannot be read.
+    #[error("cannot read --ca {}", path.display())]
+    TrustFile {
+        /// The file given.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The `--ca` file is not PEM.
+    #[error("--ca {}: not PEM", path.display())]
+    TrustPem {
+        /// The file given.
+        path: PathBuf,
+        /// What the PEM reader said.
+        #[source]
+        source: rustls_pki_types::pem::Error,
+    },
+    /// The `--ca` file holds no certificate: trusting nothing would grade every server T
+    /// for a typing mistake.
+    #[error("--ca {}: no CERTIFICATE in it", path.display())]
+    TrustEmpty {
+        /// The file given.
+        path: PathBuf,
+    },
+    /// A certificate in the `--ca` file is not X.509.
+    #[error("--ca {}: certificate {number} does not parse", path.display())]
+    TrustCertificate {
+        /// The file given.
+        path: PathBuf,
+        /// Which certificate, counting from 1.
+        number: usize,
+        /// What the X.509 reader said.
+        #[source]
+        source: x509_parser::error::X509Error,
+    },
+    /// The host name does not resolve.
+    #[error("cannot resolve {host}")]
+    Resolve {
+        /// The host name.
+        host: String,
+        /// What the resolver said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The host name resolves to no address at all.
+    #[error("cannot resolve {host}: no address")]
+    NoAddress {
+        /// The host name.
+        host: String,
+    },
+    /// The first plain connection failed: nothing to probe.
+    #[error("cannot connect to {target} ({address})")]
+    Unreachable {
+        /// The target as written.
+        target: String,
+        /// The address it resolved to.
+        address: SocketAddr,
+        /// Why the connection failed (boxed: a ScanError travels in every Result of a scan
+        /// and of the workflows around it, and a probe's error is the largest part).
+        #[source]
+        source: Box<ProbeError>,
+    },
+    /// Every probe was answered with something that is not TLS.
+    #[error("{target} ({address}) does not speak TLS")]
+    NotTls {
+        /// The target as written.
+        target: String,
+        /// The address it resolved to.
+        address: SocketAddr,
+    },
+    /// Every probe was answered with a handshake that does not parse: nothing can be graded.
+    #[error("{target} ({address}) answered every ClientHello with a malformed handshake ({why})")]
+    Malformed {
+        /// The target as written.
+        target: String,
+        /// The address it resolved to.
+        address: SocketAddr,
+        /// The first malformed answer, as "version: what is wrong" (a boxed str: see
+        /// `Unreachable`).
+        why: Box<str>,
+    },
+    /// No version from SSL 3.0 to TLS 1.3 was accepted.
+    #[error("{target} ({address}) accepted no version from SSL 3.0 to TLS 1.3{failed}")]
+    NoVersion {
+        /// The target as written.
+        target: String,
+        /// The address it resolved to.
+        address: SocketAddr,
+        /// Which probes failed, as "; N of M probes failed (...)", or empty.
+        failed: Box<str>,
+    },
 }
 
+/// Whose problem a [`ScanError`] is, which decides the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScanErrorKind {
-    /// The target as written cannot be scanned (not HOST[:PORT]).
+    /// The target as written cannot be scanned (not HOST[:PORT]), or `--ca` is unusable.
     Usage,
     /// The target does not resolve, does not answer, or does not speak TLS.
     Environment,
 }
 
-impl std::fmt::Display for ScanError {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str(&self.message)
+impl ScanError {
+    /// Whose problem this is: the user's words or the network and the server.
+    pub fn kind(&self) -> ScanErrorKind {
+        match self {
+            ScanError::Target { .. }
+            | ScanError::TrustFile { .. }
+            | ScanError::TrustPem { .. }
+            | ScanError::TrustEmpty { .. }
+            | ScanError::TrustCertificate { .. } => ScanErrorKind::Usage,
+            _ => ScanErrorKind::Environment,
+        }
+    }
+
+    /// What the user can do about it, in words.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            ScanError::Target { .. } => {
+                "for example example.com, example.com:8443, 127.0.0.1:443 or [::1]:443"
+            }
+            ScanError::TrustFile { .. }
+            | ScanError::TrustPem { .. }
+            | ScanError::TrustEmpty { .. }
+            | ScanError::TrustCertificate { .. } => {
+                "give a PEM file with one or more CERTIFICATE blocks (a CA's root, or the server's own self-signed certificate)"
+            }
+            ScanError::Resolve { .. } | ScanError::NoAddress { .. } => {
+                "check the host name (and DNS on this machine)"
+            }
+            ScanError::Unreachable { source, .. } => match **source {
+                ProbeError::Refused => "nothing listens on that port; check the host and port",
+                ProbeError::Timeout => {
+                    "no answer: a firewall, a wrong address, or --timeout too short"
+                }
+                _ => "check that the host is reachable from here",
+            },
+            ScanError::NotTls { .. } => {
+                "is this a plain-text port (HTTP, SMTP before STARTTLS)? tlslab scan needs a port that starts with TLS"
+            }
+            ScanError::Malformed { .. } => {
+                "the server, or something in front of it, breaks TLS: `tlslab run --target` against it fails with not_tls too; scan the server behind it, or report the bug to its vendor"
+            }
+            ScanError::NoVersion { .. } => {
+                "check --sni (a server may refuse an unknown name) and --timeout"
+            }
+        }
     }
 }
-
-impl std::error::Error for ScanError {}
 
 /// Whose preference decides among what both sides support.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -138,6 +279,7 @@ pub enum Order {
 }
 
 impl Order {
+    /// The order in words, as the text report prints it.
     pub fn describe(self) -> &'static str {
         match self {
             Order::Server => "server order",
@@ -152,9 +294,11 @@ impl Order {
 /// One supported version and its suites.
 #[derive(Debug, Clone, Serialize)]
 pub struct VersionSupport {
+    /// The version's name (`TLS 1.2`).
     pub version: String,
     /// IANA names; in the server's order when `order` is `server`.
     pub suites: Vec<String>,
+    /// Whose preference decides among its suites.
     pub order: Order,
     /// False when a probe failed before the server declined: more suites may be supported.
     pub complete: bool,
@@ -162,8 +306,10 @@ pub struct VersionSupport {
     /// older; TLS 1.3's finite-field groups are in `groups_tls13`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub dhe: Vec<DheParameters>,
+    /// The version, for the grade and Mozilla's verdict (not in the JSON, which has `version`).
     #[serde(skip)]
     pub protocol: Option<Version>,
+    /// The suites by code point, in the order of `suites`, for the grade's tables.
     #[serde(skip)]
     pub suite_ids: Vec<u16>,
 }
@@ -173,6 +319,7 @@ pub struct VersionSupport {
 pub struct DheParameters {
     /// The suite's IANA name.
     pub suite: String,
+    /// The suite's code point, to match it with its version's suites.
     #[serde(skip)]
     pub suite_id: u16,
     /// The prime's size in bits (2048 for ffdhe2048).
@@ -212,10 +359,13 @@ impl DheParameters {
 /// The groups one version's key exchange accepts.
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupSupport {
+    /// The groups, by the names tlslab's `--group` takes, in the server's order when it has one.
     pub groups: Vec<String>,
+    /// Whose preference decides among them.
     pub order: Order,
     /// False when a probe failed before the server declined: more groups may be supported.
     pub complete: bool,
+    /// The groups by code point, for the grade's and Mozilla's tables.
     #[serde(skip)]
     pub group_ids: Vec<u16>,
 }
@@ -223,8 +373,12 @@ pub struct GroupSupport {
 /// Everything a scan found.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// The target as given (host:port).
     pub target: String,
+    /// The address it resolved to: a scan measures one server, whatever the name resolves to
+    /// later.
     pub address: String,
+    /// The server name sent.
     pub server_name: Option<String>,
     /// Every version the scan asked about, supported or not, oldest first.
     pub versions_offered: Vec<String>,
@@ -233,7 +387,9 @@ pub struct Report {
     /// Versions whose probe failed (see `probe_errors`): neither supported nor refused as
     /// far as the scan can tell.
     pub versions_unknown: Vec<String>,
+    /// TLS 1.3's groups; `None` when the server does not speak TLS 1.3.
     pub groups_tls13: Option<GroupSupport>,
+    /// TLS 1.2's ECDHE curves; `None` when the server does not speak TLS 1.2.
     pub groups_tls12: Option<GroupSupport>,
     /// Whether the newest pre-1.3 version's ServerHello answered the renegotiation_info we
     /// always send (RFC 5746); `None` for a TLS 1.3-only server (1.3 has no renegotiation).
@@ -242,10 +398,15 @@ pub struct Report {
     /// ServerHello, or from a rustls TLS 1.3 handshake when the server speaks only 1.3);
     /// `None` when no probe could ask.
     pub alpn: Option<Vec<String>>,
+    /// The certificate chains, their trust and name match, and HSTS.
     pub certificates: Certificates,
+    /// Each level of each Mozilla guideline, judged; empty when answers did not parse.
     pub mozilla: Vec<ProfileResult>,
+    /// The grade, in the manner of SSL Labs' rating guide.
     pub grade: Grade,
+    /// Connections the scan opened, so a server operator can tell a scan from an attack.
     pub connections: u64,
+    /// How long the scan took, wall clock.
     pub seconds: f64,
     /// Probes that got no answer (timeouts, resets) or one that could not be read, as
     /// "what: why"; the scan went on.
@@ -260,10 +421,12 @@ pub struct Report {
 }
 
 impl Report {
+    /// Whether the server accepted `version`.
     pub fn supports(&self, version: Version) -> bool {
         self.version(version).is_some()
     }
 
+    /// What the server supports in `version`, when it accepts it.
     pub fn version(&self, version: Version) -> Option<&VersionSupport> {
         self.versions
             .iter()
@@ -285,171 +448,28 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
         options.timeout,
         options.concurrency,
     );
-    let unreachable = |error: ProbeError| ScanError {
-        kind: ScanErrorKind::Environment,
-        message: format!("{target} ({address}): {error}"),
-        hint: match error {
-            ProbeError::Refused => "nothing listens on that port; check the host and port",
-            ProbeError::Timeout => "no answer: a firewall, a wrong address, or --timeout too short",
-            _ => "check that the host is reachable from here",
-        }
-        .into(),
-    };
     // One plain connection first, so an unreachable target is one clear error, not a list
     // of failed probes.
     prober
         .limiter
         .with_permit(|| prober.connect())
-        .map_err(unreachable)?;
-
-    let answers: Vec<(Version, Result<Answer, ProbeError>)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = Version::ALL
-            .iter()
-            .map(|&version| {
-                let prober = &prober;
-                let name = prober.server_name.as_deref();
-                scope.spawn(move || {
-                    let hello = ClientHello::new(version, offered_suites(version), name);
-                    (version, prober.probe(version.name(), &hello, false))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .filter_map(|handle| handle.join().ok())
-            .collect()
-    });
-    if answers
-        .iter()
-        .all(|(_, answer)| matches!(answer, Err(ProbeError::NotTls)))
-    {
-        return Err(ScanError {
-            kind: ScanErrorKind::Environment,
-            message: format!("{target} ({address}) does not speak TLS"),
-            hint: "is this a plain-text port (HTTP, SMTP before STARTTLS)? tlslab scan needs a port that starts with TLS".into(),
-        });
-    }
-    // TLS records whose handshake does not parse, to every version: nothing can be graded.
-    if answers
-        .iter()
-        .all(|(_, answer)| matches!(answer, Err(error) if error.is_malformed()))
-    {
-        let why = answers
-            .iter()
-            .find_map(|(version, answer)| match answer {
-                Err(error @ ProbeError::Malformed(_)) => {
-                    Some(format!("{}: {error}", version.name()))
-                }
-                _ => None,
-            })
-            .unwrap_or_default();
-        return Err(ScanError {
-            kind: ScanErrorKind::Environment,
-            message: format!(
-                "{target} ({address}) answered every ClientHello with a malformed handshake ({why})"
-            ),
-            hint: "the server, or something in front of it, breaks TLS: `tlslab run --target` against it fails with not_tls too; scan the server behind it, or report the bug to its vendor".into(),
-        });
-    }
-    let supported: Vec<Version> = answers
-        .iter()
-        .filter(|(version, answer)| {
-            matches!(answer, Ok(Answer::Hello(hello)) if hello.version == version.code_point())
-        })
-        .map(|(version, _)| *version)
-        .collect();
-    let secure_renegotiation = answers
-        .iter()
-        .filter(|(version, _)| *version != Version::Tls13 && supported.contains(version))
-        .max_by_key(|(version, _)| *version)
-        .and_then(|(_, answer)| match answer {
-            Ok(Answer::Hello(hello)) => Some(hello.secure_renegotiation),
-            _ => None,
-        });
-    let versions_unknown: Vec<Version> = answers
-        .iter()
-        .filter(|(_, answer)| answer.is_err())
-        .map(|(version, _)| *version)
-        .collect();
-    if supported.is_empty() {
-        let failed: Vec<String> = answers
-            .iter()
-            .filter_map(|(version, answer)| {
-                answer
-                    .as_ref()
-                    .err()
-                    .map(|error| format!("{}: {error}", version.name()))
-            })
-            .collect();
-        return Err(ScanError {
-            kind: ScanErrorKind::Environment,
-            message: format!(
-                "{target} ({address}) accepted no version from SSL 3.0 to TLS 1.3{}",
-                match failed.len() {
-                    0 => String::new(),
-                    count if count == answers.len() => ": every probe failed".into(),
-                    count => format!(
-                        "; {count} of {} probes failed ({})",
-                        answers.len(),
-                        failed.join("; ")
-                    ),
-                }
-            ),
-            hint: "check --sni (a server may refuse an unknown name) and --timeout".into(),
-        });
-    }
-
-    // Suites per version, groups, ALPN and the certificate flight, all at once: the limiter
-    // keeps the connections to the target bounded.
-    let legacy_best = supported
-        .iter()
-        .copied()
-        .filter(|version| *version != Version::Tls13)
-        .max();
-    let (mut versions, groups_tls13, groups_tls12, alpn, flight) = std::thread::scope(|scope| {
-        let prober = &prober;
-        let suite_handles: Vec<_> = supported
-            .iter()
-            .map(|&version| scope.spawn(move || suites_of(prober, version)))
-            .collect();
-        let tls13 = supported
-            .contains(&Version::Tls13)
-            .then(|| scope.spawn(move || tls13_groups(prober)));
-        let tls12 = supported
-            .contains(&Version::Tls12)
-            .then(|| scope.spawn(move || tls12_groups(prober)));
-        let alpn = match legacy_best {
-            Some(version) => Some(scope.spawn(move || alpn_of(prober, version))),
-            None if supported.contains(&Version::Tls13) => {
-                Some(scope.spawn(move || alpn_tls13(prober)))
-            }
-            None => None,
-        };
-        let flight =
-            legacy_best.map(|version| scope.spawn(move || certificate_flight(prober, version)));
-        (
-            suite_handles
-                .into_iter()
-                .filter_map(|handle| handle.join().ok())
-                .collect::<Vec<_>>(),
-            tls13.and_then(|handle| handle.join().ok()),
-            tls12.and_then(|handle| handle.join().ok()),
-            alpn.and_then(|handle| handle.join().ok()).flatten(),
-            flight
-                .and_then(|handle| handle.join().ok())
-                .unwrap_or_default(),
-        )
-    });
-    versions.sort_by_key(|support| std::cmp::Reverse(support.protocol));
-
-    let other_flights = legacy_best
-        .and_then(|version| other_flight(&prober, version, &versions, &flight))
+        .map_err(|source| ScanError::Unreachable {
+            target: target.to_string(),
+            address,
+            source: Box::new(source),
+        })?;
+    let answers = VersionAnswers::probe(&prober, target, address)?;
+    let supported = &answers.supported;
+    let found = Found::probe(&prober, supported);
+    let other_flights = found
+        .legacy_best
+        .and_then(|version| other_flight(&prober, version, &found.versions, &found.flight))
         .into_iter()
         .collect();
     let certificates = certificate::inspect(
         &prober,
         &server_name,
-        flight,
+        found.flight,
         other_flights,
         supported.contains(&Version::Tls12) || supported.contains(&Version::Tls13),
         options.trust_anchors.as_ref(),
@@ -459,15 +479,16 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
         address: address.to_string(),
         server_name: prober.server_name.clone(),
         versions_offered: Version::ALL.iter().map(|v| v.name().to_string()).collect(),
-        versions,
-        versions_unknown: versions_unknown
+        versions: found.versions,
+        versions_unknown: answers
+            .unknown
             .iter()
             .map(|version| version.name().to_string())
             .collect(),
-        groups_tls13,
-        groups_tls12,
-        secure_renegotiation,
-        alpn,
+        groups_tls13: found.groups_tls13,
+        groups_tls12: found.groups_tls12,
+        secure_renegotiation: answers.secure_renegotiation,
+        alpn: found.alpn,
         certificates,
         mozilla: Vec::new(),
         grade: Grade::default(),
@@ -488,17 +509,213 @@ pub fn scan(target: &Target, options: &Options) -> Result<Report, ScanError> {
     Ok(report)
 }
 
+/// What the first probe of each version told: which the server accepts, whether it
+/// answers secure renegotiation, and which went unanswered.
+struct VersionAnswers {
+    supported: Vec<Version>,
+    /// In the newest legacy version accepted (TLS 1.3 has no renegotiation).
+    secure_renegotiation: Option<bool>,
+    /// The versions whose probe failed: neither accepted nor refused.
+    unknown: Vec<Version>,
+}
+
+impl VersionAnswers {
+    /// One ClientHello of each version at once; an error when no answer can be graded.
+    fn probe(
+        prober: &Prober,
+        target: &Target,
+        address: SocketAddr,
+    ) -> Result<VersionAnswers, ScanError> {
+        let answers: Vec<(Version, Result<Answer, ProbeError>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = Version::ALL
+                .iter()
+                .map(|&version| {
+                    let name = prober.server_name.as_deref();
+                    scope.spawn(move || {
+                        let hello = ClientHello::new(version, offered_suites(version), name);
+                        (version, prober.probe(version.name(), &hello, false))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .filter_map(|handle| handle.join().ok())
+                .collect()
+        });
+        unusable(&answers, target, address)?;
+        let supported: Vec<Version> = answers
+            .iter()
+            .filter(|(version, answer)| {
+                matches!(answer, Ok(Answer::Hello(hello)) if hello.version == version.code_point())
+            })
+            .map(|(version, _)| *version)
+            .collect();
+        if supported.is_empty() {
+            return Err(no_version(&answers, target, address));
+        }
+        let secure_renegotiation = answers
+            .iter()
+            .filter(|(version, _)| *version != Version::Tls13 && supported.contains(version))
+            .max_by_key(|(version, _)| *version)
+            .and_then(|(_, answer)| match answer {
+                Ok(Answer::Hello(hello)) => Some(hello.secure_renegotiation),
+                _ => None,
+            });
+        let unknown: Vec<Version> = answers
+            .iter()
+            .filter(|(_, answer)| answer.is_err())
+            .map(|(version, _)| *version)
+            .collect();
+        Ok(VersionAnswers {
+            supported,
+            secure_renegotiation,
+            unknown,
+        })
+    }
+}
+
+/// An error when every version's answer was not TLS, or TLS records whose handshake does
+/// not parse: nothing can be graded.
+fn unusable(
+    answers: &[(Version, Result<Answer, ProbeError>)],
+    target: &Target,
+    address: SocketAddr,
+) -> Result<(), ScanError> {
+    if answers
+        .iter()
+        .all(|(_, answer)| matches!(answer, Err(ProbeError::NotTls)))
+    {
+        return Err(ScanError::NotTls {
+            target: target.to_string(),
+            address,
+        });
+    }
+    if answers
+        .iter()
+        .all(|(_, answer)| matches!(answer, Err(error) if error.is_malformed()))
+    {
+        let why = answers
+            .iter()
+            .find_map(|(version, answer)| match answer {
+                Err(error @ ProbeError::Malformed(_)) => {
+                    Some(format!("{}: {error}", version.name()))
+                }
+                _ => None,
+            })
+            .unwrap_or_default();
+        return Err(ScanError::Malformed {
+            target: target.to_string(),
+            address,
+            why: why.into(),
+        });
+    }
+    Ok(())
+}
+
+/// The error when no version was accepted, naming the probes that failed.
+fn no_version(
+    answers: &[(Version, Result<Answer, ProbeError>)],
+    target: &Target,
+    address: SocketAddr,
+) -> ScanError {
+    let failed: Vec<String> = answers
+        .iter()
+        .filter_map(|(version, answer)| {
+            answer
+                .as_ref()
+                .err()
+                .map(|error| format!("{}: {}", version.name(), error.in_one_line()))
+        })
+        .collect();
+    ScanError::NoVersion {
+        target: target.to_string(),
+        address,
+        failed: match failed.len() {
+            0 => "".into(),
+            count if count == answers.len() => ": every probe failed".into(),
+            count => format!(
+                "; {count} of {} probes failed ({})",
+                answers.len(),
+                failed.join("; ")
+            )
+            .into(),
+        },
+    }
+}
+
+/// What the probes after the versions found: suites per version, groups, ALPN and the
+/// certificate flight.
+struct Found {
+    versions: Vec<VersionSupport>,
+    groups_tls13: Option<GroupSupport>,
+    groups_tls12: Option<GroupSupport>,
+    alpn: Option<Vec<String>>,
+    /// The certificate flight of the newest legacy version.
+    flight: Vec<Vec<u8>>,
+    /// The newest version before TLS 1.3 the server accepts (its flight is in the clear).
+    legacy_best: Option<Version>,
+}
+
+impl Found {
+    /// All at once: the limiter keeps the connections to the target bounded.
+    fn probe(prober: &Prober, supported: &[Version]) -> Found {
+        let legacy_best = supported
+            .iter()
+            .copied()
+            .filter(|version| *version != Version::Tls13)
+            .max();
+        let mut found = std::thread::scope(|scope| {
+            let suite_handles: Vec<_> = supported
+                .iter()
+                .map(|&version| scope.spawn(move || suites_of(prober, version)))
+                .collect();
+            let tls13 = supported
+                .contains(&Version::Tls13)
+                .then(|| scope.spawn(move || tls13_groups(prober)));
+            let tls12 = supported
+                .contains(&Version::Tls12)
+                .then(|| scope.spawn(move || tls12_groups(prober)));
+            let alpn = match legacy_best {
+                Some(version) => Some(scope.spawn(move || alpn_of(prober, version))),
+                None if supported.contains(&Version::Tls13) => {
+                    Some(scope.spawn(move || alpn_tls13(prober)))
+                }
+                None => None,
+            };
+            let flight =
+                legacy_best.map(|version| scope.spawn(move || certificate_flight(prober, version)));
+            Found {
+                versions: suite_handles
+                    .into_iter()
+                    .filter_map(|handle| handle.join().ok())
+                    .collect::<Vec<_>>(),
+                groups_tls13: tls13.and_then(|handle| handle.join().ok()),
+                groups_tls12: tls12.and_then(|handle| handle.join().ok()),
+                alpn: alpn.and_then(|handle| handle.join().ok()).flatten(),
+                flight: flight
+                    .and_then(|handle| handle.join().ok())
+                    .unwrap_or_default(),
+                legacy_best,
+            }
+        });
+        found
+            .versions
+            .sort_by_key(|support| std::cmp::Reverse(support.protocol));
+        found
+    }
+}
+
 fn resolve(target: &Target) -> Result<SocketAddr, ScanError> {
-    let failed = |why: String| ScanError {
-        kind: ScanErrorKind::Environment,
-        message: format!("cannot resolve {}: {why}", target.host),
-        hint: "check the host name (and DNS on this machine)".into(),
-    };
     (target.host.as_str(), target.port)
         .to_socket_addrs()
-        .map_err(|error| failed(error.to_string()))?
+        .map_err(|source| ScanError::Resolve {
+            host: target.host.clone(),
+            source,
+        })?
         .next()
-        .ok_or_else(|| failed("no address".into()))
+        .ok_or_else(|| ScanError::NoAddress {
+            host: target.host.clone(),
+        })
 }
 
 fn offered_suites(version: Version) -> Vec<u16> {
@@ -836,14 +1053,20 @@ mod tests {
 
     #[test]
     fn targets_parse_with_a_default_port() {
-        let parse = |text| Target::parse(text).map(|target| (target.host, target.port));
-        assert_eq!(parse("example.com"), Ok(("example.com".into(), 443)));
-        assert_eq!(parse("127.0.0.1:8443"), Ok(("127.0.0.1".into(), 8443)));
-        assert_eq!(parse("[::1]:8443"), Ok(("::1".into(), 8443)));
-        assert_eq!(parse("::1"), Ok(("::1".into(), 443)));
-        assert!(parse("example.com:0").is_err());
-        assert!(parse("example.com:https").is_err());
-        assert!(parse(":443").is_err());
+        let parse = |text| {
+            Target::parse(text)
+                .ok()
+                .map(|target| (target.host, target.port))
+        };
+        assert_eq!(parse("example.com"), Some(("example.com".into(), 443)));
+        assert_eq!(parse("127.0.0.1:8443"), Some(("127.0.0.1".into(), 8443)));
+        assert_eq!(parse("[::1]:8443"), Some(("::1".into(), 8443)));
+        assert_eq!(parse("::1"), Some(("::1".into(), 443)));
+        for wrong in ["example.com:0", "example.com:https", ":443"] {
+            let error = Target::parse(wrong).err().unwrap();
+            assert!(matches!(&error, ScanError::Target { text } if text == wrong));
+            assert_eq!(error.kind(), ScanErrorKind::Usage);
+        }
     }
 
     #[test]

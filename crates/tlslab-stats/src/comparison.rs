@@ -60,17 +60,29 @@ impl Default for CompareOptions {
 /// the requested confidence.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
+    /// The baseline's name, as the caller gave it.
     pub baseline: String,
+    /// The other configuration's name.
     pub other: String,
+    /// The baseline's number of values.
     pub n_baseline: usize,
+    /// The other's number of values.
     pub n_other: usize,
+    /// The baseline's mean.
     pub mean_baseline: f64,
+    /// The other's mean.
     pub mean_other: f64,
+    /// The baseline's median: the location the verdict and the ratio speak of.
     pub median_baseline: f64,
+    /// The other's median.
     pub median_other: f64,
+    /// The baseline's sample standard deviation.
     pub sd_baseline: f64,
+    /// The other's sample standard deviation.
     pub sd_other: f64,
+    /// The other's 90th percentile, for the tail a median hides.
     pub p90_other: f64,
+    /// The other's 99th percentile.
     pub p99_other: f64,
     /// U of the other sample.
     pub mann_whitney_u: f64,
@@ -78,21 +90,33 @@ pub struct Comparison {
     pub mann_whitney_p: f64,
     /// Holm-adjusted across the comparisons of the set (equal to `mann_whitney_p` alone).
     pub mann_whitney_p_holm: f64,
+    /// Whether the p-value is exact or from the normal approximation.
     pub mann_whitney_method: PValueMethod,
+    /// Rank-biserial correlation: the effect size that goes with Mann-Whitney, from −1 to 1,
+    /// positive when the other tends to be larger.
     pub rank_biserial: f64,
+    /// Cliff's delta: the share of pairs where the other is larger minus the share where it is
+    /// smaller.
     pub cliffs_delta: f64,
+    /// Welch's t, for readers who expect the t-test; it assumes near-normal means.
     pub welch_t: f64,
+    /// Welch-Satterthwaite degrees of freedom.
     pub welch_df: f64,
+    /// Welch's two-sided p-value.
     pub welch_p: f64,
+    /// Hedges' g: the standardized difference of means, corrected for small samples.
     pub hedges_g: f64,
     /// mean_other − mean_baseline
     pub diff_mean: f64,
+    /// BCa bootstrap interval of `diff_mean`.
     pub diff_mean_ci: [f64; 2],
     /// median_other − median_baseline
     pub diff_median: f64,
+    /// BCa bootstrap interval of `diff_median`.
     pub diff_median_ci: [f64; 2],
     /// median_other / median_baseline
     pub ratio_median: f64,
+    /// BCa bootstrap interval of `ratio_median`: the "± 0.03" of the verdict.
     pub ratio_median_ci: [f64; 2],
     /// One line, e.g. "1.52 ± 0.03 times slower (p < 0.001, r = 0.61)".
     pub verdict: String,
@@ -152,9 +176,12 @@ impl Comparison {
 /// groups when there are more than two.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ComparisonSet {
+    /// The baseline every comparison is against.
     pub baseline: String,
     /// In the order of the groups, the baseline left out.
     pub comparisons: Vec<Comparison>,
+    /// Whether the groups differ at all; `None` with only two groups, where it would repeat
+    /// the one comparison.
     pub kruskal_wallis: Option<KruskalWallis>,
 }
 

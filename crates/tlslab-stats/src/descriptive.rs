@@ -13,17 +13,29 @@ use crate::quantile::quantile;
 /// so `sd` and both ends of `mean_ci` are NaN (serialized as `null`), never a misleading 0.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Summary {
+    /// The number of values.
     pub n: usize,
+    /// The arithmetic mean.
     pub mean: f64,
+    /// The sample standard deviation (divisor n − 1); NaN for one value.
     pub sd: f64,
+    /// The median, the location handshake times are best told by (they are skewed).
     pub median: f64,
+    /// The smallest value.
     pub min: f64,
+    /// The largest value.
     pub max: f64,
+    /// The first quartile (type 7).
     pub p25: f64,
+    /// The third quartile (type 7).
     pub p75: f64,
+    /// The 90th percentile (type 7).
     pub p90: f64,
+    /// The 95th percentile (type 7).
     pub p95: f64,
+    /// The 99th percentile (type 7): the tail a user meets one time in a hundred.
     pub p99: f64,
+    /// The 95% t-interval of the mean; NaN at both ends for one value.
     pub mean_ci: (f64, f64),
 }
 

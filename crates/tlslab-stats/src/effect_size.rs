@@ -12,8 +12,11 @@ use crate::descriptive::{mean, sort, variance};
 /// How many of the n₁·n₂ pairs (first, second) have the first value greater, smaller or equal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DominanceCounts {
+    /// Pairs where the first value is larger.
     pub greater: u64,
+    /// Pairs where the first value is smaller.
     pub less: u64,
+    /// Pairs of equal values: ties, which count ½ in U.
     pub equal: u64,
 }
 

@@ -1,57 +1,45 @@
 //! The one error type of the crate.
 
-use std::fmt;
-
 /// Why a statistic could not be computed.
 ///
 /// Every variant names the sample it is about, so that a message shown to a user says which
-/// configuration is at fault rather than only what went wrong.
-#[derive(Debug, Clone, PartialEq)]
+/// configuration is at fault rather than only what went wrong. Nothing lies underneath: the
+/// crate does no I/O, so no variant has a source.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StatsError {
     /// The sample has fewer values than the statistic needs (a spread needs two).
+    #[error("sample \"{sample}\" has {count} {}; at least {required} are needed", values_noun(*count))]
     TooFewValues {
+        /// The sample's name, as the caller gave it.
         sample: String,
+        /// How many values it has.
         count: usize,
+        /// How many the statistic needs.
         required: usize,
     },
     /// The sample holds a NaN or an infinity, which has no rank and no place in a mean.
+    #[error("sample \"{sample}\" holds the non-finite value {value} at index {index}")]
     NonFiniteValue {
+        /// The sample's name, as the caller gave it.
         sample: String,
+        /// Where the first such value is, so that it can be found in the data.
         index: usize,
+        /// The value itself: NaN, inf or -inf.
         value: f64,
     },
     /// An argument is out of its domain (a confidence level outside (0, 1), an index out of range…).
+    #[error("{0}")]
     InvalidArgument(String),
 }
 
-impl fmt::Display for StatsError {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StatsError::TooFewValues {
-                sample,
-                count,
-                required,
-            } => {
-                let noun = if *count == 1 { "value" } else { "values" };
-                write!(
-                    formatter,
-                    "sample \"{sample}\" has {count} {noun}; at least {required} are needed"
-                )
-            }
-            StatsError::NonFiniteValue {
-                sample,
-                index,
-                value,
-            } => write!(
-                formatter,
-                "sample \"{sample}\" holds the non-finite value {value} at index {index}"
-            ),
-            StatsError::InvalidArgument(message) => formatter.write_str(message),
-        }
+/// "value" or "values", as `count` asks.
+fn values_noun(count: usize) -> &'static str {
+    if count == 1 {
+        "value"
+    } else {
+        "values"
     }
 }
-
-impl std::error::Error for StatsError {}
 
 /// Checks that a sample is usable for two-sample statistics: at least `required` values, all
 /// finite.

@@ -35,6 +35,9 @@
 //! # Ok::<(), tlslab_stats::StatsError>(())
 //! ```
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod bootstrap;
 pub mod comparison;
 pub mod descriptive;

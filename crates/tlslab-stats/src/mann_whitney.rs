@@ -52,7 +52,9 @@ pub enum MannWhitneyMethod {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PValueMethod {
+    /// From the exact distribution of U: small samples without ties.
     Exact,
+    /// From the normal approximation, corrected for ties: large samples or ties.
     Asymptotic,
 }
 
@@ -69,7 +71,9 @@ impl PValueMethod {
 /// Options of [`mann_whitney_u`]. The default is scipy's default.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MannWhitneyOptions {
+    /// Which difference the test looks for.
     pub alternative: Alternative,
+    /// How the p-value is computed; `Auto` chooses as scipy does.
     pub method: MannWhitneyMethod,
     /// Apply the continuity correction of ½ in the normal approximation.
     pub continuity: bool,
@@ -100,7 +104,9 @@ pub struct MannWhitney {
     /// The standardized statistic of the normal approximation for the chosen alternative
     /// (computed even when the p-value is exact; 0 when every value is tied).
     pub z: f64,
+    /// The p-value for the chosen alternative.
     pub p_value: f64,
+    /// Whether `p_value` is exact or approximate.
     pub method: PValueMethod,
 }
 

@@ -11,6 +11,7 @@ use crate::error::{check_open_unit, check_sample, StatsError};
 /// Result of a two-sample t-test of `mean(first) − mean(second)`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct TTest {
+    /// The t statistic.
     pub t: f64,
     /// Degrees of freedom: Welch–Satterthwaite for Welch's test, n₁ + n₂ − 2 for the pooled test.
     pub df: f64,
@@ -18,6 +19,7 @@ pub struct TTest {
     pub p_value: f64,
     /// mean(first) − mean(second).
     pub mean_difference: f64,
+    /// The standard error of the difference, which t divides it by.
     pub standard_error: f64,
     /// Confidence interval of the difference of means at the requested level.
     pub ci: (f64, f64),

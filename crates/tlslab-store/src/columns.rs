@@ -11,8 +11,11 @@ use tlslab_core::{ConfigRecord, Event, Phase, Sample};
 /// How a sample column is filled from a [`Sample`].
 #[derive(Clone, Copy)]
 pub enum Fill {
+    /// A value computed from the sample (its negotiated names, its byte counts).
     With(for<'a> fn(&'a Sample) -> Cell<'a>),
+    /// The time of one event of the sample's timeline, relative to its start.
     Event(Event),
+    /// The duration of one phase, from its two events, so exports need no subtraction.
     Phase(Phase),
     /// An address, stored as its text (`127.0.0.1:443`).
     Address(fn(&Sample) -> Option<SocketAddr>),
@@ -48,6 +51,7 @@ impl Addresses {
 pub struct Field {
     /// The name in exports (and, for sample columns, usually the column's too).
     pub name: &'static str,
+    /// Whether the value is the sample's own or its Config's, which decides the join.
     pub source: Source,
     /// Stored as 0 or 1, exported to JSON as `false` or `true`.
     pub boolean: bool,
@@ -71,8 +75,11 @@ pub enum Source {
 /// names cost an allocation and a free each, per sample, on the insert's path.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cell<'a> {
+    /// SQL NULL: what the sample does not have (no request, no capture of the wire).
     Null,
+    /// A count or a time in nanoseconds.
     Integer(i64),
+    /// A name or a description, borrowed from the sample when it can be.
     Text(Cow<'a, str>),
 }
 

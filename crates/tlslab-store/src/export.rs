@@ -1,15 +1,19 @@
 //! Export: one row per sample with fixed field names notebooks and scripts can rely on.
 
-use std::io::{self, Write};
+use std::io::Write;
 
 use rusqlite::types::ValueRef;
 
 use crate::columns::{fields, quoted, Field, Source};
 use crate::{Store, StoreError};
 
+/// How [`export`] writes its rows: the two formats notebooks and scripts read without a
+/// SQLite driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportFormat {
+    /// Comma-separated, with a header line of [`export_fields`].
     Csv,
+    /// One JSON object per line, named by [`export_fields`], with booleans as `true` and `false`.
     JsonLines,
 }
 
@@ -34,12 +38,7 @@ pub fn export(store: &Store, format: ExportFormat, out: &mut dyn Write) -> Resul
         "SELECT {} FROM samples s LEFT JOIN configs c ON c.id = s.config_id ORDER BY s.id",
         select.join(", ")
     ))?;
-    let io_error = |error: io::Error| {
-        StoreError::environment(
-            format!("cannot write the export: {error}"),
-            "check the output path and free disk space",
-        )
-    };
+    let io_error = StoreError::Export;
     let mut line = String::with_capacity(1024);
     if format == ExportFormat::Csv {
         let names: Vec<&str> = fields.iter().map(|field| field.name).collect();

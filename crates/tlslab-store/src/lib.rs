@@ -55,6 +55,9 @@
 //! # std::fs::remove_file(&path).unwrap();
 //! ```
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 mod columns;
 mod export;
 mod kept;
@@ -63,7 +66,6 @@ mod scans;
 mod schema;
 mod sink;
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
@@ -74,13 +76,163 @@ pub use recovery::CUT_OFF;
 pub use scans::{add_scan, NewScan, ScanRow};
 pub use sink::{utc_timestamp, StoreSink};
 
-/// A store error: what went wrong, what to do about it, and whose problem it is.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct StoreError {
-    pub message: String,
-    pub hint: String,
-    pub kind: StoreErrorKind,
+/// Why the results store could not be made, opened, read or exported. Each variant keeps
+/// what failed underneath as its [`source`](std::error::Error::source), so the terminal can
+/// show the whole chain; [`StoreError::hint`] says what to do and [`StoreError::kind`]
+/// whose problem it is, which decides the exit code.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// `Store::create` refuses to overwrite anything: a results file is evidence.
+    #[error("{}: already exists", path.display())]
+    Exists {
+        /// The path given for the new store.
+        path: PathBuf,
+    },
+    /// `Store::open` was given a path with no file behind it.
+    #[error("{}: no such results file", path.display())]
+    Missing {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The path cannot be looked at: a directory on the way is a regular file, or may not
+    /// be searched.
+    #[error("{}: cannot be read", path.display())]
+    Inaccessible {
+        /// The path given.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file that tlslab did not write, where a store was expected to be added to.
+    #[error("{}: is not a tlslab results store", path.display())]
+    NotAStore {
+        /// The file that is something else.
+        path: PathBuf,
+    },
+    /// A database without a schema version: another program's SQLite file.
+    #[error("{}: this file is not a tlslab results store (no schema version)", path.display())]
+    Foreign {
+        /// The file that is something else.
+        path: PathBuf,
+    },
+    /// A store from a later tlslab, whose columns this one cannot know.
+    #[error(
+        "{}: this store has schema version {version}, newer than this tlslab understands ({}); upgrade tlslab",
+        path.display(),
+        schema::VERSION
+    )]
+    Newer {
+        /// The store.
+        path: PathBuf,
+        /// Its schema version.
+        version: i64,
+    },
+    /// A schema version below 1, which no tlslab wrote.
+    #[error("{}: no migration from schema version {version}", path.display())]
+    NoMigration {
+        /// The store.
+        path: PathBuf,
+        /// Its schema version.
+        version: i64,
+    },
+    /// An older store whose upgrade in place failed (a read-only file, a full disk).
+    #[error("{}: cannot upgrade the store from schema version {from}", path.display())]
+    Upgrade {
+        /// The store.
+        path: PathBuf,
+        /// The schema version it had.
+        from: i64,
+        /// What SQLite said.
+        #[source]
+        source: Box<rusqlite::Error>,
+    },
+    /// The directory the new store goes in cannot be made (a regular file in its place, no
+    /// permission).
+    #[error("cannot create the directory {}", path.display())]
+    Directory {
+        /// The directory.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The store cannot be opened or written where it is (the machine's problem).
+    #[error("cannot write the results store {}", path.display())]
+    Unwritable {
+        /// The store.
+        path: PathBuf,
+        /// What would fix it, which depends on what was being done.
+        hint: &'static str,
+        /// What SQLite said.
+        #[source]
+        source: Box<rusqlite::Error>,
+    },
+    /// The run's lock on a new store cannot be taken (a file system without locks).
+    #[error("cannot lock the results store {} for the run", path.display())]
+    Lock {
+        /// The store.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file exists but cannot be read as a store (permissions, not SQLite).
+    #[error("cannot read {} as a results store", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// What would fix it, which depends on what was being done.
+        hint: &'static str,
+        /// What SQLite said.
+        #[source]
+        source: Box<rusqlite::Error>,
+    },
+    /// A query of an open store failed: the file may be damaged or another program's.
+    #[error("the results store cannot be read")]
+    Damaged(#[source] Box<rusqlite::Error>),
+    /// A row that does not read as tlslab wrote it.
+    #[error("a row of the results store does not read as tlslab wrote it")]
+    Decode(#[source] Box<serde_rusqlite::Error>),
+    /// A configs column holds bytes that are not UTF-8 text.
+    #[error("results store: configs column {column} is not UTF-8 text")]
+    NotText {
+        /// The column, quoted.
+        column: String,
+        /// What the UTF-8 check said.
+        #[source]
+        source: std::str::Utf8Error,
+    },
+    /// A metric named by the user that the samples table has no column for.
+    #[error("unknown metric '{name}'")]
+    UnknownMetric {
+        /// The name given.
+        name: String,
+    },
+    /// A column asked for as a byte count that is not one.
+    #[error("'{column}' is not a byte count")]
+    NotByteCount {
+        /// The column asked for.
+        column: String,
+    },
+    /// The export's output cannot be written (a closed pipe, a full disk).
+    #[error("cannot write the export")]
+    Export(#[source] std::io::Error),
+}
+
+// SQLite's errors are boxed in every variant: they are 64 bytes, and a StoreError travels
+// in every Result of the store's readers and of the workflows that call them.
+impl From<rusqlite::Error> for StoreError {
+    fn from(error: rusqlite::Error) -> StoreError {
+        StoreError::Damaged(Box::new(error))
+    }
+}
+
+impl From<serde_rusqlite::Error> for StoreError {
+    fn from(error: serde_rusqlite::Error) -> StoreError {
+        StoreError::Decode(Box::new(error))
+    }
 }
 
 /// Whose problem a [`StoreError`] is, which decides the exit code.
@@ -92,53 +244,58 @@ pub enum StoreErrorKind {
     Environment,
 }
 
+/// The hint of the variants whose hint is always the same.
+const NOT_WRITTEN_BY_TLSLAB: &str = "give a results file written by `tlslab run`";
+
 impl StoreError {
-    /// A problem with what the user gave.
-    pub fn input(message: impl Into<String>, hint: impl Into<String>) -> StoreError {
-        StoreError {
-            message: message.into(),
-            hint: hint.into(),
-            kind: StoreErrorKind::Input,
+    /// Whose problem this is: the user's input or the machine.
+    pub fn kind(&self) -> StoreErrorKind {
+        match self {
+            StoreError::Directory { .. }
+            | StoreError::Unwritable { .. }
+            | StoreError::Lock { .. }
+            | StoreError::Export(_) => StoreErrorKind::Environment,
+            _ => StoreErrorKind::Input,
         }
     }
 
-    /// A problem of the machine.
-    pub fn environment(message: impl Into<String>, hint: impl Into<String>) -> StoreError {
-        StoreError {
-            message: message.into(),
-            hint: hint.into(),
-            kind: StoreErrorKind::Environment,
+    /// What the user can do about it, in words.
+    pub fn hint(&self) -> String {
+        match self {
+            StoreError::Exists { .. } => "choose another --out path, or remove the old file".into(),
+            StoreError::Missing { .. } => {
+                "give the .db file a run printed at its end (default directory: ./tlslab-results)"
+                    .into()
+            }
+            StoreError::Inaccessible { .. } => {
+                "check the path: every part before the file name must be a directory you may read"
+                    .into()
+            }
+            StoreError::NotAStore { .. } => {
+                "give --out a new file, or a store written by tlslab".into()
+            }
+            StoreError::Foreign { .. }
+            | StoreError::Newer { .. }
+            | StoreError::NoMigration { .. } => NOT_WRITTEN_BY_TLSLAB.into(),
+            StoreError::Upgrade { .. } => "make the file writable so tlslab can upgrade it".into(),
+            StoreError::Directory { .. } => "give --out a path in a directory you can write".into(),
+            StoreError::Unwritable { hint, .. } | StoreError::Unreadable { hint, .. } => {
+                (*hint).into()
+            }
+            StoreError::Lock { .. } => "check the file system supports locks".into(),
+            StoreError::Damaged(_) | StoreError::Decode(_) | StoreError::NotText { .. } => {
+                "the file may be damaged or written by another program".into()
+            }
+            StoreError::UnknownMetric { .. } => format!(
+                "use one of: {}",
+                columns::timing_columns().collect::<Vec<_>>().join(", ")
+            ),
+            StoreError::NotByteCount { .. } => {
+                "use client_hello_bytes, server_flight_bytes, bytes_sent or bytes_received".into()
+            }
+            StoreError::Export(_) => "check the output path and free disk space".into(),
         }
     }
-}
-
-fn store_error(path: &Path, error: impl fmt::Display, hint: &str) -> StoreError {
-    StoreError::input(format!("{}: {error}", path.display()), hint)
-}
-
-/// A file or directory that cannot be written where the store goes.
-fn unwritable(path: &Path, error: impl fmt::Display, hint: &str) -> StoreError {
-    StoreError::environment(format!("{}: {error}", path.display()), hint)
-}
-
-impl From<rusqlite::Error> for StoreError {
-    fn from(error: rusqlite::Error) -> Self {
-        damaged(error)
-    }
-}
-
-impl From<serde_rusqlite::Error> for StoreError {
-    fn from(error: serde_rusqlite::Error) -> Self {
-        damaged(error)
-    }
-}
-
-/// A store that cannot be read as tlslab wrote it.
-fn damaged(error: impl fmt::Display) -> StoreError {
-    StoreError::input(
-        format!("results store: {error}"),
-        "the file may be damaged or written by another program",
-    )
 }
 
 /// An open results store.
@@ -155,22 +312,34 @@ pub struct Store {
 /// column name).
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct ConfigRow {
+    /// The row's key, which samples and trials refer to.
     pub id: i64,
+    /// The Config's label, as the user wrote it or as the expansion made it.
     pub label: String,
+    /// The TLS version asked for (`1.2`, `1.3`).
     pub version: String,
+    /// The cipher suite asked for.
     pub suite: String,
+    /// The key-exchange group asked for.
     pub group: String,
+    /// The lab server's certificate; `None` against a target.
     pub cert: Option<String>,
+    /// How many intermediates the lab certificate's chain holds; `None` against a target.
     pub chain: Option<i64>,
+    /// The external server measured (host:port); `None` for the lab server.
     pub target: Option<String>,
     /// `None` for a capture's Configs.
     pub concurrency: Option<i64>,
+    /// Whether handshakes resumed a session (the Config's `resumption` says how).
     pub resume: bool,
+    /// Certificate checks were off (`--insecure`): cert_validation is not measured.
     pub insecure: bool,
     /// Set when `--until-ci` stopped the Config early: the last round it ran, its measured
     /// samples, and the relative half-width of its median's 95% CI.
     pub stopped_round: Option<i64>,
+    /// See `stopped_round`.
     pub stopped_samples: Option<i64>,
+    /// See `stopped_round`.
     pub stopped_half_width: Option<f64>,
     /// The emulated round trip, when the Config ran on an emulated link.
     pub rtt_ns: Option<i64>,
@@ -178,6 +347,7 @@ pub struct ConfigRow {
     /// that differ only in it are told apart).
     #[serde(default)]
     pub jitter_ns: Option<i64>,
+    /// The emulated link's packet loss (0 to 1), when the Config ran on one.
     pub loss: Option<f64>,
     /// Which emulator carried the packets (netem, tun, relay).
     pub emulator: Option<String>,
@@ -189,6 +359,8 @@ pub struct ConfigRow {
     pub resumption: String,
     /// Bytes of 0-RTT early data per resumed handshake (0: none).
     pub early_data_bytes: i64,
+    /// The client kept the verified certificate for later handshakes (`--cert-cache`), which
+    /// moves cert_validation out of them.
     pub cert_cache: bool,
     /// rustls or openssl; `None` for a capture's Configs.
     pub client_backend: Option<String>,
@@ -226,7 +398,9 @@ pub struct ConfigRow {
 pub struct NegotiatedRow {
     /// `1.2`, `1.3`.
     pub version: String,
+    /// The suite, by its IANA name; `None` when no handshake said.
     pub suite: Option<String>,
+    /// The key-exchange group; `None` when no handshake said (TLS 1.2 RSA key exchange).
     pub group: Option<String>,
 }
 
@@ -263,16 +437,25 @@ pub const MEASURED_COUNTS: [&str; 4] = [
 /// times in nanoseconds since the attempt started.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestRow {
+    /// The request succeeded; a failed one keeps its `error` class.
     pub ok: bool,
+    /// The error class of a failed request.
     pub error: Option<String>,
+    /// The HTTP status, when a response came.
     pub status: Option<i64>,
+    /// Bytes of the response body, which ab calls the document length.
     pub body_bytes: Option<i64>,
+    /// Bytes on the wire for the request and its response, as ab's total transferred.
     pub wire_bytes: Option<i64>,
     /// 1 for the request that opened its connection, 2 and up on a kept one.
     pub connection_request: Option<i64>,
+    /// The TCP connection was open; `None` on a kept connection.
     pub tcp_connected: Option<i64>,
+    /// The TLS handshake finished; `None` on a kept connection or over plain HTTP.
     pub handshake_done: Option<i64>,
+    /// The response's first byte arrived, where ab's waiting time ends.
     pub first_byte: Option<i64>,
+    /// The response's last byte arrived, where ab's total time ends.
     pub response_done: Option<i64>,
 }
 
@@ -295,17 +478,24 @@ impl ConfigRow {
 /// What the replay probe saw for one Config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct ReplayRow {
+    /// Captured 0-RTT flights the probe sent again.
     pub sent: i64,
+    /// Replays the server refused, as RFC 8446 (8) asks.
     pub rejected: i64,
+    /// Replays the server accepted: each is a request it served twice.
     pub accepted: i64,
 }
 
 /// The run as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRow {
+    /// When the run started, UTC (`2026-11-25T15:53:29Z`).
     pub started_at: String,
+    /// The run ended as planned; an interrupted run keeps what it stored and says so.
     pub complete: bool,
+    /// Why an incomplete run stopped (a signal, a full disk).
     pub reason: Option<String>,
+    /// How long the run took; `None` for a run that never wrote its end.
     pub duration_ns: Option<i64>,
     /// The plan's seed; `None` for a capture.
     pub seed: Option<i64>,
@@ -315,9 +505,11 @@ pub struct RunRow {
     pub experiment: String,
     /// `active`, `pcap` or `capture`, and the files or interface.
     pub source: String,
+    /// The files read or the interface captured on; `None` for an active run.
     pub source_detail: Option<String>,
     /// Where the run measured; `None` when the stored record cannot be read.
     pub environment: Option<tlslab_core::Environment>,
+    /// The command line, as a JSON array of its arguments, to run it again.
     pub command_line: String,
 }
 
@@ -326,7 +518,9 @@ pub struct RunRow {
 pub struct StoredTimeline {
     /// The client's address and port, where known.
     pub client: Option<String>,
+    /// When the attempt started, in nanoseconds since the run started.
     pub started_at_ns: u64,
+    /// Every event of the attempt, relative to its start.
     pub timeline: tlslab_core::Timeline,
     /// Which clock timed the wire events (`kernel`, `user`, `mixed`); `None` before schema
     /// 14 and for samples that recorded none.
@@ -336,33 +530,46 @@ pub struct StoredTimeline {
 /// Totals over a Config's measured (non-warm-up) trials.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct TrialTotals {
+    /// Measured attempts: the rate's numerator.
     pub attempted: i64,
+    /// The measured trials' time: the rate's denominator.
     pub duration_ns: i64,
     /// `None` when no trial has server usage (external targets).
     pub server_cpu_ns: Option<i64>,
+    /// The lab server's largest resident memory; `None` against a target.
     pub server_peak_rss_bytes: Option<i64>,
+    /// This process's CPU over the measured trials: what the load generator cost.
     pub client_cpu_ns: i64,
+    /// This process's largest resident memory.
     pub client_peak_rss_bytes: i64,
     /// Mutual TLS: the client certificates the lab server checked during the measured trials,
     /// and the time that took; `None` when no trial counted any (no mutual TLS, a target).
     pub client_verifications: Option<i64>,
+    /// See `client_verifications`.
     pub client_verify_ns: Option<i64>,
 }
 
 /// One round of a Config's successful handshakes ([`Store::round_medians`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RoundMedian {
+    /// The round, counting the warm-up rounds too.
     pub round: i64,
+    /// A warm-up round, left out of the summaries but kept to show the warm-up's effect.
     pub warmup: bool,
+    /// The round's median handshake.
     pub median_ns: f64,
+    /// The round's successful handshakes.
     pub count: usize,
 }
 
 /// What an emulated link carried during one trial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LinkTrial {
+    /// The trial's length, which the shares of bandwidth are over.
     pub duration_ns: i64,
+    /// Bytes the link carried from the client to the server.
     pub bytes_to_server: i64,
+    /// Bytes the link carried from the server to the client.
     pub bytes_to_client: i64,
     /// Packets dropped at the link's full bandwidth queue.
     pub queue_drops: i64,
@@ -395,26 +602,20 @@ impl Store {
     /// Creates a new store at `path`, creating parent directories. Refuses to overwrite.
     pub fn create(path: &Path) -> Result<Store, StoreError> {
         if path.exists() {
-            return Err(store_error(
-                path,
-                "already exists",
-                "choose another --out path, or remove the old file",
-            ));
+            return Err(StoreError::Exists {
+                path: path.to_path_buf(),
+            });
         }
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|error| {
-                StoreError::environment(
-                    format!("cannot create the directory {}: {error}", parent.display()),
-                    "give --out a path in a directory you can write",
-                )
+            std::fs::create_dir_all(parent).map_err(|source| StoreError::Directory {
+                path: parent.to_path_buf(),
+                source,
             })?;
         }
-        let connection = Connection::open(path).map_err(|error| {
-            unwritable(
-                path,
-                error,
-                "give --out a path in a directory you can write",
-            )
+        let connection = Connection::open(path).map_err(|source| StoreError::Unwritable {
+            path: path.to_path_buf(),
+            hint: "give --out a path in a directory you can write",
+            source: Box::new(source),
         })?;
         // 16 KiB pages instead of SQLite's 4 KiB: a quarter of the system calls to write a
         // run, checkpoint it and read it back (a 100,000-request load run: 5,300 preads and
@@ -436,8 +637,10 @@ impl Store {
         // Config's record comes before its samples), and readers keep samples whose Config
         // row is missing all the same.
         connection.pragma_update(None, "foreign_keys", false)?;
-        let lock = recovery::RunLock::take(path)
-            .map_err(|error| unwritable(path, error, "check the file system supports locks"))?;
+        let lock = recovery::RunLock::take(path).map_err(|source| StoreError::Lock {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Ok(Store {
             connection,
             path: path.to_path_buf(),
@@ -448,12 +651,21 @@ impl Store {
 
     /// Opens an existing store read-only.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        if !path.is_file() {
-            return Err(store_error(
-                path,
-                "no such results file",
-                "give the .db file a run printed at its end (default directory: ./tlslab-results)",
-            ));
+        match std::fs::metadata(path) {
+            Ok(metadata) if metadata.is_file() => {}
+            Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+                // Not "no such file": a directory on the way that is a regular file, a
+                // directory that may not be searched. What the system said is the news.
+                return Err(StoreError::Inaccessible {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+            _ => {
+                return Err(StoreError::Missing {
+                    path: path.to_path_buf(),
+                })
+            }
         }
         // A run that was cut off is recovered once, on the first open after it.
         recovery::recover(path);
@@ -462,35 +674,31 @@ impl Store {
                 path,
                 OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
             )
-            .map_err(|error| store_error(path, error, "check the file permissions"))
+            .map_err(|source| StoreError::Unreadable {
+                path: path.to_path_buf(),
+                hint: "check the file permissions",
+                source: Box::new(source),
+            })
         };
         let mut connection = read_only()?;
-        let version = schema::version(&connection).map_err(|error| {
-            store_error(path, error, "give a results file written by `tlslab run`")
+        let version = schema::version(&connection).map_err(|source| StoreError::Unreadable {
+            path: path.to_path_buf(),
+            hint: NOT_WRITTEN_BY_TLSLAB,
+            source: Box::new(source),
         })?;
         if (1..schema::VERSION).contains(&version) {
             // An older store is upgraded in place once (new columns, NULL for old rows).
             drop(connection);
-            let writable = Connection::open(path).map_err(|error| {
-                store_error(
-                    path,
-                    error,
-                    "make the file writable so tlslab can upgrade it",
-                )
+            let writable = Connection::open(path).map_err(|source| StoreError::Unreadable {
+                path: path.to_path_buf(),
+                hint: "make the file writable so tlslab can upgrade it",
+                source: Box::new(source),
             })?;
-            schema::migrate(&writable).map_err(|error| {
-                store_error(
-                    path,
-                    error,
-                    "make the file writable so tlslab can upgrade it",
-                )
-            })?;
+            schema::migrate(&writable, path)?;
             drop(writable);
             connection = read_only()?;
         }
-        schema::migrate(&connection).map_err(|error| {
-            store_error(path, error, "give a results file written by `tlslab run`")
-        })?;
+        schema::migrate(&connection, path)?;
         Ok(Store {
             connection,
             path: path.to_path_buf(),
@@ -499,6 +707,7 @@ impl Store {
         })
     }
 
+    /// The file this store reads, for messages and for the files written beside it.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -531,12 +740,10 @@ impl Store {
     /// store meanwhile (SQLite's locks and a busy timeout order them). A store without it is
     /// still read, by scanning, so a failure here (a full disk) loses nothing.
     pub fn build_index(path: &Path) -> Result<(), StoreError> {
-        let connection = Connection::open(path).map_err(|error| {
-            unwritable(
-                path,
-                error,
-                "check the file permissions and the free disk space",
-            )
+        let connection = Connection::open(path).map_err(|source| StoreError::Unwritable {
+            path: path.to_path_buf(),
+            hint: "check the file permissions and the free disk space",
+            source: Box::new(source),
         })?;
         connection.execute_batch(schema::SAMPLES_INDEX)?;
         Ok(())
@@ -549,6 +756,7 @@ impl Store {
         self
     }
 
+    /// The run the store holds (a store holds one).
     pub fn run(&self) -> Result<RunRow, StoreError> {
         Ok(self.connection.query_row(
             "SELECT started_at, complete, reason, duration_ns, seed, experiment, environment, command_line, source, source_detail, started_at_unix_ns FROM runs ORDER BY id LIMIT 1",
@@ -599,6 +807,8 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// Every Config, in the order of the run. Each text column is checked to be UTF-8 first, so
+    /// a damaged or foreign file is an error rather than a panic in the deserializer.
     pub fn configs(&self) -> Result<Vec<ConfigRow>, StoreError> {
         // Columns by name, not `*`, and text checked before serde_rusqlite reads it: rusqlite
         // panics on text that is not UTF-8 (in a column name or a value), which a damaged
@@ -616,8 +826,10 @@ impl Store {
         while let Some(row) = rows.next()? {
             for (index, name) in names.iter().enumerate() {
                 if let rusqlite::types::ValueRef::Text(text) = row.get_ref(index)? {
-                    std::str::from_utf8(text)
-                        .map_err(|_| damaged(format!("configs column {name} is not UTF-8 text")))?;
+                    std::str::from_utf8(text).map_err(|source| StoreError::NotText {
+                        column: name.clone(),
+                        source,
+                    })?;
                 }
             }
             configs.push(serde_rusqlite::from_row::<ConfigRow>(row)?);
@@ -671,6 +883,8 @@ impl Store {
             .collect())
     }
 
+    /// The successful measured samples' values of `name` (a timing column or one of
+    /// [`MEASURED_COUNTS`]), sorted, from what the writer kept when it kept them.
     pub fn phase_values(&self, config_id: i64, name: &str) -> Result<Vec<f64>, StoreError> {
         Ok(self
             .phases_values(config_id, &[name])?
@@ -691,13 +905,9 @@ impl Store {
             !MEASURED_COUNTS.contains(name)
                 && !columns::timing_columns().any(|column| column == **name)
         }) {
-            return Err(StoreError::input(
-                format!("unknown metric '{name}'"),
-                format!(
-                    "use one of: {}",
-                    columns::timing_columns().collect::<Vec<_>>().join(", ")
-                ),
-            ));
+            return Err(StoreError::UnknownMetric {
+                name: name.to_string(),
+            });
         }
         if names.is_empty() {
             return Ok(Vec::new());
@@ -890,10 +1100,9 @@ impl Store {
         ]
         .contains(&column)
         {
-            return Err(StoreError::input(
-                format!("'{column}' is not a byte count"),
-                "use client_hello_bytes, server_flight_bytes, bytes_sent or bytes_received",
-            ));
+            return Err(StoreError::NotByteCount {
+                column: column.to_string(),
+            });
         }
         let mut statement = self.connection.prepare(&format!(
             "SELECT \"{column}\" FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok' AND \"{column}\" IS NOT NULL ORDER BY 1"
@@ -904,6 +1113,7 @@ impl Store {
         Ok(values.get(values.len() / 2).copied())
     }
 
+    /// Totals of `config_id`'s measured trials, for its rates and its CPU per handshake.
     pub fn trial_totals(&self, config_id: i64) -> Result<TrialTotals, StoreError> {
         Ok(self.connection.query_row(
             "SELECT COALESCE(SUM(attempted), 0), COALESCE(SUM(duration_ns), 0),
@@ -1102,5 +1312,95 @@ impl Store {
         Ok(self
             .connection
             .query_row("SELECT COUNT(*) FROM samples", [], |row| row.get(0))?)
+    }
+}
+
+#[cfg(test)]
+mod error_tests {
+    use std::error::Error as _;
+    use std::path::PathBuf;
+
+    use super::*;
+
+    /// A directory of its own under the system's temporary directory, with a regular file
+    /// named `file` in it.
+    fn beside_a_file(name: &str) -> (PathBuf, PathBuf) {
+        let directory =
+            std::env::temp_dir().join(format!("tlslab-store-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&directory);
+        std::fs::create_dir_all(&directory).unwrap();
+        let file = directory.join("file");
+        std::fs::write(&file, b"not a directory").unwrap();
+        (directory, file)
+    }
+
+    #[test]
+    fn a_store_whose_directory_is_a_regular_file_keeps_the_systems_error() {
+        let (directory, file) = beside_a_file("create");
+        let error = match Store::create(&file.join("results.db")) {
+            Err(error) => error,
+            Ok(_) => panic!("a store was made under a regular file"),
+        };
+        assert!(matches!(error, StoreError::Directory { .. }), "{error:?}");
+        assert_eq!(error.kind(), StoreErrorKind::Environment);
+        let source = error.source().expect("the system's error is kept");
+        let io = source
+            .downcast_ref::<std::io::Error>()
+            .expect("kept as an io::Error, not as text");
+        assert!(!io.to_string().is_empty());
+        assert!(error.hint().contains("--out"), "{}", error.hint());
+        std::fs::remove_dir_all(directory).unwrap();
+    }
+
+    #[test]
+    fn opening_a_store_under_a_regular_file_says_why_with_the_systems_error() {
+        let (directory, file) = beside_a_file("open");
+        let error = match Store::open(&file.join("results.db")) {
+            Err(error) => error,
+            Ok(_) => panic!("a store was opened under a regular file"),
+        };
+        assert!(
+            matches!(error, StoreError::Inaccessible { .. }),
+            "{error:?}"
+        );
+        assert_eq!(error.kind(), StoreErrorKind::Input);
+        let io = error
+            .source()
+            .and_then(|source| source.downcast_ref::<std::io::Error>())
+            .expect("the system's error is kept");
+        assert_eq!(
+            io.raw_os_error(),
+            Some(rustix::io::Errno::NOTDIR.raw_os_error())
+        );
+        // A path with nothing behind it is only "no such results file".
+        let missing = Store::open(&directory.join("missing.db")).err().unwrap();
+        assert!(matches!(missing, StoreError::Missing { .. }), "{missing:?}");
+        assert!(missing.source().is_none());
+        std::fs::remove_dir_all(directory).unwrap();
+    }
+
+    #[test]
+    fn a_foreign_database_and_a_newer_store_are_told_apart() {
+        let (directory, _) = beside_a_file("schema");
+        let foreign = directory.join("foreign.db");
+        Connection::open(&foreign)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (x);")
+            .unwrap();
+        let error = Store::open(&foreign).err().unwrap();
+        assert!(matches!(error, StoreError::Foreign { .. }), "{error:?}");
+        assert_eq!(error.hint(), NOT_WRITTEN_BY_TLSLAB);
+        let newer = directory.join("newer.db");
+        Connection::open(&newer)
+            .unwrap()
+            .execute_batch(&format!("PRAGMA user_version = {};", schema::VERSION + 1))
+            .unwrap();
+        let error = Store::open(&newer).err().unwrap();
+        assert!(
+            matches!(error, StoreError::Newer { version, .. } if version == schema::VERSION + 1),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("upgrade tlslab"), "{error}");
+        std::fs::remove_dir_all(directory).unwrap();
     }
 }

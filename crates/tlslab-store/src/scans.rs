@@ -6,19 +6,27 @@ use std::path::Path;
 
 use rusqlite::{params, Connection};
 
-use crate::{schema, store_error, unwritable, Store, StoreError};
+use crate::{schema, Store, StoreError};
 
 /// A scan to store.
 #[derive(Debug, Clone)]
 pub struct NewScan {
     /// Nanoseconds since the Unix epoch when the scan started.
     pub scanned_at_unix_ns: u64,
+    /// The tlslab that scanned, since the grading rules change between versions.
     pub tool_version: String,
+    /// The scan's command line, to run it again.
     pub command_line: Vec<String>,
+    /// The target as written (host:port).
     pub target: String,
+    /// The address it resolved to, which may change between scans.
     pub address: String,
+    /// The server name sent; `None` when it was the target's host.
     pub server_name: Option<String>,
+    /// The grade's letter, stored apart so that grades can be compared without parsing the
+    /// report.
     pub grade: String,
+    /// The connections the scan opened.
     pub connections: u64,
     /// The scan's `--json` object.
     pub report: serde_json::Value,
@@ -27,14 +35,21 @@ pub struct NewScan {
 /// A stored scan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScanRow {
+    /// The row's key.
     pub id: i64,
     /// UTC, as `2026-11-25T15:53:29Z`.
     pub scanned_at: String,
+    /// See [`NewScan::target`].
     pub target: String,
+    /// See [`NewScan::address`].
     pub address: String,
+    /// See [`NewScan::server_name`].
     pub server_name: Option<String>,
+    /// See [`NewScan::grade`].
     pub grade: String,
+    /// See [`NewScan::connections`].
     pub connections: i64,
+    /// The command line as the JSON array it was stored as.
     pub command_line: String,
     /// The scan's `--json` object (`null` if the stored text does not parse).
     pub report: serde_json::Value,
@@ -43,23 +58,19 @@ pub struct ScanRow {
 /// Adds `scan` to the store at `path`: a new store when there is no file, else the existing
 /// one (upgraded first if it is older), whose runs and scans are kept.
 pub fn add_scan(path: &Path, scan: &NewScan) -> Result<(), StoreError> {
-    let hint = "give --out a path in a directory you can write";
+    let unwritable = |source| StoreError::Unwritable {
+        path: path.to_path_buf(),
+        hint: "give --out a path in a directory you can write",
+        source: Box::new(source),
+    };
     let connection = if path.exists() {
         if !crate::is_store(path) {
-            return Err(store_error(
-                path,
-                "is not a tlslab results store",
-                "give --out a new file, or a store written by tlslab",
-            ));
+            return Err(StoreError::NotAStore {
+                path: path.to_path_buf(),
+            });
         }
-        let connection = Connection::open(path).map_err(|error| unwritable(path, error, hint))?;
-        schema::migrate(&connection).map_err(|error| {
-            store_error(
-                path,
-                error,
-                "make the file writable so tlslab can upgrade it",
-            )
-        })?;
+        let connection = Connection::open(path).map_err(unwritable)?;
+        schema::migrate(&connection, path)?;
         connection
     } else {
         // A new store, made as a run's is (then without its lock: the scan is written at once).
@@ -84,7 +95,7 @@ pub fn add_scan(path: &Path, scan: &NewScan) -> Result<(), StoreError> {
                 report,
             ],
         )
-        .map_err(|error| unwritable(path, error, hint))?;
+        .map_err(unwritable)?;
     Ok(())
 }
 

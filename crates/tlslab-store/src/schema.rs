@@ -1,14 +1,18 @@
 //! The SQLite schema and its migrations.
 
+use std::path::Path;
+
 use rusqlite::Connection;
 
 use crate::columns::{definitions, quoted, sample_columns, stored_sample_columns, CONFIG_COLUMNS};
+use crate::StoreError;
 
 /// The schema version this build writes, kept in `PRAGMA user_version` (14: the
 /// `server_accepted` event and QUIC's response flights on samples; 15: `wire_clock` on
 /// samples; each added by the upgrade as every new column is).
 pub const VERSION: i64 = 15;
 
+/// Makes every table and index of a new store, at [`VERSION`].
 pub fn create(connection: &Connection) -> rusqlite::Result<()> {
     let configs = definitions(CONFIG_COLUMNS.iter().map(|(name, sql, _)| (*name, *sql)));
     let samples = definitions(stored_sample_columns().map(|(name, sql, _)| (name, sql)));
@@ -124,10 +128,8 @@ const SCANS_TABLE: &str = "CREATE TABLE IF NOT EXISTS scans (
 );";
 
 /// The store's schema version (0 for a database tlslab did not write).
-pub fn version(connection: &Connection) -> Result<i64, String> {
-    connection
-        .query_row("PRAGMA user_version", [], |row| row.get(0))
-        .map_err(|error| error.to_string())
+pub fn version(connection: &Connection) -> rusqlite::Result<i64> {
+    connection.query_row("PRAGMA user_version", [], |row| row.get(0))
 }
 
 fn existing_columns(connection: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
@@ -138,9 +140,15 @@ fn existing_columns(connection: &Connection, table: &str) -> rusqlite::Result<Ve
     Ok(names)
 }
 
-/// Brings an existing store up to [`VERSION`], or explains why it cannot.
-pub fn migrate(connection: &Connection) -> Result<(), String> {
-    match version(connection)? {
+/// Brings the existing store at `path` up to [`VERSION`], or explains why it cannot.
+pub fn migrate(connection: &Connection, path: &Path) -> Result<(), StoreError> {
+    let path = path.to_path_buf();
+    let version = version(connection).map_err(|source| StoreError::Unreadable {
+        path: path.clone(),
+        hint: "give a results file written by `tlslab run`",
+        source: Box::new(source),
+    })?;
+    match version {
         VERSION => Ok(()),
         // Older versions lack columns, never have different ones: add what is missing, with
         // the values every old Config had (loopback, TCP, no request, no 0-RTT).
@@ -200,14 +208,20 @@ pub fn migrate(connection: &Connection) -> Result<(), String> {
                 statements.push_str(&format!("\nPRAGMA user_version = {VERSION};"));
                 connection.execute_batch(&statements)
             };
-            upgrade().map_err(|error| {
-                format!("cannot upgrade the store from schema version {older}: {error}")
+            upgrade().map_err(|source| StoreError::Upgrade {
+                path,
+                from: older,
+                source: Box::new(source),
             })
         }
-        0 => Err("this file is not a tlslab results store (no schema version)".into()),
-        newer if newer > VERSION => Err(format!(
-            "this store has schema version {newer}, newer than this tlslab understands ({VERSION}); upgrade tlslab"
-        )),
-        older => Err(format!("no migration from schema version {older}")),
+        0 => Err(StoreError::Foreign { path }),
+        newer if newer > VERSION => Err(StoreError::Newer {
+            path,
+            version: newer,
+        }),
+        older => Err(StoreError::NoMigration {
+            path,
+            version: older,
+        }),
     }
 }

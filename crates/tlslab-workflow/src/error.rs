@@ -158,14 +158,17 @@ impl WorkflowError {
             WorkflowError::Usage { .. }
             | WorkflowError::Config(_)
             | WorkflowError::CertificateFile { .. } => Usage,
-            WorkflowError::Environment { .. }
-            | WorkflowError::Pki(_)
-            | WorkflowError::Report(_)
-            | WorkflowError::Sink(_) => Environment,
+            WorkflowError::Environment { .. } | WorkflowError::Pki(_) | WorkflowError::Sink(_) => {
+                Environment
+            }
+            WorkflowError::Report(error) => match error.is_input() {
+                true => Usage,
+                false => Environment,
+            },
             WorkflowError::File(FileError::Refused { .. }) => Usage,
             WorkflowError::File(FileError::CannotWrite { .. }) => Environment,
             WorkflowError::Store(error) | WorkflowError::StoreCreate { source: error, .. } => {
-                match error.kind {
+                match error.kind() {
                     tlslab_store::StoreErrorKind::Input => Usage,
                     tlslab_store::StoreErrorKind::Environment => Environment,
                 }
@@ -174,7 +177,7 @@ impl WorkflowError {
                 tlslab_engine::RunErrorKind::Configuration => Usage,
                 tlslab_engine::RunErrorKind::Environment => Environment,
             },
-            WorkflowError::Scan(error) => match error.kind {
+            WorkflowError::Scan(error) => match error.kind() {
                 tlslab_scan::ScanErrorKind::Usage => Usage,
                 tlslab_scan::ScanErrorKind::Environment => Environment,
             },
@@ -192,6 +195,7 @@ impl WorkflowError {
     /// What to do about it: the library's own hint, with where the results taken so far are
     /// when the work stopped part way.
     pub fn hint(&self) -> String {
+        let owned: String;
         let (hint, results): (&str, Option<&PathBuf>) = match self {
             WorkflowError::Usage { hint, .. } | WorkflowError::Environment { hint, .. } => {
                 (hint, None)
@@ -199,19 +203,23 @@ impl WorkflowError {
             WorkflowError::File(error) => (error.hint(), None),
             WorkflowError::Config(error) => (&error.hint, None),
             WorkflowError::StoreCreate { source, .. } | WorkflowError::Store(source) => {
-                (&source.hint, None)
+                owned = source.hint();
+                (&owned, None)
             }
             WorkflowError::CertificateFile { source, .. } => match source {
                 CertificateFileError::Pki(error) => (error.hint(), None),
-                CertificateFileError::Scan(error) => (&error.hint, None),
+                CertificateFileError::Scan(error) => (error.hint(), None),
             },
             WorkflowError::Pki(_) => (
                 "set TLSLAB_PKI_DIR or --pki-dir to a writable directory",
                 None,
             ),
             WorkflowError::Engine { source, results } => (&source.hint, results.as_ref()),
-            WorkflowError::Report(error) => (&error.hint, None),
-            WorkflowError::Scan(error) => (&error.hint, None),
+            WorkflowError::Report(error) => {
+                owned = error.hint();
+                (&owned, None)
+            }
+            WorkflowError::Scan(error) => (error.hint(), None),
             WorkflowError::Capture {
                 source, results, ..
             } => (&source.hint, results.as_ref()),

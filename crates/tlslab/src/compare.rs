@@ -250,8 +250,7 @@ pub fn read_samples(path: &Path, column: Option<&str>) -> Result<Vec<f64>, CliEr
         },
         column,
         &path.display().to_string(),
-    )
-    .map_err(|error| CliError::usage(error.message, error.hint))?;
+    )?;
     // The vector grew by doubling: give back the unused part (up to half of it) before the
     // next file is read.
     values.shrink_to_fit();

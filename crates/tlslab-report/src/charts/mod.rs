@@ -34,18 +34,25 @@ pub(crate) type ChartError = Box<dyn std::error::Error + Send + Sync>;
 /// The chart kinds, in the order the report shows them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChartKind {
+    /// The median of each phase per Config: where the time goes.
     Phases,
+    /// The median handshake per Config with its 95% interval: whether two differ.
     MedianInterval,
+    /// The distribution of handshake times (ECDF): shapes a median hides.
     Ecdf,
     /// The share slower than each time (1 − ECDF) on log axes, p99 and p99.9 marked.
     Tail,
+    /// Box plots of handshake times per Config.
     BoxPlot,
     /// Each round's median handshake, warm-up rounds apart: drift over the run.
     Rounds,
+    /// The median and p99 against concurrency: how a server scales.
     Concurrency,
+    /// The median against the emulated round trip: how many round trips a handshake waits.
     Rtt,
     /// The median against one dimension, a line per level of another (a crossed matrix).
     Interaction,
+    /// The server's and the client's CPU per handshake.
     Usage,
     /// Requests per second and request time against concurrency (`tlslab load -c 1,20,...`).
     Requests,
@@ -54,6 +61,7 @@ pub enum ChartKind {
 }
 
 impl ChartKind {
+    /// Every kind, in the order the report shows them.
     pub const ALL: [ChartKind; 12] = [
         ChartKind::Requests,
         ChartKind::ArrivalRate,
@@ -87,6 +95,7 @@ impl ChartKind {
         }
     }
 
+    /// The chart's heading in the report.
     pub fn title(self) -> &'static str {
         match self {
             ChartKind::Phases => "Where the time goes: median of each phase",
@@ -236,19 +245,17 @@ pub fn render_png(kind: ChartKind, data: &ReportData) -> Result<Vec<u8>, ReportE
         let root = BitMapBackend::with_buffer(&mut pixels, (width, height)).into_drawing_area();
         draw_on(&root, kind, data, &style)?;
     }
-    let failure = |error: &dyn std::fmt::Display| ReportError {
-        message: format!("cannot encode the {} chart: {error}", kind.title()),
-        hint: "report this as a bug".into(),
+    let failure = |source| ReportError::Encode {
+        chart: kind.title(),
+        source,
     };
     let mut png = Vec::new();
     let mut encoder = png::Encoder::new(&mut png, width, height);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
-    let mut writer = encoder.write_header().map_err(|error| failure(&error))?;
-    writer
-        .write_image_data(&pixels)
-        .map_err(|error| failure(&error))?;
-    writer.finish().map_err(|error| failure(&error))?;
+    let mut writer = encoder.write_header().map_err(failure)?;
+    writer.write_image_data(&pixels).map_err(failure)?;
+    writer.finish().map_err(failure)?;
     Ok(png)
 }
 
@@ -266,9 +273,9 @@ where
         .map_err(ChartError::from)
         .and_then(|()| kind.draw(root, data, style))
         .and_then(|()| root.present().map_err(ChartError::from));
-    result.map_err(|error| ReportError {
-        message: format!("cannot draw the {} chart: {error}", kind.name()),
-        hint: "this is a bug in tlslab; please report it with the results file".into(),
+    result.map_err(|source| ReportError::Draw {
+        chart: kind.name(),
+        source,
     })
 }
 

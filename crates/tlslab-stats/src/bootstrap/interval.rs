@@ -22,6 +22,7 @@ pub struct BcaInterval {
     pub bias_correction: f64,
     /// The adjusted probability levels (α₁, α₂) at which the replicates are read.
     pub levels: (f64, f64),
+    /// The interval: the replicates read at `levels`.
     pub interval: (f64, f64),
 }
 

@@ -78,7 +78,10 @@ pub struct BootstrapOptions {
     pub confidence: f64,
     /// Number of bootstrap replicates (at least 2).
     pub resamples: usize,
+    /// The seed of the replicates: the same seed gives the same interval, so a report can be
+    /// made again to the digit.
     pub seed: u64,
+    /// Which interval to compute; `Auto` chooses by the sample size.
     pub method: BootstrapMethod,
 }
 
@@ -96,7 +99,9 @@ impl Default for BootstrapOptions {
 /// The statistic computed on each sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Statistic {
+    /// The mean, for the t-based comparisons' companion intervals.
     Mean,
+    /// The median, tlslab's location of handshake times.
     Median,
 }
 
