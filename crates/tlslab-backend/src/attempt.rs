@@ -12,6 +12,7 @@ use crate::wire::WireTime;
 /// Observations made outside the attempt's own task (over QUIC, on quinn's tasks), folded
 /// into the attempt when it ends, finished or cut short by its time limit.
 pub trait Observer: Send + Sync + fmt::Debug {
+    /// Folds what was observed into `attempt`, once, as the attempt ends.
     fn settle_into(&self, attempt: &mut Attempt);
 }
 
@@ -25,18 +26,27 @@ pub trait Observer: Send + Sync + fmt::Debug {
 /// (`docs/architecture.md`, "One attempt, step by step").
 #[derive(Debug, Clone)]
 pub struct Attempt {
+    /// The attempt's start: every event is timed from here.
     pub origin: Instant,
     /// The wall clock (CLOCK_REALTIME) read with `origin`: what places the kernel's socket
     /// timestamps, which are wall-clock times, on the attempt's monotonic timeline
     /// ([`Attempt::instant_of_wall`]).
     wall_origin: SystemTime,
+    /// The events of the phase model, as they happened.
     pub timeline: Timeline,
+    /// What the handshake settled, as far as it got.
     pub negotiated: Negotiated,
+    /// Bytes written to the socket, TLS records and request included.
     pub bytes_sent: u64,
+    /// Bytes read from the socket.
     pub bytes_received: u64,
+    /// The ClientHello's size on the wire, when known.
     pub client_hello_bytes: Option<u64>,
+    /// The server's first flight's size on the wire, when known.
     pub server_flight_bytes: Option<u64>,
+    /// The HTTP response, when a request was sent.
     pub response: Option<Response>,
+    /// The QUIC path's statistics, for QUIC attempts.
     pub quic: Option<QuicPath>,
     /// The local end of the attempt's socket, once connected.
     pub local_address: Option<std::net::SocketAddr>,

@@ -6,7 +6,7 @@
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 pub use tlslab_core::Pins;
-use x509_parser::prelude::{GeneralName, X509Certificate};
+use x509_parser::prelude::X509Certificate;
 use x509_parser::public_key::PublicKey;
 
 /// The SHA-256 of a certificate's SubjectPublicKeyInfo; `None` when it does not parse.
@@ -60,31 +60,7 @@ pub fn describe(certificate: &[u8]) -> String {
     let Ok((_, parsed)) = x509_parser::parse_x509_certificate(certificate) else {
         return "a certificate that does not parse".into();
     };
-    let names: Vec<String> = parsed
-        .subject_alternative_name()
-        .ok()
-        .flatten()
-        .map(|names| {
-            names
-                .value
-                .general_names
-                .iter()
-                .filter_map(|name| match name {
-                    GeneralName::DNSName(dns) => Some(dns.to_string()),
-                    GeneralName::IPAddress(bytes) => match bytes.len() {
-                        4 => <[u8; 4]>::try_from(*bytes)
-                            .ok()
-                            .map(|octets| std::net::IpAddr::from(octets).to_string()),
-                        16 => <[u8; 16]>::try_from(*bytes)
-                            .ok()
-                            .map(|octets| std::net::IpAddr::from(octets).to_string()),
-                        _ => None,
-                    },
-                    _ => None,
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let names = tlslab_core::certificate::subject_alternative_names(&parsed);
     let names = if names.is_empty() {
         "no subjectAltName".to_string()
     } else {

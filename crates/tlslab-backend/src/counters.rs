@@ -20,24 +20,31 @@ pub struct Counters {
     /// Mutual TLS: client certificates the server verified (chain and CertificateVerify
     /// signature), and the nanoseconds spent verifying them, summed.
     pub client_verifications: AtomicU64,
+    /// See `client_verifications`: the nanoseconds.
     pub client_verify_ns: AtomicU64,
 }
 
 /// A reading of [`Counters`], as the control channel carries it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CounterSnapshot {
+    /// Resumptions the server accepted.
     pub tickets_redeemed: u64,
+    /// 0-RTT flights refused as replays.
     pub replays_rejected: u64,
+    /// Connections whose early data the server accepted.
     pub early_data_accepted: u64,
+    /// HTTP requests answered.
     pub requests: u64,
     /// Absent from servers built before mutual TLS was timed: zero.
     #[serde(default)]
     pub client_verifications: u64,
     #[serde(default)]
+    /// Nanoseconds spent verifying those client certificates, summed.
     pub client_verify_ns: u64,
 }
 
 impl Counters {
+    /// The counts now, for the control channel; each counter is read on its own.
     pub fn snapshot(&self) -> CounterSnapshot {
         CounterSnapshot {
             tickets_redeemed: self.tickets_redeemed.load(Ordering::Relaxed),

@@ -20,7 +20,9 @@ use crate::settings::Request;
 /// Decrypted application data not yet consumed, and whether the server sent close_notify.
 #[derive(Debug, Default)]
 pub struct Plaintext {
+    /// Bytes decrypted and not yet consumed.
     pub data: Vec<u8>,
+    /// The server sent close_notify.
     pub closed: bool,
 }
 
@@ -56,6 +58,7 @@ pub trait Channel: Send {
 /// A handshake that completed.
 #[derive(Debug)]
 pub struct Handshake<C> {
+    /// The connection, ready for the request.
     pub channel: C,
     /// The request already went out as early data the server accepted.
     pub request_sent: bool,
@@ -65,6 +68,7 @@ pub struct Handshake<C> {
 pub trait Client: Send + Sync {
     /// One agent's state: its sessions to resume, when the Config resumes.
     type Agent: Clone + Send + Sync;
+    /// The library's connection after the handshake.
     type Channel: Channel;
 
     /// A new agent: its first handshake is full.

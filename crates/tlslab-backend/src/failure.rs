@@ -8,7 +8,9 @@ use crate::attempt::Attempt;
 /// (the sample's outcome), not an error of tlslab.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
+    /// What kind of failure, as the summary counts them.
     pub class: ErrorClass,
+    /// What happened, for people (a server's alert, the library's message).
     pub detail: String,
 }
 
@@ -69,6 +71,7 @@ impl Failure {
         })
     }
 
+    /// A failure of `class`, described by `detail`.
     pub fn new(class: ErrorClass, detail: impl Into<String>) -> Self {
         Failure {
             class,

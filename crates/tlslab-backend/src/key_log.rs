@@ -30,6 +30,7 @@ struct State {
 /// Lines of a key log, and the handshakes they complete.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Tally {
+    /// Lines, each one secret.
     pub lines: u64,
     /// Handshakes whose traffic secret is among the lines: TLS 1.3's
     /// `CLIENT_TRAFFIC_SECRET_0`, TLS 1.2's `CLIENT_RANDOM` (one each per handshake).
@@ -50,7 +51,9 @@ impl Tally {
 /// and every later line is counted as lost.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct KeyLogOutcome {
+    /// Lines in the file.
     pub written: Tally,
+    /// Lines not written after the first failed write.
     pub lost: Tally,
     /// Why writing stopped, when it did.
     pub failure: Option<String>,
@@ -81,6 +84,7 @@ impl KeyLogFile {
         })
     }
 
+    /// The file's path, as given.
     pub fn path(&self) -> &Path {
         &self.path
     }

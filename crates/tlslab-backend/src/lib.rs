@@ -31,6 +31,10 @@
 //! assert_eq!(attempt.server_flight_bytes, Some(2_800));
 //! ```
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs)]
+
 mod acceptance;
 mod attempt;
 pub mod certificate;

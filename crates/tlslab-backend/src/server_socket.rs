@@ -17,7 +17,10 @@
 //! the client side of this; openssl/openssl#4237).
 
 use std::io;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
 
+use tokio::io::{AsyncRead, ReadBuf};
 use tokio::net::TcpStream;
 
 /// Sets what every accepted connection of a lab server needs: Nagle off.
@@ -36,6 +39,74 @@ pub fn acknowledge_now(socket: &TcpStream) {
     }
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     let _ = socket;
+}
+
+/// What one step of a TLS library gave the reader.
+pub enum Advance {
+    /// Plaintext in the reader's buffer, the end of the stream, or an error to return.
+    Done(io::Result<()>),
+    /// The library moved on (it took bytes, or set a failure): look again.
+    Again,
+    /// The library needs more bytes from the client.
+    NeedBytes,
+}
+
+/// A lab server's TLS stream as [`poll_read`] drives it: both libraries' servers read the same
+/// way, and only their steps differ.
+pub trait ServerStream {
+    /// The failure that ends the connection once its alert is sent, if one happened.
+    fn failure(&mut self) -> &mut Option<io::Error>;
+    /// Runs the library with the bytes already received, for plaintext in `buffer`.
+    fn advance(&mut self, buffer: &mut ReadBuf<'_>) -> Advance;
+    /// Writes what the library queued (flights, tickets, alerts, records) to the socket.
+    fn poll_send(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+    /// Whether the client's last message is still unacknowledged (see [`acknowledge_now`]).
+    fn unacknowledged(&mut self) -> &mut bool;
+    /// The socket, and the buffer its bytes are read into.
+    fn socket_and_buffer(&mut self) -> (&mut TcpStream, &mut [u8]);
+    /// The first `count` bytes of the buffer came from the client.
+    fn received(&mut self, count: usize);
+    /// The client closed its side; what the reader gets last.
+    fn ended(&mut self, buffer: &mut ReadBuf<'_>) -> io::Result<()>;
+}
+
+/// `AsyncRead::poll_read` of a lab server's TLS stream: the library's steps until the reader
+/// has plaintext, sending what each step queued before waiting for the client (which may be
+/// waiting for it), and acknowledging a Finished nothing answered.
+pub fn poll_read(
+    stream: &mut impl ServerStream,
+    cx: &mut Context<'_>,
+    buffer: &mut ReadBuf<'_>,
+) -> Poll<io::Result<()>> {
+    loop {
+        if stream.failure().is_some() {
+            // The alert reaches the client if it can; the error is the connection's end.
+            let _ = ready!(stream.poll_send(cx));
+            let failure = stream.failure().take();
+            return Poll::Ready(Err(failure.unwrap_or_else(|| io::ErrorKind::Other.into())));
+        }
+        match stream.advance(buffer) {
+            Advance::Done(result) => return Poll::Ready(result),
+            Advance::Again => continue,
+            Advance::NeedBytes => {}
+        }
+        // Everything read is processed: send the flight, tickets or alerts it caused before
+        // waiting for the client, which may be waiting for them.
+        ready!(stream.poll_send(cx))?;
+        // Nothing answered the client's Finished (no request came with it): acknowledge it
+        // before waiting for the request it may be holding back.
+        if std::mem::take(stream.unacknowledged()) {
+            acknowledge_now(stream.socket_and_buffer().0);
+        }
+        let (socket, incoming) = stream.socket_and_buffer();
+        let mut read = ReadBuf::new(incoming);
+        ready!(Pin::new(socket).poll_read(cx, &mut read))?;
+        let count = read.filled().len();
+        if count == 0 {
+            return Poll::Ready(stream.ended(buffer));
+        }
+        stream.received(count);
+    }
 }
 
 #[cfg(all(test, any(target_os = "linux", target_os = "android")))]

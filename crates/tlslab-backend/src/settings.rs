@@ -25,7 +25,9 @@ pub enum Trust {
 /// asks for a certificate (mutual TLS), read and checked before the run.
 #[derive(Debug)]
 pub struct ClientCertificate {
+    /// The certificates, leaf first, as the client sends them.
     pub chain: Vec<CertificateDer<'static>>,
+    /// The leaf's key, for the CertificateVerify signature.
     pub key: PrivateKeyDer<'static>,
 }
 
@@ -98,10 +100,15 @@ impl FromStr for Suite {
 /// One Config's worth of client-side settings, for any library.
 #[derive(Debug, Clone)]
 pub struct ClientSettings {
+    /// The one TLS version offered.
     pub version: TlsVersion,
+    /// The one cipher suite offered (a legacy suite only OpenSSL has).
     pub suite: Suite,
+    /// The key exchange group of the key share.
     pub group: Group,
+    /// SNI, and the name the certificate must carry.
     pub server_name: String,
+    /// What verifies the server's certificate.
     pub trust: Trust,
     /// Each agent's first handshake is full, the rest resume (by ticket, or by TLS 1.2
     /// session ID alone with [`Resume::SessionId`]).
@@ -113,9 +120,11 @@ pub struct ClientSettings {
     /// TLS 1.3: the first key share is for another group ([`ClientSettings::key_share_guess`]),
     /// so the server asks again with a HelloRetryRequest.
     pub hello_retry: bool,
+    /// TCP, or QUIC (rustls only).
     pub transport: Transport,
     /// The request after the handshake, if any, and its path.
     pub http: Http,
+    /// The request's path.
     pub path: String,
     /// Encrypted ClientHello (TLS 1.3 only).
     pub ech: EchMode,
@@ -256,7 +265,9 @@ impl ClientSettings {
 /// An encoded HTTP request and the version it speaks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
+    /// The HTTP version, which decides how the response is read.
     pub version: tlslab_http::Version,
+    /// The request as it goes on the wire (HTTP/2 and HTTP/3 framed).
     pub bytes: Vec<u8>,
 }
 

@@ -77,37 +77,67 @@ const TCP_ESTABLISHED: u8 = 1;
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct TcpInfoStart {
+    /// `tcpi_state`.
     pub state: u8,
+    /// `tcpi_ca_state`.
     pub ca_state: u8,
+    /// `tcpi_retransmits`.
     pub retransmits: u8,
+    /// `tcpi_probes`.
     pub probes: u8,
+    /// `tcpi_backoff`.
     pub backoff: u8,
+    /// `tcpi_options`.
     pub options: u8,
+    /// `tcpi_snd_wscale` and `tcpi_rcv_wscale`, four bits each.
     pub window_scales: u8,
+    /// `tcpi_delivery_rate_app_limited` and `tcpi_fastopen_client_fail` bits.
     pub delivery_flags: u8,
+    /// `tcpi_rto`.
     pub rto: u32,
+    /// `tcpi_ato`.
     pub ato: u32,
+    /// `tcpi_snd_mss`.
     pub snd_mss: u32,
+    /// `tcpi_rcv_mss`.
     pub rcv_mss: u32,
+    /// `tcpi_unacked`.
     pub unacked: u32,
+    /// `tcpi_sacked`.
     pub sacked: u32,
+    /// `tcpi_lost`.
     pub lost: u32,
+    /// `tcpi_retrans`.
     pub retrans: u32,
+    /// `tcpi_fackets`.
     pub fackets: u32,
+    /// `tcpi_last_data_sent`.
     pub last_data_sent: u32,
+    /// `tcpi_last_ack_sent`.
     pub last_ack_sent: u32,
+    /// `tcpi_last_data_recv`.
     pub last_data_recv: u32,
+    /// `tcpi_last_ack_recv`.
     pub last_ack_recv: u32,
+    /// `tcpi_pmtu`.
     pub pmtu: u32,
+    /// `tcpi_rcv_ssthresh`.
     pub rcv_ssthresh: u32,
     /// The smoothed round trip, µs; after `connect()`, the SYN's.
     pub rtt: u32,
+    /// `tcpi_rttvar`.
     pub rttvar: u32,
+    /// `tcpi_snd_ssthresh`.
     pub snd_ssthresh: u32,
+    /// `tcpi_snd_cwnd`.
     pub snd_cwnd: u32,
+    /// `tcpi_advmss`.
     pub advmss: u32,
+    /// `tcpi_reordering`.
     pub reordering: u32,
+    /// `tcpi_rcv_rtt`.
     pub rcv_rtt: u32,
+    /// `tcpi_rcv_space`.
     pub rcv_space: u32,
     /// Segments retransmitted over the connection's life, SYNs included.
     pub total_retrans: u32,
@@ -169,8 +199,8 @@ pub fn clocks_now() -> (Instant, SystemTime) {
 /// at every attempt and find the first packets of each unstamped. One socket that asks for
 /// the whole run keeps it on; the first call waits (a few milliseconds at most) until a
 /// datagram it sends itself comes back stamped, so the first attempt is stamped too.
-pub fn kernel_timestamps() -> Result<(), &'static str> {
-    static KEEPER: OnceLock<Result<OwnedFd, String>> = OnceLock::new();
+pub fn kernel_timestamps() -> Result<(), TimestampError> {
+    static KEEPER: OnceLock<Result<OwnedFd, TimestampError>> = OnceLock::new();
     KEEPER
         .get_or_init(|| {
             let keeper = socket(
@@ -179,15 +209,26 @@ pub fn kernel_timestamps() -> Result<(), &'static str> {
                 SockFlag::SOCK_CLOEXEC,
                 None,
             )
-            .map_err(|error| format!("no socket to ask with: {error}"))?;
+            .map_err(TimestampError::NoSocket)?;
             setsockopt(&keeper, sockopt::Timestamping, &flags(false))
-                .map_err(|error| format!("SO_TIMESTAMPING refused: {error}"))?;
+                .map_err(TimestampError::Refused)?;
             wait_until_stamped(&keeper);
             Ok(keeper)
         })
         .as_ref()
         .map(|_| ())
-        .map_err(String::as_str)
+        .map_err(|error| *error)
+}
+
+/// Why the kernel cannot stamp this process's packets: the system's own error underneath.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TimestampError {
+    /// No socket could be opened to ask for timestamps with.
+    #[error("no socket to ask with")]
+    NoSocket(#[source] nix::errno::Errno),
+    /// The kernel refused `SO_TIMESTAMPING`.
+    #[error("SO_TIMESTAMPING refused")]
+    Refused(#[source] nix::errno::Errno),
 }
 
 /// Sends `keeper` datagrams over loopback until one comes back with a receive stamp, for up
@@ -226,7 +267,9 @@ pub fn describe_clock() -> String {
                    the network stack, send when it left for the device; connect from \
                    TCP_INFO's SYN round trip)"
             .to_string(),
-        Err(reason) => format!("user-space clock after each call returned ({reason})"),
+        Err(reason @ (TimestampError::NoSocket(errno) | TimestampError::Refused(errno))) => {
+            format!("user-space clock after each call returned ({reason}: {errno})")
+        }
     }
 }
 
@@ -308,6 +351,7 @@ impl TimestampedStream {
         self.stamping
     }
 
+    /// The stream, for what the timestamps do not cover (addresses, socket options).
     pub fn get_ref(&self) -> &TcpStream {
         &self.stream
     }

@@ -13,20 +13,24 @@ use tlslab_core::{Event, Sample, Timeline};
 /// An active sample as the cross-check needs it.
 #[derive(Debug, Clone)]
 pub struct RunSample {
+    /// The client's address and port, which names its connection in the capture.
     pub client: SocketAddr,
     /// When the attempt started, in nanoseconds since the Unix epoch.
     pub start_unix_ns: u64,
+    /// The run's own times of the attempt's events, from its start.
     pub timeline: Timeline,
 }
 
 /// How far apart the two are for one event.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Agreement {
+    /// The event the two clocks are compared at.
     pub event: Event,
     /// Handshakes where both sides have the event.
     pub matched: usize,
     /// Median and 99th percentile of |run − capture|, in nanoseconds.
     pub median_ns: f64,
+    /// See `median_ns`: the 99th percentile.
     pub p99_ns: f64,
     /// Median of run − capture: positive when the run saw the event later than the wire.
     pub median_signed_ns: f64,
@@ -37,7 +41,9 @@ pub struct Agreement {
 pub struct CrossCheck {
     /// Active samples matched to a captured connection, and those that were not.
     pub matched: usize,
+    /// Active samples no captured connection answered to.
     pub unmatched: usize,
+    /// The agreement at each event both sides saw, in the phase model's order.
     pub events: Vec<Agreement>,
 }
 
@@ -130,7 +136,7 @@ pub fn cross_check(run: &[RunSample], captured: &[Sample]) -> CrossCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tlslab_core::{Negotiated, Observed, Outcome, Vantage};
+    use tlslab_core::{Observed, Vantage};
 
     fn timeline(events: &[(Event, u64)]) -> Timeline {
         let mut timeline = Timeline::default();
@@ -141,33 +147,10 @@ mod tests {
     }
 
     fn captured(client: SocketAddr, first_packet_unix_ns: u64, events: &[(Event, u64)]) -> Sample {
-        Sample {
-            config: 0,
-            trial: 0,
-            round: 1,
-            agent: 0,
-            warmup: false,
-            started_at: 0,
-            timeline: timeline(events),
-            outcome: Outcome::Ok,
-            error: None,
-            error_detail: None,
-            negotiated: Negotiated::default(),
-            bytes_sent: 0,
-            bytes_received: 0,
-            client_hello_bytes: None,
-            server_flight_bytes: None,
-            client_certificate_bytes: None,
-            response: None,
-            quic: None,
-            insecure: false,
-            client_address: Some(client),
-            server_address: None,
-            connection: None,
-            response_wire_bytes: None,
-            server_software: None,
-            wire_clock: None,
-            observed: Some(Box::new(Observed {
+        Sample::builder()
+            .timeline(timeline(events))
+            .client_address(client)
+            .observed(Observed {
                 source: "test".into(),
                 vantage: Vantage::Local,
                 server: "127.0.0.1:443".parse().unwrap(),
@@ -176,8 +159,8 @@ mod tests {
                 retransmissions: 0,
                 missing_bytes: 0,
                 offered: Default::default(),
-            })),
-        }
+            })
+            .build()
     }
 
     #[test]

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::packets::CaptureError;
 
@@ -62,21 +62,47 @@ struct Libpcap {
     _library: libloading::Library,
 }
 
+/// Why a filter cannot be compiled or applied. Cloned out of the caches that keep it (the
+/// process's libpcap, a filter's program per link type), so its causes are shared.
+#[derive(Debug, Clone, thiserror::Error)]
+enum FilterProblem {
+    /// No libpcap runtime library could be loaded; `tried` names each library tried.
+    #[error("cannot load libpcap, which compiles filters (tried {tried})")]
+    NoLibpcap {
+        tried: String,
+        #[source]
+        last: Arc<libloading::Error>,
+    },
+    /// The expression cannot be handed to C.
+    #[error("the expression holds a NUL character")]
+    NulCharacter,
+    /// libpcap has no compiler for the link type.
+    #[error("libpcap does not know link type {0}")]
+    UnknownLinkType(i32),
+    /// libpcap's compiler refused the expression; its message is all libpcap gives.
+    #[error("{0}")]
+    Refused(String),
+}
+
 /// The names Debian and other distributions give the runtime library (package `libpcap0.8`,
 /// which tcpdump and tshark depend on), newest ABI name last.
 const LIBRARY_NAMES: [&str; 3] = ["libpcap.so.0.8", "libpcap.so.1", "libpcap.so"];
 
 impl Libpcap {
-    fn load() -> Result<Libpcap, String> {
-        let mut reasons = Vec::new();
+    fn load() -> Result<Libpcap, FilterProblem> {
+        let mut last = None;
         for name in LIBRARY_NAMES {
             // SAFETY: loading libpcap runs no initialisers with preconditions of ours.
-            match unsafe { libloading::Library::new(name) } {
-                Ok(library) => return Libpcap::bind(library).map_err(|error| error.to_string()),
-                Err(error) => reasons.push(error.to_string()),
+            let loaded = unsafe { libloading::Library::new(name) }.and_then(Libpcap::bind);
+            match loaded {
+                Ok(libpcap) => return Ok(libpcap),
+                Err(error) => last = Some(error),
             }
         }
-        Err(reasons.join("; "))
+        Err(FilterProblem::NoLibpcap {
+            tried: LIBRARY_NAMES.join(", "),
+            last: Arc::new(last.expect("LIBRARY_NAMES is not empty")),
+        })
     }
 
     fn bind(library: libloading::Library) -> Result<Libpcap, libloading::Error> {
@@ -95,12 +121,12 @@ impl Libpcap {
     }
 
     /// The process's libpcap, loaded on first use.
-    fn get() -> Result<&'static Libpcap, String> {
-        static LIBPCAP: OnceLock<Result<Libpcap, String>> = OnceLock::new();
+    fn get() -> Result<&'static Libpcap, FilterProblem> {
+        static LIBPCAP: OnceLock<Result<Libpcap, FilterProblem>> = OnceLock::new();
         LIBPCAP
             .get_or_init(Libpcap::load)
             .as_ref()
-            .map_err(|reason| format!("cannot load libpcap, which compiles filters ({reason})"))
+            .map_err(FilterProblem::clone)
     }
 }
 
@@ -135,14 +161,13 @@ impl Program {
 }
 
 /// The program for link type `dlt`, or libpcap's reason.
-fn compile(expression: &str, dlt: i32) -> Result<Program, String> {
+fn compile(expression: &str, dlt: i32) -> Result<Program, FilterProblem> {
     let libpcap = Libpcap::get()?;
-    let text =
-        CString::new(expression).map_err(|_| "the expression holds a NUL character".to_string())?;
+    let text = CString::new(expression).map_err(|_| FilterProblem::NulCharacter)?;
     // SAFETY: a dead capture needs no device; it is closed below on every path.
     let capture = unsafe { (libpcap.open_dead)(dlt, 262_144) };
     if capture.is_null() {
-        return Err(format!("libpcap does not know link type {dlt}"));
+        return Err(FilterProblem::UnknownLinkType(dlt));
     }
     let mut program = RawProgram {
         length: 0,
@@ -165,7 +190,9 @@ fn compile(expression: &str, dlt: i32) -> Result<Program, String> {
     } else {
         // SAFETY: pcap_geterr returns the capture's NUL-terminated message buffer.
         let message = unsafe { CStr::from_ptr((libpcap.error_text)(capture)) };
-        Err(message.to_string_lossy().into_owned())
+        Err(FilterProblem::Refused(
+            message.to_string_lossy().into_owned(),
+        ))
     };
     // SAFETY: closed once; nothing refers to it any more.
     unsafe { (libpcap.close)(capture) };
@@ -176,7 +203,7 @@ fn compile(expression: &str, dlt: i32) -> Result<Program, String> {
 pub struct Filter {
     expression: String,
     /// By libpcap link type (DLT): the program, or why the expression does not apply.
-    programs: HashMap<i32, Result<Program, String>>,
+    programs: HashMap<i32, Result<Program, FilterProblem>>,
 }
 
 impl std::fmt::Debug for Filter {
@@ -197,19 +224,21 @@ impl Filter {
     /// a live capture never sees a link header.
     pub fn new(expression: &str) -> Result<Filter, CaptureError> {
         if let Err(reason) = Libpcap::get() {
-            return Err(CaptureError {
-                message: format!("--filter '{expression}': {reason}"),
-                hint: "install libpcap's runtime library (Debian: apt install libpcap0.8; \
-                       tcpdump brings it), or capture without --filter"
-                    .to_string(),
-            });
+            return Err(CaptureError::new(
+                format!("--filter '{expression}' cannot be used"),
+                "install libpcap's runtime library (Debian: apt install libpcap0.8; \
+                 tcpdump brings it), or capture without --filter",
+            )
+            .caused_by(reason));
         }
-        let program = compile(expression, DLT_RAW).map_err(|reason| CaptureError {
-            message: format!("--filter '{expression}': {reason}"),
-            hint: format!(
-                "{SYNTAX_HINT}; tlslab filters IP packets, so link-layer terms (ether, vlan) \
-                 do not apply"
-            ),
+        let program = compile(expression, DLT_RAW).map_err(|reason| {
+            CaptureError::new(
+                format!("--filter '{expression}': {reason}"),
+                format!(
+                    "{SYNTAX_HINT}; tlslab filters IP packets, so link-layer terms (ether, \
+                     vlan) do not apply"
+                ),
+            )
         })?;
         let mut programs = HashMap::new();
         programs.insert(DLT_RAW, Ok(program));
@@ -219,6 +248,7 @@ impl Filter {
         })
     }
 
+    /// The expression as the user gave it, for messages.
     pub fn expression(&self) -> &str {
         &self.expression
     }
@@ -253,20 +283,18 @@ impl Filter {
             Ok(libpcap) => program
                 .as_ref()
                 .map(|program| program.passes(libpcap, data))
-                .map_err(String::clone),
+                .map_err(FilterProblem::clone),
             Err(reason) => Err(reason),
         };
         match passes {
             Ok(passes) => Ok(passes),
-            Err(reason) => Err(CaptureError {
-                message: format!(
-                    "--filter '{expression}' does not apply to link type {dlt}: {reason}"
-                ),
-                hint: format!(
+            Err(reason) => Err(CaptureError::new(
+                format!("--filter '{expression}' does not apply to link type {dlt}: {reason}"),
+                format!(
                     "{SYNTAX_HINT}; a capture's link type decides which terms apply \
                      (`tcpdump -r FILE -d EXPRESSION` shows the same)"
                 ),
-            }),
+            )),
         }
     }
 }

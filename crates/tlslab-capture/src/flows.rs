@@ -203,6 +203,44 @@ fn starts_handshake(payload: &[u8], kind: u8) -> bool {
     matches!(payload, [22, 3, _, _, _, first, ..] if *first == kind)
 }
 
+/// What a segment of a connection whose roles are not known yet says about them: `None`
+/// when nothing (an ACK, FIN or reset alone), `Some(None)` when the connection is not TLS,
+/// else the client and the server.
+#[inline]
+fn roles(
+    from: SocketAddr,
+    to: SocketAddr,
+    tcp: &TcpSegment<'_>,
+) -> Option<Option<(SocketAddr, SocketAddr)>> {
+    if tcp.syn {
+        // SYN from the client, SYN-ACK from the server.
+        Some(Some(if tcp.ack { (to, from) } else { (from, to) }))
+    } else if starts_handshake(tcp.payload, 1) {
+        Some(Some((from, to)))
+    } else if starts_handshake(tcp.payload, 2) {
+        Some(Some((to, from)))
+    } else if tcp.payload.is_empty() {
+        None
+    } else {
+        Some(None)
+    }
+}
+
+/// `open` in a spare allocation when there is one, so that a capture of many connections
+/// does not allocate a handshake's state for each.
+#[inline]
+// The boxes are the spare allocations themselves, moved in and out of `State::Open`.
+#[allow(clippy::vec_box)]
+fn reuse(spare: &mut Vec<Box<Open>>, open: Open) -> Box<Open> {
+    match spare.pop() {
+        Some(mut spare) => {
+            *spare = open;
+            spare
+        }
+        None => Box::new(open),
+    }
+}
+
 impl Flows {
     /// One TCP segment from `source` (a file or interface index), in capture order.
     pub fn segment(
@@ -259,20 +297,7 @@ impl Flows {
             tcp.sequence.wrapping_sub(1)
         });
         if let State::Waiting = flow.state {
-            let roles = if tcp.syn {
-                // SYN from the client, SYN-ACK from the server.
-                Some(Some(if tcp.ack { (to, from) } else { (from, to) }))
-            } else if starts_handshake(tcp.payload, 1) {
-                Some(Some((from, to)))
-            } else if starts_handshake(tcp.payload, 2) {
-                Some(Some((to, from)))
-            } else if tcp.payload.is_empty() {
-                // An ACK, FIN or reset alone says nothing about roles yet.
-                None
-            } else {
-                Some(None)
-            };
-            match roles {
+            match roles(from, to, tcp) {
                 None => {}
                 Some(Some((client, server))) => {
                     let open = Open {
@@ -286,13 +311,7 @@ impl Flows {
                         to_client: Stream::default(),
                         handshake: Handshake::with_keys(self.keys.clone()),
                     };
-                    flow.state = State::Open(match self.spare.pop() {
-                        Some(mut spare) => {
-                            *spare = open;
-                            spare
-                        }
-                        None => Box::new(open),
-                    });
+                    flow.state = State::Open(reuse(&mut self.spare, open));
                 }
                 Some(None) => {
                     self.counts.not_tls += 1;

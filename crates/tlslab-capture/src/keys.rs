@@ -18,10 +18,15 @@ use crate::packets::CaptureError;
 /// The TLS 1.3 secrets of one handshake, by the client random that names it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Secrets {
+    /// `CLIENT_EARLY_TRAFFIC_SECRET`: opens 0-RTT data.
     pub client_early: Option<Vec<u8>>,
+    /// `CLIENT_HANDSHAKE_TRAFFIC_SECRET`: opens the client's encrypted handshake messages.
     pub client_handshake: Option<Vec<u8>>,
+    /// `SERVER_HANDSHAKE_TRAFFIC_SECRET`: opens the server's flight after its ServerHello.
     pub server_handshake: Option<Vec<u8>>,
+    /// `CLIENT_TRAFFIC_SECRET_0`: opens the client's first application data.
     pub client_traffic: Option<Vec<u8>>,
+    /// `SERVER_TRAFFIC_SECRET_0`: opens the server's first application data and tickets.
     pub server_traffic: Option<Vec<u8>>,
 }
 
@@ -45,24 +50,24 @@ impl KeyLog {
     /// Reads a key log file; lines it does not know (comments, TLS 1.2's `CLIENT_RANDOM`,
     /// exporter secrets) are passed over.
     pub fn read(path: &Path) -> Result<KeyLog, CaptureError> {
-        let text = std::fs::read(path).map_err(|error| CaptureError {
-            message: format!("cannot read the key log {}: {error}", path.display()),
-            hint:
-                "give --keylog a file in SSLKEYLOGFILE format (tlslab run --keylog, curl, browsers)"
-                    .into(),
+        let text = std::fs::read(path).map_err(|error| {
+            CaptureError::new(
+                format!("cannot read the key log {}", path.display()),
+                "give --keylog a file in SSLKEYLOGFILE format (tlslab run --keylog, curl, browsers)",
+            )
+            .caused_by(error)
         })?;
         let log = KeyLog::parse(&String::from_utf8_lossy(&text));
         if log.entries.is_empty() {
-            return Err(CaptureError {
-                message: format!("{} holds no TLS 1.3 secrets", path.display()),
-                hint:
-                    "a key log has lines such as CLIENT_HANDSHAKE_TRAFFIC_SECRET <random> <secret>"
-                        .into(),
-            });
+            return Err(CaptureError::new(
+                format!("{} holds no TLS 1.3 secrets", path.display()),
+                "a key log has lines such as CLIENT_HANDSHAKE_TRAFFIC_SECRET <random> <secret>",
+            ));
         }
         Ok(log)
     }
 
+    /// Reads an SSLKEYLOGFILE text; lines it does not understand are skipped, as Wireshark does.
     pub fn parse(text: &str) -> KeyLog {
         let mut entries: HashMap<Vec<u8>, Secrets> = HashMap::new();
         for line in text.lines() {
@@ -90,6 +95,7 @@ impl KeyLog {
         KeyLog { entries }
     }
 
+    /// The secrets of the handshake whose ClientHello carried `client_random`.
     pub fn secrets(&self, client_random: &[u8]) -> Option<&Secrets> {
         self.entries.get(client_random)
     }
@@ -115,10 +121,12 @@ impl KeyLog {
         })
     }
 
+    /// How many handshakes the log holds secrets for.
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    /// Whether the log holds no usable secrets at all.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

@@ -24,6 +24,10 @@
 //! [`Sample`]: tlslab_core::Sample
 //! [`Sink`]: tlslab_core::Sink
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs)]
+
 pub mod crosscheck;
 pub mod filter;
 mod flows;
@@ -52,10 +56,13 @@ use samples::ConfigKey;
 pub struct Report {
     /// Each capture read, with what reading it saw.
     pub files: Vec<(String, Summary)>,
+    /// How many TCP and UDP flows were met, and how many were not TLS.
     pub flows: FlowCounts,
     /// TLS handshakes stored, and how many of them failed.
     pub connections: u64,
+    /// See `connections`: those that failed.
     pub errors: u64,
+    /// Configs: the distinct settings the handshakes negotiated.
     pub configs: usize,
     /// Capture time from the first packet to the last, in nanoseconds.
     pub span_ns: u64,
@@ -87,6 +94,7 @@ pub struct Analyser<'a> {
 }
 
 impl<'a> Analyser<'a> {
+    /// An analyser that hands every Sample and Config it finds to `sink`.
     pub fn new(sink: &'a mut dyn Sink) -> Analyser<'a> {
         Analyser {
             sink,
@@ -276,6 +284,7 @@ impl<'a> Analyser<'a> {
 /// Keeps every Sample in memory: for a capture read to be compared, not stored.
 #[derive(Debug, Default)]
 pub struct Collected {
+    /// Every Sample, in the order the handshakes were read.
     pub samples: Vec<tlslab_core::Sample>,
 }
 

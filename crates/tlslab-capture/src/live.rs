@@ -48,15 +48,14 @@ fn attach(socket: &OwnedFd, filter: &Filter) -> Result<(), CaptureError> {
         )
     };
     if result != 0 {
-        return Err(CaptureError {
-            message: format!(
-                "cannot attach --filter '{}' to the capture: {}",
-                filter.expression(),
-                Errno::last()
+        return Err(CaptureError::new(
+            format!(
+                "cannot attach --filter '{}' to the capture",
+                filter.expression()
             ),
-            hint: "the kernel refused libpcap's program; report the expression as a tlslab bug"
-                .into(),
-        });
+            "the kernel refused libpcap's program; report the expression as a tlslab bug",
+        )
+        .caused_by(Errno::last()));
     }
     Ok(())
 }
@@ -104,10 +103,7 @@ fn failed(what: &str, error: Errno) -> CaptureError {
         Errno::ENODEV | Errno::ENXIO => "`ip link` lists the interfaces; `any` captures them all",
         _ => "check that the interface exists and is up",
     };
-    CaptureError {
-        message: format!("cannot {what}: {error}"),
-        hint: hint.into(),
-    }
+    CaptureError::new(format!("cannot {what}"), hint).caused_by(error)
 }
 
 impl Live {
@@ -262,10 +258,14 @@ const SPOOL_BYTES: usize = 8 * 1024;
 const SNAPLEN: u32 = LARGEST_PACKET as u32;
 
 impl PcapFile {
+    /// Creates the pcap file at `path` and writes its header, for packets of any size.
     pub fn create(path: &Path) -> Result<PcapFile, CaptureError> {
-        let file = File::create(path).map_err(|error| CaptureError {
-            message: format!("cannot write the capture {}: {error}", path.display()),
-            hint: "give a path in a directory you can write".into(),
+        let file = File::create(path).map_err(|error| {
+            CaptureError::new(
+                format!("cannot write the capture {}", path.display()),
+                "give a path in a directory you can write",
+            )
+            .caused_by(error)
         })?;
         let header = PcapHeader {
             version_major: 2,
@@ -280,7 +280,7 @@ impl PcapFile {
         let mut spool = Vec::with_capacity(SPOOL_BYTES + LARGEST_PACKET);
         header
             .write_to(&mut spool)
-            .map_err(|error| cannot_format(path, &error))?;
+            .map_err(|error| cannot_format(path, error))?;
         let mut pcap = PcapFile {
             path: path.to_path_buf(),
             file,
@@ -294,6 +294,7 @@ impl PcapFile {
         Ok(pcap)
     }
 
+    /// Adds `packet`; written out in batches, each a whole number of records.
     pub fn write(&mut self, packet: &Packet<'_>) -> Result<(), CaptureError> {
         let record = PcapPacket::new(
             Duration::from_nanos(packet.timestamp_ns),
@@ -302,7 +303,7 @@ impl PcapFile {
         );
         record
             .write_to::<_, NativeEndian>(&mut self.spool, TsResolution::NanoSecond, SNAPLEN)
-            .map_err(|error| cannot_format(&self.path, &error))?;
+            .map_err(|error| cannot_format(&self.path, error))?;
         self.spooled += 1;
         if self.spool.len() >= SPOOL_BYTES {
             self.write_out()?;
@@ -319,15 +320,15 @@ impl PcapFile {
         if let Err(error) = self.file.write_all(&self.spool) {
             let _ = self.file.set_len(self.length);
             self.spool.clear();
-            return Err(CaptureError {
-                message: format!(
-                    "cannot write the capture {}: {error}, after {} packets (the file holds \
-                     them whole)",
+            return Err(CaptureError::new(
+                format!(
+                    "cannot write the capture {} after {} packets (the file holds them whole)",
                     self.path.display(),
                     self.packets
                 ),
-                hint: "give a path on a disk with free space".into(),
-            });
+                "give a path on a disk with free space",
+            )
+            .caused_by(error));
         }
         self.length += self.spool.len() as u64;
         self.packets += self.spooled;
@@ -344,11 +345,12 @@ impl PcapFile {
 }
 
 /// A packet the pcap format cannot hold (a time past 2106): not a write error.
-fn cannot_format(path: &Path, error: &pcap_file::PcapError) -> CaptureError {
-    CaptureError {
-        message: format!("cannot record a packet in {}: {error}", path.display()),
-        hint: "check the system clock".into(),
-    }
+fn cannot_format(path: &Path, error: pcap_file::PcapError) -> CaptureError {
+    CaptureError::new(
+        format!("cannot record a packet in {}", path.display()),
+        "check the system clock",
+    )
+    .caused_by(error)
 }
 
 /// When a capture file is closed and the next begun (`tlslab capture --rotate`).
@@ -378,6 +380,7 @@ pub struct PcapFiles {
     opened_at: Option<u64>,
     /// Every file begun, in order.
     pub paths: Vec<PathBuf>,
+    /// Packets written to all of them.
     pub packets: u64,
 }
 
@@ -431,6 +434,7 @@ impl PcapFiles {
         Ok(())
     }
 
+    /// Adds `packet` to the current file, first beginning the next when the rotation is due.
     pub fn write(&mut self, packet: &Packet<'_>) -> Result<(), CaptureError> {
         let due = match self.rotation {
             Some(Rotation::Size(limit)) => self.bytes > 0 && self.bytes >= limit,

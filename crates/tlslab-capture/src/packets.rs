@@ -40,25 +40,42 @@ pub struct Segment<'a> {
     pub timestamp_ns: u64,
     /// The pcapng interface it was captured on (0 for legacy pcap).
     pub interface: u32,
+    /// Where it came from.
     pub source: SocketAddr,
+    /// Where it went.
     pub destination: SocketAddr,
+    /// Its TCP segment or UDP payload.
     pub transport: Transport<'a>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A packet's transport: what the TLS and QUIC readers take.
 pub enum Transport<'a> {
+    /// A TCP segment with its flags.
     Tcp(TcpSegment<'a>),
-    Udp { payload: &'a [u8] },
+    /// A UDP datagram's payload (QUIC).
+    Udp {
+        /// The datagram's bytes, as captured.
+        payload: &'a [u8],
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the flow reader needs of a TCP header, and the payload.
 pub struct TcpSegment<'a> {
+    /// The sequence number of the first payload byte (of the SYN itself for a SYN).
     pub sequence: u32,
+    /// The next sequence number the sender expects, when `ack` is set.
     pub acknowledgment: u32,
+    /// Opens a connection (with `ack`, the server's answer).
     pub syn: bool,
+    /// `acknowledgment` is valid.
     pub ack: bool,
+    /// The sender has sent everything.
     pub fin: bool,
+    /// The connection was reset.
     pub rst: bool,
+    /// The segment's data, as captured (a snapshot length may have cut it).
     pub payload: &'a [u8],
 }
 
@@ -93,6 +110,7 @@ pub enum SkipReason {
 }
 
 impl SkipReason {
+    /// Every reason, in the order the summary lists them.
     pub const ALL: [SkipReason; 7] = [
         SkipReason::NotIp,
         SkipReason::OtherProtocol,
@@ -132,6 +150,7 @@ pub struct Summary {
     pub bytes: u64,
     /// Packets handed to the callback.
     pub decoded: u64,
+    /// Packets that were not handed on, by why.
     pub skipped: BTreeMap<SkipReason, u64>,
     /// Link types met that are not decoded, with their packet counts.
     pub link_types: BTreeMap<u32, u64>,
@@ -142,18 +161,43 @@ pub struct Summary {
     pub filtered: u64,
 }
 
+/// Why a capture could not be opened, read, filtered or written: what failed, what to do
+/// about it, and the system's or library's own error underneath when there is one.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct CaptureError {
+    /// What failed, naming the file or option concerned.
     pub message: String,
+    /// What the user can do about it.
     pub hint: String,
+    /// The error underneath (an I/O error, libpcap's or the kernel's refusal), kept whole so
+    /// the command line can show the chain of causes.
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl CaptureError {
+    /// An error with no cause underneath it.
+    pub fn new(message: impl Into<String>, hint: impl Into<String>) -> CaptureError {
+        CaptureError {
+            message: message.into(),
+            hint: hint.into(),
+            source: None,
+        }
+    }
+
+    /// The same error, with `source` as the cause underneath it.
+    pub fn caused_by(
+        mut self,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> CaptureError {
+        self.source = Some(source.into());
+        self
+    }
 }
 
 fn error(message: String, hint: impl Into<String>) -> CaptureError {
-    CaptureError {
-        message,
-        hint: hint.into(),
-    }
+    CaptureError::new(message, hint)
 }
 
 const FORMATS_HINT: &str = "give a pcap or pcapng capture (as tcpdump -w, dumpcap, tshark or \
@@ -185,9 +229,10 @@ pub fn read_filtered(
     let name = path.display().to_string();
     let file = File::open(path).map_err(|problem| {
         error(
-            format!("cannot open {name}: {problem}"),
+            format!("cannot open {name}"),
             "check the path and that the file is readable",
         )
+        .caused_by(problem)
     })?;
     let status = InputStatus::default();
     let mut file = WholeReads {
@@ -211,9 +256,10 @@ pub fn read_filtered(
         Some(Compression::Zstd) => {
             let decoder = zstd::stream::read::Decoder::new(input).map_err(|problem| {
                 error(
-                    format!("cannot decompress {name}: {problem}"),
+                    format!("cannot decompress {name}"),
                     "check that the file is a complete zstd stream",
                 )
+                .caused_by(problem)
             })?;
             read_from_filtered(decoder, &name, filter, each)
         }
@@ -407,14 +453,14 @@ struct InputStatus {
 
 impl InputStatus {
     fn failure(&self, name: &str) -> CaptureError {
-        let problem = self
-            .error
-            .take()
-            .map_or_else(|| "read error".to_owned(), |problem| problem.to_string());
-        error(
-            format!("cannot read {name}: {problem}"),
+        let failure = error(
+            format!("cannot read {name}"),
             "check the file: a compressed capture may be damaged",
-        )
+        );
+        match self.error.take() {
+            Some(problem) => failure.caused_by(problem),
+            None => failure,
+        }
     }
 }
 

@@ -183,108 +183,16 @@ pub fn sample(
 ) -> (ConfigKey, Sample) {
     let handshake = &connection.handshake;
     let start = connection.syn.unwrap_or(connection.first_packet);
-    let since = |at: u64| at.saturating_sub(start);
     let (detected, network_rtt_ns) = vantage(connection);
     let vantage = known.unwrap_or(detected);
-    let mut timeline = Timeline::default();
-    if sees_client_events(vantage) {
-        timeline.set(Event::Start, 0);
-        if let (Some(_), Some(ack)) = (connection.syn, connection.ack) {
-            timeline.set(Event::TcpConnected, since(ack));
-        }
-        let times = &handshake.times;
-        for (event, at) in [
-            (Event::ClientHelloSent, times.client_hello),
-            (Event::ServerHelloReceived, times.server_hello),
-            (Event::ServerFlightReceived, times.server_flight_end),
-            (Event::ClientFinishedSent, times.client_finished),
-            (Event::HandshakeDone, times.done),
-            (Event::FirstByte, times.first_response_byte),
-        ] {
-            if let Some(at) = at {
-                timeline.set(event, since(at));
-            }
-        }
-    }
+    let timeline = client_timeline(connection, vantage, start);
 
     let no_hello = crate::tls::ClientHello::default();
     let hello = handshake.client_hello.as_ref().unwrap_or(&no_hello);
-    let server = handshake.server_hello.as_ref();
     let resumed = handshake.resumed();
-    let negotiated = Negotiated {
-        version: server.map(|server| names::version(server.version)),
-        suite: server.map(|server| suite_name(server.suite).into_owned()),
-        group: handshake.group(),
-        signature_scheme: handshake.signature_scheme.map(names::signature_scheme),
-        alpn: server.and_then(|server| server.alpn.clone()),
-        resumed: (hello.offers_session || resumed).then_some(resumed),
-        // Whether the server took the early data is in its encrypted extensions.
-        early_data: handshake.early_data(),
-        // Only the absence of ECH is certain without keys; with them, the secrets that open
-        // the server's flight tell which ClientHello it answered. A GREASE extension looks
-        // like a real one on the wire, so it shows as rejected.
-        ech: match (hello.offers_ech, handshake.ech_accepted) {
-            (false, _) => Some(tlslab_core::EchStatus::NotOffered),
-            (true, Some(true)) => Some(tlslab_core::EchStatus::Accepted),
-            (true, Some(false)) => Some(tlslab_core::EchStatus::Rejected),
-            (true, None) => None,
-        },
-        // Known once the server answered, with a ServerHello or a HelloRetryRequest.
-        hello_retry: (server.is_some() || handshake.hello_retry).then_some(handshake.hello_retry),
-        // A TLS 1.3 CertificateRequest is encrypted; not read from captures yet.
-        client_certificate: None,
-    };
+    let negotiated = negotiated(handshake, hello);
 
-    let (outcome, error, error_detail) = match connection.ending {
-        Ending::Done => (Outcome::Ok, None, None),
-        _ if handshake.alert.is_none() && connection.failure.is_some() => {
-            let (class, detail) = connection
-                .failure
-                .clone()
-                .unwrap_or((ErrorClass::Protocol, String::new()));
-            (Outcome::Error, Some(class), Some(detail))
-        }
-        _ if handshake.server_not_tls() => (
-            Outcome::Error,
-            Some(ErrorClass::NotTls),
-            Some("the server answered with bytes that are not TLS".to_string()),
-        ),
-        _ if handshake.alert.is_some() => {
-            let alert = handshake.alert.unwrap_or(crate::tls::Alert {
-                from_server: true,
-                level: 2,
-                description: 0,
-            });
-            (
-                Outcome::Error,
-                Some(ErrorClass::Alert),
-                Some(format!(
-                    "{} alert from the {}",
-                    tls_parser::TlsAlertDescription(alert.description),
-                    if alert.from_server {
-                        "server"
-                    } else {
-                        "client"
-                    }
-                )),
-            )
-        }
-        Ending::Reset { by_server } => (
-            Outcome::Error,
-            Some(ErrorClass::Reset),
-            Some(format!("reset by the {}", side(by_server))),
-        ),
-        Ending::Closed { by_server } => (
-            Outcome::Error,
-            Some(ErrorClass::Reset),
-            Some(format!("closed by the {}", side(by_server))),
-        ),
-        Ending::Timeout => (
-            Outcome::Error,
-            Some(ErrorClass::Timeout),
-            Some("silent for a minute of capture time".to_string()),
-        ),
-    };
+    let (outcome, error, error_detail) = outcome(connection);
 
     let key = ConfigKey {
         transport: connection.transport,
@@ -337,28 +245,145 @@ pub fn sample(
             network_rtt_ns,
             retransmissions: connection.retransmissions,
             missing_bytes: connection.missing_bytes,
-            offered: tlslab_core::Offered {
-                versions: hello
-                    .versions
-                    .iter()
-                    .map(|&v| names::version_static(v))
-                    .collect(),
-                suites: hello.suites.iter().map(|&s| suite_name(s)).collect(),
-                groups: hello
-                    .groups
-                    .iter()
-                    .map(|&g| names::group_static(g))
-                    .collect(),
-                key_shares: hello
-                    .key_shares
-                    .iter()
-                    .map(|&(group, size)| (names::group_static(group), size))
-                    .collect(),
-                alpn: hello.alpn.clone(),
-            },
+            offered: offered(hello),
         })),
     };
     (key, sample)
+}
+
+/// The events a capture at `vantage` can place on the client's timeline, counted from
+/// `start` (the SYN, or the first packet): none unless the client's own times are seen.
+fn client_timeline(connection: &Connection, vantage: Vantage, start: u64) -> Timeline {
+    let since = |at: u64| at.saturating_sub(start);
+    let mut timeline = Timeline::default();
+    if sees_client_events(vantage) {
+        timeline.set(Event::Start, 0);
+        if let (Some(_), Some(ack)) = (connection.syn, connection.ack) {
+            timeline.set(Event::TcpConnected, since(ack));
+        }
+        let times = &connection.handshake.times;
+        for (event, at) in [
+            (Event::ClientHelloSent, times.client_hello),
+            (Event::ServerHelloReceived, times.server_hello),
+            (Event::ServerFlightReceived, times.server_flight_end),
+            (Event::ClientFinishedSent, times.client_finished),
+            (Event::HandshakeDone, times.done),
+            (Event::FirstByte, times.first_response_byte),
+        ] {
+            if let Some(at) = at {
+                timeline.set(event, since(at));
+            }
+        }
+    }
+    timeline
+}
+
+/// What the handshake settled, as far as the packets show it.
+fn negotiated(handshake: &crate::tls::Handshake, hello: &crate::tls::ClientHello) -> Negotiated {
+    let server = handshake.server_hello.as_ref();
+    let resumed = handshake.resumed();
+    Negotiated {
+        version: server.map(|server| names::version(server.version)),
+        suite: server.map(|server| suite_name(server.suite).into_owned()),
+        group: handshake.group(),
+        signature_scheme: handshake.signature_scheme.map(names::signature_scheme),
+        alpn: server.and_then(|server| server.alpn.clone()),
+        resumed: (hello.offers_session || resumed).then_some(resumed),
+        // Whether the server took the early data is in its encrypted extensions.
+        early_data: handshake.early_data(),
+        // Only the absence of ECH is certain without keys; with them, the secrets that open
+        // the server's flight tell which ClientHello it answered. A GREASE extension looks
+        // like a real one on the wire, so it shows as rejected.
+        ech: match (hello.offers_ech, handshake.ech_accepted) {
+            (false, _) => Some(tlslab_core::EchStatus::NotOffered),
+            (true, Some(true)) => Some(tlslab_core::EchStatus::Accepted),
+            (true, Some(false)) => Some(tlslab_core::EchStatus::Rejected),
+            (true, None) => None,
+        },
+        // Known once the server answered, with a ServerHello or a HelloRetryRequest.
+        hello_retry: (server.is_some() || handshake.hello_retry).then_some(handshake.hello_retry),
+        // A TLS 1.3 CertificateRequest is encrypted; not read from captures yet.
+        client_certificate: None,
+    }
+}
+
+/// How the connection ended, as a Sample records it: the outcome, the error's class and
+/// its detail.
+fn outcome(connection: &Connection) -> (Outcome, Option<ErrorClass>, Option<String>) {
+    let handshake = &connection.handshake;
+    match connection.ending {
+        Ending::Done => (Outcome::Ok, None, None),
+        _ if handshake.alert.is_none() && connection.failure.is_some() => {
+            let (class, detail) = connection
+                .failure
+                .clone()
+                .unwrap_or((ErrorClass::Protocol, String::new()));
+            (Outcome::Error, Some(class), Some(detail))
+        }
+        _ if handshake.server_not_tls() => (
+            Outcome::Error,
+            Some(ErrorClass::NotTls),
+            Some("the server answered with bytes that are not TLS".to_string()),
+        ),
+        _ if handshake.alert.is_some() => {
+            let alert = handshake.alert.unwrap_or(crate::tls::Alert {
+                from_server: true,
+                level: 2,
+                description: 0,
+            });
+            (
+                Outcome::Error,
+                Some(ErrorClass::Alert),
+                Some(format!(
+                    "{} alert from the {}",
+                    tls_parser::TlsAlertDescription(alert.description),
+                    if alert.from_server {
+                        "server"
+                    } else {
+                        "client"
+                    }
+                )),
+            )
+        }
+        Ending::Reset { by_server } => (
+            Outcome::Error,
+            Some(ErrorClass::Reset),
+            Some(format!("reset by the {}", side(by_server))),
+        ),
+        Ending::Closed { by_server } => (
+            Outcome::Error,
+            Some(ErrorClass::Reset),
+            Some(format!("closed by the {}", side(by_server))),
+        ),
+        Ending::Timeout => (
+            Outcome::Error,
+            Some(ErrorClass::Timeout),
+            Some("silent for a minute of capture time".to_string()),
+        ),
+    }
+}
+
+/// What the ClientHello offered, by name.
+fn offered(hello: &crate::tls::ClientHello) -> tlslab_core::Offered {
+    tlslab_core::Offered {
+        versions: hello
+            .versions
+            .iter()
+            .map(|&v| names::version_static(v))
+            .collect(),
+        suites: hello.suites.iter().map(|&s| suite_name(s)).collect(),
+        groups: hello
+            .groups
+            .iter()
+            .map(|&g| names::group_static(g))
+            .collect(),
+        key_shares: hello
+            .key_shares
+            .iter()
+            .map(|&(group, size)| (names::group_static(group), size))
+            .collect(),
+        alpn: hello.alpn.clone(),
+    }
 }
 
 fn side(server: bool) -> &'static str {

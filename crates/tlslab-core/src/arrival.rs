@@ -32,7 +32,14 @@ pub enum ArrivalRate {
     PerSecond(f64),
     /// Rates from `from` to `to` per second, in `steps` evenly spaced steps (both ends
     /// included), each a Config.
-    Ramp { from: f64, to: f64, steps: u32 },
+    Ramp {
+        /// The first rate.
+        from: f64,
+        /// The last rate.
+        to: f64,
+        /// How many rates, both ends included.
+        steps: u32,
+    },
 }
 
 impl ArrivalRate {
@@ -68,7 +75,9 @@ impl ArrivalRate {
 #[serde(rename_all = "lowercase")]
 pub enum Arrivals {
     #[default]
+    /// Attempts exactly 1/rate apart.
     Uniform,
+    /// Exponential gaps of mean 1/rate, as independent users arrive.
     Poisson,
 }
 

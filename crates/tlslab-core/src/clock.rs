@@ -49,6 +49,7 @@ pub struct SimulatedClock {
 }
 
 impl SimulatedClock {
+    /// A clock at its origin; it moves only when the test advances it.
     pub fn new() -> SimulatedClock {
         SimulatedClock {
             origin: Instant::now(),

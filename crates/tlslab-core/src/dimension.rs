@@ -9,8 +9,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown {dimension} '{given}' (valid: {})", valid.join(", "))]
 pub struct ParseError {
+    /// The dimension, as its flag names it.
     pub dimension: &'static str,
+    /// The value given.
     pub given: String,
+    /// The spellings it takes.
     pub valid: Vec<&'static str>,
 }
 
@@ -25,7 +28,7 @@ macro_rules! spelled_enum {
     ($(#[$meta:meta])* $name:ident, $dimension:literal, { $($variant:ident => $text:literal $(| $alias:literal)*),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum $name { $($variant),+ }
+        pub enum $name { $(#[doc = concat!("Spelled `", $text, "`.")] $variant),+ }
 
         impl $name {
             /// Every value, in the order the documentation lists them.
@@ -164,6 +167,7 @@ pub enum LegacySuite {
 }
 
 impl LegacySuite {
+    /// Every legacy suite, in the order the documentation lists them.
     pub const ALL: [LegacySuite; 3] = [
         LegacySuite::EcdheRsaAes128CbcSha,
         LegacySuite::DheRsaAes128GcmSha256,
@@ -227,8 +231,11 @@ spelled_enum!(
 /// The family of a certificate key, which decides the TLS 1.2 suite's authentication.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum KeyKind {
+    /// RSA keys.
     Rsa,
+    /// ECDSA keys on the NIST curves.
     Ecdsa,
+    /// Ed25519 keys (EdDSA).
     Ed25519,
     /// ML-DSA (FIPS 204), which signs TLS 1.3 handshakes only.
     MlDsa,
@@ -249,11 +256,14 @@ impl KeyKind {
 /// The authentication part of a TLS 1.2 cipher suite name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Authentication {
+    /// `..._RSA_...` suites.
     Rsa,
+    /// `..._ECDSA_...` suites, for ECDSA and EdDSA keys.
     Ecdsa,
 }
 
 impl CertProfile {
+    /// The family of the profile's key.
     pub fn key_kind(self) -> KeyKind {
         match self {
             CertProfile::Rsa2048 | CertProfile::Rsa3072 | CertProfile::Rsa4096 => KeyKind::Rsa,
@@ -413,7 +423,9 @@ pub struct SuiteSpec {
     pub cipher: Cipher,
     /// A legacy TLS 1.2 suite (CBC, DHE, RSA key transport), offered by OpenSSL only.
     pub legacy: Option<LegacySuite>,
+    /// The version the name pins, if it pins one.
     pub version: Option<TlsVersion>,
+    /// The TLS 1.2 authentication the name pins, if it pins one.
     pub authentication: Option<Authentication>,
     /// The spelling used in labels: the short cipher name, or the full name as given.
     pub name: String,

@@ -63,10 +63,12 @@ pub mod serde_text {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 
+    /// Writes the duration as text (`1.5ms`).
     pub fn serialize<S: Serializer>(value: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&super::format(*value))
     }
 
+    /// Reads a `30ms`-style text.
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
         let text = String::deserialize(deserializer)?;
         super::parse(&text).map_err(serde::de::Error::custom)
@@ -78,6 +80,7 @@ pub mod serde_option {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 
+    /// Writes the duration as text, or nothing.
     pub fn serialize<S: Serializer>(
         value: &Option<Duration>,
         serializer: S,
@@ -88,6 +91,7 @@ pub mod serde_option {
         }
     }
 
+    /// Reads a `30ms`-style text.
     pub fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<Option<Duration>, D::Error> {
@@ -103,10 +107,12 @@ pub mod serde_list {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 
+    /// Writes each as text.
     pub fn serialize<S: Serializer>(values: &[Duration], serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_seq(values.iter().map(|value| super::format(*value)))
     }
 
+    /// Reads a list of `30ms`-style texts.
     pub fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<Vec<Duration>, D::Error> {

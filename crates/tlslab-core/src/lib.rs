@@ -19,7 +19,12 @@
 //! assert_eq!(plan.measured_handshakes(0), 100);
 //! ```
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod arrival;
+pub mod causes;
+pub mod certificate;
 pub mod clock;
 pub mod config;
 pub mod dimension;
@@ -39,6 +44,7 @@ pub mod terminal;
 pub mod threshold;
 
 pub use arrival::{ArrivalRate, ArrivalTimes, Arrivals};
+pub use causes::{Causes, WithCauses};
 pub use clock::{Clock, SimulatedClock, SystemClock};
 pub use config::{ClientIdentity, Config, ConfigError, Endpoint, ServerKey, ServerResumption};
 pub use dimension::{
@@ -59,7 +65,7 @@ pub use record::{
 pub use resolution::{NameResolution, PinnedAddress};
 pub use sample::{
     ClientCertificateStatus, ConnectionUse, EchStatus, ErrorClass, Event, Negotiated, Observed,
-    Offered, Outcome, Phase, QuicPath, Response, ResponseFlights, Sample, Timeline, Vantage,
-    WireClock,
+    Offered, Outcome, Phase, QuicPath, Response, ResponseFlights, Sample, SampleBuilder, Timeline,
+    Vantage, WireClock,
 };
 pub use sink_thread::SinkThread;

@@ -153,7 +153,9 @@ pub struct Network {
     /// Per packet and direction, the delay varies by up to this much either way (order kept).
     #[serde(with = "duration::serde_text")]
     pub jitter: Duration,
+    /// Random packet loss, each direction on its own.
     pub loss: Loss,
+    /// The link's rate limit, if any.
     pub rate: Option<Rate>,
 }
 
@@ -186,13 +188,18 @@ impl Network {
 /// Which network dimensions an experiment names (and so which appear in labels).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NetworkDimensions {
+    /// Round trips vary.
     pub rtt: bool,
+    /// Jitter varies.
     pub jitter: bool,
+    /// Loss varies.
     pub loss: bool,
+    /// The rate varies.
     pub rate: bool,
 }
 
 impl NetworkDimensions {
+    /// Whether any network dimension is named: the run then needs an emulator.
     pub fn any(&self) -> bool {
         self.rtt || self.jitter || self.loss || self.rate
     }

@@ -15,62 +15,117 @@ use crate::network::parse_fraction;
 /// Command-line values as typed; `None` (or `false`) leaves the experiment's value.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Overrides {
+    /// `--tls`: the TLS versions, comma-separated.
     pub tls: Option<Vec<String>>,
+    /// `--suite`: the cipher suites.
     pub suite: Option<Vec<String>>,
+    /// `--group`: the key exchange groups.
     pub group: Option<Vec<String>>,
+    /// `--cert`: the lab certificate profiles.
     pub cert: Option<Vec<String>>,
+    /// `--chain`: the chain depths the lab server sends.
     pub chain: Option<Vec<u8>>,
+    /// `-c`: the agents per Config.
     pub concurrency: Option<Vec<u32>>,
+    /// `--arrival-rate`: an open loop's rates, or `closed`.
     pub arrival_rate: Option<Vec<String>>,
+    /// `--arrivals`: how an open loop spaces its arrivals.
     pub arrivals: Option<String>,
+    /// `--duration`: how long each Config runs instead of a count.
     pub duration: Option<String>,
+    /// `-n`: measured handshakes per Config.
     pub handshakes: Option<u64>,
+    /// `--warmup`: handshakes per Config before measuring.
     pub warmup: Option<u64>,
+    /// `--block`: handshakes per trial of the plan.
     pub block: Option<u64>,
+    /// `--seed`: the plan's shuffle, to repeat a run's order.
     pub seed: Option<u64>,
+    /// `--timeout`: one attempt's time limit.
     pub timeout: Option<String>,
+    /// `--resume`: fresh handshakes, or resumption by ticket or session ID.
     pub resume: Option<Vec<String>>,
+    /// `--early-data`: bytes of 0-RTT data on resumed handshakes.
     pub early_data: Option<Vec<u64>>,
+    /// `--cert-cache`: whether clients skip chains they verified before.
     pub cert_cache: Option<Vec<String>>,
+    /// `--hello-retry`: whether the first key share is for another group.
     pub hello_retry: Option<Vec<String>>,
+    /// `--mtls`: whether the lab server requires a client certificate.
     pub mtls: Option<Vec<String>>,
+    /// `--client-cert-profile`: the lab client certificate's profile.
     pub client_cert_profile: Option<String>,
+    /// `--keep-alive`: requests per connection.
     pub keep_alive: Option<Vec<String>>,
+    /// `--scheme`: https, or plain http to compare against.
     pub scheme: Option<Vec<String>>,
+    /// `--transport`: TCP or QUIC.
     pub transport: Option<Vec<String>>,
+    /// `--http`: the request's HTTP version, or none.
     pub http: Option<Vec<String>>,
+    /// `--path`: the request's path.
     pub path: Option<String>,
+    /// `--page`: a page of resources to load instead of one request.
     pub page: Option<String>,
+    /// `--backend`: the TLS library on both sides.
     pub backend: Option<Vec<String>>,
+    /// `--client-backend`: the client's library, when it differs.
     pub client_backend: Option<Vec<String>>,
+    /// `--server-backend`: the lab server's library, when it differs.
     pub server_backend: Option<Vec<String>>,
+    /// `--ech`: Encrypted ClientHello off, on, or GREASE.
     pub ech: Option<Vec<String>>,
+    /// `--ech-config`: a target's ECHConfigList, base64.
     pub ech_config: Option<String>,
+    /// `--ech-public-name`: the outer SNI of the lab server's ECH.
     pub ech_public_name: Option<String>,
+    /// `--body`: response body bytes the lab server sends.
     pub body: Option<u64>,
+    /// `--replay`: re-send each 0-RTT flight to count rejected replays.
     pub replay: bool,
+    /// `--close`: how connections end, reset or graceful.
     pub close: Option<String>,
+    /// `--target`: an external server instead of the lab server.
     pub target: Option<String>,
     /// `--resolve HOST:PORT:ADDR`, each as typed.
     pub resolve: Option<Vec<String>>,
+    /// `--dns`: resolve the target once, or before every attempt.
     pub dns: Option<String>,
+    /// `--sni`: the server name sent, when not the target's host.
     pub sni: Option<String>,
+    /// `--plain-port`: the target's plain-HTTP port, for `--scheme http`.
     pub plain_port: Option<u16>,
+    /// `--ca`: a PEM file of roots to trust instead of the system's.
     pub ca: Option<PathBuf>,
+    /// `--client-cert`: the certificate chain the client presents.
     pub client_cert: Option<PathBuf>,
+    /// `--client-key`: its private key.
     pub client_key: Option<PathBuf>,
+    /// `--insecure`: verify no certificate (a pin is still checked).
     pub insecure: bool,
+    /// `--pin`: public-key pins the server's key must match.
     pub pin: Option<String>,
+    /// `--threshold`: limits that decide the exit code.
     pub thresholds: Option<Vec<String>>,
+    /// `--label`: names for the Configs, in matrix order.
     pub labels: Option<Vec<String>>,
+    /// `--skip-invalid`: run the valid combinations, leaving out the rest.
     pub skip_invalid: bool,
+    /// `--until-ci`: stop a Config once its median is known this closely.
     pub until_ci: Option<String>,
+    /// `--max-error-rate`: the failed fraction that stops a Config.
     pub max_error_rate: Option<f64>,
+    /// `--rtt`: emulated round trips.
     pub rtt: Option<Vec<String>>,
+    /// `--jitter`: emulated delay variation.
     pub jitter: Option<Vec<String>>,
+    /// `--loss`: emulated packet loss.
     pub loss: Option<Vec<String>>,
+    /// `--bandwidth`: emulated link rates.
     pub bandwidth: Option<Vec<String>>,
+    /// `--emulator`: which network emulator, or auto.
     pub emulator: Option<String>,
+    /// `--server-cmd`: a server for tlslab to start and stop around the run.
     pub server_cmd: Option<String>,
 }
 
@@ -177,6 +232,15 @@ impl Experiment {
             }
             self.matrix = Some(true);
         }
+        self.apply_dimensions(given)?;
+        self.apply_network(given)?;
+        self.apply_run(given)?;
+        self.apply_target(given)?;
+        Ok(())
+    }
+
+    /// The matrix dimensions: lists of values, each checked against its spellings.
+    fn apply_dimensions(&mut self, given: &Overrides) -> Result<(), ConfigError> {
         set(&mut self.tls, &given.tls, |values| list(values, "--tls"))?;
         set(&mut self.suite, &given.suite, |values| {
             list(values, "--suite")
@@ -233,6 +297,12 @@ impl Experiment {
         set(&mut self.bandwidth, &given.bandwidth, |values| {
             list(values, "--bandwidth")
         })?;
+        Ok(())
+    }
+
+    /// The network: emulated delays, the timeout, the close, name resolution, the emulator,
+    /// and `--until-ci`.
+    fn apply_network(&mut self, given: &Overrides) -> Result<(), ConfigError> {
         set(&mut self.rtt, &given.rtt, |values| {
             durations(values, "--rtt 30ms,150ms")
         })?;
@@ -290,6 +360,11 @@ impl Experiment {
                 )
             })
         })?;
+        Ok(())
+    }
+
+    /// The run's shape: chain depths, concurrency, arrivals, counts, the request and the page.
+    fn apply_run(&mut self, given: &Overrides) -> Result<(), ConfigError> {
         set(&mut self.chain, &given.chain, copy)?;
         set(&mut self.concurrency, &given.concurrency, copy)?;
         set(&mut self.arrival_rate, &given.arrival_rate, |values| {
@@ -326,6 +401,11 @@ impl Experiment {
                     )
                 })
         })?;
+        Ok(())
+    }
+
+    /// The target and what the client presents and checks there, and the switches.
+    fn apply_target(&mut self, given: &Overrides) -> Result<(), ConfigError> {
         set(&mut self.ech_public_name, &given.ech_public_name, copy)?;
         set(&mut self.block, &given.block, some)?;
         set(&mut self.seed, &given.seed, some)?;

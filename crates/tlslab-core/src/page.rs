@@ -16,6 +16,7 @@ pub const MAX_RESOURCES: u64 = 10_000;
 /// A page's resources: groups of (count, bytes each), in the order given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Page {
+    /// Each group: how many resources, and the bytes of each.
     pub groups: Vec<(u64, u64)>,
 }
 

@@ -4,27 +4,31 @@
 
 use base64::Engine as _;
 
+use crate::dimension::InvalidValue;
+
 /// Public-key pins: the server's key must hash to one of them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Pins(pub Vec<[u8; 32]>);
 
 impl Pins {
     /// `sha256//BASE64`, several separated by `;` (curl's syntax).
-    pub fn parse(text: &str) -> Result<Pins, String> {
+    pub fn parse(text: &str) -> Result<Pins, InvalidValue> {
         let mut pins = Vec::new();
         for pin in text.split(';').map(str::trim).filter(|pin| !pin.is_empty()) {
             let encoded = pin
                 .strip_prefix("sha256//")
-                .ok_or_else(|| format!("'{pin}' is not sha256//BASE64"))?;
+                .ok_or_else(|| InvalidValue(format!("'{pin}' is not sha256//BASE64")))?;
             let digest = base64::engine::general_purpose::STANDARD
                 .decode(encoded)
                 .ok()
                 .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
-                .ok_or_else(|| format!("'{pin}' is not the base64 of a 32-byte SHA-256"))?;
+                .ok_or_else(|| {
+                    InvalidValue(format!("'{pin}' is not the base64 of a 32-byte SHA-256"))
+                })?;
             pins.push(digest);
         }
         if pins.is_empty() {
-            return Err("no pin given".into());
+            return Err(InvalidValue("no pin given".into()));
         }
         Ok(Pins(pins))
     }
@@ -40,8 +44,11 @@ mod tests {
         let encoded = base64::engine::general_purpose::STANDARD.encode(digest);
         let pins = Pins::parse(&format!("sha256//{encoded}; sha256//{encoded}")).unwrap();
         assert_eq!(pins.0, vec![digest, digest]);
-        assert!(Pins::parse("md5//abc").unwrap_err().contains("sha256//"));
-        assert!(Pins::parse("sha256//AAAA").unwrap_err().contains("32-byte"));
+        assert!(Pins::parse("md5//abc").unwrap_err().0.contains("sha256//"));
+        assert!(Pins::parse("sha256//AAAA")
+            .unwrap_err()
+            .0
+            .contains("32-byte"));
         assert!(Pins::parse("").is_err());
     }
 }

@@ -16,12 +16,18 @@ use crate::experiment::Experiment;
 /// its agents make (`handshakes` is then 0). Round 0 holds the warm-up blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Trial {
+    /// The block's position in the plan, from 0.
     pub index: usize,
+    /// The Config it runs.
     pub config: usize,
+    /// The round, from 1 (0 for warm-up).
     pub round: u32,
+    /// A warm-up block, left out of the statistics.
     pub warmup: bool,
+    /// Attempts it makes; 0 when it runs for `time_limit`.
     pub handshakes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// How long it runs instead of a count.
     pub time_limit: Option<Duration>,
 }
 
@@ -52,8 +58,12 @@ pub fn warmup_for(warmup: u64, config: &Config) -> u64 {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// The order a run's blocks go in: every Config's blocks of one round, shuffled, before the
+/// next round's, so that drift over the run spreads over every Config alike.
 pub struct Plan {
+    /// The seed the blocks were shuffled with, to repeat the order.
     pub seed: u64,
+    /// The blocks, in running order.
     pub trials: Vec<Trial>,
 }
 

@@ -16,6 +16,7 @@ use crate::sample::Sample;
 /// What a run is, written once before the first sample.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunInfo {
+    /// Where the Samples come from.
     pub source: Source,
     /// What the user asked an active run for; `None` for a capture.
     pub experiment: Option<Experiment>,
@@ -24,8 +25,11 @@ pub struct RunInfo {
     pub configs: Vec<ConfigRecord>,
     /// An active run's plan (with its seed); `None` for a capture.
     pub plan: Option<Plan>,
+    /// The machine and software that ran it, to judge numbers from elsewhere by.
     pub environment: Environment,
+    /// The command that started it.
     pub command_line: Vec<String>,
+    /// When it started, nanoseconds since the Unix epoch.
     pub started_at_unix_ns: u64,
 }
 
@@ -36,9 +40,15 @@ pub enum Source {
     /// Handshakes tlslab made itself (`tlslab run`).
     Active,
     /// Packet captures read afterwards (`tlslab pcap`).
-    Pcap { files: Vec<String> },
+    Pcap {
+        /// The capture files, in the order they were read.
+        files: Vec<String>,
+    },
     /// A live interface (`tlslab capture`).
-    Capture { interface: String },
+    Capture {
+        /// The interface's name.
+        interface: String,
+    },
 }
 
 impl Source {
@@ -70,16 +80,21 @@ impl Source {
 pub struct ConfigRecord {
     /// The Config's id in the store, unique within the run.
     pub index: usize,
+    /// The name reports use for it.
     pub label: String,
     /// TLS version, suite and group: asked for (active) or negotiated (passive).
     pub version: String,
+    /// The cipher suite offered (a capture: negotiated).
     pub suite: String,
+    /// The key exchange group offered (a capture: negotiated).
     pub group: String,
     /// The lab server's certificate profile and chain depth.
     pub cert: Option<String>,
+    /// The lab server's chain depth.
     pub chain: Option<u8>,
     /// An external target as given (host:port) and the server name sent.
     pub target: Option<String>,
+    /// The server name sent.
     pub sni: Option<String>,
     /// Where the handshakes went: the address connected to, or the server a capture saw.
     pub address: String,
@@ -89,7 +104,9 @@ pub struct ConfigRecord {
     pub arrival_rate: Option<f64>,
     /// `off`, `tickets` or `session-id`.
     pub resumption: String,
+    /// 0-RTT data per resumed handshake; 0 for none.
     pub early_data_bytes: u64,
+    /// Clients skipped chains they had verified before.
     pub cert_cache: bool,
     /// The client's first key share was for another group (a HelloRetryRequest expected).
     pub hello_retry: bool,
@@ -106,19 +123,23 @@ pub struct ConfigRecord {
     /// What the client trusted: `lab root`, `CA file`, `system roots` or `insecure`, with
     /// ` + pin` under `--pin`; `None` for a capture's Configs.
     pub trust: Option<String>,
+    /// Certificates went unverified (`--insecure`).
     pub insecure: bool,
     /// `tcp` or `quic`.
     pub transport: String,
     /// The request after the handshake: `none`, `1.1`, `2`, `3`.
     pub http: String,
+    /// The request's path; `None` without a request.
     pub path: Option<String>,
     /// The libraries on each side, where known.
     pub client_backend: Option<String>,
+    /// See `client_backend`: the server's.
     pub server_backend: Option<String>,
     /// The ECH mode: `off`, `on` or `grease` (a capture: what the ClientHello offered).
     pub ech: String,
     /// The emulated link, and the emulator that carried it.
     pub network: Option<Network>,
+    /// The emulator that carried `network`.
     pub emulator: Option<String>,
     /// The producer's whole description of the Config, as JSON.
     pub description: String,
@@ -127,11 +148,15 @@ pub struct ConfigRecord {
 /// One executed block.
 #[derive(Debug, Clone, Serialize)]
 pub struct TrialRecord {
+    /// The block of the plan it ran.
     pub trial: Trial,
+    /// Agents that ran it.
     pub concurrency: u32,
     /// Nanoseconds since the run started.
     pub started_at: u64,
+    /// How long it ran.
     pub duration_ns: u64,
+    /// Attempts it started, measured or not.
     pub attempted: u64,
     /// CPU the lab server spent during the trial (`None` for external targets).
     pub server: Option<Usage>,
@@ -150,7 +175,9 @@ pub struct TrialRecord {
 /// to tell when the link, not a CPU, limited the rate.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkUsage {
+    /// Bytes the link carried from the client towards the server.
     pub bytes_to_server: u64,
+    /// Bytes the link carried back to the client.
     pub bytes_to_client: u64,
     /// Packets dropped because the bandwidth queue was full (not the profile's random loss).
     pub queue_drops: u64,
@@ -160,7 +187,9 @@ pub struct LinkUsage {
 /// the time that took, summed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientVerifications {
+    /// Client certificates verified.
     pub count: u64,
+    /// Nanoseconds spent verifying them, summed.
     pub nanos: u64,
 }
 
@@ -179,7 +208,9 @@ impl ClientVerifications {
 pub enum Record {
     /// A Config met during the run (a capture's new combination), before its first sample.
     Config(Box<ConfigRecord>),
+    /// One attempt.
     Sample(Box<Sample>),
+    /// One block of the plan, once it ran.
     Trial(TrialRecord),
     /// A Config met the `--until-ci` target and runs no more blocks.
     Stopped(EarlyStop),
@@ -190,6 +221,7 @@ pub enum Record {
 /// What the lab server did with re-sent 0-RTT flights (`--replay`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ReplayRecord {
+    /// The Config whose early data was replayed.
     pub config: usize,
     /// Captured first flights re-sent.
     pub sent: u64,
@@ -202,9 +234,11 @@ pub struct ReplayRecord {
 /// A Config that stopped before its planned handshakes (`--until-ci`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct EarlyStop {
+    /// The Config that stopped.
     pub config: usize,
     /// The last round it ran.
     pub round: u32,
+    /// Samples it had then.
     pub samples: usize,
     /// The relative half-width of the median's 95% interval that met the target.
     pub relative_half_width: f64,
@@ -213,11 +247,15 @@ pub struct EarlyStop {
 /// How the run ended.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RunEnd {
+    /// Every planned handshake was attempted.
     pub complete: bool,
     /// Why it stopped early, when it did.
     pub reason: Option<String>,
+    /// How long the run took.
     pub duration_ns: u64,
+    /// Attempts started, measured or not.
     pub attempted: u64,
+    /// Attempts that failed.
     pub errors: u64,
 }
 
@@ -225,7 +263,9 @@ pub struct RunEnd {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct SinkError {
+    /// What failed.
     pub message: String,
+    /// What the user can do about it.
     pub hint: String,
 }
 
@@ -233,22 +273,29 @@ pub struct SinkError {
 /// `begin` once, `record` for each record, `flush` when nothing arrived for a while, and
 /// `finish` once at the end, also after an interruption.
 pub trait Sink: Send {
+    /// The run begins; called once, first.
     fn begin(&mut self, info: &RunInfo) -> Result<(), SinkError>;
+    /// Takes one record; records arrive in the order they were made.
     fn record(&mut self, record: Record) -> Result<(), SinkError>;
     /// Called when no record arrived for a while: a chance to commit a partial batch.
     fn flush(&mut self) -> Result<(), SinkError>;
+    /// The run ended; called once, last, also after an interruption.
     fn finish(&mut self, end: &RunEnd) -> Result<(), SinkError>;
 }
 
 /// Resource usage of a process: CPU time since it started, peak memory since the last reset.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// CPU time in user mode, nanoseconds.
     pub user_ns: u64,
+    /// CPU time in the kernel, nanoseconds.
     pub system_ns: u64,
+    /// The largest resident set, bytes.
     pub peak_rss_bytes: u64,
 }
 
 impl Usage {
+    /// User and kernel CPU time together.
     pub fn cpu_ns(&self) -> u64 {
         self.user_ns + self.system_ns
     }
@@ -267,18 +314,27 @@ impl Usage {
 /// library versions, machine, kernel, network. Stored as JSON with the run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Environment {
+    /// tlslab's version.
     pub tool_version: String,
+    /// The git commit it was built from, when known.
     pub commit: String,
+    /// The rustls the binary links.
     pub rustls_version: String,
+    /// rustls' cryptography provider (aws-lc-rs).
     pub crypto_provider: String,
     /// The linked OpenSSL (`OpenSSL 4.0.3 …`); absent from runs stored before the OpenSSL
     /// backend existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub openssl_version: Option<String>,
+    /// The CPU, as /proc/cpuinfo names it.
     pub cpu_model: String,
+    /// Cores the run could use.
     pub cores: usize,
+    /// The kernel's release.
     pub kernel: String,
+    /// The machine's name.
     pub hostname: String,
+    /// How the client reached the server (loopback, an emulated link, a route).
     pub network: String,
     /// How each target name was resolved (name, addresses, the one used, the resolver);
     /// empty for the lab server and for runs stored before it was recorded.

@@ -16,8 +16,11 @@ use crate::dimension::InvalidValue;
 /// attempt goes when it refuses (the engine's `connect_first`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PinnedAddress {
+    /// The name, as the target gives it.
     pub host: String,
+    /// The target's port.
     pub port: u16,
+    /// Where it goes instead: the first preferred, the others when it refuses.
     pub addresses: Vec<IpAddr>,
 }
 
@@ -40,21 +43,21 @@ impl PinnedAddress {
 
 /// One address of a pin: `192.0.2.1`, or `[2001:db8::1]` (brackets required, so the colons
 /// of an IPv6 address are never mistaken for separators; curl writes them so too).
-fn address(text: &str) -> Result<IpAddr, String> {
+fn address(text: &str) -> Result<IpAddr, InvalidValue> {
     let text = text.trim();
     if let Some(inner) = text.strip_prefix('[') {
         return inner
             .strip_suffix(']')
             .and_then(|inner| inner.parse::<std::net::Ipv6Addr>().ok())
             .map(IpAddr::V6)
-            .ok_or_else(|| format!("'{text}' is not an IPv6 address in brackets"));
+            .ok_or_else(|| InvalidValue(format!("'{text}' is not an IPv6 address in brackets")));
     }
     match text.parse::<IpAddr>() {
         Ok(IpAddr::V4(v4)) => Ok(IpAddr::V4(v4)),
-        Ok(IpAddr::V6(_)) => Err(format!(
+        Ok(IpAddr::V6(_)) => Err(InvalidValue(format!(
             "write the IPv6 address '{text}' in brackets: [{text}]"
-        )),
-        Err(_) => Err(format!("'{text}' is not an IP address")),
+        ))),
+        Err(_) => Err(InvalidValue(format!("'{text}' is not an IP address"))),
     }
 }
 
@@ -84,7 +87,7 @@ impl FromStr for PinnedAddress {
             .split(',')
             .map(address)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(invalid)?;
+            .map_err(|problem| invalid(problem.0))?;
         Ok(PinnedAddress {
             host: host.to_string(),
             port,

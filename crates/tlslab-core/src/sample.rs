@@ -64,6 +64,7 @@ pub enum Event {
 }
 
 impl Event {
+    /// Every event, in the order an attempt meets them.
     pub const ALL: [Event; 15] = [
         Event::Start,
         Event::Resolved,
@@ -149,6 +150,7 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// Every phase, in the order reports list them.
     pub const ALL: [Phase; 15] = [
         Phase::Dns,
         Phase::TcpConnect,
@@ -180,6 +182,7 @@ impl Phase {
         Phase::ServerFinish,
     ];
 
+    /// The phase's name in the store, reports and thresholds (`server_response`).
     pub fn name(self) -> &'static str {
         match self {
             Phase::Dns => "dns",
@@ -215,10 +218,12 @@ pub struct Timeline {
 }
 
 impl Timeline {
+    /// When `event` happened, in nanoseconds from the attempt's start, if it did.
     pub fn get(&self, event: Event) -> Option<u64> {
         self.events[event as usize]
     }
 
+    /// Records `event` at `nanos` from the attempt's start, replacing an earlier time.
     pub fn set(&mut self, event: Event, nanos: u64) {
         self.events[event as usize] = Some(nanos);
     }
@@ -313,11 +318,14 @@ impl Timeline {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
+    /// The handshake (and the request, when there was one) completed.
     Ok,
+    /// It failed; the Sample's `error` says how.
     Error,
 }
 
 impl Outcome {
+    /// The outcome's spelling in the store and reports.
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Ok => "ok",
@@ -385,6 +393,7 @@ impl ErrorClass {
         }
     }
 
+    /// The class's spelling in the store and reports.
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorClass::Refused => "refused",
@@ -406,10 +415,15 @@ impl ErrorClass {
 /// What the handshake negotiated, in IANA-style names.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Negotiated {
+    /// The TLS version (`1.3`).
     pub version: Option<String>,
+    /// The cipher suite's IANA name.
     pub suite: Option<String>,
+    /// The key exchange group; `None` for a resumption without one.
     pub group: Option<String>,
+    /// The signature scheme of the server's CertificateVerify; `None` when none was sent.
     pub signature_scheme: Option<String>,
+    /// The application protocol agreed by ALPN.
     pub alpn: Option<String>,
     /// Whether the server accepted the offered session; `None` when nothing was offered.
     pub resumed: Option<bool>,
@@ -438,6 +452,7 @@ pub enum ClientCertificateStatus {
 }
 
 impl ClientCertificateStatus {
+    /// Every status, in the order reports list them.
     pub const ALL: [ClientCertificateStatus; 3] = [
         ClientCertificateStatus::NotAsked,
         ClientCertificateStatus::AskedNoneSent,
@@ -453,6 +468,7 @@ impl ClientCertificateStatus {
         }
     }
 
+    /// The status a stored spelling names, if any.
     pub fn parse(text: &str) -> Option<ClientCertificateStatus> {
         ClientCertificateStatus::ALL
             .into_iter()
@@ -475,6 +491,7 @@ pub enum EchStatus {
 }
 
 impl EchStatus {
+    /// Every status, in the order reports list them.
     pub const ALL: [EchStatus; 4] = [
         EchStatus::Accepted,
         EchStatus::Rejected,
@@ -492,6 +509,7 @@ impl EchStatus {
         }
     }
 
+    /// The status a stored spelling names, if any.
     pub fn parse(text: &str) -> Option<EchStatus> {
         EchStatus::ALL
             .into_iter()
@@ -523,6 +541,7 @@ pub enum WireClock {
 }
 
 impl WireClock {
+    /// Every clock, in the order reports list them.
     pub const ALL: [WireClock; 3] = [WireClock::Kernel, WireClock::User, WireClock::Mixed];
 
     /// The stored spelling.
@@ -534,6 +553,7 @@ impl WireClock {
         }
     }
 
+    /// The clock a stored spelling names, if any.
     pub fn parse(text: &str) -> Option<WireClock> {
         WireClock::ALL
             .into_iter()
@@ -548,9 +568,11 @@ pub struct QuicPath {
     pub rtt_ns: u64,
     /// UDP datagrams sent and received.
     pub datagrams_sent: u64,
+    /// See `datagrams_sent`: those received.
     pub datagrams_received: u64,
     /// QUIC packets sent, and those declared lost.
     pub packets_sent: u64,
+    /// See `packets_sent`: those quinn declared lost.
     pub packets_lost: u64,
     /// How the server's datagrams brought the response of the request that opened the
     /// connection; `None` without one, or when flights could not be told apart.
@@ -570,9 +592,11 @@ pub struct ResponseFlights {
     /// Datagrams and their UDP payload bytes in the flight with the first byte (whatever else
     /// the server sent in it too: acknowledgements, tickets, HTTP/3 settings).
     pub first_datagrams: u64,
+    /// See `first_datagrams`: their UDP payload bytes.
     pub first_bytes: u64,
     /// Datagrams and bytes of the later flights, up to the one with the response's last byte.
     pub later_datagrams: u64,
+    /// See `later_datagrams`: their UDP payload bytes.
     pub later_bytes: u64,
 }
 
@@ -591,8 +615,11 @@ pub struct Response {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Vantage {
+    /// At the client: SYN → SYN-ACK took a round trip, and the ACK left at once.
     Client,
+    /// At the server: the SYN-ACK left at once, and the ACK came a round trip later.
     Server,
+    /// On the path: both gaps are part of a round trip.
     Middle,
     /// Client and server on the capturing machine (loopback): every event is seen when it
     /// happens, as the client would time it.
@@ -602,6 +629,7 @@ pub enum Vantage {
 }
 
 impl Vantage {
+    /// The vantage's spelling in `--vantage`, the store and reports.
     pub fn as_str(self) -> &'static str {
         match self {
             Vantage::Client => "client",
@@ -618,7 +646,9 @@ impl Vantage {
 pub struct Observed {
     /// The capture file or interface.
     pub source: String,
+    /// Where the packets were seen, which decides which events are the client's.
     pub vantage: Vantage,
+    /// The server's address and port.
     pub server: std::net::SocketAddr,
     /// When the connection's first packet was captured, in nanoseconds since the Unix epoch
     /// (the Sample's events count from it).
@@ -644,31 +674,44 @@ pub struct Observed {
 pub struct Offered {
     /// TLS versions (`1.3`, `1.2`): supported_versions, or the legacy version field.
     pub versions: Vec<Cow<'static, str>>,
+    /// The cipher suites, in the client's order of preference.
     pub suites: Vec<Cow<'static, str>>,
+    /// The groups, in the client's order of preference.
     pub groups: Vec<Cow<'static, str>>,
     /// The key shares sent: group and key size in bytes (an ML-KEM hybrid's is over 1,000).
     pub key_shares: Vec<(Cow<'static, str>, u16)>,
+    /// The application protocols offered by ALPN.
     pub alpn: Vec<String>,
 }
 
 /// The record of one handshake attempt, success or failure.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Sample {
+    /// The Config's index in the run.
     pub config: usize,
+    /// The trial (block of the plan) it belongs to.
     pub trial: usize,
+    /// The round of the plan, from 1.
     pub round: u32,
+    /// The agent that made it.
     pub agent: u32,
+    /// A warm-up attempt, left out of the statistics.
     pub warmup: bool,
     /// When the attempt started, in nanoseconds since the run started.
     pub started_at: u64,
+    /// The events of the phase model, as they happened.
     pub timeline: Timeline,
+    /// Whether it succeeded.
     pub outcome: Outcome,
+    /// How it failed, when it did.
     pub error: Option<ErrorClass>,
     /// The error's description (an alert's name, an OS error) for people reading failures.
     pub error_detail: Option<String>,
+    /// What the handshake settled, as far as it got.
     pub negotiated: Negotiated,
     /// Bytes written to and read from the socket until the handshake ended.
     pub bytes_sent: u64,
+    /// Bytes the client read from the socket.
     pub bytes_received: u64,
     /// Size of the first flight the client wrote (the ClientHello record; over QUIC the
     /// Initial datagrams, padded to at least 1,200 bytes each, and any 0-RTT packets).
@@ -714,10 +757,12 @@ pub struct Sample {
 pub struct ConnectionUse {
     /// Numbered from 1 per run, in the order connections were opened.
     pub id: u64,
+    /// Which request on that connection this was, from 1.
     pub request: u32,
 }
 
 impl Sample {
+    /// Whether the attempt succeeded.
     pub fn is_ok(&self) -> bool {
         self.outcome == Outcome::Ok
     }
@@ -726,6 +771,153 @@ impl Sample {
     pub fn server(&self) -> Option<std::net::SocketAddr> {
         self.server_address
             .or_else(|| self.observed.as_ref().map(|observed| observed.server))
+    }
+
+    /// A Sample made by hand (in tests, in tools): a successful attempt of the first Config,
+    /// trial and round, with nothing timed, negotiated or counted, until the setters say
+    /// otherwise. Built here, a field added to Sample is given its default once, not in every
+    /// test that makes one.
+    ///
+    /// ```
+    /// use tlslab_core::{ErrorClass, Event, Sample};
+    ///
+    /// let sample = Sample::builder()
+    ///     .event(Event::Start, 0)
+    ///     .event(Event::HandshakeDone, 3_000_000)
+    ///     .error(ErrorClass::Timeout, "no answer")
+    ///     .build();
+    /// assert!(!sample.is_ok());
+    /// assert_eq!(sample.timeline.get(Event::HandshakeDone), Some(3_000_000));
+    /// ```
+    pub fn builder() -> SampleBuilder {
+        SampleBuilder(Sample {
+            config: 0,
+            trial: 0,
+            round: 1,
+            agent: 0,
+            warmup: false,
+            started_at: 0,
+            timeline: Timeline::default(),
+            outcome: Outcome::Ok,
+            error: None,
+            error_detail: None,
+            negotiated: Negotiated::default(),
+            bytes_sent: 0,
+            bytes_received: 0,
+            client_hello_bytes: None,
+            server_flight_bytes: None,
+            client_certificate_bytes: None,
+            response: None,
+            quic: None,
+            insecure: false,
+            client_address: None,
+            server_address: None,
+            observed: None,
+            connection: None,
+            response_wire_bytes: None,
+            server_software: None,
+            wire_clock: None,
+        })
+    }
+}
+
+/// Makes a [`Sample`] by hand ([`Sample::builder`]): each setter sets one thing and keeps
+/// the defaults of the rest.
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct SampleBuilder(Sample);
+
+impl SampleBuilder {
+    /// The Config's index.
+    pub fn config(mut self, config: usize) -> Self {
+        self.0.config = config;
+        self
+    }
+
+    /// The trial's index in the plan.
+    pub fn trial(mut self, trial: usize) -> Self {
+        self.0.trial = trial;
+        self
+    }
+
+    /// The round of the trial (1 for the first).
+    pub fn round(mut self, round: u32) -> Self {
+        self.0.round = round;
+        self
+    }
+
+    /// The agent that made the attempt.
+    pub fn agent(mut self, agent: u32) -> Self {
+        self.0.agent = agent;
+        self
+    }
+
+    /// Nanoseconds from the run's start to the attempt's.
+    pub fn started_at(mut self, started_at: u64) -> Self {
+        self.0.started_at = started_at;
+        self
+    }
+
+    /// `event` at `at` nanoseconds from the attempt's start.
+    pub fn event(mut self, event: Event, at: u64) -> Self {
+        self.0.timeline.set(event, at);
+        self
+    }
+
+    /// A whole timeline at once.
+    pub fn timeline(mut self, timeline: Timeline) -> Self {
+        self.0.timeline = timeline;
+        self
+    }
+
+    /// A failed attempt: its class and what happened.
+    pub fn error(mut self, class: ErrorClass, detail: impl Into<String>) -> Self {
+        self.0.outcome = Outcome::Error;
+        self.0.error = Some(class);
+        self.0.error_detail = Some(detail.into());
+        self
+    }
+
+    /// How the attempt ended, without an error's class or detail.
+    pub fn outcome(mut self, outcome: Outcome) -> Self {
+        self.0.outcome = outcome;
+        self
+    }
+
+    /// The TLS version negotiated, as the Sample names it (`1.3`).
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.0.negotiated.version = Some(version.into());
+        self
+    }
+
+    /// Bytes the client sent and received.
+    pub fn bytes(mut self, sent: u64, received: u64) -> Self {
+        self.0.bytes_sent = sent;
+        self.0.bytes_received = received;
+        self
+    }
+
+    /// The client's address.
+    pub fn client_address(mut self, address: std::net::SocketAddr) -> Self {
+        self.0.client_address = Some(address);
+        self
+    }
+
+    /// The server's `Server` response field.
+    pub fn server_software(mut self, software: impl Into<String>) -> Self {
+        self.0.server_software = Some(software.into());
+        self
+    }
+
+    /// What a capture saw of the attempt (a passive Sample).
+    pub fn observed(mut self, observed: Observed) -> Self {
+        self.0.observed = Some(Box::new(observed));
+        self
+    }
+
+    /// The Sample.
+    pub fn build(self) -> Sample {
+        self.0
     }
 }
 

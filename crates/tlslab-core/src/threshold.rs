@@ -14,14 +14,19 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::dimension::InvalidValue;
 use crate::sample::Phase;
 
 /// A statistic of a phase's successful samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Statistic {
+    /// The fastest.
     Min,
+    /// The middle one.
     Median,
+    /// The average.
     Mean,
+    /// The slowest.
     Max,
     /// A quantile in (0, 1): `p90` is 0.9, `p99.9` 0.999.
     Quantile(f64),
@@ -59,21 +64,35 @@ impl fmt::Display for Statistic {
 pub enum Measure {
     /// A statistic of a phase, against a limit in nanoseconds.
     Time {
+        /// The phase measured.
         phase: Phase,
+        /// Which of its samples' statistics.
         statistic: Statistic,
+        /// The limit, nanoseconds.
         limit_ns: f64,
     },
     /// The share of measured attempts that failed, against a limit in [0, 1].
-    Errors { limit: f64 },
+    Errors {
+        /// The limit, a fraction.
+        limit: f64,
+    },
     /// Successful handshakes per second, against a limit.
-    Rate { limit: f64 },
+    Rate {
+        /// The limit, handshakes per second.
+        limit: f64,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a measure must stand to its limit for the threshold to pass.
 pub enum Comparison {
+    /// Strictly below (`<`).
     Below,
+    /// Below or at (`<=`).
     AtMost,
+    /// Strictly above (`>`).
     Above,
+    /// Above or at (`>=`).
     AtLeast,
 }
 
@@ -103,7 +122,9 @@ impl Comparison {
 pub struct Threshold {
     /// Only the Configs whose label contains this text; every Config when `None`.
     pub scope: Option<String>,
+    /// What is compared, and its limit.
     pub measure: Measure,
+    /// Which side of the limit passes.
     pub comparison: Comparison,
     /// The text as given, for messages.
     pub text: String,
@@ -118,9 +139,9 @@ impl fmt::Display for Threshold {
 const FORMS: &str = "[LABEL TEXT:] [PHASE.]STATISTIC OP DURATION (p99<5ms, server_response.median<=1ms), errors OP PERCENT (errors<1%), or rate OP NUMBER/s (rate>1000/s); OP is <, <=, > or >=";
 
 impl FromStr for Threshold {
-    type Err = String;
+    type Err = InvalidValue;
 
-    fn from_str(text: &str) -> Result<Threshold, String> {
+    fn from_str(text: &str) -> Result<Threshold, InvalidValue> {
         let trimmed = text.trim();
         let (scope, expression) = match trimmed.rsplit_once(':') {
             Some((scope, expression)) if !scope.trim().is_empty() => {
@@ -130,7 +151,7 @@ impl FromStr for Threshold {
         };
         let at = expression
             .find(['<', '>'])
-            .ok_or_else(|| format!("'{text}' compares nothing: {FORMS}"))?;
+            .ok_or_else(|| InvalidValue(format!("'{text}' compares nothing: {FORMS}")))?;
         let (left, rest) = expression.split_at(at);
         let (comparison, right) = if let Some(right) = rest.strip_prefix("<=") {
             (Comparison::AtMost, right)
@@ -149,7 +170,9 @@ impl FromStr for Threshold {
                     .and_then(|number| number.trim().parse().ok())
                     .filter(|percent: &f64| (0.0..=100.0).contains(percent))
                     .ok_or_else(|| {
-                        format!("'{text}': errors take a percentage, 0% to 100% (errors<1%)")
+                        InvalidValue(format!(
+                            "'{text}': errors take a percentage, 0% to 100% (errors<1%)"
+                        ))
                     })?;
                 Measure::Errors {
                     limit: percent / 100.0,
@@ -161,7 +184,9 @@ impl FromStr for Threshold {
                     .and_then(|number| number.trim().parse().ok())
                     .filter(|limit: &f64| limit.is_finite() && *limit >= 0.0)
                     .ok_or_else(|| {
-                        format!("'{text}': a rate is handshakes per second (rate>1000/s)")
+                        InvalidValue(format!(
+                            "'{text}': a rate is handshakes per second (rate>1000/s)"
+                        ))
                     })?;
                 Measure::Rate { limit }
             }
@@ -174,10 +199,13 @@ impl FromStr for Threshold {
                     _ => (Some(Phase::Handshake), left),
                 };
                 let phase = phase.unwrap_or(Phase::Handshake);
-                let statistic = Statistic::parse(statistic)
-                    .ok_or_else(|| format!("'{text}': unknown statistic '{statistic}': {FORMS}"))?;
+                let statistic = Statistic::parse(statistic).ok_or_else(|| {
+                    InvalidValue(format!(
+                        "'{text}': unknown statistic '{statistic}': {FORMS}"
+                    ))
+                })?;
                 let limit = crate::duration::parse(right)
-                    .map_err(|problem| format!("'{text}': {problem}"))?;
+                    .map_err(|problem| InvalidValue(format!("'{text}': {problem}")))?;
                 Measure::Time {
                     phase,
                     statistic,
@@ -257,6 +285,7 @@ mod tests {
         assert!("p99=5ms"
             .parse::<Threshold>()
             .unwrap_err()
+            .0
             .contains("OP is"));
     }
 

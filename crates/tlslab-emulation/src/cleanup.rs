@@ -14,7 +14,7 @@ use std::path::Path;
 /// exits too: a miss, never a wrong deletion.)
 pub fn remove_leftovers() -> Result<Vec<String>, EmulationError> {
     let names = namespace::list().map_err(|error| {
-        EmulationError::io(format!("could not list {}", namespace::DIRECTORY), &error)
+        EmulationError::io(format!("could not list {}", namespace::DIRECTORY), error)
     })?;
     let mut removed = Vec::new();
     for name in names {

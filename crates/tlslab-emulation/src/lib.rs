@@ -84,6 +84,10 @@
 //! # Ok(()) }
 //! ```
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs)]
+
 mod cleanup;
 mod error;
 mod forwarder;
@@ -207,6 +211,7 @@ impl Network {
         })
     }
 
+    /// The emulator that built this network, for the run's record.
     pub fn kind(&self) -> EmulatorKind {
         self.kind
     }

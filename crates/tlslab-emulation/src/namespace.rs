@@ -112,7 +112,7 @@ impl Namespace {
                 let _ = delete(&name);
                 return Err(EmulationError::io(
                     format!("could not open namespace {name}"),
-                    &error,
+                    error,
                 ));
             }
         };

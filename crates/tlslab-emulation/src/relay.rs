@@ -93,7 +93,7 @@ impl RelaySet {
             Arc::clone(&self.profile),
             Arc::clone(&self.statistics),
         )
-        .map_err(|error| EmulationError::io("could not start the relay", &error))?;
+        .map_err(|error| EmulationError::io("could not start the relay", error))?;
         let address = relay.address;
         self.relays
             .lock()

@@ -7,6 +7,7 @@ use std::time::Duration;
 pub struct DirectionStatistics {
     /// Packets (relay: chunks) written to the other side.
     pub packets_forwarded: u64,
+    /// Bytes of those packets, as written.
     pub bytes_forwarded: u64,
     /// Dropped on purpose by the profile's random loss.
     pub dropped_loss: u64,
@@ -31,7 +32,9 @@ impl DirectionStatistics {
 /// forwarder, so its statistics stay empty.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ForwarderStatistics {
+    /// Packets from the client towards the server.
     pub client_to_server: DirectionStatistics,
+    /// Packets from the server back to the client.
     pub server_to_client: DirectionStatistics,
     /// Actual release time minus scheduled release time, for every forwarded packet of both
     /// directions: how far the emulated delay overshot the profile.
@@ -114,6 +117,7 @@ fn bucket_upper(bucket: usize) -> u64 {
 }
 
 impl DelayErrorHistogram {
+    /// Counts one packet's release `error` (late by that much).
     pub fn record(&mut self, error: Duration) {
         self.record_nanos(u64::try_from(error.as_nanos()).unwrap_or(u64::MAX));
     }
@@ -130,10 +134,12 @@ impl DelayErrorHistogram {
         self.count
     }
 
+    /// The latest a packet left after its scheduled time.
     pub fn max(&self) -> Duration {
         Duration::from_nanos(self.max_nanos)
     }
 
+    /// The average lateness; zero before any packet.
     pub fn mean(&self) -> Duration {
         match self.count {
             0 => Duration::ZERO,

@@ -23,6 +23,7 @@ impl EmulatorKind {
     pub const ALL: [EmulatorKind; 3] =
         [EmulatorKind::Netem, EmulatorKind::Tun, EmulatorKind::Relay];
 
+    /// The emulator's spelling in `--emulator` and in the run's record.
     pub fn as_str(self) -> &'static str {
         match self {
             EmulatorKind::Netem => "netem",
@@ -58,7 +59,9 @@ impl FromStr for EmulatorKind {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum EmulatorChoice {
     #[default]
+    /// The best emulator this machine supports, in the order of [`EmulatorKind::ALL`].
     Auto,
+    /// This emulator, or an error saying why it cannot run here.
     Kind(EmulatorKind),
 }
 

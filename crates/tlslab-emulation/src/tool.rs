@@ -20,7 +20,7 @@ pub(crate) fn run(program: &str, args: &[&str]) -> Result<String, EmulationError
                     "install iproute2 (it provides ip and tc), or use --emulator relay",
                 )
             } else {
-                EmulationError::io(format!("could not run `{command_line}`"), &error)
+                EmulationError::io(format!("could not run `{command_line}`"), error)
             }
         })?;
     if output.status.success() {

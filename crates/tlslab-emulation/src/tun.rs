@@ -97,7 +97,7 @@ fn create_device(
                     "could not create TUN device {interface} in {}",
                     namespace.name()
                 ),
-                &error,
+                error,
             )
         })?;
     let name = namespace.name();
@@ -152,7 +152,7 @@ impl TunNetwork {
             CLIENT_ADDRESS,
         )?;
         let forwarder = Forwarder::start(client, server)
-            .map_err(|error| EmulationError::io("could not start the forwarder thread", &error))?;
+            .map_err(|error| EmulationError::io("could not start the forwarder thread", error))?;
         Ok(TunNetwork {
             forwarder,
             namespaces,

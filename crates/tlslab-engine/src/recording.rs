@@ -18,22 +18,22 @@ pub struct Recording {
     stop: Arc<AtomicBool>,
     thread: JoinHandle<Result<u64, RunError>>,
     path: PathBuf,
-    /// The recording's failure (a full disk), set when it happens: its message and hint
-    /// (a capture error has no cause of its own), to make the run's error from each time the
-    /// loop asks.
+    /// The recording's failure (a full disk), set when it happens: its message (causes
+    /// included) and hint, to make the run's error from each time the loop asks.
     failure: Arc<Mutex<Option<(String, String)>>>,
 }
 
 /// The capture's failure as the run's error, followed by `more`. A capture error is a message
-/// and a hint with no cause of its own, so it is kept whole in the message, where the text
+/// and a hint whose causes (the system's reason) are kept in the message, where the text
 /// added after it (`; the run stopped there`) can follow it.
 fn failed(path: &Path, error: tlslab_capture::CaptureError, more: &str) -> RunError {
     // A message that names the file already says which it is.
     let shown = path.display().to_string();
+    let detail = tlslab_core::WithCauses(&error).to_string();
     let message = if error.message.contains(&shown) {
-        format!("{}{more}", error.message)
+        format!("{detail}{more}")
     } else {
-        format!("--capture {shown}: {}{more}", error.message)
+        format!("--capture {shown}: {detail}{more}")
     };
     RunError::environment(message, error.hint)
 }

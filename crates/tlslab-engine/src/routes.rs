@@ -93,7 +93,12 @@ impl Resolver<'_> {
             return Ok(loaded.clone());
         }
         let credentials = tlslab_pki::load_client_credentials(&identity.cert, &identity.key)
-            .map_err(|error| RunError::configuration(error.message(), error.hint()))?;
+            .map_err(|error| {
+                RunError::configuration(
+                    format!("{}{}", error.message(), tlslab_core::Causes(&error)),
+                    error.hint(),
+                )
+            })?;
         let loaded = Arc::new(ClientCertificate {
             chain: credentials.chain,
             key: credentials.key,

@@ -49,6 +49,7 @@
 //! assert!(!client.take_output().is_empty(), "the server's SETTINGS must be acknowledged");
 //! ```
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod error;

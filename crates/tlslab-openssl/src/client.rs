@@ -34,6 +34,7 @@ use crate::Error;
 /// them completely, before processing them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Message {
+    /// Whether the client sent it or received it.
     pub direction: Direction,
     /// The handshake message type (1 ClientHello, 2 ServerHello, 11 Certificate, …).
     pub kind: u8,
@@ -41,12 +42,14 @@ pub struct Message {
     pub name: &'static str,
     /// Its length including the four-byte handshake header.
     pub length: usize,
+    /// When it was seen, in nanoseconds since the attempt started.
     pub at: u64,
 }
 
 /// What the OpenSSL client observes beyond the fields of [`Attempt`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Observations {
+    /// What became of ECH: not offered, accepted, rejected, or GREASE.
     pub ech: EchStatus,
     /// Every handshake message in both directions, in order.
     pub messages: Vec<Message>,
@@ -365,6 +368,46 @@ fn client_context(
     if settings.ech == EchMode::Grease {
         builder.set_options(SslOptions::from_bits_retain(ffi::SSL_OP_ECH_GREASE as _));
     }
+    set_trust(&mut builder, settings)?;
+    if let Some(certificate) = &settings.client_certificate {
+        client_certificate(&mut builder, certificate)?;
+    }
+    // SAFETY: a plain function that only touches the per-thread record.
+    unsafe { ffi::SSL_CTX_set_msg_callback(builder.as_ptr(), Some(probe::message_callback)) };
+    if let Some(version) = http {
+        // One protocol, as the rustls client offers: the Config's request decides.
+        let alpn = version.alpn();
+        let mut wire = Vec::with_capacity(alpn.len() + 1);
+        wire.push(alpn.len() as u8);
+        wire.extend_from_slice(alpn);
+        builder.set_alpn_protos(&wire)?;
+    }
+    set_session_cache(&mut builder, settings);
+    if let Some(pins) = &settings.pins {
+        builder.set_ex_data(pins_index(), pins.clone());
+    }
+    let context = builder.build();
+    if let Some(pins) = context.ex_data(pins_index()) {
+        let verify: ffi::CertVerifyCallback = match settings.trust {
+            Trust::Insecure => probe::no_verification,
+            _ => probe::timed_verification,
+        };
+        // SAFETY: the pins live in the context's own ex_data, freed with it, so the pointer
+        // outlives every verification the context runs; no connection exists yet.
+        unsafe {
+            ffi::SSL_CTX_set_cert_verify_callback(
+                context.as_ptr(),
+                Some(verify),
+                pins as *const tlslab_core::Pins as *mut libc::c_void,
+            )
+        };
+    }
+    Ok(context)
+}
+
+/// How the client verifies the server: not at all (a pin still checks its key), against the
+/// roots given, or against the system's roots; each through a timed verification callback.
+fn set_trust(builder: &mut SslContextBuilder, settings: &ClientSettings) -> Result<(), Error> {
     match &settings.trust {
         Trust::Insecure => {
             // A pin is still checked, and its refusal must end the handshake.
@@ -417,19 +460,11 @@ fn client_context(
             };
         }
     }
-    if let Some(certificate) = &settings.client_certificate {
-        client_certificate(&mut builder, certificate)?;
-    }
-    // SAFETY: a plain function that only touches the per-thread record.
-    unsafe { ffi::SSL_CTX_set_msg_callback(builder.as_ptr(), Some(probe::message_callback)) };
-    if let Some(version) = http {
-        // One protocol, as the rustls client offers: the Config's request decides.
-        let alpn = version.alpn();
-        let mut wire = Vec::with_capacity(alpn.len() + 1);
-        wire.push(alpn.len() as u8);
-        wire.extend_from_slice(alpn);
-        builder.set_alpn_protos(&wire)?;
-    }
+    Ok(())
+}
+
+/// Sessions kept for resumption in the agent's slot, or none at all for fresh handshakes.
+fn set_session_cache(builder: &mut SslContextBuilder, settings: &ClientSettings) {
     if settings.resumes() {
         // Sessions go to the agent's slot only: OpenSSL's internal cache would keep every
         // session (and its peer chain) of the Config under a shared lock, and nobody reads it.
@@ -451,26 +486,6 @@ fn client_context(
         // nothing is cached.
         builder.set_session_cache_mode(SslSessionCacheMode::OFF);
     }
-    if let Some(pins) = &settings.pins {
-        builder.set_ex_data(pins_index(), pins.clone());
-    }
-    let context = builder.build();
-    if let Some(pins) = context.ex_data(pins_index()) {
-        let verify: ffi::CertVerifyCallback = match settings.trust {
-            Trust::Insecure => probe::no_verification,
-            _ => probe::timed_verification,
-        };
-        // SAFETY: the pins live in the context's own ex_data, freed with it, so the pointer
-        // outlives every verification the context runs; no connection exists yet.
-        unsafe {
-            ffi::SSL_CTX_set_cert_verify_callback(
-                context.as_ptr(),
-                Some(verify),
-                pins as *const tlslab_core::Pins as *mut libc::c_void,
-            )
-        };
-    }
-    Ok(context)
 }
 
 /// Presents `certificate` when the server asks: the leaf, the rest of the chain as extra
@@ -834,6 +849,7 @@ async fn receive(
 
 /// A completed handshake, still connected.
 pub struct Established {
+    /// What the handshake showed, for the attempt's Sample.
     pub observations: Observations,
     tls: SslStream<Pipe>,
     socket: TimestampedStream,

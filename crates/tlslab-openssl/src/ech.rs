@@ -271,10 +271,14 @@ impl EchStatus {
     pub(crate) unsafe fn of(ssl: *mut openssl_sys::SSL) -> EchStatus {
         let mut inner: *mut c_char = ptr::null_mut();
         let mut outer: *mut c_char = ptr::null_mut();
-        let status = ffi::SSL_ech_get1_status(ssl, &mut inner, &mut outer);
-        // The names are copies the caller owns; we only need the status.
-        openssl_sys::OPENSSL_free(inner as *mut c_void);
-        openssl_sys::OPENSSL_free(outer as *mut c_void);
+        // SAFETY: the caller gives a live `SSL`; the names OpenSSL writes are copies this
+        // function owns (only the status is needed), each freed once (null is allowed).
+        let status = unsafe {
+            let status = ffi::SSL_ech_get1_status(ssl, &mut inner, &mut outer);
+            openssl_sys::OPENSSL_free(inner as *mut c_void);
+            openssl_sys::OPENSSL_free(outer as *mut c_void);
+            status
+        };
         EchStatus::from_openssl(status)
     }
 }

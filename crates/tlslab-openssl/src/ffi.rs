@@ -32,9 +32,8 @@ pub const SSL_OP_ECH_GREASE: u64 = 1 << 37;
 /// OpenSSL's would look for the session in its internal cache, which that server does not use.
 pub const SSL_OP_NO_ANTI_REPLAY: u64 = 1 << 24;
 
-/// `SSL_get_early_data_status` results.
-pub const SSL_EARLY_DATA_NOT_SENT: c_int = 0;
-pub const SSL_EARLY_DATA_REJECTED: c_int = 1;
+/// `SSL_get_early_data_status`'s result when the server took the early data (the others are
+/// 0, not sent, and 1, rejected).
 pub const SSL_EARLY_DATA_ACCEPTED: c_int = 2;
 
 /// The ECH version OpenSSL 4.0 implements (RFC 9849).
@@ -156,17 +155,21 @@ extern "C" {
 /// `ssl` must be a live `SSL`.
 pub unsafe fn peer_signature_name(ssl: *mut SSL) -> Option<&'static str> {
     let mut name: *const c_char = std::ptr::null();
-    let found = openssl_sys::SSL_ctrl(
-        ssl,
-        SSL_CTRL_GET_PEER_SIGNATURE_NAME,
-        0,
-        (&mut name as *mut *const c_char).cast(),
-    );
+    // SAFETY: the caller gives a live `SSL`; the control writes one pointer to `name`.
+    let found = unsafe {
+        openssl_sys::SSL_ctrl(
+            ssl,
+            SSL_CTRL_GET_PEER_SIGNATURE_NAME,
+            0,
+            (&mut name as *mut *const c_char).cast(),
+        )
+    };
     if found != 1 || name.is_null() {
         return None;
     }
-    // The name points into OpenSSL's static signature algorithm table.
-    std::ffi::CStr::from_ptr(name).to_str().ok()
+    // SAFETY: the name points into OpenSSL's static signature algorithm table, a
+    // NUL-terminated string that lives as long as the process.
+    unsafe { std::ffi::CStr::from_ptr(name) }.to_str().ok()
 }
 
 /// `SSL_get_negotiated_group(ssl)`: the TLS group codepoint, 0 when no group was used.
@@ -174,7 +177,8 @@ pub unsafe fn peer_signature_name(ssl: *mut SSL) -> Option<&'static str> {
 /// # Safety
 /// `ssl` must be a live `SSL`.
 pub unsafe fn negotiated_group(ssl: *mut SSL) -> c_long {
-    openssl_sys::SSL_ctrl(ssl, SSL_CTRL_GET_NEGOTIATED_GROUP, 0, std::ptr::null_mut())
+    // SAFETY: the caller gives a live `SSL`; this control reads no argument.
+    unsafe { openssl_sys::SSL_ctrl(ssl, SSL_CTRL_GET_NEGOTIATED_GROUP, 0, std::ptr::null_mut()) }
 }
 
 /// The named group of the peer's ephemeral key (`modp_2048`, `ffdhe2048`), from
@@ -185,22 +189,31 @@ pub unsafe fn negotiated_group(ssl: *mut SSL) -> c_long {
 /// `ssl` must be a live `SSL`.
 pub unsafe fn peer_key_group(ssl: *mut SSL) -> Option<String> {
     let mut key: *mut openssl_sys::EVP_PKEY = std::ptr::null_mut();
-    let found = openssl_sys::SSL_ctrl(
-        ssl,
-        SSL_CTRL_GET_PEER_TMP_KEY,
-        0,
-        (&mut key as *mut *mut openssl_sys::EVP_PKEY).cast(),
-    );
+    // SAFETY: the caller gives a live `SSL`; the control writes one key pointer to `key`.
+    let found = unsafe {
+        openssl_sys::SSL_ctrl(
+            ssl,
+            SSL_CTRL_GET_PEER_TMP_KEY,
+            0,
+            (&mut key as *mut *mut openssl_sys::EVP_PKEY).cast(),
+        )
+    };
     if found != 1 || key.is_null() {
         return None;
     }
     let mut name = [0 as c_char; 64];
     let mut length: size_t = 0;
-    let named = EVP_PKEY_get_group_name(key, name.as_mut_ptr(), name.len(), &mut length);
-    // The control returned a new reference.
-    openssl_sys::EVP_PKEY_free(key);
+    // SAFETY: `key` is the live key the control returned; OpenSSL writes at most
+    // `name.len()` bytes, NUL included, into `name`, and then the reference it gave is freed
+    // once.
+    let named = unsafe {
+        let named = EVP_PKEY_get_group_name(key, name.as_mut_ptr(), name.len(), &mut length);
+        openssl_sys::EVP_PKEY_free(key);
+        named
+    };
     (named == 1).then(|| {
-        std::ffi::CStr::from_ptr(name.as_ptr())
+        // SAFETY: on success OpenSSL wrote a NUL-terminated name into `name`.
+        unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }
             .to_string_lossy()
             .into_owned()
     })
@@ -211,5 +224,6 @@ pub unsafe fn peer_key_group(ssl: *mut SSL) -> Option<String> {
 /// # Safety
 /// `ctx` must be a live `SSL_CTX`.
 pub unsafe fn set_dh_auto(ctx: *mut SSL_CTX) -> c_long {
-    openssl_sys::SSL_CTX_ctrl(ctx, SSL_CTRL_SET_DH_AUTO, 1, std::ptr::null_mut())
+    // SAFETY: the caller gives a live `SSL_CTX`; this control reads no pointer.
+    unsafe { openssl_sys::SSL_CTX_ctrl(ctx, SSL_CTRL_SET_DH_AUTO, 1, std::ptr::null_mut()) }
 }

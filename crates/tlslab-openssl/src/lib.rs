@@ -74,9 +74,13 @@
 //! [`ClientSettings`]: tlslab_backend::ClientSettings
 //! [`Counters`]: tlslab_backend::Counters
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs)]
+
 mod client;
 mod ech;
-pub mod ffi;
+pub(crate) mod ffi;
 pub mod names;
 mod probe;
 mod server;
@@ -94,11 +98,14 @@ pub fn openssl_version() -> &'static str {
 }
 
 /// Something OpenSSL or this crate refused, described for people, with what to do about it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct Error {
     message: String,
     kind: ErrorKind,
+    /// What OpenSSL's error queue held, when it held anything: OpenSSL's own reasons.
+    #[source]
+    source: Option<openssl::error::ErrorStack>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,20 +123,21 @@ impl Error {
         Error {
             message: message.into(),
             kind: ErrorKind::Library,
+            source: None,
         }
     }
 
     pub(crate) fn unsupported(message: impl Into<String>) -> Error {
         Error {
-            message: message.into(),
             kind: ErrorKind::Unsupported,
+            ..Error::new(message)
         }
     }
 
     pub(crate) fn system_roots(message: impl Into<String>) -> Error {
         Error {
-            message: message.into(),
             kind: ErrorKind::SystemRoots,
+            ..Error::new(message)
         }
     }
 
@@ -137,11 +145,9 @@ impl Error {
     /// does not leak into the next call's error).
     pub(crate) fn openssl(context: impl Into<String>) -> Error {
         let stack = openssl::error::ErrorStack::get();
-        let context = context.into();
-        if stack.errors().is_empty() {
-            Error::new(context)
-        } else {
-            Error::new(format!("{context}: {stack}"))
+        Error {
+            source: (!stack.errors().is_empty()).then_some(stack),
+            ..Error::new(context)
         }
     }
 
@@ -160,6 +166,9 @@ impl Error {
 
 impl From<openssl::error::ErrorStack> for Error {
     fn from(stack: openssl::error::ErrorStack) -> Error {
-        Error::new(stack.to_string())
+        Error {
+            source: Some(stack),
+            ..Error::new("OpenSSL refused a setting or an operation")
+        }
     }
 }

@@ -63,7 +63,9 @@ impl Write for Pipe {
 /// Which way a handshake message went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Direction {
+    /// From the client to the server.
     Sent,
+    /// From the server to the client.
     Received,
 }
 
@@ -140,7 +142,7 @@ pub(crate) unsafe extern "C" fn message_callback(
     }
     let now = Instant::now();
     // SAFETY: OpenSSL passes `len` readable bytes; the first is the handshake type.
-    let kind = *(buf as *const u8);
+    let kind = unsafe { *(buf as *const u8) };
     let direction = if write_p != 0 {
         Direction::Sent
     } else {
@@ -151,7 +153,7 @@ pub(crate) unsafe extern "C" fn message_callback(
         && kind == 2
         && len >= 38
         // SAFETY: `len` bytes are readable, and 38 of them are asked for.
-        && std::slice::from_raw_parts(buf as *const u8, 38)[6..]
+        && unsafe { std::slice::from_raw_parts(buf as *const u8, 38) }[6..]
             == tlslab_core::names::HELLO_RETRY_RANDOM;
     update(|observed| {
         observed.hello_retry |= hello_retry;
@@ -184,11 +186,15 @@ pub(crate) unsafe extern "C" fn timed_verification(
     update(|observed| {
         observed.verify_start.get_or_insert(start);
     });
-    let mut result = openssl_sys::X509_verify_cert(context);
+    // SAFETY: OpenSSL calls this with its live verification context, and `arg` as the
+    // client context was given it (null, or its own pins; see `pin_check`).
+    let mut result = unsafe { openssl_sys::X509_verify_cert(context) };
     if result == 1 {
-        result = pin_check(context, arg);
+        // SAFETY: as above.
+        result = unsafe { pin_check(context, arg) };
     } else {
-        let rejected = leaf_der(context);
+        // SAFETY: as above.
+        let rejected = unsafe { leaf_der(context) };
         update(|observed| observed.rejected = rejected);
     }
     let end = Instant::now();
@@ -206,8 +212,10 @@ unsafe fn pin_check(context: *mut X509_STORE_CTX, arg: *mut c_void) -> c_int {
     if arg.is_null() {
         return 1;
     }
-    let pins = &*(arg as *const tlslab_core::Pins);
-    let der = leaf_der(context);
+    // SAFETY: the caller guarantees `arg` points at the context's live pins.
+    let pins = unsafe { &*(arg as *const tlslab_core::Pins) };
+    // SAFETY: the caller guarantees `context` is live.
+    let der = unsafe { leaf_der(context) };
     if der
         .as_deref()
         .is_some_and(|der| tlslab_backend::certificate::pinned(pins, der))
@@ -218,10 +226,13 @@ unsafe fn pin_check(context: *mut X509_STORE_CTX, arg: *mut c_void) -> c_int {
         observed.pin_rejected = true;
         observed.rejected = der;
     });
-    openssl_sys::X509_STORE_CTX_set_error(
-        context,
-        openssl_sys::X509_V_ERR_APPLICATION_VERIFICATION,
-    );
+    // SAFETY: the caller guarantees `context` is live.
+    unsafe {
+        openssl_sys::X509_STORE_CTX_set_error(
+            context,
+            openssl_sys::X509_V_ERR_APPLICATION_VERIFICATION,
+        )
+    };
     0
 }
 
@@ -230,11 +241,14 @@ unsafe fn pin_check(context: *mut X509_STORE_CTX, arg: *mut c_void) -> c_int {
 /// # Safety
 /// `context` is OpenSSL's live verification context.
 unsafe fn leaf_der(context: *mut X509_STORE_CTX) -> Option<Vec<u8>> {
-    let leaf = ffi::X509_STORE_CTX_get0_cert(context);
+    // SAFETY: the caller guarantees `context` is live.
+    let leaf = unsafe { ffi::X509_STORE_CTX_get0_cert(context) };
     if leaf.is_null() {
         return None;
     }
-    <openssl::x509::X509Ref as foreign_types::ForeignTypeRef>::from_ptr(leaf)
+    // SAFETY: a non-null certificate the context holds for the whole verification, borrowed
+    // only to encode it.
+    unsafe { <openssl::x509::X509Ref as foreign_types::ForeignTypeRef>::from_ptr(leaf) }
         .to_der()
         .ok()
 }
@@ -246,5 +260,6 @@ pub(crate) unsafe extern "C" fn no_verification(
     arg: *mut c_void,
 ) -> c_int {
     // With --insecure a pin is all that is checked.
-    pin_check(context, arg)
+    // SAFETY: OpenSSL's live context, and the client context's `arg` (see `pin_check`).
+    unsafe { pin_check(context, arg) }
 }

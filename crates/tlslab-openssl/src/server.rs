@@ -21,7 +21,8 @@ use openssl::ssl::{
 };
 use openssl::x509::X509;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use tlslab_backend::{server_socket, CounterSnapshot, Counters, ServerSettings};
+use tlslab_backend::server_socket::{self, Advance, ServerStream};
+use tlslab_backend::{CounterSnapshot, Counters, ServerSettings};
 use tlslab_core::{Group, ServerResumption};
 use tlslab_site::Site;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -224,8 +225,11 @@ unsafe extern "C" fn timed_client_chain(
     arg: *mut libc::c_void,
 ) -> libc::c_int {
     let start = std::time::Instant::now();
-    let result = openssl_sys::X509_verify_cert(context);
-    if let Some(counters) = (arg as *const Counters).as_ref() {
+    // SAFETY: OpenSSL calls this with its live verification context; `arg` is the server
+    // context's counters, which the lab server keeps for as long as the context.
+    let result = unsafe { openssl_sys::X509_verify_cert(context) };
+    // SAFETY: as above: null or the live counters.
+    if let Some(counters) = unsafe { (arg as *const Counters).as_ref() } {
         counters.client_verified(start.elapsed());
     }
     result
@@ -253,11 +257,13 @@ unsafe extern "C" fn timed_client_signature(
     }
     let now = std::time::Instant::now();
     // SAFETY: OpenSSL passes `len` readable bytes; the first is the handshake type.
-    let kind = *(buf as *const u8);
+    let kind = unsafe { *(buf as *const u8) };
     let connection = ssl as usize;
     if let Some((checking, since)) = CHECKING_SIGNATURE.with(std::cell::Cell::take) {
         if checking == connection {
-            if let Some(counters) = (arg as *const Counters).as_ref() {
+            // SAFETY: `arg` is null or the server context's counters, which the lab server
+            // keeps for as long as the context.
+            if let Some(counters) = unsafe { (arg as *const Counters).as_ref() } {
                 counters.client_verification_continued(now.saturating_duration_since(since));
             }
         }
@@ -441,7 +447,7 @@ impl Drop for TlsStream {
 }
 
 fn failed(error: openssl::ssl::Error) -> io::Error {
-    io::Error::other(error.to_string())
+    io::Error::other(error)
 }
 
 /// What one step of OpenSSL gave.
@@ -533,6 +539,44 @@ impl TlsStream {
     }
 }
 
+impl ServerStream for TlsStream {
+    fn failure(&mut self) -> &mut Option<io::Error> {
+        &mut self.failure
+    }
+
+    fn advance(&mut self, buffer: &mut ReadBuf<'_>) -> Advance {
+        match self.step(buffer) {
+            Ok(Step::Read) => Advance::Done(Ok(())),
+            Ok(Step::WantRead) => Advance::NeedBytes,
+            Err(error) => {
+                self.failure = Some(error);
+                Advance::Again
+            }
+        }
+    }
+
+    fn poll_send(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        TlsStream::poll_send(self, cx)
+    }
+
+    fn unacknowledged(&mut self) -> &mut bool {
+        &mut self.unacknowledged
+    }
+
+    fn socket_and_buffer(&mut self) -> (&mut TcpStream, &mut [u8]) {
+        (&mut self.socket, &mut self.incoming)
+    }
+
+    fn received(&mut self, count: usize) {
+        self.tls.get_mut().push(&self.incoming[..count]);
+    }
+
+    fn ended(&mut self, _: &mut ReadBuf<'_>) -> io::Result<()> {
+        // The client left (most do without close_notify): the end of the stream.
+        Ok(())
+    }
+}
+
 impl tlslab_site::Negotiated for TlsStream {
     fn protocol(&self) -> Option<&[u8]> {
         self.tls.ssl().selected_alpn_protocol()
@@ -545,37 +589,7 @@ impl AsyncRead for TlsStream {
         cx: &mut Context<'_>,
         buffer: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        loop {
-            if this.failure.is_some() {
-                // The alert reaches the client if it can; the error is the connection's end.
-                let _ = ready!(this.poll_send(cx));
-                return Poll::Ready(Err(this.failure.take().expect("checked")));
-            }
-            match this.step(buffer) {
-                Ok(Step::Read) => return Poll::Ready(Ok(())),
-                Ok(Step::WantRead) => {}
-                Err(error) => {
-                    this.failure = Some(error);
-                    continue;
-                }
-            }
-            // Send the flight, tickets or answers before waiting for the client, which may be
-            // waiting for them.
-            ready!(this.poll_send(cx))?;
-            // Nothing answered the client's Finished (no request came with it): acknowledge it
-            // before waiting for the request it may be holding back.
-            if std::mem::take(&mut this.unacknowledged) {
-                server_socket::acknowledge_now(&this.socket);
-            }
-            let mut read = ReadBuf::new(&mut this.incoming);
-            ready!(Pin::new(&mut this.socket).poll_read(cx, &mut read))?;
-            if read.filled().is_empty() {
-                // The client left (most do without close_notify): the end of the stream.
-                return Poll::Ready(Ok(()));
-            }
-            this.tls.get_mut().push(read.filled());
-        }
+        server_socket::poll_read(self.get_mut(), cx, buffer)
     }
 }
 

@@ -6,8 +6,7 @@ use std::path::Path;
 use rustls_pki_types::pem::{PemObject, SectionKind};
 use rustls_pki_types::CertificateDer;
 
-use crate::cache::describe_pem_error;
-use crate::error::{PkiError, PkiErrorKind};
+use crate::error::{PemError, PkiError, PkiErrorKind};
 
 const PEM_HINT: &str = "give a PEM file of -----BEGIN CERTIFICATE----- sections; \
                         convert a DER certificate with \
@@ -21,9 +20,10 @@ pub fn load_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, Pk
     let contents = fs::read(path).map_err(|error| {
         PkiError::new(
             PkiErrorKind::CaFile,
-            format!("cannot read the CA file {}: {error}", path.display()),
+            format!("cannot read the CA file {}", path.display()),
             "check the path of the CA file",
         )
+        .caused_by(error)
     })?;
 
     // Iterating over sections of every kind, not only certificates, lets a file of keys be
@@ -34,13 +34,10 @@ pub fn load_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, Pk
         let (kind, der) = section.map_err(|error| {
             PkiError::new(
                 PkiErrorKind::CaFile,
-                format!(
-                    "the CA file {} is not valid PEM: {}",
-                    path.display(),
-                    describe_pem_error(error)
-                ),
+                format!("the CA file {} is not valid PEM", path.display()),
                 PEM_HINT,
             )
+            .caused_by(PemError::new(error))
         })?;
         match kind {
             SectionKind::Certificate => certificates.push(CertificateDer::from(der)),
@@ -86,5 +83,50 @@ fn section_name(kind: SectionKind) -> &'static str {
         SectionKind::Crl => "certificate revocation list",
         SectionKind::Csr => "certificate signing request",
         _ => "other PEM section",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    /// The error under `error`, as the type it is.
+    fn cause<T: std::error::Error + 'static>(error: &PkiError) -> &T {
+        error
+            .source()
+            .and_then(|source| source.downcast_ref::<T>())
+            .unwrap_or_else(|| panic!("{error:?} keeps no {}", std::any::type_name::<T>()))
+    }
+
+    #[test]
+    fn a_ca_file_that_is_not_pem_keeps_the_parsers_error_and_a_missing_one_the_systems() {
+        let directory = std::env::temp_dir().join(format!("tlslab-ca-file-{}", std::process::id()));
+        fs::create_dir_all(&directory).unwrap();
+
+        let truncated = directory.join("truncated.pem");
+        fs::write(&truncated, "-----BEGIN CERTIFICATE-----\nMIIB\n").unwrap();
+        let error = load_certificates(&truncated).unwrap_err();
+        assert_eq!(error.kind(), PkiErrorKind::CaFile);
+        assert!(error.message().contains("is not valid PEM"), "{error}");
+        let pem = cause::<PemError>(&error);
+        assert_eq!(
+            pem.to_string(),
+            "a PEM section has no END line (truncated?)"
+        );
+        assert!(matches!(
+            pem.parser_error(),
+            rustls_pki_types::pem::Error::MissingSectionEnd { .. }
+        ));
+
+        let missing = directory.join("missing.pem");
+        let error = load_certificates(&missing).unwrap_err();
+        assert_eq!(
+            cause::<std::io::Error>(&error).kind(),
+            std::io::ErrorKind::NotFound
+        );
+        assert!(!error.message().contains("No such file"), "{error}");
+        fs::remove_dir_all(&directory).unwrap();
     }
 }

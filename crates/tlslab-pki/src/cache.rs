@@ -363,11 +363,11 @@ pub(crate) fn read_client(client_dir: &Path) -> Result<CachedClient, PkiError> {
         PkiError::damaged_cache(client_dir, format!("{name}: {detail}"))
     };
     let certificate = CertificateDer::from_pem_file(&certificate_pem)
-        .map_err(|error| damaged(&certificate_pem, describe_pem_error(error)))?;
+        .map_err(|error| damaged(&certificate_pem, describe_pem_error(&error)))?;
     let private_key = PrivateKeyDer::from_pem_file(&key_pem)
-        .map_err(|error| damaged(&key_pem, describe_pem_error(error)))?;
+        .map_err(|error| damaged(&key_pem, describe_pem_error(&error)))?;
     let root = CertificateDer::from_pem_file(&root_pem)
-        .map_err(|error| damaged(&root_pem, describe_pem_error(error)))?;
+        .map_err(|error| damaged(&root_pem, describe_pem_error(&error)))?;
     Ok(CachedClient {
         certificate,
         private_key,
@@ -399,7 +399,7 @@ pub(crate) fn read_chain(profile_dir: &Path, depth: u8) -> Result<CachedChain, P
 
     let certificates = CertificateDer::pem_file_iter(&chain_pem)
         .and_then(|certificates| certificates.collect::<Result<Vec<_>, _>>())
-        .map_err(|error| damaged(&chain_pem, describe_pem_error(error)))?;
+        .map_err(|error| damaged(&chain_pem, describe_pem_error(&error)))?;
     if certificates.len() != depth as usize {
         return Err(damaged(
             &chain_pem,
@@ -410,9 +410,9 @@ pub(crate) fn read_chain(profile_dir: &Path, depth: u8) -> Result<CachedChain, P
         ));
     }
     let private_key = PrivateKeyDer::from_pem_file(&key_pem)
-        .map_err(|error| damaged(&key_pem, describe_pem_error(error)))?;
+        .map_err(|error| damaged(&key_pem, describe_pem_error(&error)))?;
     let root = CertificateDer::from_pem_file(&root_pem)
-        .map_err(|error| damaged(&root_pem, describe_pem_error(error)))?;
+        .map_err(|error| damaged(&root_pem, describe_pem_error(&error)))?;
 
     Ok(CachedChain {
         certificates,
@@ -425,7 +425,7 @@ pub(crate) fn read_chain(profile_dir: &Path, depth: u8) -> Result<CachedChain, P
 }
 
 /// The PEM parser's own messages are terse ("no items found"); say it in the user's terms.
-pub(crate) fn describe_pem_error(error: rustls_pki_types::pem::Error) -> String {
+pub(crate) fn describe_pem_error(error: &rustls_pki_types::pem::Error) -> String {
     use rustls_pki_types::pem::Error;
     match error {
         Error::Io(error) if error.kind() == io::ErrorKind::NotFound => "file is missing".into(),

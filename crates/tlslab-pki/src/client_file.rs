@@ -10,8 +10,7 @@ use openssl::x509::X509;
 use rustls_pki_types::pem::{PemObject, SectionKind};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::cache::describe_pem_error;
-use crate::error::{PkiError, PkiErrorKind};
+use crate::error::{PemError, PkiError, PkiErrorKind};
 
 const CERTIFICATE_HINT: &str = "give --client-cert a PEM file of -----BEGIN CERTIFICATE----- \
                                 sections, the client's certificate first";
@@ -23,7 +22,9 @@ const KEY_HINT: &str =
 /// together.
 #[derive(Debug)]
 pub struct ClientCredentials {
+    /// The client's certificate first, then any intermediates, as the client sends them.
     pub chain: Vec<CertificateDer<'static>>,
+    /// The key of the first certificate, checked to match it.
     pub key: PrivateKeyDer<'static>,
 }
 
@@ -50,21 +51,23 @@ pub fn load_client_credentials(
         PkiError::new(
             PkiErrorKind::ClientCredentials,
             format!(
-                "the first certificate in {} cannot be parsed: {error}",
+                "the first certificate in {} cannot be parsed",
                 certificate.display()
             ),
             CERTIFICATE_HINT,
         )
+        .caused_by(error)
     })?;
     let public = leaf
         .public_key()
-        .map_err(|error| mismatch(format!("its public key cannot be read ({error})")))?;
+        .map_err(|error| mismatch("its public key cannot be read".to_string()).caused_by(error))?;
     let private = private_key(&key_der).map_err(|error| {
         PkiError::new(
             PkiErrorKind::ClientCredentials,
-            format!("the key {} cannot be parsed: {error}", key.display()),
+            format!("the key {} cannot be parsed", key.display()),
             KEY_HINT,
         )
+        .caused_by(error)
     })?;
     if !public.public_eq(&private) {
         return Err(mismatch(
@@ -96,9 +99,10 @@ fn read(path: &Path, what: &str, hint: &str) -> Result<Vec<u8>, PkiError> {
     fs::read(path).map_err(|error| {
         PkiError::new(
             PkiErrorKind::ClientCredentials,
-            format!("cannot read the client {what} {}: {error}", path.display()),
+            format!("cannot read the client {what} {}", path.display()),
             hint,
         )
+        .caused_by(error)
     })
 }
 
@@ -109,13 +113,10 @@ fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, PkiError> {
         chain.push(certificate.map_err(|error| {
             PkiError::new(
                 PkiErrorKind::ClientCredentials,
-                format!(
-                    "the client certificate {} is not valid PEM: {}",
-                    path.display(),
-                    describe_pem_error(error)
-                ),
+                format!("the client certificate {} is not valid PEM", path.display()),
                 CERTIFICATE_HINT,
             )
+            .caused_by(PemError::new(error))
         })?);
     }
     if chain.is_empty() {
@@ -138,13 +139,10 @@ fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, PkiError> {
         let (kind, der) = section.map_err(|error| {
             PkiError::new(
                 PkiErrorKind::ClientCredentials,
-                format!(
-                    "the client key {} is not valid PEM: {}",
-                    path.display(),
-                    describe_pem_error(error)
-                ),
+                format!("the client key {} is not valid PEM", path.display()),
                 KEY_HINT,
             )
+            .caused_by(PemError::new(error))
         })?;
         // Certificates and other sections beside the key are allowed (a combined file).
         if let Some(key) = PrivateKeyDer::from_pem(kind, der) {
@@ -176,5 +174,41 @@ fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, PkiError> {
             ),
             "give a file with the client certificate's key alone",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn a_client_file_that_cannot_be_read_or_is_not_pem_keeps_why() {
+        let directory =
+            std::env::temp_dir().join(format!("tlslab-client-file-{}", std::process::id()));
+        fs::create_dir_all(&directory).unwrap();
+        let missing = directory.join("missing.pem");
+        let error = read_chain(&missing).unwrap_err();
+        assert_eq!(error.kind(), PkiErrorKind::ClientCredentials);
+        let io = error
+            .source()
+            .and_then(|source| source.downcast_ref::<std::io::Error>())
+            .expect("the I/O error is kept");
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+
+        let truncated = directory.join("key.pem");
+        fs::write(&truncated, "-----BEGIN PRIVATE KEY-----\nMIIB\n").unwrap();
+        let error = read_key(&truncated).unwrap_err();
+        assert!(error.message().ends_with("is not valid PEM"), "{error}");
+        let pem = error
+            .source()
+            .and_then(|source| source.downcast_ref::<PemError>())
+            .expect("the PEM parser's error is kept");
+        assert!(matches!(
+            pem.parser_error(),
+            rustls_pki_types::pem::Error::MissingSectionEnd { .. }
+        ));
+        fs::remove_dir_all(&directory).unwrap();
     }
 }

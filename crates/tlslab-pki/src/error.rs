@@ -1,7 +1,9 @@
 //! The one error type of this crate: what went wrong, and what the user can do about it.
 
+use std::error::Error;
 use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
 
 /// What kind of problem a [`PkiError`] reports, so callers can choose an exit code
 /// (a bad depth or CA file is the user's input; an unwritable cache is the environment).
@@ -26,23 +28,34 @@ pub enum PkiErrorKind {
 }
 
 /// An error with a hint. `Display` prints the problem on the first line and
-/// `hint: <what to do>` on the second, the form the command line shows to users.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `hint: <what to do>` on the second, the form the command line shows to users; the error
+/// underneath (the I/O error, the PEM parser's, OpenSSL's) is the [`source`](Error::source).
+#[derive(Debug, Clone)]
 pub struct PkiError {
     kind: PkiErrorKind,
     message: String,
     hint: String,
+    source: Option<Arc<dyn Error + Send + Sync>>,
 }
 
 impl PkiError {
+    /// An error of `kind` with no cause underneath it.
     pub fn new(kind: PkiErrorKind, message: impl Into<String>, hint: impl Into<String>) -> Self {
         PkiError {
             kind,
             message: message.into(),
             hint: hint.into(),
+            source: None,
         }
     }
 
+    /// The same error, with `source` as the cause underneath it.
+    pub fn caused_by(mut self, source: impl Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Arc::new(source));
+        self
+    }
+
+    /// Whose problem it is, for the caller's exit code.
     pub fn kind(&self) -> PkiErrorKind {
         self.kind
     }
@@ -61,10 +74,11 @@ impl PkiError {
     pub(crate) fn cache_io(action: &str, path: &Path, error: std::io::Error) -> Self {
         PkiError::new(
             PkiErrorKind::CacheIo,
-            format!("cannot {action} {}: {error}", path.display()),
+            format!("cannot {action} {}", path.display()),
             "check that the certificate cache directory is writable, or choose another one \
              with the TLSLAB_PKI_DIR environment variable",
         )
+        .caused_by(error)
     }
 
     /// The published material of a profile is not what this crate wrote there.
@@ -83,10 +97,15 @@ impl PkiError {
     }
 
     /// rcgen or OpenSSL refused to generate a key or sign a certificate.
-    pub(crate) fn generation(what: &str, error: impl fmt::Display) -> Self {
+    pub(crate) fn generation(what: &str, error: impl Error + Send + Sync + 'static) -> Self {
+        PkiError::generation_failed(what, "the cryptography library refused").caused_by(error)
+    }
+
+    /// Generating `what` went wrong in a way no library error describes.
+    pub(crate) fn generation_failed(what: &str, reason: &str) -> Self {
         PkiError::new(
             PkiErrorKind::Generation,
-            format!("cannot generate {what}: {error}"),
+            format!("cannot generate {what}: {reason}"),
             "this is a bug in tlslab or its cryptography library; please report it",
         )
     }
@@ -98,7 +117,54 @@ impl fmt::Display for PkiError {
     }
 }
 
-impl std::error::Error for PkiError {}
+impl Error for PkiError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|source| source as &(dyn Error + 'static))
+    }
+}
+
+/// A PEM file's fault as people read it (a section without its END line, base64 that does
+/// not decode, a file that is missing), with the PEM parser's own error kept for a caller that
+/// branches on it. The description says all the parser's error does, without its raw bytes.
+#[derive(Debug)]
+pub struct PemError {
+    description: String,
+    parser: rustls_pki_types::pem::Error,
+}
+
+impl PemError {
+    pub(crate) fn new(parser: rustls_pki_types::pem::Error) -> PemError {
+        PemError {
+            description: crate::cache::describe_pem_error(&parser),
+            parser,
+        }
+    }
+
+    /// The PEM parser's error.
+    pub fn parser_error(&self) -> &rustls_pki_types::pem::Error {
+        &self.parser
+    }
+}
+
+impl fmt::Display for PemError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.description)
+    }
+}
+
+impl Error for PemError {}
+
+/// Equal when the kind, the message and the hint are: the causes are the system's and the
+/// libraries' words for the same problem.
+impl PartialEq for PkiError {
+    fn eq(&self, other: &PkiError) -> bool {
+        (self.kind, &self.message, &self.hint) == (other.kind, &other.message, &other.hint)
+    }
+}
+
+impl Eq for PkiError {}
 
 #[cfg(test)]
 mod tests {

@@ -66,7 +66,7 @@ pub(crate) fn issue(
     let certificate = build(profile, &key, &root, &root_key).map_err(failed)?;
     let text = |bytes: Vec<u8>| {
         String::from_utf8(bytes).map_err(|_| {
-            PkiError::generation(
+            PkiError::generation_failed(
                 &format!("the {profile} client certificate"),
                 "OpenSSL wrote PEM that is not ASCII",
             )

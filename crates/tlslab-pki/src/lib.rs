@@ -70,6 +70,10 @@
 //! next use regenerates it. Replacing it silently could pull files from under a lab server
 //! that is using them.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs)]
+
 mod ca_file;
 mod cache;
 mod client_file;
@@ -85,7 +89,7 @@ use tlslab_core::CertProfile;
 
 pub use ca_file::load_certificates;
 pub use client_file::{load_client_credentials, ClientCredentials};
-pub use error::{PkiError, PkiErrorKind};
+pub use error::{PemError, PkiError, PkiErrorKind};
 
 /// The deepest chain the lab serves: a leaf and four intermediates.
 pub const MAX_CHAIN_DEPTH: u8 = 5;
@@ -169,9 +173,11 @@ impl Pki {
 /// trusts to verify it.
 #[derive(Debug)]
 pub struct LabClientCertificate {
+    /// The profile whose root issued the certificate (and whose key type it has).
     pub profile: CertProfile,
     /// The client's certificate: issued by the root, so it is the whole chain the client sends.
     pub certificate: CertificateDer<'static>,
+    /// The certificate's key, for signing the client's CertificateVerify.
     pub private_key: PrivateKeyDer<'static>,
     /// The profile's root, which issued it: what a server requiring client certificates trusts.
     pub root: CertificateDer<'static>,
@@ -200,7 +206,9 @@ fn check_depth(depth: u8) -> Result<(), PkiError> {
 /// What a server presents for one profile and depth, in memory and as files.
 #[derive(Debug)]
 pub struct ServedChain {
+    /// The key type and signature algorithm of every certificate in the chain.
     pub profile: CertProfile,
+    /// How many certificates the server sends: the leaf and `depth - 1` intermediates.
     pub depth: u8,
     /// Leaf first, then intermediate 1 (the leaf's issuer) upwards; `depth` entries.
     pub certificates: Vec<CertificateDer<'static>>,

@@ -58,7 +58,7 @@ enum Role {
 /// Generates the six keys of an ML-DSA `profile` and issues the chains of every depth.
 pub(crate) fn generate_profile(profile: CertProfile) -> Result<ProfileMaterial, PkiError> {
     let key_type = key_type(profile).ok_or_else(|| {
-        PkiError::generation(
+        PkiError::generation_failed(
             &format!("{profile} material with OpenSSL"),
             "not an ML-DSA profile",
         )

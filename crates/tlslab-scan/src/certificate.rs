@@ -15,7 +15,7 @@ use rustls::crypto::{aws_lc_rs, CryptoProvider};
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 use serde::Serialize;
-use x509_parser::prelude::{GeneralName, X509Certificate};
+use x509_parser::prelude::X509Certificate;
 use x509_parser::public_key::PublicKey;
 
 use rustls_pki_types::pem::PemObject;
@@ -408,7 +408,7 @@ fn summarize(certificate: &X509Certificate<'_>) -> CertificateSummary {
         )
         .ok()
         .map(|seconds| seconds / 86_400),
-        names: subject_alternative_names(certificate),
+        names: tlslab_core::certificate::subject_alternative_names(certificate),
     }
 }
 
@@ -467,30 +467,6 @@ fn signature_name(oid: &str) -> String {
         other => return other.to_string(),
     }
     .into()
-}
-
-fn subject_alternative_names(certificate: &X509Certificate<'_>) -> Vec<String> {
-    let Ok(Some(names)) = certificate.subject_alternative_name() else {
-        return Vec::new();
-    };
-    names
-        .value
-        .general_names
-        .iter()
-        .filter_map(|name| match name {
-            GeneralName::DNSName(dns) => Some(dns.to_string()),
-            GeneralName::IPAddress(bytes) => match bytes.len() {
-                4 => <[u8; 4]>::try_from(*bytes)
-                    .ok()
-                    .map(|octets| std::net::IpAddr::from(octets).to_string()),
-                16 => <[u8; 16]>::try_from(*bytes)
-                    .ok()
-                    .map(|octets| std::net::IpAddr::from(octets).to_string()),
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect()
 }
 
 /// RFC 6125: a SAN equal to the name, or a wildcard for exactly one leftmost label. The

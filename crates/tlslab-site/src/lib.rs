@@ -40,6 +40,9 @@
 //! assert_eq!(counters.snapshot().requests, 3);
 //! ```
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 use std::convert::Infallible;
 use std::io;
 use std::pin::Pin;

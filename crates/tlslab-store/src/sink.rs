@@ -554,37 +554,16 @@ mod tests {
     use tlslab_core::*;
 
     fn sample(trial: usize, agent: u32) -> Record {
-        let mut timeline = Timeline::default();
-        timeline.set(Event::Start, 0);
-        timeline.set(Event::HandshakeDone, 1_000 + u64::from(agent));
-        Record::Sample(Box::new(Sample {
-            config: 0,
-            trial,
-            round: 1,
-            agent,
-            warmup: false,
-            started_at: u64::from(agent),
-            timeline,
-            outcome: Outcome::Ok,
-            error: None,
-            error_detail: None,
-            negotiated: Negotiated::default(),
-            bytes_sent: 0,
-            bytes_received: 0,
-            client_hello_bytes: None,
-            server_flight_bytes: None,
-            response: None,
-            quic: None,
-            insecure: false,
-            client_address: None,
-            server_address: None,
-            observed: None,
-            connection: None,
-            response_wire_bytes: None,
-            server_software: (agent == 0).then(|| "lab/1".to_string()),
-            wire_clock: None,
-            client_certificate_bytes: None,
-        }))
+        let mut sample = Sample::builder()
+            .trial(trial)
+            .agent(agent)
+            .started_at(u64::from(agent))
+            .event(Event::Start, 0)
+            .event(Event::HandshakeDone, 1_000 + u64::from(agent));
+        if agent == 0 {
+            sample = sample.server_software("lab/1");
+        }
+        Record::Sample(Box::new(sample.build()))
     }
 
     fn trial(index: usize, attempted: u64) -> Record {

@@ -36,6 +36,7 @@ const STARTUP: Duration = Duration::from_secs(3);
 /// What InfluxDB took.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InfluxReport {
+    /// Points InfluxDB accepted.
     pub written: u64,
     /// Points dropped: a full queue, or too many waiting while writes failed.
     pub dropped: u64,
@@ -153,6 +154,20 @@ pub fn line(sample: &Sample, run_started_at_unix_ns: u64) -> String {
     point
 }
 
+/// Why a write to InfluxDB failed.
+#[derive(Debug, thiserror::Error)]
+enum PostError {
+    /// No answer: the address, the connection or the time limit.
+    #[error("InfluxDB did not answer")]
+    Unanswered(#[from] ureq::Error),
+    /// InfluxDB answered, and refused the write.
+    #[error("InfluxDB answered {status}: {answer}")]
+    Refused {
+        status: ureq::http::StatusCode,
+        answer: String,
+    },
+}
+
 /// The write endpoint, checked.
 struct Endpoint {
     url: String,
@@ -160,14 +175,14 @@ struct Endpoint {
 }
 
 impl Endpoint {
-    fn post(&self, agent: &ureq::Agent, body: &str) -> Result<(), String> {
+    fn post(&self, agent: &ureq::Agent, body: &str) -> Result<(), PostError> {
         let mut request = agent
             .post(&self.url)
             .header("Content-Type", "text/plain; charset=utf-8");
         if let Some(token) = &self.token {
             request = request.header("Authorization", &format!("Token {token}"));
         }
-        let mut response = request.send(body).map_err(|error| error.to_string())?;
+        let mut response = request.send(body)?;
         if response.status().is_success() {
             return Ok(());
         }
@@ -178,7 +193,10 @@ impl Endpoint {
             .limit(4096)
             .read_to_string()
             .unwrap_or_default();
-        Err(format!("InfluxDB answered {status}: {}", answer.trim()))
+        Err(PostError::Refused {
+            status,
+            answer: answer.trim().to_string(),
+        })
     }
 }
 
@@ -196,9 +214,10 @@ impl Writer {
     pub fn connect(url: &str) -> Result<Writer, TelemetryError> {
         let uri: ureq::http::Uri = url.parse().map_err(|error| {
             TelemetryError::usage(
-                format!("--influx {url}: not a URL ({error})"),
+                format!("--influx {url}: not a URL"),
                 "for example --influx 'http://127.0.0.1:8086/write?db=tlslab'",
             )
+            .caused_by(error)
         })?;
         if uri.scheme_str() != Some("http") || uri.host().is_none() {
             return Err(TelemetryError::usage(
@@ -230,9 +249,10 @@ impl Writer {
                 }
                 Err(error) => {
                     return Err(TelemetryError::new(
-                        format!("--influx {url}: {error}"),
+                        format!("--influx {url}: cannot write"),
                         "check that InfluxDB runs there, the database or bucket exists and INFLUX_TOKEN (2.x) or u=/p= (1.x) grant writing",
-                    ))
+                    )
+                    .caused_by(error))
                 }
             }
         }
@@ -242,9 +262,10 @@ impl Writer {
             .spawn(move || write_points(&endpoint, &agent, &points))
             .map_err(|error| {
                 TelemetryError::new(
-                    format!("cannot start the InfluxDB writer: {error}"),
+                    "cannot start the InfluxDB writer",
                     "the system is out of threads or memory",
                 )
+                .caused_by(error)
             })?;
         Ok(Writer {
             queue,
@@ -331,9 +352,10 @@ fn create_database(
         .map(drop)
         .map_err(|error| {
             TelemetryError::new(
-                format!("--influx: cannot reach InfluxDB at {authority}: {error}"),
+                format!("--influx: cannot reach InfluxDB at {authority}"),
                 "start InfluxDB, or correct the host and port in --influx",
             )
+            .caused_by(error)
         })
 }
 
@@ -380,7 +402,7 @@ fn write_points(
                     report.written += count as u64;
                 }
                 Err(error) => {
-                    report.last_error = Some(error);
+                    report.last_error = Some(tlslab_core::WithCauses(&error).to_string());
                     // Kept for the next try, within a bound.
                     while pending.len() > PENDING {
                         pending.pop_front();
@@ -402,38 +424,16 @@ fn write_points(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tlslab_core::{ErrorClass, Event, Outcome};
+    use tlslab_core::{ErrorClass, Event};
 
     #[test]
     fn a_point_escapes_its_tags_and_carries_the_phases_present() {
-        let mut sample = Sample {
-            config: 0,
-            trial: 0,
-            round: 0,
-            agent: 0,
-            warmup: false,
-            started_at: 5,
-            timeline: Default::default(),
-            outcome: Outcome::Error,
-            error: Some(ErrorClass::Timeout),
-            error_detail: Some("no \"answer\"\nat all".into()),
-            negotiated: Default::default(),
-            bytes_sent: 300,
-            bytes_received: 0,
-            client_hello_bytes: None,
-            server_flight_bytes: None,
-            client_certificate_bytes: None,
-            response: None,
-            quic: None,
-            insecure: false,
-            client_address: None,
-            server_address: None,
-            connection: None,
-            response_wire_bytes: None,
-            server_software: None,
-            wire_clock: None,
-            observed: None,
-        };
+        let mut sample = Sample::builder()
+            .round(0)
+            .started_at(5)
+            .error(ErrorClass::Timeout, "no \"answer\"\nat all")
+            .bytes(300, 0)
+            .build();
         sample.negotiated.version = Some("TLS 1.3, draft=x".into());
         sample.timeline.set(Event::Start, 0);
         sample.timeline.set(Event::TcpConnected, 1_500);

@@ -25,6 +25,9 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod influx;
 pub mod metrics;
 
@@ -38,10 +41,16 @@ pub use metrics::Metrics;
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct TelemetryError {
+    /// What could not start, naming the option concerned.
     pub message: String,
+    /// What to change.
     pub hint: String,
     /// The option's value is wrong (not the environment it points at).
     pub usage: bool,
+    /// The error underneath (the socket's, the URL parser's, InfluxDB's answer), kept whole
+    /// so the command line can show the chain of causes.
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
 
 impl TelemetryError {
@@ -50,7 +59,17 @@ impl TelemetryError {
             message: message.into(),
             hint: hint.into(),
             usage: false,
+            source: None,
         }
+    }
+
+    /// The same error, with `source` as the cause underneath it.
+    fn caused_by(
+        mut self,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> TelemetryError {
+        self.source = Some(source.into());
+        self
     }
 
     fn usage(message: impl Into<String>, hint: impl Into<String>) -> TelemetryError {
@@ -71,6 +90,7 @@ pub struct Telemetry<S> {
 }
 
 impl<S: Sink> Telemetry<S> {
+    /// Wraps `inner`, which takes every record first; telemetry only watches.
     pub fn new(inner: S) -> Telemetry<S> {
         Telemetry {
             inner,
@@ -80,11 +100,13 @@ impl<S: Sink> Telemetry<S> {
         }
     }
 
+    /// Also counts every Sample in `metrics`, for Prometheus to scrape.
     pub fn with_metrics(mut self, metrics: std::sync::Arc<Metrics>) -> Telemetry<S> {
         self.metrics = Some(metrics);
         self
     }
 
+    /// Also writes every Sample to InfluxDB through `writer`.
     pub fn with_influx(mut self, writer: influx::Writer) -> Telemetry<S> {
         self.influx = Some(writer);
         self

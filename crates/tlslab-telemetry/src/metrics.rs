@@ -55,6 +55,7 @@ pub struct Observation {
 }
 
 impl Observation {
+    /// What the metrics keep of `sample`: its labels and phase times, without the rest.
     pub fn of(sample: &Sample) -> Observation {
         let negotiated = &sample.negotiated;
         let text = |value: &Option<String>| value.clone().unwrap_or_else(|| "none".into());
@@ -83,6 +84,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Empty metrics: every counter and histogram at zero.
     pub fn new() -> Metrics {
         let mut registry = Registry::default();
         let handshakes = Family::<HandshakeLabels, Counter>::default();
@@ -106,6 +108,7 @@ impl Metrics {
         }
     }
 
+    /// Counts one handshake, from a thread that is not the writer's.
     pub fn observe(&self, observation: Observation) {
         self.handshakes.get_or_create(&observation.labels).inc();
         for (phase, seconds) in observation.phases {
@@ -155,9 +158,10 @@ pub fn serve(address: SocketAddr, metrics: Arc<Metrics>) -> Result<MetricsServer
     // starts.
     let cannot = |error: std::io::Error| {
         TelemetryError::new(
-            format!("cannot serve metrics on {address}: {error}"),
+            format!("cannot serve metrics on {address}"),
             "give --metrics a free address and port, for example 127.0.0.1:9464",
         )
+        .caused_by(error)
     };
     let listener = std::net::TcpListener::bind(address).map_err(cannot)?;
     listener.set_nonblocking(true).map_err(cannot)?;
@@ -242,39 +246,29 @@ mod tests {
     use super::*;
     use tlslab_core::{Event, Outcome};
 
-    fn sample(version: &str, outcome: Outcome) -> Sample {
-        let mut sample = Sample {
-            config: 0,
-            trial: 0,
-            round: 0,
-            agent: 0,
-            warmup: false,
-            started_at: 0,
-            timeline: Default::default(),
-            outcome,
-            error: None,
-            error_detail: None,
-            negotiated: Default::default(),
-            bytes_sent: 0,
-            bytes_received: 0,
-            client_hello_bytes: None,
-            server_flight_bytes: None,
-            client_certificate_bytes: None,
-            response: None,
-            quic: None,
-            insecure: false,
-            client_address: None,
-            server_address: None,
-            connection: None,
-            response_wire_bytes: None,
-            server_software: None,
-            wire_clock: None,
-            observed: None,
+    #[test]
+    fn an_address_in_use_keeps_the_systems_error_as_the_cause() {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = taken.local_addr().unwrap();
+        let Err(error) = serve(address, Arc::new(Metrics::new())) else {
+            panic!("{address} was served twice");
         };
-        sample.negotiated.version = Some(version.into());
-        sample.timeline.set(Event::Start, 0);
-        sample.timeline.set(Event::HandshakeDone, 3_000_000);
-        sample
+        assert!(!error.usage);
+        assert_eq!(error.message, format!("cannot serve metrics on {address}"));
+        let cause = std::error::Error::source(&error)
+            .and_then(|source| source.downcast_ref::<std::io::Error>())
+            .expect("the bind error is kept");
+        assert_eq!(cause.kind(), std::io::ErrorKind::AddrInUse);
+    }
+
+    fn sample(version: &str, outcome: Outcome) -> Sample {
+        Sample::builder()
+            .round(0)
+            .outcome(outcome)
+            .version(version)
+            .event(Event::Start, 0)
+            .event(Event::HandshakeDone, 3_000_000)
+            .build()
     }
 
     #[test]

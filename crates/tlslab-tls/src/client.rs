@@ -148,7 +148,7 @@ fn verifier(
         Trust::System => {
             let loaded = rustls_native_certs::load_native_certs();
             if loaded.certs.is_empty() {
-                return Err(Error::NoSystemRoots(format!("{:?}", loaded.errors)));
+                return Err(Error::NoSystemRoots(loaded.errors.into_iter().next()));
             }
             (loaded.certs, Vec::new())
         }
@@ -163,13 +163,14 @@ fn verifier(
         provider.clone(),
     )
     .build()
-    .map_err(|error| Error::Unsupported(error.to_string()))?;
+    .map_err(Error::Verifier)?;
     // Certificates given with --ca also count as the server's own, exactly, and a refusal
     // says what the server sent (trust.rs).
     Ok(Arc::new(crate::trust::RootsOrExact { roots, given }))
 }
 
 impl Client {
+    /// A client for the Config's `settings`: refused here, once, when rustls cannot do what it asks.
     pub fn new(settings: &ClientSettings) -> Result<Client, Error> {
         let cipher = match settings.suite {
             Suite::Cipher(cipher) => cipher,
@@ -200,7 +201,7 @@ impl Client {
                     rustls::pki_types::EchConfigListBytes::from(list.clone()),
                     rustls::crypto::aws_lc_rs::hpke::ALL_SUPPORTED_SUITES,
                 )
-                .map_err(|error| Error::Ech(error.to_string()))?;
+                .map_err(Error::Ech)?;
                 builder.with_ech(rustls::client::EchMode::Enable(config))
             }
             EchMode::Grease => {
@@ -225,7 +226,7 @@ impl Client {
             // can sign with it.
             Some(certificate) => builder
                 .with_client_auth_cert(certificate.chain.clone(), certificate.key.clone_key())
-                .map_err(|error| Error::ClientCertificate(error.to_string()))?,
+                .map_err(Error::ClientCertificate)?,
             None => builder.with_no_client_auth(),
         };
         let client_certificates = config.client_auth_cert_resolver.clone();

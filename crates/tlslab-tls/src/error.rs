@@ -7,28 +7,34 @@ pub enum Error {
     /// The Config asks for something rustls does not have.
     #[error("{0}")]
     Unsupported(String),
-    /// The operating system's roots could not be loaded.
-    #[error("no system root certificates could be loaded ({0})")]
-    NoSystemRoots(String),
+    /// The operating system's roots could not be loaded; the first reason the loader gave,
+    /// if it gave one.
+    #[error("no system root certificates could be loaded")]
+    NoSystemRoots(#[source] Option<rustls_native_certs::Error>),
     /// None of the trusted certificates given could be used.
     #[error("none of the {0} trusted certificates could be parsed")]
     UnusableRoots(usize),
+    /// `--sni` is neither a DNS name nor an IP address.
     #[error("'{0}' is not a valid server name")]
     ServerName(String),
-    #[error("the ECH configuration is unusable: {0}")]
-    Ech(String),
+    /// The ECHConfigList given cannot be used.
+    #[error("the ECH configuration is unusable")]
+    Ech(#[source] rustls::Error),
     /// rustls cannot present the `--client-cert` and `--client-key` given.
-    #[error("rustls cannot use the client certificate and key: {0}")]
-    ClientCertificate(String),
+    #[error("rustls cannot use the client certificate and key")]
+    ClientCertificate(#[source] rustls::Error),
     /// The lab server cannot verify client certificates with the roots it was given.
-    #[error("the lab server cannot verify client certificates against the lab root: {0}")]
-    ClientRoots(String),
+    #[error("the lab server cannot verify client certificates against the lab root")]
+    ClientRoots(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// rustls cannot build a verifier of server certificates from the trusted roots.
+    #[error("cannot verify server certificates with the trusted roots")]
+    Verifier(#[source] rustls::client::VerifierBuilderError),
     /// rustls refused the configuration.
     #[error(transparent)]
     Rustls(#[from] rustls::Error),
     /// quinn refused the configuration.
-    #[error("cannot configure QUIC: {0}")]
-    Quic(String),
+    #[error("cannot configure QUIC")]
+    Quic(#[source] quinn::crypto::rustls::NoInitialCipherSuite),
 }
 
 impl Error {
@@ -49,7 +55,7 @@ impl Error {
             Error::ClientRoots(_) => {
                 "delete the profile's directory in the PKI cache (tlslab pki prints it) to regenerate it"
             }
-            Error::Unsupported(_) | Error::Rustls(_) | Error::Quic(_) => {
+            Error::Unsupported(_) | Error::Rustls(_) | Error::Quic(_) | Error::Verifier(_) => {
                 "the client library refused the Config's settings; change them or try the other --client-backend"
             }
         }

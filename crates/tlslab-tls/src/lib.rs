@@ -38,6 +38,9 @@
 //! [`Attempt`]: tlslab_backend::Attempt
 //! [`ClientSettings`]: tlslab_backend::ClientSettings
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod client;
 mod error;
 mod probe;

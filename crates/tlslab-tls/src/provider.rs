@@ -103,6 +103,7 @@ pub fn server_provider() -> Arc<CryptoProvider> {
     })
 }
 
+/// rustls' protocol version for a Config's TLS version.
 pub fn rustls_version(version: TlsVersion) -> &'static rustls::SupportedProtocolVersion {
     match version {
         TlsVersion::Tls12 => &rustls::version::TLS12,

@@ -612,6 +612,60 @@ fn endpoint_config() -> quinn::EndpointConfig {
     config
 }
 
+/// quinn's client configuration for one attempt: the Config's rustls client with the
+/// Initial packets' suite, and an idle timeout that leaves giving up to the attempt.
+fn quic_client_config(tls: Arc<rustls::ClientConfig>) -> Result<quinn::ClientConfig, Failure> {
+    // Initial packets are always protected with AES-128-GCM (RFC 9001), whatever suite the
+    // Config offers for the handshake itself.
+    let initial = rustls::crypto::aws_lc_rs::cipher_suite::TLS13_AES_128_GCM_SHA256
+        .tls13()
+        .and_then(|suite| suite.quic_suite())
+        .expect("AES-128-GCM is a QUIC suite");
+    let crypto = quinn::crypto::rustls::QuicClientConfig::with_initial(tls, initial)
+        .map_err(|error| Failure::new(ErrorClass::Protocol, error.to_string()))?;
+    let mut config = quinn::ClientConfig::new(Arc::new(crypto));
+    let mut transport = quinn::TransportConfig::default();
+    // Give up with the attempt rather than quinn's 30 s default.
+    transport.max_idle_timeout(Some(
+        quinn::IdleTimeout::try_from(Duration::from_secs(60)).expect("in range"),
+    ));
+    config.transport_config(Arc::new(transport));
+
+    Ok(config)
+}
+
+/// A client endpoint on a fresh UDP socket of `address`'s family, whose datagrams `log`
+/// sees; the socket's address is the attempt's local address.
+fn client_endpoint(
+    address: SocketAddr,
+    attempt: &mut Attempt,
+    log: &Arc<QuicLog>,
+) -> Result<quinn::Endpoint, Failure> {
+    let local: SocketAddr = if address.is_ipv4() {
+        (Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let socket = std::net::UdpSocket::bind(local).map_err(|error| Failure::io(&error))?;
+    // The unspecified address and the port: what ties the sample to its packets (the
+    // cross-check matches an unspecified address by port).
+    attempt.local_address = socket.local_addr().ok();
+    let runtime: Arc<dyn Runtime> = Arc::new(quinn::TokioRuntime);
+    let inner = runtime
+        .wrap_udp_socket(socket)
+        .map_err(|error| Failure::io(&error))?;
+    quinn::Endpoint::new_with_abstract_socket(
+        endpoint_config(),
+        None,
+        Arc::new(ObservedSocket {
+            inner,
+            log: log.clone(),
+        }),
+        runtime,
+    )
+    .map_err(|error| Failure::io(&error))
+}
+
 /// A client's settings for one QUIC attempt beyond the Config's.
 #[derive(Debug, Clone, Copy)]
 pub struct QuicAttemptOptions {
@@ -662,46 +716,9 @@ impl Client {
         *observed.lock().unwrap_or_else(|e| e.into_inner()) = Observed::default();
         let log = Arc::new(QuicLog::new(observed.clone(), options.capture));
         attempt.observe_with(log.clone());
-        let tls = session.config.clone();
-        // Initial packets are always protected with AES-128-GCM (RFC 9001), whatever suite the
-        // Config offers for the handshake itself.
-        let initial = rustls::crypto::aws_lc_rs::cipher_suite::TLS13_AES_128_GCM_SHA256
-            .tls13()
-            .and_then(|suite| suite.quic_suite())
-            .expect("AES-128-GCM is a QUIC suite");
-        let crypto = quinn::crypto::rustls::QuicClientConfig::with_initial(tls, initial)
-            .map_err(|error| Failure::new(ErrorClass::Protocol, error.to_string()))?;
-        let mut config = quinn::ClientConfig::new(Arc::new(crypto));
-        let mut transport = quinn::TransportConfig::default();
-        // Give up with the attempt rather than quinn's 30 s default.
-        transport.max_idle_timeout(Some(
-            quinn::IdleTimeout::try_from(Duration::from_secs(60)).expect("in range"),
-        ));
-        config.transport_config(Arc::new(transport));
+        let config = quic_client_config(session.config.clone())?;
 
-        let local: SocketAddr = if address.is_ipv4() {
-            (Ipv4Addr::UNSPECIFIED, 0).into()
-        } else {
-            (Ipv6Addr::UNSPECIFIED, 0).into()
-        };
-        let socket = std::net::UdpSocket::bind(local).map_err(|error| Failure::io(&error))?;
-        // The unspecified address and the port: what ties the sample to its packets (the
-        // cross-check matches an unspecified address by port).
-        attempt.local_address = socket.local_addr().ok();
-        let runtime: Arc<dyn Runtime> = Arc::new(quinn::TokioRuntime);
-        let inner = runtime
-            .wrap_udp_socket(socket)
-            .map_err(|error| Failure::io(&error))?;
-        let endpoint = quinn::Endpoint::new_with_abstract_socket(
-            endpoint_config(),
-            None,
-            Arc::new(ObservedSocket {
-                inner,
-                log: log.clone(),
-            }),
-            runtime,
-        )
-        .map_err(|error| Failure::io(&error))?;
+        let endpoint = client_endpoint(address, attempt, &log)?;
         let tickets_before = session.store.as_ref().map(|s| s.tickets_received());
         let connecting = endpoint
             .connect_with(config, address, &self.settings.server_name)
@@ -711,64 +728,9 @@ impl Client {
             .request
             .as_ref()
             .map(|request| request.bytes.as_slice());
-        let wants_early = self.settings.early_data > 0 && request.is_some();
-        let (connection, exchanged) = match (wants_early, request) {
-            (true, Some(request)) => match connecting.into_0rtt() {
-                Ok((connection, accepted)) => {
-                    // The request leaves in 0-RTT packets while the handshake runs.
-                    let timed_accept = async {
-                        let accepted = accepted.await;
-                        (accepted, Instant::now(), log.totals())
-                    };
-                    let ((accepted, done, bytes), early) =
-                        tokio::join!(timed_accept, exchange_http3(&connection, request));
-                    // quinn also resolves `accepted` to false when the connection died: that
-                    // is a failed attempt, not refused early data.
-                    if let Some(reason) = connection.close_reason() {
-                        return Err(connection_failure(reason));
-                    }
-                    attempt
-                        .timeline
-                        .mark_once(Event::HandshakeDone, attempt.origin, done);
-                    attempt.set_handshake_bytes(bytes.0, bytes.1);
-                    attempt.negotiated.early_data = Some(accepted);
-                    note_client_certificate(attempt, &observed);
-                    let exchanged = match (accepted, early) {
-                        (true, Ok(exchanged)) => exchanged,
-                        (true, Err(failure)) => {
-                            return Err(exchange_failure(&connection, failure).explained_by(attempt))
-                        }
-                        // Rejected: the 0-RTT streams are gone; ask again in 1-RTT.
-                        (false, _) => {
-                            exchange_http3(&connection, request)
-                                .await
-                                .map_err(|failure| {
-                                    exchange_failure(&connection, failure).explained_by(attempt)
-                                })?
-                        }
-                    };
-                    (connection, Some(exchanged))
-                }
-                Err(connecting) => {
-                    let connection = connecting
-                        .await
-                        .map_err(|error| handshake_failure(attempt, &observed, error))?;
-                    attempt.mark(Event::HandshakeDone);
-                    let (sent, received) = log.totals();
-                    attempt.set_handshake_bytes(sent, received);
-                    (connection, None)
-                }
-            },
-            _ => {
-                let connection = connecting
-                    .await
-                    .map_err(|error| handshake_failure(attempt, &observed, error))?;
-                attempt.mark(Event::HandshakeDone);
-                let (sent, received) = log.totals();
-                attempt.set_handshake_bytes(sent, received);
-                (connection, None)
-            }
-        };
+        let (connection, exchanged) = self
+            .handshake(connecting, request, attempt, &observed, &log)
+            .await?;
         note_client_certificate(attempt, &observed);
         // What was negotiated, kept also when the server then refuses the handshake.
         self.describe(attempt, &connection, &observed);
@@ -843,6 +805,77 @@ impl Client {
             log,
             endpoint,
         })
+    }
+
+    /// The handshake, with the request sent as 0-RTT data when the Config asks for early
+    /// data and the agent holds a ticket: the connection, and the exchange when it went
+    /// early (or was asked again in 1-RTT after the server refused the early data).
+    async fn handshake(
+        &self,
+        connecting: quinn::Connecting,
+        request: Option<&[u8]>,
+        attempt: &mut Attempt,
+        observed: &Arc<Mutex<Observed>>,
+        log: &QuicLog,
+    ) -> Result<(quinn::Connection, Option<Exchanged>), Failure> {
+        let wants_early = self.settings.early_data > 0 && request.is_some();
+        match (wants_early, request) {
+            (true, Some(request)) => match connecting.into_0rtt() {
+                Ok((connection, accepted)) => {
+                    // The request leaves in 0-RTT packets while the handshake runs.
+                    let timed_accept = async {
+                        let accepted = accepted.await;
+                        (accepted, Instant::now(), log.totals())
+                    };
+                    let ((accepted, done, bytes), early) =
+                        tokio::join!(timed_accept, exchange_http3(&connection, request));
+                    // quinn also resolves `accepted` to false when the connection died: that
+                    // is a failed attempt, not refused early data.
+                    if let Some(reason) = connection.close_reason() {
+                        return Err(connection_failure(reason));
+                    }
+                    attempt
+                        .timeline
+                        .mark_once(Event::HandshakeDone, attempt.origin, done);
+                    attempt.set_handshake_bytes(bytes.0, bytes.1);
+                    attempt.negotiated.early_data = Some(accepted);
+                    note_client_certificate(attempt, observed);
+                    let exchanged = match (accepted, early) {
+                        (true, Ok(exchanged)) => exchanged,
+                        (true, Err(failure)) => {
+                            return Err(exchange_failure(&connection, failure).explained_by(attempt))
+                        }
+                        // Rejected: the 0-RTT streams are gone; ask again in 1-RTT.
+                        (false, _) => {
+                            exchange_http3(&connection, request)
+                                .await
+                                .map_err(|failure| {
+                                    exchange_failure(&connection, failure).explained_by(attempt)
+                                })?
+                        }
+                    };
+                    Ok((connection, Some(exchanged)))
+                }
+                Err(connecting) => {
+                    let connection = connecting
+                        .await
+                        .map_err(|error| handshake_failure(attempt, observed, error))?;
+                    attempt.mark(Event::HandshakeDone);
+                    let (sent, received) = log.totals();
+                    attempt.set_handshake_bytes(sent, received);
+                    Ok((connection, None))
+                }
+            },
+            _ => {
+                let connection = connecting
+                    .await
+                    .map_err(|error| handshake_failure(attempt, observed, error))?;
+                attempt.mark(Event::HandshakeDone);
+                let (sent, received) = log.totals();
+                attempt.set_handshake_bytes(sent, received);
+                Ok((connection, None))
+            }
+        }
     }
 
     /// What the handshake negotiated. quinn does not expose rustls' session, but the client

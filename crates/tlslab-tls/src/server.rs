@@ -128,14 +128,14 @@ fn client_verifier(
     for root in client_roots {
         roots
             .add(root.clone())
-            .map_err(|error| Error::ClientRoots(error.to_string()))?;
+            .map_err(|error| Error::ClientRoots(error.into()))?;
     }
     let inner = rustls::server::WebPkiClientVerifier::builder_with_provider(
         Arc::new(roots),
         server_provider(),
     )
     .build()
-    .map_err(|error| Error::ClientRoots(error.to_string()))?;
+    .map_err(|error| Error::ClientRoots(error.into()))?;
     Ok(Arc::new(TimedClientVerifier {
         inner,
         counters: counters.clone(),
@@ -222,6 +222,7 @@ pub struct Lab {
 }
 
 impl Lab {
+    /// A lab server presenting `certificates` (leaf first) with `key`, configured by `settings`.
     pub fn new(
         certificates: Vec<CertificateDer<'static>>,
         key: PrivateKeyDer<'static>,
@@ -278,6 +279,7 @@ impl Lab {
         })
     }
 
+    /// What the server counted so far (tickets, early data, client verifications, requests).
     pub fn counters(&self) -> CounterSnapshot {
         self.counters.snapshot()
     }
@@ -291,7 +293,7 @@ impl Lab {
     /// [`quic_transport`].
     pub fn quic_config(&self) -> Result<quinn::ServerConfig, Error> {
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(self.quic.clone())
-            .map_err(|error| Error::Quic(error.to_string()))?;
+            .map_err(Error::Quic)?;
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         config.transport_config(Arc::new(quic_transport()));
         Ok(config)
@@ -368,20 +370,33 @@ pub async fn serve_quic(endpoint: quinn::Endpoint, lab: Arc<Lab>) {
     }
 }
 
-async fn serve_quic_connection(incoming: quinn::Incoming, lab: Arc<Lab>) -> Result<(), String> {
-    let connecting = incoming.accept().map_err(|error| error.to_string())?;
+/// Why a lab server's QUIC connection ended before it could answer requests.
+#[derive(Debug, thiserror::Error)]
+enum QuicConnectionError {
+    /// The QUIC handshake failed or the client left.
+    #[error("the QUIC connection failed")]
+    Quic(#[from] quinn::ConnectionError),
+    /// HTTP/3 could not start on the connection.
+    #[error("HTTP/3 could not start")]
+    Http3(#[from] h3::error::ConnectionError),
+}
+
+async fn serve_quic_connection(
+    incoming: quinn::Incoming,
+    lab: Arc<Lab>,
+) -> Result<(), QuicConnectionError> {
+    let connecting = incoming.accept()?;
     // Accept 0-RTT streams and answer them at once (0.5-RTT data).
     let connection = match connecting.into_0rtt() {
         Ok((connection, _)) => connection,
-        Err(connecting) => connecting.await.map_err(|error| error.to_string())?,
+        Err(connecting) => connecting.await?,
     };
     let mut http3: h3::server::Connection<h3_quinn::Connection, Bytes> = h3::server::builder()
         // No reserved "grease" settings, frames or streams: every connection sends the same
         // bytes, and the measured response is only the response.
         .send_grease(false)
         .build(h3_quinn::Connection::new(connection))
-        .await
-        .map_err(|error| error.to_string())?;
+        .await?;
     // Each request on a task of its own; the connection lives until the client closes it.
     while let Ok(Some(resolver)) = http3.accept().await {
         let site = lab.site.clone();

@@ -116,7 +116,7 @@ pub fn capture(
     let report = analyser.finish();
     let (store, influx) = outputs.sink.close();
     let ending = match &failure {
-        Some(error) => Ending::Failed(error.message.clone()),
+        Some(error) => Ending::Failed(tlslab_core::WithCauses(error).to_string()),
         // Stopping is how a capture ends: at its duration or on a signal.
         None => Ending::Complete,
     };
@@ -233,10 +233,7 @@ fn file_check(
         let output = files::Output::new("--write", file, files::Kind::Capture);
         files::claim(&output, &inputs, force)
             .map(drop)
-            .map_err(|error| CaptureError {
-                message: error.to_string(),
-                hint: error.hint().to_string(),
-            })
+            .map_err(|error| CaptureError::new(error.to_string(), error.hint()).caused_by(error))
     }
 }
 

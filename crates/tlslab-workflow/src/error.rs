@@ -123,7 +123,7 @@ pub enum WorkflowError {
 pub enum CertificateFileError {
     /// Read by the PKI crate (`tlslab run --ca`).
     #[error("{}", .0.message())]
-    Pki(tlslab_pki::PkiError),
+    Pki(#[source] tlslab_pki::PkiError),
     /// Read by the scanner (`tlslab scan --ca`).
     #[error(transparent)]
     Scan(tlslab_scan::ScanError),

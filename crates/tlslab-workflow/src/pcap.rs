@@ -153,7 +153,7 @@ pub fn pcap(request: &PcapRequest, control: &Control) -> Result<PassiveOutcome, 
     let report = analyser.finish();
     let (store, influx) = sink.close();
     let ending = match (&unreadable, interrupted) {
-        (Some(error), _) => Ending::Failed(error.message.clone()),
+        (Some(error), _) => Ending::Failed(tlslab_core::WithCauses(error).to_string()),
         (None, true) => Ending::Interrupted,
         (None, false) => Ending::Complete,
     };

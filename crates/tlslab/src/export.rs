@@ -70,7 +70,7 @@ pub fn pki(args: &PkiArgs) -> Result<i32, CliError> {
     if let Some(path) = &args.pin_of {
         let certificates = tlslab_pki::load_certificates(path).map_err(|error| {
             CliError::usage(
-                error.to_string(),
+                format!("{error}{}", tlslab_core::Causes(&error)),
                 "give a PEM file with the server's certificate",
             )
         })?;
@@ -101,9 +101,12 @@ pub fn pki(args: &PkiArgs) -> Result<i32, CliError> {
         chain.root_pem.display()
     ))?;
     if args.client {
-        let client = pki
-            .client_certificate(profile)
-            .map_err(|error| CliError::environment(error.message(), error.hint()))?;
+        let client = pki.client_certificate(profile).map_err(|error| {
+            CliError::environment(
+                format!("{}{}", error.message(), tlslab_core::Causes(&error)),
+                error.hint(),
+            )
+        })?;
         output::print(format_args!(
             "client certificate {}\nclient key {}\n",
             client.certificate_pem.display(),

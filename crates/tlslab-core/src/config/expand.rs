@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::rules::{
     invalid_backend_reason, invalid_reason, invalid_session_reason, Backends, Session,
 };
-use super::validate::{require_nonempty, validate};
+use super::validate::{require_nonempty, validate, Checked};
 use super::{error, target_host, Config, ConfigError, Endpoint, MAX_TRIALS};
 use crate::arrival::format_rate;
 use crate::dimension::{
@@ -21,53 +21,7 @@ use crate::network::{Loss, Network, NetworkDimensions};
 /// chain, concurrency (the last varies fastest).
 pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
     let checked = validate(experiment)?;
-    let endpoints: Vec<Endpoint> = match &experiment.target {
-        Some(address) => {
-            let host = target_host(address).ok_or_else(|| {
-                error(
-                    format!("target '{address}' is not host:port"),
-                    "write the target as host:port, for example --target example.com:443 or --target [::1]:8443",
-                )
-            })?;
-            let sni = experiment.sni.clone().unwrap_or_else(|| host.to_string());
-            vec![Endpoint::Target {
-                address: address.clone(),
-                sni,
-                ca: experiment.ca.clone(),
-                client_identity: checked.client_identity.clone(),
-            }]
-        }
-        None => {
-            require_nonempty(&experiment.cert, "cert")?;
-            require_nonempty(&experiment.chain, "chain")?;
-            if let Some(&depth) = experiment.chain.iter().find(|&&d| !(1..=5).contains(&d)) {
-                return Err(error(
-                    format!("chain depth {depth} is out of range"),
-                    "the lab server sends 1 to 5 certificates (leaf plus intermediates): --chain 1..5",
-                ));
-            }
-            if experiment.ca.is_some() {
-                return Err(error(
-                    "--ca applies to external targets only",
-                    "the lab server's root is trusted automatically; add --target host:port to use --ca",
-                ));
-            }
-            if checked.client_identity.is_some() {
-                return Err(error(
-                    "--client-cert and --client-key apply to external targets only",
-                    "for a target that requires a client certificate add --target host:port; \
-                     --mtls on makes the lab server require the lab's own",
-                ));
-            }
-            let mut endpoints = Vec::new();
-            for &cert in &experiment.cert {
-                for &chain in &experiment.chain {
-                    endpoints.push(Endpoint::Lab { cert, chain });
-                }
-            }
-            endpoints
-        }
-    };
+    let endpoints = endpoints(experiment, &checked)?;
 
     let named = NetworkDimensions {
         rtt: !experiment.rtt.is_empty(),
@@ -75,15 +29,20 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
         loss: !experiment.loss.is_empty(),
         rate: !experiment.bandwidth.is_empty(),
     };
-    let networks = networks(experiment, &named);
+    let matrix = Matrix {
+        experiment,
+        checked: &checked,
+        networks: networks(experiment, &named),
+        named,
+        arrivals: arrivals(experiment)?,
+        sizes_differ: experiment
+            .early_data
+            .iter()
+            .filter(|&&size| size > 0)
+            .count()
+            > 1,
+    };
     let sessions = sessions(experiment);
-    let arrivals = arrivals(experiment)?;
-    let sizes_differ = experiment
-        .early_data
-        .iter()
-        .filter(|&&size| size > 0)
-        .count()
-        > 1;
 
     let mut configs = Vec::new();
     let mut rejected = Vec::new();
@@ -133,76 +92,16 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
                             ));
                             continue;
                         }
-                        for ((&concurrency, arrival), network) in experiment
-                            .concurrency
-                            .iter()
-                            .flat_map(|c| arrivals.iter().map(move |a| (c, a)))
-                            .flat_map(|ca| networks.iter().map(move |n| (ca, n)))
-                        {
-                            let mut label = automatic_label(
-                                version,
-                                suite,
-                                group,
-                                endpoint,
-                                concurrency,
-                                session,
-                                sizes_differ,
-                            );
-                            if session.scheme == Scheme::Https {
-                                label.push_str(&backend_words(backends, ech));
-                            }
-                            if let Some(rate) = arrival.rate {
-                                label = format!("{label} {}", format_rate(rate));
-                            }
-                            if let Some(network) = network {
-                                label = format!("{label} {}", network.label(&named));
-                            }
-                            // Plain HTTP is one Config whatever the TLS dimensions say: the
-                            // first of their combinations stands for all.
-                            if session.scheme == Scheme::Http
-                                && configs.iter().any(|config: &Config| config.label == label)
-                            {
-                                continue;
-                            }
-                            let index = configs.len();
-                            configs.push(Config {
-                                index,
-                                label,
-                                version,
-                                suite: suite.clone(),
-                                group,
-                                endpoint: match session.scheme {
-                                    Scheme::Https => endpoint.clone(),
-                                    Scheme::Http => plain_endpoint(endpoint, experiment),
-                                },
-                                concurrency,
-                                arrival_rate: arrival.rate,
-                                arrival_time: arrival.time,
-                                resume: session.resume,
-                                early_data: session.early_data,
-                                cert_cache: session.cert_cache,
-                                hello_retry: session.hello_retry,
-                                mtls: session.mtls.then_some(experiment.client_cert_profile),
-                                keep_alive: session.keep_alive,
-                                scheme: session.scheme,
-                                transport: session.transport,
-                                http: session.http,
-                                path: experiment.path.clone(),
-                                page: experiment.page.clone(),
-                                insecure: experiment.insecure,
-                                pins: checked.pins.clone(),
-                                client_backend: backends.0,
-                                server_backend: backends.1,
-                                ech,
-                                close: experiment.close,
-                                dns: experiment.dns,
-                                timeout: experiment.timeout,
-                                network: *network,
-                                body: experiment.body,
-                                ech_config: checked.ech_config.clone(),
-                                ech_public_name: experiment.ech_public_name.clone(),
-                            });
-                        }
+                        let combination = Combination {
+                            version,
+                            suite,
+                            group,
+                            endpoint,
+                            session,
+                            backends,
+                            ech,
+                        };
+                        push_configs(&mut configs, &matrix, &combination);
                     }
                 }
             }
@@ -225,6 +124,176 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
         ));
     }
 
+    apply_labels(experiment, &mut configs)?;
+    check_plan_size(experiment, &configs)?;
+    Ok(configs)
+}
+
+/// Where the Configs connect: the `--target`, or the lab server at every certificate and
+/// chain depth asked for (options that only a target takes are refused for the lab).
+fn endpoints(experiment: &Experiment, checked: &Checked) -> Result<Vec<Endpoint>, ConfigError> {
+    Ok(match &experiment.target {
+        Some(address) => {
+            let host = target_host(address).ok_or_else(|| {
+                error(
+                    format!("target '{address}' is not host:port"),
+                    "write the target as host:port, for example --target example.com:443 or --target [::1]:8443",
+                )
+            })?;
+            let sni = experiment.sni.clone().unwrap_or_else(|| host.to_string());
+            vec![Endpoint::Target {
+                address: address.clone(),
+                sni,
+                ca: experiment.ca.clone(),
+                client_identity: checked.client_identity.clone(),
+            }]
+        }
+        None => {
+            require_nonempty(&experiment.cert, "cert")?;
+            require_nonempty(&experiment.chain, "chain")?;
+            if let Some(&depth) = experiment.chain.iter().find(|&&d| !(1..=5).contains(&d)) {
+                return Err(error(
+                    format!("chain depth {depth} is out of range"),
+                    "the lab server sends 1 to 5 certificates (leaf plus intermediates): --chain 1..5",
+                ));
+            }
+            if experiment.ca.is_some() {
+                return Err(error(
+                    "--ca applies to external targets only",
+                    "the lab server's root is trusted automatically; add --target host:port to use --ca",
+                ));
+            }
+            if checked.client_identity.is_some() {
+                return Err(error(
+                    "--client-cert and --client-key apply to external targets only",
+                    "for a target that requires a client certificate add --target host:port; \
+                     --mtls on makes the lab server require the lab's own",
+                ));
+            }
+            let mut endpoints = Vec::new();
+            for &cert in &experiment.cert {
+                for &chain in &experiment.chain {
+                    endpoints.push(Endpoint::Lab { cert, chain });
+                }
+            }
+            endpoints
+        }
+    })
+}
+
+/// What every Config of an experiment shares as it is expanded: the experiment, its checked
+/// values, and the dimensions that vary fastest (arrival, network).
+struct Matrix<'a> {
+    experiment: &'a Experiment,
+    checked: &'a Checked,
+    named: NetworkDimensions,
+    networks: Vec<Option<Network>>,
+    arrivals: Vec<Arrival>,
+    /// More than one early-data size is asked for, so labels name the size.
+    sizes_differ: bool,
+}
+
+/// One valid combination of the slower dimensions, before concurrency, arrival and network.
+struct Combination<'a> {
+    version: TlsVersion,
+    suite: &'a SuiteSpec,
+    group: Group,
+    endpoint: &'a Endpoint,
+    session: Session,
+    backends: Backends,
+    ech: Ech,
+}
+
+/// Adds the Configs of `combination` at every concurrency, arrival and network, labelled;
+/// plain HTTP is one Config whatever the TLS dimensions say.
+fn push_configs(configs: &mut Vec<Config>, matrix: &Matrix<'_>, combination: &Combination<'_>) {
+    let &Combination {
+        version,
+        suite,
+        group,
+        endpoint,
+        session,
+        backends,
+        ech,
+    } = combination;
+    for ((&concurrency, arrival), network) in matrix
+        .experiment
+        .concurrency
+        .iter()
+        .flat_map(|c| matrix.arrivals.iter().map(move |a| (c, a)))
+        .flat_map(|ca| matrix.networks.iter().map(move |n| (ca, n)))
+    {
+        let mut label = automatic_label(
+            version,
+            suite,
+            group,
+            endpoint,
+            concurrency,
+            session,
+            matrix.sizes_differ,
+        );
+        if session.scheme == Scheme::Https {
+            label.push_str(&backend_words(backends, ech));
+        }
+        if let Some(rate) = arrival.rate {
+            label = format!("{label} {}", format_rate(rate));
+        }
+        if let Some(network) = network {
+            label = format!("{label} {}", network.label(&matrix.named));
+        }
+        // Plain HTTP is one Config whatever the TLS dimensions say: the
+        // first of their combinations stands for all.
+        if session.scheme == Scheme::Http
+            && configs.iter().any(|config: &Config| config.label == label)
+        {
+            continue;
+        }
+        let index = configs.len();
+        configs.push(Config {
+            index,
+            label,
+            version,
+            suite: suite.clone(),
+            group,
+            endpoint: match session.scheme {
+                Scheme::Https => endpoint.clone(),
+                Scheme::Http => plain_endpoint(endpoint, matrix.experiment),
+            },
+            concurrency,
+            arrival_rate: arrival.rate,
+            arrival_time: arrival.time,
+            resume: session.resume,
+            early_data: session.early_data,
+            cert_cache: session.cert_cache,
+            hello_retry: session.hello_retry,
+            mtls: session
+                .mtls
+                .then_some(matrix.experiment.client_cert_profile),
+            keep_alive: session.keep_alive,
+            scheme: session.scheme,
+            transport: session.transport,
+            http: session.http,
+            path: matrix.experiment.path.clone(),
+            page: matrix.experiment.page.clone(),
+            insecure: matrix.experiment.insecure,
+            pins: matrix.checked.pins.clone(),
+            client_backend: backends.0,
+            server_backend: backends.1,
+            ech,
+            close: matrix.experiment.close,
+            dns: matrix.experiment.dns,
+            timeout: matrix.experiment.timeout,
+            network: *network,
+            body: matrix.experiment.body,
+            ech_config: matrix.checked.ech_config.clone(),
+            ech_public_name: matrix.experiment.ech_public_name.clone(),
+        });
+    }
+}
+
+/// The labels given (`labels = [...]`) in place of the automatic ones, one per Config, and
+/// every label distinct and non-empty.
+fn apply_labels(experiment: &Experiment, configs: &mut [Config]) -> Result<(), ConfigError> {
     if !experiment.labels.is_empty() {
         if experiment.labels.len() != configs.len() {
             return Err(error(
@@ -253,7 +322,7 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
         }
     }
     let mut seen = HashSet::new();
-    for config in &configs {
+    for config in configs.iter() {
         if config.label.is_empty() || !seen.insert(config.label.as_str()) {
             return Err(error(
                 format!("label '{}' is empty or used twice", config.label),
@@ -261,8 +330,7 @@ pub fn expand(experiment: &Experiment) -> Result<Vec<Config>, ConfigError> {
             ));
         }
     }
-    check_plan_size(experiment, &configs)?;
-    Ok(configs)
+    Ok(())
 }
 
 /// The keys a `[[config]]` table may name: the matrix dimensions (run-level values such as

@@ -25,11 +25,19 @@ use crate::network::Network;
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Endpoint {
     /// The embedded lab server, started by tlslab with this certificate profile and chain.
-    Lab { cert: CertProfile, chain: u8 },
+    Lab {
+        /// The certificate profile the lab server presents.
+        cert: CertProfile,
+        /// How many certificates it sends.
+        chain: u8,
+    },
     /// An external server.
     Target {
+        /// `host:port`, as given.
         address: String,
+        /// The server name sent, and the one its certificate must carry.
         sni: String,
+        /// Roots to trust instead of the system's (`--ca`).
         ca: Option<PathBuf>,
         /// The certificate the client presents when the server asks for one (mutual TLS).
         client_identity: Option<ClientIdentity>,
@@ -41,7 +49,9 @@ pub enum Endpoint {
 /// them before the run, so an unreadable or mismatched pair stops it before the first attempt.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct ClientIdentity {
+    /// The certificate chain, leaf first.
     pub cert: PathBuf,
+    /// The leaf's private key.
     pub key: PathBuf,
 }
 
@@ -50,11 +60,17 @@ pub struct ClientIdentity {
 pub struct Config {
     /// Position in the matrix; also the Config's id in the store.
     pub index: usize,
+    /// The name reports use for it: the values that set it apart, or the user's.
     pub label: String,
+    /// The one TLS version offered.
     pub version: TlsVersion,
+    /// The cipher suite offered.
     pub suite: SuiteSpec,
+    /// The key exchange group offered.
     pub group: Group,
+    /// Where the handshakes go.
     pub endpoint: Endpoint,
+    /// Agents making attempts at once.
     pub concurrency: u32,
     /// Attempts per second on a schedule (open loop); `None` in a closed loop.
     pub arrival_rate: Option<f64>,
@@ -62,6 +78,7 @@ pub struct Config {
     /// share it); `None` when `handshakes` counts instead.
     #[serde(skip)]
     pub arrival_time: Option<Duration>,
+    /// Fresh handshakes, or resumption by ticket or session ID.
     pub resume: Resume,
     /// Bytes of TLS 1.3 early data (0-RTT) on resumed handshakes; 0 sends none.
     pub early_data: u64,
@@ -76,12 +93,15 @@ pub struct Config {
     pub keep_alive: bool,
     /// HTTP over TLS, or plain HTTP.
     pub scheme: Scheme,
+    /// TCP or QUIC.
     pub transport: Transport,
     /// The request after the handshake, if any.
     pub http: Http,
+    /// The request's path.
     pub path: String,
     /// Page mode: the resources each attempt loads after the document at `path`.
     pub page: Option<crate::Page>,
+    /// Certificates go unverified (`--insecure`).
     pub insecure: bool,
     /// Public keys the server's certificate must carry (`--pin`).
     pub pins: Option<crate::Pins>,
@@ -91,10 +111,12 @@ pub struct Config {
     pub server_backend: Option<Backend>,
     /// Encrypted ClientHello.
     pub ech: Ech,
+    /// How connections end: a reset, or close_notify and FIN.
     pub close: CloseMode,
     /// When the target's name is resolved: once per run, or before each attempt (`dns`).
     pub dns: DnsMode,
     #[serde(skip)]
+    /// One attempt's time limit.
     pub timeout: Duration,
     /// The emulated link, or `None` for plain loopback (or the real network to a target).
     pub network: Option<Network>,
@@ -249,6 +271,7 @@ pub enum ServerResumption {
 }
 
 impl ServerResumption {
+    /// The mode's spelling in the store and the lab server's options.
     pub fn as_str(self) -> &'static str {
         match self {
             ServerResumption::Off => "off",
@@ -257,6 +280,7 @@ impl ServerResumption {
         }
     }
 
+    /// The mode a spelling names, if any.
     pub fn parse(text: &str) -> Option<ServerResumption> {
         [
             ServerResumption::Off,
@@ -273,7 +297,9 @@ impl ServerResumption {
 pub struct ServerKey {
     /// The TLS library serving.
     pub backend: Backend,
+    /// The certificate profile it presents.
     pub cert: CertProfile,
+    /// How many certificates it sends.
     pub chain: u8,
     /// Tickets or a session cache only when the Config resumes (docs/architecture.md, "Lab
     /// server"), so fresh handshakes do not pay for tickets nobody uses.
@@ -291,7 +317,9 @@ pub struct ServerKey {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct ConfigError {
+    /// What cannot run, naming the value.
     pub message: String,
+    /// What to give instead.
     pub hint: String,
 }
 

@@ -31,8 +31,47 @@ pub(super) fn require_nonempty<T>(values: &[T], name: &str) -> Result<(), Config
     Ok(())
 }
 
-/// Checks the run-level values of `experiment`.
+/// One check of an experiment: the error of the first value it finds wrong.
+type Check = fn(&Experiment) -> Result<(), ConfigError>;
+
+/// The checks of an experiment's run-level values, in the order a user meets their errors:
+/// each one names the value that is wrong and says what to give instead.
+const CHECKS: &[Check] = &[
+    check_dimensions,
+    check_arrivals,
+    check_ech,
+    check_request,
+    check_lab_only_options,
+    check_counts,
+    check_emulated_delays,
+    check_stopping,
+    check_server_command,
+    check_name_resolution,
+    |experiment| pins(experiment).map(drop),
+    check_thresholds,
+];
+
+/// Checks the run-level values of `experiment`, and decodes those every Config shares.
 pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> {
+    for check in CHECKS {
+        check(experiment)?;
+    }
+    let ech_config = experiment
+        .ech_config
+        .as_deref()
+        .map(decode_ech_config)
+        .transpose()?;
+    let pins = pins(experiment)?;
+    let client_identity = client_identity(experiment)?;
+    Ok(Checked {
+        ech_config,
+        pins,
+        client_identity,
+    })
+}
+
+/// Every dimension has at least one value.
+fn check_dimensions(experiment: &Experiment) -> Result<(), ConfigError> {
     require_nonempty(&experiment.tls, "tls")?;
     require_nonempty(&experiment.suite, "suite")?;
     require_nonempty(&experiment.group, "group")?;
@@ -48,6 +87,11 @@ pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> 
     require_nonempty(&experiment.scheme, "scheme")?;
     require_nonempty(&experiment.backend, "backend")?;
     require_nonempty(&experiment.ech, "ech")?;
+    Ok(())
+}
+
+/// Poisson arrivals need an open loop to space.
+fn check_arrivals(experiment: &Experiment) -> Result<(), ConfigError> {
     if experiment.arrivals == crate::Arrivals::Poisson
         && experiment
             .arrival_rate
@@ -59,6 +103,12 @@ pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> 
             "give --arrival-rate too, for example --arrival-rate 500/s --arrivals poisson",
         ));
     }
+    Ok(())
+}
+
+/// ECH against a target needs its ECHConfigList, which only a target takes, and which
+/// must decode.
+fn check_ech(experiment: &Experiment) -> Result<(), ConfigError> {
     if experiment.ech.contains(&Ech::On)
         && experiment.target.is_some()
         && experiment.ech_config.is_none()
@@ -75,11 +125,14 @@ pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> 
             "the lab server's ECH configuration is used automatically; add --target host:port",
         ));
     }
-    let ech_config = experiment
-        .ech_config
-        .as_deref()
-        .map(decode_ech_config)
-        .transpose()?;
+    if let Some(text) = experiment.ech_config.as_deref() {
+        decode_ech_config(text)?;
+    }
+    Ok(())
+}
+
+/// The request path, the body and the early data fit what the lab server takes.
+fn check_request(experiment: &Experiment) -> Result<(), ConfigError> {
     if !experiment.path.starts_with('/') {
         return Err(error(
             format!("request path '{}' does not start with /", experiment.path),
@@ -105,6 +158,11 @@ pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> 
             format!("give --early-data {MAX_EARLY_DATA} or less"),
         ));
     }
+    Ok(())
+}
+
+/// Replays and `--mtls on` need the lab server (and replays need early data).
+fn check_lab_only_options(experiment: &Experiment) -> Result<(), ConfigError> {
     if experiment.replay && experiment.early_data.iter().all(|&size| size == 0) {
         return Err(error(
             "--replay re-sends 0-RTT flights, but the experiment sends no early data",
@@ -126,6 +184,11 @@ pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> 
             "drop --target, or drop --replay",
         ));
     }
+    Ok(())
+}
+
+/// Handshake counts and concurrency within what one machine runs.
+fn check_counts(experiment: &Experiment) -> Result<(), ConfigError> {
     if experiment.handshakes == 0 {
         return Err(error(
             "handshakes is 0",
@@ -162,6 +225,11 @@ pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> 
             ),
         ));
     }
+    Ok(())
+}
+
+/// Emulated delays within what the emulator holds packets for.
+fn check_emulated_delays(experiment: &Experiment) -> Result<(), ConfigError> {
     for (values, name) in [(&experiment.rtt, "--rtt"), (&experiment.jitter, "--jitter")] {
         if let Some(long) = values.iter().find(|&&value| value > MAX_EMULATED_DELAY) {
             return Err(error(
@@ -173,6 +241,11 @@ pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> 
             ));
         }
     }
+    Ok(())
+}
+
+/// `--until-ci`, the timeout and the error rate that stop a run make sense.
+fn check_stopping(experiment: &Experiment) -> Result<(), ConfigError> {
     if let Some(target) = experiment.until_ci {
         if !(target > 0.0 && target < 1.0) {
             return Err(error(
@@ -196,25 +269,22 @@ pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> 
             "give a value between 0 and 1, for example --max-error-rate 0.01",
         ));
     }
+    Ok(())
+}
+
+/// `--server-cmd` needs the port its server listens on.
+fn check_server_command(experiment: &Experiment) -> Result<(), ConfigError> {
     if experiment.server_cmd.is_some() && experiment.target.is_none() {
         return Err(error(
             "--server-cmd needs --target to name the port the server listens on",
             "for example --server-cmd 'nginx -c /etc/tlslab/nginx.conf' --target 127.0.0.1:8443",
         ));
     }
-    check_name_resolution(experiment)?;
-    let pins = experiment
-        .pin
-        .as_deref()
-        .map(|text| {
-            crate::Pins::parse(text).map_err(|problem| {
-                error(
-                    format!("--pin: {problem}"),
-                    "give sha256// and the base64 SHA-256 of the server's public key (as curl's --pinnedpubkey); a rejected certificate's error prints its pin",
-                )
-            })
-        })
-        .transpose()?;
+    Ok(())
+}
+
+/// Every `--threshold` parses.
+fn check_thresholds(experiment: &Experiment) -> Result<(), ConfigError> {
     for threshold in &experiment.thresholds {
         threshold
             .parse::<crate::threshold::Threshold>()
@@ -225,12 +295,23 @@ pub(super) fn validate(experiment: &Experiment) -> Result<Checked, ConfigError> 
                 )
             })?;
     }
-    let client_identity = client_identity(experiment)?;
-    Ok(Checked {
-        ech_config,
-        pins,
-        client_identity,
-    })
+    Ok(())
+}
+
+/// `--pin`, parsed.
+fn pins(experiment: &Experiment) -> Result<Option<crate::Pins>, ConfigError> {
+    experiment
+        .pin
+        .as_deref()
+        .map(|text| {
+            crate::Pins::parse(text).map_err(|problem| {
+                error(
+                    format!("--pin: {problem}"),
+                    "give sha256// and the base64 SHA-256 of the server's public key (as curl's --pinnedpubkey); a rejected certificate's error prints its pin",
+                )
+            })
+        })
+        .transpose()
 }
 
 /// `--client-cert` and `--client-key` come as a pair: a certificate without its key cannot

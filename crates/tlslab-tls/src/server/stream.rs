@@ -16,7 +16,8 @@ use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use rustls::ServerConnection;
-use tlslab_backend::{server_socket, Counters};
+use tlslab_backend::server_socket::{self, Advance, ServerStream};
+use tlslab_backend::Counters;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
@@ -145,6 +146,59 @@ impl Drop for TlsStream {
     }
 }
 
+impl ServerStream for TlsStream {
+    fn failure(&mut self) -> &mut Option<io::Error> {
+        &mut self.failure
+    }
+
+    fn advance(&mut self, buffer: &mut ReadBuf<'_>) -> Advance {
+        if let Some(result) = self.read_plaintext(buffer) {
+            return Advance::Done(result);
+        }
+        if self.start >= self.end {
+            return Advance::NeedBytes;
+        }
+        let mut data = &self.incoming[self.start..self.end];
+        let taken = match self.connection.read_tls(&mut data) {
+            Ok(taken) => taken,
+            Err(error) => return Advance::Done(Err(error)),
+        };
+        self.start += taken;
+        let handshaking = self.connection.is_handshaking();
+        if let Err(error) = self.connection.process_new_packets() {
+            self.failure = Some(io::Error::other(error));
+        }
+        // Ended by the client, with no tickets (nor anything else) to send back.
+        if handshaking && !self.connection.is_handshaking() && !self.connection.wants_write() {
+            self.unacknowledged = true;
+        }
+        Advance::Again
+    }
+
+    fn poll_send(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        TlsStream::poll_send(self, cx)
+    }
+
+    fn unacknowledged(&mut self) -> &mut bool {
+        &mut self.unacknowledged
+    }
+
+    fn socket_and_buffer(&mut self) -> (&mut TcpStream, &mut [u8]) {
+        (&mut self.socket, &mut self.incoming)
+    }
+
+    fn received(&mut self, count: usize) {
+        self.start = 0;
+        self.end = count;
+    }
+
+    fn ended(&mut self, buffer: &mut ReadBuf<'_>) -> io::Result<()> {
+        // Tell rustls, so its reader reports how the stream ended.
+        self.connection.read_tls(&mut io::empty())?;
+        self.read_plaintext(buffer).unwrap_or(Ok(()))
+    }
+}
+
 impl tlslab_site::Negotiated for TlsStream {
     fn protocol(&self) -> Option<&[u8]> {
         self.connection.alpn_protocol()
@@ -157,55 +211,7 @@ impl AsyncRead for TlsStream {
         cx: &mut Context<'_>,
         buffer: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        loop {
-            if this.failure.is_some() {
-                // The alert reaches the client if it can; the error is the connection's end.
-                let _ = ready!(this.poll_send(cx));
-                return Poll::Ready(Err(this.failure.take().expect("checked")));
-            }
-            if let Some(result) = this.read_plaintext(buffer) {
-                return Poll::Ready(result);
-            }
-            if this.start < this.end {
-                let mut data = &this.incoming[this.start..this.end];
-                let taken = this.connection.read_tls(&mut data)?;
-                this.start += taken;
-                let handshaking = this.connection.is_handshaking();
-                if let Err(error) = this.connection.process_new_packets() {
-                    this.failure = Some(io::Error::other(error));
-                }
-                // Ended by the client, with no tickets (nor anything else) to send back.
-                if handshaking
-                    && !this.connection.is_handshaking()
-                    && !this.connection.wants_write()
-                {
-                    this.unacknowledged = true;
-                }
-                continue;
-            }
-            // Everything read is processed: send the flight, tickets or alerts it caused before
-            // waiting for the client, which may be waiting for them.
-            ready!(this.poll_send(cx))?;
-            // Nothing answered the client's Finished (no request came with it): acknowledge it
-            // before waiting for the request it may be holding back.
-            if std::mem::take(&mut this.unacknowledged) {
-                server_socket::acknowledge_now(&this.socket);
-            }
-            let mut read = ReadBuf::new(&mut this.incoming);
-            ready!(Pin::new(&mut this.socket).poll_read(cx, &mut read))?;
-            let count = read.filled().len();
-            if count == 0 {
-                // Tell rustls, so its reader reports how the stream ended.
-                this.connection.read_tls(&mut io::empty())?;
-                if let Some(result) = this.read_plaintext(buffer) {
-                    return Poll::Ready(result);
-                }
-                return Poll::Ready(Ok(()));
-            }
-            this.start = 0;
-            this.end = count;
-        }
+        server_socket::poll_read(self.get_mut(), cx, buffer)
     }
 }
 
