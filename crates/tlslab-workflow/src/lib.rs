@@ -34,6 +34,7 @@
 #![warn(missing_docs)]
 
 pub mod capture;
+pub mod compare;
 mod error;
 pub mod experiment;
 pub mod files;
@@ -107,6 +108,15 @@ pub enum Notice {
     Serving(serve::Serving),
     /// Something worth a warning that does not stop the work.
     Warning(String),
+    /// A results store read holds a run that did not finish (it was interrupted, its lab
+    /// server died, the disk filled, or it was cut off): numbers from it are not a complete
+    /// run's.
+    Unfinished {
+        /// The store.
+        store: PathBuf,
+        /// The reason stored with the run, if one was.
+        reason: Option<String>,
+    },
 }
 
 /// A callback for [`Notice`]s.
@@ -160,4 +170,22 @@ pub fn open_pki(dir: Option<&std::path::Path>) -> Result<tlslab_pki::Pki, Workfl
         None => tlslab_pki::Pki::open_default(),
     }
     .map_err(WorkflowError::Pki)
+}
+
+/// Opens a results store for reading, and says so ([`Notice::Unfinished`]) when its run did
+/// not finish, so numbers from it are not taken for a complete run's.
+pub fn open_store(
+    path: &std::path::Path,
+    control: &Control,
+) -> Result<tlslab_store::Store, WorkflowError> {
+    let store = tlslab_store::Store::open(path)?;
+    if let Ok(run) = store.run() {
+        if !run.complete {
+            control.notice(Notice::Unfinished {
+                store: path.to_path_buf(),
+                reason: run.reason.clone(),
+            });
+        }
+    }
+    Ok(store)
 }

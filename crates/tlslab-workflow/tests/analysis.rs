@@ -1,0 +1,138 @@
+//! The workflows that read a results store or sample files (compare, plan, report, export)
+//! called as a library, on stores the run workflow makes against a lab server served in
+//! this process. No tlslab binary is started.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use tlslab_workflow::compare::{CompareOutcome, CompareRequest, Gate, Verdict};
+use tlslab_workflow::run::RunRequest;
+use tlslab_workflow::{Control, ErrorKind};
+
+use support::*;
+
+/// A store of `handshakes` per Config, TLS 1.2 and 1.3, made by the run workflow.
+fn two_config_store(dir: &Path, handshakes: u64) -> PathBuf {
+    let lab = Lab::start();
+    let mut experiment = lab.experiment(handshakes);
+    experiment.tls = vec![
+        tlslab_core::TlsVersion::Tls12,
+        tlslab_core::TlsVersion::Tls13,
+    ];
+    let mut request = RunRequest::new(experiment, invocation("analysis"));
+    let store = dir.join("pilot.db");
+    request.out = Some(store.clone());
+    let outcome = tlslab_workflow::run::run(&request, &Control::default()).unwrap();
+    assert_eq!(outcome.summary.errors, 0);
+    lab.stop().unwrap();
+    store
+}
+
+/// Writes one number per line.
+fn sample_file(path: &Path, values: impl Iterator<Item = u32>) -> PathBuf {
+    let text: String = values.map(|value| format!("{value}\n")).collect();
+    std::fs::write(path, text).unwrap();
+    path.to_path_buf()
+}
+
+#[test]
+fn compare_judges_a_stores_configs_and_compares_them_by_a_dimension() {
+    let dir = scratch("compare-store");
+    let store = two_config_store(&dir, 30);
+    let mut request = CompareRequest::new(vec![store.clone()]);
+    request.fail_on = Some(Gate::Different);
+    request.resamples = 200;
+    let CompareOutcome::Comparisons(compared) =
+        tlslab_workflow::compare::compare(&request, &Control::default()).unwrap()
+    else {
+        panic!("a comparison of Configs, not a factorial");
+    };
+    assert_eq!(compared.unit, "ms");
+    assert_eq!(compared.set.metric, "handshake");
+    assert_eq!(compared.set.comparisons.len(), 1);
+    assert_eq!(compared.names.as_ref().unwrap().shown.len(), 2);
+    // The gate catches exactly the comparisons the verdict rule calls different.
+    let detected = compared
+        .set
+        .comparisons
+        .iter()
+        .filter(|compared| compared.comparison.detects_difference(request.alpha))
+        .count();
+    match &compared.verdict {
+        Verdict::Passed => assert_eq!(detected, 0),
+        Verdict::Caught { caught, of, .. } => {
+            assert_eq!((caught.len(), *of), (detected, 1));
+            assert_eq!(compared.verdict.kind(), Some(ErrorKind::Threshold));
+        }
+    }
+
+    request.by = Some("tls".into());
+    let outcome = tlslab_workflow::compare::compare(&request, &Control::default()).unwrap();
+    assert!(
+        matches!(outcome, CompareOutcome::Factorial(_)),
+        "{outcome:?}"
+    );
+
+    // A dimension compares the Configs of one store, never two files.
+    request.inputs = vec![store.clone(), store];
+    let error = tlslab_workflow::compare::compare(&request, &Control::default()).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Usage);
+    assert!(error.to_string().contains("one results store"), "{error}");
+}
+
+#[test]
+fn compare_gates_two_sample_files_either_way_round() {
+    let dir = scratch("compare-files");
+    let fast = sample_file(&dir.join("fast.txt"), 100..160);
+    let slow = sample_file(&dir.join("slow.txt"), 200..260);
+    let mut request = CompareRequest::new(vec![fast.clone(), slow.clone()]);
+    request.fail_on = Some(Gate::Slower);
+    request.resamples = 200;
+    let compare = |request: &CompareRequest| match tlslab_workflow::compare::compare(
+        request,
+        &Control::default(),
+    ) {
+        Ok(CompareOutcome::Comparisons(compared)) => Ok(compared),
+        Ok(other) => panic!("{other:?}"),
+        Err(error) => Err(error),
+    };
+    let compared = compare(&request).unwrap();
+    assert_eq!((compared.unit, compared.set.metric.as_str()), ("", "value"));
+    assert!(compared.names.is_none());
+    let Verdict::Caught { gate, caught, of } = &compared.verdict else {
+        panic!("{:?}", compared.verdict);
+    };
+    assert_eq!((*gate, caught.len(), *of), (Gate::Slower, 1, 1));
+    assert_eq!(
+        (caught[0].baseline.as_str(), caught[0].other.as_str()),
+        ("fast.txt", "slow.txt")
+    );
+
+    // The slow file as the baseline, by its file name: the other is faster, not slower.
+    request.baseline = Some("slow.txt".into());
+    assert!(matches!(
+        compare(&request).unwrap().verdict,
+        Verdict::Passed
+    ));
+    request.fail_on = Some(Gate::Faster);
+    assert_eq!(
+        compare(&request).unwrap().verdict.kind(),
+        Some(ErrorKind::Threshold)
+    );
+
+    // A baseline that is neither file is refused, not ignored.
+    request.baseline = Some("neither.txt".into());
+    let error = compare(&request).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Usage);
+    assert!(
+        error.to_string().contains("is neither sample file"),
+        "{error}"
+    );
+
+    // A file of one number is the user's to fix.
+    let one = sample_file(&dir.join("one.txt"), 0..1);
+    let error = compare(&CompareRequest::new(vec![one, slow])).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Usage);
+    assert!(error.to_string().contains("holds only 1 value"), "{error}");
+}
