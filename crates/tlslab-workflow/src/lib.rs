@@ -41,6 +41,7 @@ pub mod files;
 pub mod load;
 mod passive;
 pub mod pcap;
+pub mod plan;
 pub mod run;
 pub mod scan;
 pub mod scan_cost;

@@ -7,6 +7,7 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use tlslab_workflow::compare::{CompareOutcome, CompareRequest, Gate, Verdict};
+use tlslab_workflow::plan::{Goal, PlanRequest};
 use tlslab_workflow::run::RunRequest;
 use tlslab_workflow::{Control, ErrorKind};
 
@@ -135,4 +136,54 @@ fn compare_gates_two_sample_files_either_way_round() {
     let error = compare(&CompareRequest::new(vec![one, slow])).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Usage);
     assert!(error.to_string().contains("holds only 1 value"), "{error}");
+}
+
+#[test]
+fn plan_sizes_every_config_from_a_pilot_run() {
+    let dir = scratch("plan");
+    let store = two_config_store(&dir, 20);
+    let goal = Goal::parse("5%", "80%", "0.05").unwrap();
+    assert_eq!(
+        goal,
+        Goal {
+            relative: 0.05,
+            power: 0.8,
+            alpha: 0.05
+        }
+    );
+    let request = PlanRequest {
+        store,
+        metric: "handshake".into(),
+        goal,
+    };
+    let plan = tlslab_workflow::plan::plan(&request, &Control::default()).unwrap();
+    assert_eq!(plan.configs.len(), 2);
+    for config in &plan.configs {
+        assert_eq!(config.pilot_samples, 20, "{config:?}");
+        assert!(
+            config.sigma_log.is_some_and(|sigma| sigma > 0.0),
+            "{config:?}"
+        );
+        assert!(config.handshakes.is_some_and(|n| n >= 2), "{config:?}");
+    }
+    // One -n for every Config: the most any needs.
+    let most = plan
+        .configs
+        .iter()
+        .filter_map(|config| config.handshakes)
+        .max();
+    assert_eq!(plan.handshakes, most);
+    assert_eq!(plan.unrated == 0, plan.seconds.is_some(), "{plan:?}");
+
+    // A goal that is not a share is refused before the store is read.
+    let error = Goal::parse("150%", "80%", "0.05").unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Usage);
+    assert_eq!(
+        error.to_string(),
+        "--detect 150%: not a share between 0 and 1"
+    );
+    let mut request = request;
+    request.goal.power = 1.0;
+    let error = tlslab_workflow::plan::plan(&request, &Control::default()).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Usage);
 }
