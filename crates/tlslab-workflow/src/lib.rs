@@ -42,6 +42,7 @@ pub mod load;
 mod passive;
 pub mod pcap;
 pub mod plan;
+pub mod report;
 pub mod run;
 pub mod scan;
 pub mod scan_cost;
@@ -117,6 +118,14 @@ pub enum Notice {
         store: PathBuf,
         /// The reason stored with the run, if one was.
         reason: Option<String>,
+    },
+    /// A report's charts are written (said before the report itself is rendered, which
+    /// may still fail).
+    ChartsWritten {
+        /// How many.
+        count: usize,
+        /// The directory they are in.
+        directory: PathBuf,
     },
 }
 

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 use tlslab_workflow::compare::{CompareOutcome, CompareRequest, Gate, Verdict};
 use tlslab_workflow::plan::{Goal, PlanRequest};
+use tlslab_workflow::report::{ReportFormat, ReportRequest};
 use tlslab_workflow::run::RunRequest;
-use tlslab_workflow::{Control, ErrorKind};
+use tlslab_workflow::{Control, ErrorKind, Notice};
 
 use support::*;
 
@@ -186,4 +187,46 @@ fn plan_sizes_every_config_from_a_pilot_run() {
     request.goal.power = 1.0;
     let error = tlslab_workflow::plan::plan(&request, &Control::default()).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Usage);
+}
+
+#[test]
+fn report_writes_html_beside_the_store_and_markdown_with_charts() {
+    let dir = scratch("report");
+    let store = two_config_store(&dir, 10);
+    let outcome =
+        tlslab_workflow::report::report(&ReportRequest::new(&store), &Control::default()).unwrap();
+    assert_eq!(outcome.output, dir.join("pilot.html"));
+    assert_eq!(outcome.format, ReportFormat::Html);
+    assert!(!outcome.scans_only && outcome.charts.is_empty());
+    let html = std::fs::read_to_string(&outcome.output).unwrap();
+    assert!(html.contains("<html"), "{}", &html[..html.len().min(200)]);
+
+    // Markdown by the output's extension, with every chart as a PNG it links to.
+    let mut request = ReportRequest::new(&store);
+    request.output = Some(dir.join("pilot.md"));
+    request.png = Some(dir.join("charts"));
+    let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let heard = said.clone();
+    let control = Control {
+        notices: Some(std::sync::Arc::new(move |notice: &Notice| {
+            if let Notice::ChartsWritten { count, .. } = notice {
+                heard.lock().unwrap().push(*count);
+            }
+        })),
+        ..Control::default()
+    };
+    let outcome = tlslab_workflow::report::report(&request, &control).unwrap();
+    assert_eq!(outcome.format, ReportFormat::Markdown);
+    assert!(!outcome.charts.is_empty());
+    assert!(outcome.charts.iter().all(|chart| chart.exists()));
+    assert_eq!(*said.lock().unwrap(), vec![outcome.charts.len()]);
+    let markdown = std::fs::read_to_string(dir.join("pilot.md")).unwrap();
+    assert!(markdown.contains("](charts/"), "{markdown}");
+
+    // The report never replaces the store it reads.
+    request.output = Some(store.clone());
+    request.png = None;
+    let error = tlslab_workflow::report::report(&request, &Control::default()).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Usage);
+    assert_eq!(count(&store, "SELECT COUNT(*) FROM configs"), 2);
 }

@@ -47,6 +47,10 @@ pub fn print_notice(notice: &Notice) {
             Escaped(&store.display().to_string()),
             Escaped(reason.as_deref().unwrap_or("no reason was recorded"))
         )),
+        Notice::ChartsWritten { count, directory } => output::note(format_args!(
+            "wrote {count} charts to {}",
+            directory.display()
+        )),
         Notice::Capturing {
             interface,
             store,
