@@ -37,6 +37,7 @@ pub mod capture;
 pub mod compare;
 mod error;
 pub mod experiment;
+pub mod export;
 pub mod files;
 pub mod load;
 mod passive;

@@ -7,6 +7,7 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use tlslab_workflow::compare::{CompareOutcome, CompareRequest, Gate, Verdict};
+use tlslab_workflow::export::{Destination, ExportFormat, ExportRequest};
 use tlslab_workflow::plan::{Goal, PlanRequest};
 use tlslab_workflow::report::{ReportFormat, ReportRequest};
 use tlslab_workflow::run::RunRequest;
@@ -229,4 +230,59 @@ fn report_writes_html_beside_the_store_and_markdown_with_charts() {
     let error = tlslab_workflow::report::report(&request, &Control::default()).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Usage);
     assert_eq!(count(&store, "SELECT COUNT(*) FROM configs"), 2);
+}
+
+#[test]
+fn export_writes_every_sample_as_csv_to_a_file_or_a_writer() {
+    let dir = scratch("export");
+    let store = two_config_store(&dir, 10);
+    let samples = count(&store, "SELECT COUNT(*) FROM samples");
+    let csv = dir.join("pilot.csv");
+    let request = ExportRequest::new(&store);
+    tlslab_workflow::export::export(
+        &request,
+        Destination::File(csv.clone()),
+        &Control::default(),
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    assert!(header.split(',').count() > 3, "{header}");
+    assert_eq!(lines.count() as i64, samples);
+    // The temporary file it was written into is renamed onto it, none left beside it.
+    let beside: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !beside.iter().any(|name| name.starts_with(".tlslab-")),
+        "{beside:?}"
+    );
+
+    // The same rows into the caller's writer, as JSON Lines.
+    let mut written = Vec::new();
+    let mut request = request;
+    request.format = ExportFormat::JsonLines;
+    tlslab_workflow::export::export(
+        &request,
+        Destination::Writer(&mut written),
+        &Control::default(),
+    )
+    .unwrap();
+    let written = String::from_utf8(written).unwrap();
+    assert_eq!(written.lines().count() as i64, samples);
+    assert!(written
+        .lines()
+        .all(|line| serde_json::from_str::<serde_json::Value>(line).is_ok()));
+
+    // Never over the store it reads.
+    let error = tlslab_workflow::export::export(
+        &request,
+        Destination::File(store.clone()),
+        &Control::default(),
+    )
+    .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Usage);
+    assert_eq!(count(&store, "SELECT COUNT(*) FROM samples"), samples);
 }

@@ -131,12 +131,6 @@ pub fn fit(text: &str, width: usize) -> String {
     out
 }
 
-/// Opens a results store for reading, and says so on stderr when its run did not finish
-/// ([`tlslab_workflow::open_store`]).
-pub fn open_store(path: &std::path::Path) -> Result<tlslab_store::Store, CliError> {
-    Ok(tlslab_workflow::open_store(path, &crate::run::notices())?)
-}
-
 /// Writes a line to stderr, each of its lines escaped
 /// ([`tlslab_core::terminal::escape_lines`]); a closed or full stderr is ignored.
 pub fn note(text: impl Display) {
