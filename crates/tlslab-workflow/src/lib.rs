@@ -2,7 +2,10 @@
 //! experiment measured into a results store, its summary and its verdict),
 //! [`scan`](scan::scan) (what a server supports, graded, with its cost table),
 //! [`pcap`](pcap::pcap) and [`capture`](capture::capture) (handshakes read from packets into
-//! a store) and [`serve`](serve::serve) (the lab server until stopped).
+//! a store), [`serve`](serve::serve) (the lab server until stopped), and
+//! [`compare`](compare::compare), [`plan`](plan::plan), [`report`](report::report) and
+//! [`export`](export::export) (a results store, or sample files, read: compared and gated,
+//! planned from, written out as a report or as rows).
 //!
 //! Each takes a typed request and a [`Control`] (the stop token, a progress callback, a
 //! callback for what is said while it works) and returns a typed outcome or a
