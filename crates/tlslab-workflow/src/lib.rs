@@ -38,6 +38,7 @@
 
 pub mod capture;
 pub mod compare;
+pub mod crosscheck;
 mod error;
 pub mod experiment;
 pub mod export;

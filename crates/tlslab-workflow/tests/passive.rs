@@ -186,3 +186,46 @@ fn stored(store: &PathBuf) -> i64 {
         })
         .unwrap_or(0)
 }
+
+#[test]
+fn a_runs_own_capture_is_cross_checked_with_its_samples() {
+    let _alone = CAPTURING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let dir = scratch("crosscheck");
+    let lab = Lab::start();
+    let capture = dir.join("run.pcap");
+    let mut request = RunRequest::new(lab.experiment(20), invocation("crosscheck"));
+    request.out = Some(dir.join("run.db"));
+    request.capture = Some(capture.clone());
+    let outcome = match tlslab_workflow::run::run(&request, &Control::default()) {
+        Ok(outcome) => outcome,
+        Err(error) if error.kind() == ErrorKind::Environment => {
+            println!(
+                "skipped: the run cannot capture here ({error}: {})",
+                error.hint()
+            );
+            return;
+        }
+        Err(error) => panic!("{error}"),
+    };
+    let checked = tlslab_workflow::crosscheck::cross_check(&outcome.store, &capture).unwrap();
+    let samples = stored(&dir.join("run.db"));
+    assert_eq!(
+        (checked.check.matched as i64, checked.check.unmatched),
+        (samples, 0)
+    );
+    assert!(!checked.check.events.is_empty());
+    let timed: usize = checked.clocks.iter().map(|(_, count)| count).sum();
+    assert_eq!(timed as i64, samples, "{:?}", checked.clocks);
+
+    // A file that is no capture is said as such.
+    let error =
+        tlslab_workflow::crosscheck::cross_check(&outcome.store, &dir.join("run.db")).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("cannot read the run's capture"),
+        "{error}"
+    );
+}
