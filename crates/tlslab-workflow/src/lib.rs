@@ -46,6 +46,7 @@ pub mod files;
 pub mod load;
 mod passive;
 pub mod pcap;
+pub mod pki;
 pub mod plan;
 pub mod report;
 pub mod run;

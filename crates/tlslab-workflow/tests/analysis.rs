@@ -286,3 +286,35 @@ fn export_writes_every_sample_as_csv_to_a_file_or_a_writer() {
     assert_eq!(error.kind(), ErrorKind::Usage);
     assert_eq!(count(&store, "SELECT COUNT(*) FROM samples"), samples);
 }
+
+#[test]
+fn pki_makes_the_labs_chains_and_pins_a_certificate_file() {
+    use tlslab_workflow::pki;
+    let dir = scratch("pki");
+    let lab = tlslab_workflow::open_pki(Some(&pki_dir())).unwrap();
+    let profile = pki::profile("ecdsa-p256").unwrap();
+    let chain = pki::chain(&lab, profile, 2).unwrap();
+    assert!(chain.chain_pem.exists() && chain.key_pem.exists() && chain.root_pem.exists());
+    let client = pki::client_certificate(&lab, profile).unwrap();
+    assert!(client.certificate_pem.exists() && client.key_pem.exists());
+    let pin = pki::pin_of(&chain.root_pem).unwrap();
+    assert!(pin.starts_with("sha256//") && pin.len() > 40, "{pin}");
+
+    // Each mistake is the user's, said with what to give instead.
+    let error = pki::profile("ecdsa-p999").unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Usage);
+    assert_eq!(error.hint(), "for example --cert ecdsa-p256");
+    let error = pki::chain(&lab, profile, 9).unwrap_err();
+    assert_eq!(
+        (error.kind(), error.hint().as_str()),
+        (ErrorKind::Usage, "the chain depth is 1 to 5")
+    );
+    let not_pem = dir.join("not.pem");
+    std::fs::write(&not_pem, "no certificate here\n").unwrap();
+    let error = pki::pin_of(&not_pem).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Usage);
+    assert_eq!(
+        error.hint(),
+        "give a PEM file with the server's certificate"
+    );
+}

@@ -1,5 +1,6 @@
 //! `tlslab export` (the flags as an [`ExportRequest`] into a file or stdout; the export is
-//! the export workflow's, [`tlslab_workflow::export`]) and `tlslab pki`.
+//! the export workflow's, [`tlslab_workflow::export`]) and `tlslab pki` (its paths and pins
+//! printed; made and read by [`tlslab_workflow::pki`]).
 
 use tlslab_workflow::export::{Destination, ExportFormat, ExportRequest};
 
@@ -27,33 +28,14 @@ pub fn export(args: &ExportArgs) -> Result<i32, CliError> {
 }
 
 pub fn pki(args: &PkiArgs) -> Result<i32, CliError> {
+    use tlslab_workflow::pki;
     if let Some(path) = &args.pin_of {
-        let certificates = tlslab_pki::load_certificates(path).map_err(|error| {
-            CliError::usage(
-                format!("{error}{}", tlslab_core::Causes(&error)),
-                "give a PEM file with the server's certificate",
-            )
-        })?;
-        let pin = certificates
-            .first()
-            .and_then(|certificate| tlslab_backend::certificate::pin_of(certificate))
-            .ok_or_else(|| {
-                CliError::usage(
-                    format!("{}: no certificate with a readable key", path.display()),
-                    "give a PEM file with the server's certificate",
-                )
-            })?;
-        output::print(format_args!("{pin}\n"))?;
+        output::print(format_args!("{}\n", pki::pin_of(path)?))?;
         return Ok(0);
     }
-    let profile = args
-        .cert
-        .parse()
-        .map_err(|error| CliError::usage(error, "for example --cert ecdsa-p256"))?;
-    let pki = tlslab_workflow::open_pki(args.pki_dir.as_deref())?;
-    let chain = pki
-        .chain(profile, args.chain)
-        .map_err(|error| CliError::usage(error.to_string(), "the chain depth is 1 to 5"))?;
+    let profile = pki::profile(&args.cert)?;
+    let lab = tlslab_workflow::open_pki(args.pki_dir.as_deref())?;
+    let chain = pki::chain(&lab, profile, args.chain)?;
     output::print(format_args!(
         "chain {}\nkey {}\nroot {}\n",
         chain.chain_pem.display(),
@@ -61,12 +43,7 @@ pub fn pki(args: &PkiArgs) -> Result<i32, CliError> {
         chain.root_pem.display()
     ))?;
     if args.client {
-        let client = pki.client_certificate(profile).map_err(|error| {
-            CliError::environment(
-                format!("{}{}", error.message(), tlslab_core::Causes(&error)),
-                error.hint(),
-            )
-        })?;
+        let client = pki::client_certificate(&lab, profile)?;
         output::print(format_args!(
             "client certificate {}\nclient key {}\n",
             client.certificate_pem.display(),
