@@ -100,10 +100,20 @@ fn pcap_reads_every_handshake_of_a_run_that_tcpdump_captured() {
     let request = PcapRequest::new(vec![file.clone()], store.clone(), invocation("pcap"));
     let outcome = tlslab_workflow::pcap::pcap(&request, &Control::default()).unwrap();
     assert!(!outcome.interrupted);
+    assert_eq!(outcome.kind(), None);
     assert_eq!(outcome.path, store);
     assert_eq!((outcome.report.connections, outcome.report.errors), (12, 0));
     assert_eq!(count(&store, "SELECT COUNT(*) FROM samples"), 12);
     assert_eq!(count(&store, "SELECT complete FROM runs"), 1);
+
+    // Stopped by its caller before the captures' end: an interruption, said by its kind.
+    let control = Control::default();
+    control.stop.request();
+    let stopped = dir.join("stopped.db");
+    let request = PcapRequest::new(vec![file.clone()], stopped, invocation("stopped"));
+    let outcome = tlslab_workflow::pcap::pcap(&request, &control).unwrap();
+    assert!(outcome.interrupted);
+    assert_eq!(outcome.kind(), Some(ErrorKind::Interrupted));
 
     // A capture that does not parse: the user's input, named with the cause.
     let bad = dir.join("bad.pcap");

@@ -2,7 +2,6 @@
 //! summary of what it stored and skipped is printed here.
 
 use tlslab_workflow::pcap::PcapRequest;
-use tlslab_workflow::ErrorKind;
 
 use crate::cli::PcapArgs;
 use crate::failure::{exit_code, CliError};
@@ -26,7 +25,6 @@ pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
     passive::print_summary(&outcome.path, args.json, &outcome.report)?;
     if outcome.interrupted {
         passive::interrupted(&outcome.path, &outcome.report);
-        return Ok(exit_code(ErrorKind::Interrupted));
     }
-    Ok(0)
+    Ok(outcome.kind().map_or(0, exit_code))
 }
