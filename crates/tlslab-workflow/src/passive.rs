@@ -31,6 +31,12 @@ impl PassiveOutcome {
     pub fn kind(&self) -> Option<ErrorKind> {
         self.interrupted.then_some(ErrorKind::Interrupted)
     }
+
+    /// The run summary of the store the reading wrote: what its handshakes measured.
+    pub fn summary(&self) -> Result<tlslab_report::RunSummary, WorkflowError> {
+        let store = Store::open(&self.path)?;
+        Ok(tlslab_report::RunSummary::from_store(&store)?)
+    }
 }
 
 /// A capture error of the user's input (a file that does not parse, a key log, a filter).

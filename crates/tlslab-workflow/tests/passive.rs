@@ -102,6 +102,8 @@ fn pcap_reads_every_handshake_of_a_run_that_tcpdump_captured() {
     assert!(!outcome.interrupted);
     assert_eq!(outcome.kind(), None);
     assert_eq!(outcome.path, store);
+    // The summary the binary prints is the store's, read back.
+    assert_eq!(outcome.summary().unwrap().attempted, 12);
     assert_eq!((outcome.report.connections, outcome.report.errors), (12, 0));
     assert_eq!(count(&store, "SELECT COUNT(*) FROM samples"), 12);
     assert_eq!(count(&store, "SELECT complete FROM runs"), 1);

@@ -22,7 +22,7 @@ pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
     if let Some(influx) = &outcome.influx {
         passive::say_what_influx_took(influx);
     }
-    passive::print_summary(&outcome.path, args.json, &outcome.report)?;
+    passive::print_summary(&outcome, args.json)?;
     if outcome.interrupted {
         passive::interrupted(&outcome.path, &outcome.report);
     }
