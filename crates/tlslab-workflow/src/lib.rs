@@ -2,7 +2,10 @@
 //! experiment measured into a results store, its summary and its verdict),
 //! [`scan`](scan::scan) (what a server supports, graded, with its cost table),
 //! [`pcap`](pcap::pcap) and [`capture`](capture::capture) (handshakes read from packets into
-//! a store) and [`serve`](serve::serve) (the lab server until stopped).
+//! a store), [`serve`](serve::serve) (the lab server until stopped), and
+//! [`compare`](compare::compare), [`plan`](plan::plan), [`report`](report::report) and
+//! [`export`](export::export) (a results store, or sample files, read: compared and gated,
+//! planned from, written out as a report or as rows).
 //!
 //! Each takes a typed request and a [`Control`] (the stop token, a progress callback, a
 //! callback for what is said while it works) and returns a typed outcome or a
@@ -34,12 +37,18 @@
 #![warn(missing_docs)]
 
 pub mod capture;
+pub mod compare;
+pub mod crosscheck;
 mod error;
 pub mod experiment;
+pub mod export;
 pub mod files;
 pub mod load;
 mod passive;
 pub mod pcap;
+pub mod pki;
+pub mod plan;
+pub mod report;
 pub mod run;
 pub mod scan;
 pub mod scan_cost;
@@ -107,6 +116,23 @@ pub enum Notice {
     Serving(serve::Serving),
     /// Something worth a warning that does not stop the work.
     Warning(String),
+    /// A results store read holds a run that did not finish (it was interrupted, its lab
+    /// server died, the disk filled, or it was cut off): numbers from it are not a complete
+    /// run's.
+    Unfinished {
+        /// The store.
+        store: PathBuf,
+        /// The reason stored with the run, if one was.
+        reason: Option<String>,
+    },
+    /// A report's charts are written (said before the report itself is rendered, which
+    /// may still fail).
+    ChartsWritten {
+        /// How many.
+        count: usize,
+        /// The directory they are in.
+        directory: PathBuf,
+    },
 }
 
 /// A callback for [`Notice`]s.
@@ -160,4 +186,22 @@ pub fn open_pki(dir: Option<&std::path::Path>) -> Result<tlslab_pki::Pki, Workfl
         None => tlslab_pki::Pki::open_default(),
     }
     .map_err(WorkflowError::Pki)
+}
+
+/// Opens a results store for reading, and says so ([`Notice::Unfinished`]) when its run did
+/// not finish, so numbers from it are not taken for a complete run's.
+pub fn open_store(
+    path: &std::path::Path,
+    control: &Control,
+) -> Result<tlslab_store::Store, WorkflowError> {
+    let store = tlslab_store::Store::open(path)?;
+    if let Ok(run) = store.run() {
+        if !run.complete {
+            control.notice(Notice::Unfinished {
+                store: path.to_path_buf(),
+                reason: run.reason.clone(),
+            });
+        }
+    }
+    Ok(store)
 }

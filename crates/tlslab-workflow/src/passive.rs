@@ -10,7 +10,7 @@ use tlslab_core::{RunEnd, RunInfo, Sink, SinkError, Source};
 use tlslab_store::{Store, StoreSink};
 use tlslab_telemetry::InfluxReport;
 
-use crate::{Invocation, WorkflowError};
+use crate::{ErrorKind, Invocation, WorkflowError};
 
 /// Handshakes read from packets into a store.
 #[derive(Debug)]
@@ -24,6 +24,19 @@ pub struct PassiveOutcome {
     /// Whether the caller's stop token ended the reading before the captures' end (a live
     /// capture ends so; it is then not an interruption).
     pub interrupted: bool,
+}
+
+impl PassiveOutcome {
+    /// How the reading ended, for an exit code: interrupted, or (`None`) read to the end.
+    pub fn kind(&self) -> Option<ErrorKind> {
+        self.interrupted.then_some(ErrorKind::Interrupted)
+    }
+
+    /// The run summary of the store the reading wrote: what its handshakes measured.
+    pub fn summary(&self) -> Result<tlslab_report::RunSummary, WorkflowError> {
+        let store = Store::open(&self.path)?;
+        Ok(tlslab_report::RunSummary::from_store(&store)?)
+    }
 }
 
 /// A capture error of the user's input (a file that does not parse, a key log, a filter).

@@ -100,10 +100,22 @@ fn pcap_reads_every_handshake_of_a_run_that_tcpdump_captured() {
     let request = PcapRequest::new(vec![file.clone()], store.clone(), invocation("pcap"));
     let outcome = tlslab_workflow::pcap::pcap(&request, &Control::default()).unwrap();
     assert!(!outcome.interrupted);
+    assert_eq!(outcome.kind(), None);
     assert_eq!(outcome.path, store);
+    // The summary the binary prints is the store's, read back.
+    assert_eq!(outcome.summary().unwrap().attempted, 12);
     assert_eq!((outcome.report.connections, outcome.report.errors), (12, 0));
     assert_eq!(count(&store, "SELECT COUNT(*) FROM samples"), 12);
     assert_eq!(count(&store, "SELECT complete FROM runs"), 1);
+
+    // Stopped by its caller before the captures' end: an interruption, said by its kind.
+    let control = Control::default();
+    control.stop.request();
+    let stopped = dir.join("stopped.db");
+    let request = PcapRequest::new(vec![file.clone()], stopped, invocation("stopped"));
+    let outcome = tlslab_workflow::pcap::pcap(&request, &control).unwrap();
+    assert!(outcome.interrupted);
+    assert_eq!(outcome.kind(), Some(ErrorKind::Interrupted));
 
     // A capture that does not parse: the user's input, named with the cause.
     let bad = dir.join("bad.pcap");
@@ -185,4 +197,47 @@ fn stored(store: &PathBuf) -> i64 {
             connection.query_row("SELECT COUNT(*) FROM samples", [], |row| row.get(0))
         })
         .unwrap_or(0)
+}
+
+#[test]
+fn a_runs_own_capture_is_cross_checked_with_its_samples() {
+    let _alone = CAPTURING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let dir = scratch("crosscheck");
+    let lab = Lab::start();
+    let capture = dir.join("run.pcap");
+    let mut request = RunRequest::new(lab.experiment(20), invocation("crosscheck"));
+    request.out = Some(dir.join("run.db"));
+    request.capture = Some(capture.clone());
+    let outcome = match tlslab_workflow::run::run(&request, &Control::default()) {
+        Ok(outcome) => outcome,
+        Err(error) if error.kind() == ErrorKind::Environment => {
+            println!(
+                "skipped: the run cannot capture here ({error}: {})",
+                error.hint()
+            );
+            return;
+        }
+        Err(error) => panic!("{error}"),
+    };
+    let checked = tlslab_workflow::crosscheck::cross_check(&outcome.store, &capture).unwrap();
+    let samples = stored(&dir.join("run.db"));
+    assert_eq!(
+        (checked.check.matched as i64, checked.check.unmatched),
+        (samples, 0)
+    );
+    assert!(!checked.check.events.is_empty());
+    let timed: usize = checked.clocks.iter().map(|(_, count)| count).sum();
+    assert_eq!(timed as i64, samples, "{:?}", checked.clocks);
+
+    // A file that is no capture is said as such.
+    let error =
+        tlslab_workflow::crosscheck::cross_check(&outcome.store, &dir.join("run.db")).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("cannot read the run's capture"),
+        "{error}"
+    );
 }

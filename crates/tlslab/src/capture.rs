@@ -63,6 +63,6 @@ pub fn capture(args: &CaptureArgs) -> Result<i32, CliError> {
     if let Some(influx) = &passive.influx {
         passive::say_what_influx_took(influx);
     }
-    passive::print_summary(&passive.path, args.json, &passive.report)?;
+    passive::print_summary(passive, args.json)?;
     Ok(0)
 }

@@ -3,39 +3,20 @@
 
 use std::path::Path;
 
-use tlslab_capture::crosscheck::{cross_check, Agreement, RunSample};
+use tlslab_capture::crosscheck::Agreement;
+use tlslab_core::WireClock;
 use tlslab_store::Store;
 
 use crate::failure::CliError;
 use crate::output;
 
-/// Reads the run's samples and the capture, and prints how far apart they are per event.
+/// Checks the run's samples against the capture (the workflow's
+/// [`tlslab_workflow::crosscheck::cross_check`]), and prints how far apart they are per
+/// event.
 pub fn print(store: &Store, capture: &Path) -> Result<(), CliError> {
-    let run = store.run()?;
-    let start = run.started_at_unix_ns.max(0) as u64;
-    let timelines = store.timelines()?;
-    let clocks = clock_counts(timelines.iter().map(|stored| stored.wire_clock.as_deref()));
-    let samples: Vec<RunSample> = timelines
-        .into_iter()
-        .filter_map(|stored| {
-            Some(RunSample {
-                client: stored.client?.parse().ok()?,
-                start_unix_ns: start.saturating_add(stored.started_at_ns),
-                timeline: stored.timeline,
-            })
-        })
-        .collect();
-    // The run captured its own packets in its client's network (loopback, or the client's
-    // namespace under emulation): they are the client's, whatever the gaps of a QUIC
-    // handshake on a fast link would suggest.
-    let captured = tlslab_capture::samples_of(capture, Some(tlslab_core::Vantage::Client))
-        .map_err(|error| {
-            CliError::environment(
-                format!("cannot read the run's capture: {}", error.message),
-                error.hint,
-            )
-        })?;
-    let check = cross_check(&samples, &captured);
+    let checked = tlslab_workflow::crosscheck::cross_check(store, capture)?;
+    let clocks = clock_counts(&checked.clocks);
+    let check = checked.check;
     let mut out = format!(
         "\ncross-check with the packets in {}: {} of {} handshakes found{}\n",
         tlslab_core::terminal::Escaped(&capture.display().to_string()),
@@ -84,27 +65,17 @@ pub fn print(store: &Store, capture: &Path) -> Result<(), CliError> {
     output::print_fitted(&out)
 }
 
-/// How many samples each clock timed, in words: `the kernel's socket timestamps 1000 ·
-/// mixed 2`; empty when no sample says (a store written before schema 14).
-fn clock_counts<'a>(clocks: impl Iterator<Item = Option<&'a str>>) -> String {
-    let mut counts = [0usize; 3];
-    for clock in clocks.flatten() {
-        if let Some(clock) = tlslab_core::WireClock::parse(clock) {
-            counts[tlslab_core::WireClock::ALL
-                .iter()
-                .position(|known| *known == clock)
-                .unwrap_or(0)] += 1;
-        }
-    }
-    tlslab_core::WireClock::ALL
+/// How many samples each clock timed, in words: `the kernel's socket timestamps in 1000 ·
+/// both (the kernel had no stamp for some) in 2`; empty when no sample says (a store written
+/// before schema 14).
+fn clock_counts(counts: &[(WireClock, usize)]) -> String {
+    counts
         .iter()
-        .zip(counts)
-        .filter(|(_, count)| *count > 0)
         .map(|(clock, count)| {
             let name = match clock {
-                tlslab_core::WireClock::Kernel => "the kernel's socket timestamps",
-                tlslab_core::WireClock::User => "the user-space clock",
-                tlslab_core::WireClock::Mixed => "both (the kernel had no stamp for some)",
+                WireClock::Kernel => "the kernel's socket timestamps",
+                WireClock::User => "the user-space clock",
+                WireClock::Mixed => "both (the kernel had no stamp for some)",
             };
             format!("{name} in {count}")
         })
@@ -118,11 +89,11 @@ mod tests {
 
     #[test]
     fn clock_counts_name_each_clock_that_timed_a_sample() {
-        let clocks = [Some("kernel"), Some("kernel"), Some("mixed"), None];
+        let counts = [(WireClock::Kernel, 2), (WireClock::Mixed, 1)];
         assert_eq!(
-            clock_counts(clocks.into_iter()),
+            clock_counts(&counts),
             "the kernel's socket timestamps in 2 · both (the kernel had no stamp for some) in 1"
         );
-        assert_eq!(clock_counts([None, None].into_iter()), "");
+        assert_eq!(clock_counts(&[]), "");
     }
 }

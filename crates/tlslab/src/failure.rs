@@ -111,32 +111,3 @@ impl From<tlslab_workflow::files::FileError> for CliError {
         CliError::from(WorkflowError::from(error))
     }
 }
-
-/// The library errors the binary meets outside a workflow (`compare`, `report`, `export`,
-/// ...): each mapped as the workflows' are ([`WorkflowError::kind`]).
-macro_rules! through_workflow_error {
-    ($($error:ty),*) => {$(
-        impl From<$error> for CliError {
-            fn from(error: $error) -> CliError {
-                CliError::from(WorkflowError::from(error))
-            }
-        }
-    )*};
-}
-
-through_workflow_error!(
-    tlslab_telemetry::TelemetryError,
-    tlslab_store::StoreError,
-    tlslab_core::ConfigError,
-    tlslab_report::ReportError
-);
-
-/// A run that could not start or had to stop: the user's request, or the machine.
-impl From<tlslab_engine::RunError> for CliError {
-    fn from(source: tlslab_engine::RunError) -> Self {
-        CliError::from(WorkflowError::Engine {
-            source,
-            results: None,
-        })
-    }
-}

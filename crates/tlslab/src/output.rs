@@ -13,8 +13,6 @@
 use std::fmt::Display;
 use std::io::{self, Write};
 
-use tlslab_core::terminal::Escaped;
-
 use crate::failure::CliError;
 
 /// Stdout for results: flushed writes, a closed reader ends the process with exit 0.
@@ -131,23 +129,6 @@ pub fn fit(text: &str, width: usize) -> String {
         out.push_str(ending);
     }
     out
-}
-
-/// Opens a results store for reading, and says so on stderr when its run did not finish (it
-/// was interrupted, its lab server died, the disk filled, or it was cut off), so numbers
-/// from it are not taken for a complete run's.
-pub fn open_store(path: &std::path::Path) -> Result<tlslab_store::Store, CliError> {
-    let store = tlslab_store::Store::open(path)?;
-    if let Ok(run) = store.run() {
-        if !run.complete {
-            note(format_args!(
-                "note: {} holds a run that did not finish: {}",
-                Escaped(&path.display().to_string()),
-                Escaped(run.reason.as_deref().unwrap_or("no reason was recorded"))
-            ));
-        }
-    }
-    Ok(store)
 }
 
 /// Writes a line to stderr, each of its lines escaped

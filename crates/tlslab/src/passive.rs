@@ -4,16 +4,16 @@
 use std::path::Path;
 
 use tlslab_capture::{Report, SkipReason};
-use tlslab_report::{render_text, RunSummary};
-use tlslab_store::Store;
+use tlslab_report::render_text;
+use tlslab_workflow::pcap::PassiveOutcome;
 
 use crate::failure::CliError;
 use crate::output;
 
 /// The run summary of the store, then what reading skipped (or both as JSON).
-pub fn print_summary(path: &Path, json: bool, report: &Report) -> Result<(), CliError> {
-    let store = Store::open(path)?;
-    let summary = RunSummary::from_store(&store)?;
+pub fn print_summary(outcome: &PassiveOutcome, json: bool) -> Result<(), CliError> {
+    let summary = outcome.summary()?;
+    let report = &outcome.report;
     if json {
         output::print(format_args!(
             "{}\n",

@@ -2,7 +2,6 @@
 //! summary of what it stored and skipped is printed here.
 
 use tlslab_workflow::pcap::PcapRequest;
-use tlslab_workflow::ErrorKind;
 
 use crate::cli::PcapArgs;
 use crate::failure::{exit_code, CliError};
@@ -23,10 +22,9 @@ pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
     if let Some(influx) = &outcome.influx {
         passive::say_what_influx_took(influx);
     }
-    passive::print_summary(&outcome.path, args.json, &outcome.report)?;
+    passive::print_summary(&outcome, args.json)?;
     if outcome.interrupted {
         passive::interrupted(&outcome.path, &outcome.report);
-        return Ok(exit_code(ErrorKind::Interrupted));
     }
-    Ok(0)
+    Ok(outcome.kind().map_or(0, exit_code))
 }

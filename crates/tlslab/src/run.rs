@@ -42,6 +42,15 @@ pub fn print_notice(notice: &Notice) {
         )),
         Notice::KeyLogLost(lost) => say_key_log_lost(lost),
         Notice::Warning(warning) => output::note(format_args!("warning: {warning}")),
+        Notice::Unfinished { store, reason } => output::note(format_args!(
+            "note: {} holds a run that did not finish: {}",
+            Escaped(&store.display().to_string()),
+            Escaped(reason.as_deref().unwrap_or("no reason was recorded"))
+        )),
+        Notice::ChartsWritten { count, directory } => output::note(format_args!(
+            "wrote {count} charts to {}",
+            directory.display()
+        )),
         Notice::Capturing {
             interface,
             store,
@@ -68,6 +77,15 @@ pub fn control(progress: Option<tlslab_engine::ProgressCallback>) -> Control {
         stop: stop_on_signals(),
         progress,
         notices: Some(Arc::new(print_notice)),
+    }
+}
+
+/// The control of a workflow that only reads and writes files: its notices said on stderr,
+/// and no signal handling of its own (Ctrl-C ends it at once, as it ends any such tool).
+pub fn notices() -> Control {
+    Control {
+        notices: Some(Arc::new(print_notice)),
+        ..Control::default()
     }
 }
 

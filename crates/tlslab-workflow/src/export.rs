@@ -1,0 +1,112 @@
+//! `export`: a results store's samples as CSV or JSON Lines, or its stored scans as JSON
+//! Lines, into a file (written whole, then renamed into place) or a writer the caller gives.
+
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+pub use tlslab_store::ExportFormat;
+
+use crate::files;
+use crate::{Control, WorkflowError};
+
+/// The store to export, and how.
+#[derive(Debug, Clone)]
+pub struct ExportRequest {
+    /// A results store.
+    pub results: PathBuf,
+    /// The samples' format (the scans are JSON Lines whatever it says).
+    pub format: ExportFormat,
+    /// The stored scans instead of the samples: one scan a line, its `--json` object under
+    /// `scan`.
+    pub scans: bool,
+    /// Whether an output file may replace a file of another kind (never an input or a store).
+    pub force: bool,
+}
+
+impl ExportRequest {
+    /// `results`' samples as CSV.
+    pub fn new(results: impl Into<PathBuf>) -> ExportRequest {
+        ExportRequest {
+            results: results.into(),
+            format: ExportFormat::Csv,
+            scans: false,
+            force: false,
+        }
+    }
+}
+
+/// Where an export goes.
+pub enum Destination<'a> {
+    /// A file, checked by the file rule, written beside itself and renamed into place once
+    /// whole (a failed export leaves no half file).
+    File(PathBuf),
+    /// A writer of the caller's (the binary's stdout), buffered here and flushed at the end.
+    Writer(&'a mut dyn Write),
+}
+
+/// Exports as `request` asks into `destination`. `control`'s notices say when the store
+/// holds a run that did not finish.
+pub fn export(
+    request: &ExportRequest,
+    destination: Destination<'_>,
+    control: &Control,
+) -> Result<(), WorkflowError> {
+    if let Destination::File(path) = &destination {
+        let output = files::Output::new("-o", path, files::Kind::Export);
+        files::claim(&output, &[&request.results], request.force)?;
+    }
+    let store = crate::open_store(&request.results, control)?;
+    let write = |out: &mut dyn Write| -> Result<(), WorkflowError> {
+        if request.scans {
+            write_scans(&store, out)
+        } else {
+            tlslab_store::export(&store, request.format, out)?;
+            Ok(())
+        }
+    };
+    match destination {
+        Destination::File(path) => {
+            let file = files::temporary_beside(&path)?;
+            let mut out = BufWriter::new(file);
+            write(&mut out)?;
+            let file = out
+                .into_inner()
+                .map_err(|error| files::cannot_write(&path, error.into_error()))?;
+            files::finish(file, &path)?;
+        }
+        Destination::Writer(writer) => {
+            let mut out = BufWriter::new(writer);
+            write(&mut out)?;
+            out.flush().map_err(write_failed)?;
+        }
+    }
+    Ok(())
+}
+
+/// A failure to write the export where it goes.
+fn write_failed(error: std::io::Error) -> WorkflowError {
+    WorkflowError::environment(
+        format!("cannot write the output: {error}"),
+        "check free disk space where the output goes",
+        None,
+    )
+}
+
+/// `scans`: each stored scan as one JSON line, its `--json` object under `scan`.
+fn write_scans(store: &tlslab_store::Store, out: &mut dyn Write) -> Result<(), WorkflowError> {
+    for scan in store.scans()? {
+        let line = serde_json::json!({
+            "id": scan.id,
+            "scanned_at": scan.scanned_at,
+            "target": scan.target,
+            "address": scan.address,
+            "server_name": scan.server_name,
+            "grade": scan.grade,
+            "connections": scan.connections,
+            "command_line": scan.command_line,
+            "scan": scan.report,
+        });
+        writeln!(out, "{line}").map_err(write_failed)?;
+    }
+    Ok(())
+}
