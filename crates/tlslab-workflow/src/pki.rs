@@ -12,8 +12,13 @@ use crate::WorkflowError;
 /// The public-key pin (`sha256//…`) of the first certificate in the PEM file `path`.
 pub fn pin_of(path: &Path) -> Result<String, WorkflowError> {
     let hint = "give a PEM file with the server's certificate";
-    let certificates = tlslab_pki::load_certificates(path)
-        .map_err(|error| WorkflowError::usage(format!("{error}{}", Causes(&error)), hint))?;
+    // The file's fault with its causes (`caused by:` lines) and the PKI crate's hint for it.
+    let certificates =
+        tlslab_pki::load_certificates(path).map_err(|error| WorkflowError::CertificateFile {
+            option: "--pin-of",
+            path: path.to_path_buf(),
+            source: crate::CertificateFileError::Pki(error),
+        })?;
     certificates
         .first()
         .and_then(|certificate| tlslab_backend::certificate::pin_of(certificate))
@@ -35,7 +40,7 @@ pub fn profile(text: &str) -> Result<CertProfile, WorkflowError> {
 /// The lab's chain of `depth` certificates for `profile`, made on first use.
 pub fn chain(pki: &Pki, profile: CertProfile, depth: u8) -> Result<ServedChain, WorkflowError> {
     pki.chain(profile, depth)
-        .map_err(|error| WorkflowError::usage(error.to_string(), "the chain depth is 1 to 5"))
+        .map_err(|error| WorkflowError::usage(error.message(), error.hint()))
 }
 
 /// The lab's client certificate issued by `profile`'s root, made on first use.

@@ -304,17 +304,34 @@ fn pki_makes_the_labs_chains_and_pins_a_certificate_file() {
     let error = pki::profile("ecdsa-p999").unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Usage);
     assert_eq!(error.hint(), "for example --cert ecdsa-p256");
+    // The PKI crate's message and hint, each once (its error's text carries a hint line too).
     let error = pki::chain(&lab, profile, 9).unwrap_err();
-    assert_eq!(
-        (error.kind(), error.hint().as_str()),
-        (ErrorKind::Usage, "the chain depth is 1 to 5")
+    assert_eq!(error.kind(), ErrorKind::Usage);
+    assert_eq!(error.to_string(), "chain depth 9 is out of range");
+    assert!(
+        error.hint().starts_with("use a depth from 1 to 5"),
+        "{}",
+        error.hint()
     );
     let not_pem = dir.join("not.pem");
     std::fs::write(&not_pem, "no certificate here\n").unwrap();
+    // Named by its option, the PKI crate's reading as the cause, its hint for the file.
     let error = pki::pin_of(&not_pem).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Usage);
     assert_eq!(
-        error.hint(),
-        "give a PEM file with the server's certificate"
+        error.to_string(),
+        format!("cannot use --pin-of {}", not_pem.display())
+    );
+    let cause = std::error::Error::source(&error).map(ToString::to_string);
+    assert!(
+        cause
+            .as_deref()
+            .is_some_and(|cause| cause.ends_with("is not PEM")),
+        "{cause:?}"
+    );
+    assert!(
+        error.hint().contains("BEGIN CERTIFICATE"),
+        "{}",
+        error.hint()
     );
 }

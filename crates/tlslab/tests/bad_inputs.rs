@@ -154,6 +154,15 @@ fn every_bad_input_gets_its_exit_code_an_error_and_a_hint() {
                 .unwrap_or_default()
                 .to_string()
         };
+        // The error with its causes, as a reader needs them (`caused by:` lines joined).
+        let error = std::iter::once(line("error: "))
+            .chain(
+                text.lines()
+                    .filter_map(|line| line.strip_prefix("caused by: "))
+                    .map(str::to_string),
+            )
+            .collect::<Vec<_>>()
+            .join(" ← ");
         let shown = |text: &str| {
             text.replace(dir.to_str().unwrap(), "DIR")
                 .replace('|', "\\|")
@@ -164,7 +173,7 @@ fn every_bad_input_gets_its_exit_code_an_error_and_a_hint() {
             number + 1,
             shown(&case.split('\t').skip(1).collect::<Vec<_>>().join(" ")),
             code.map_or("signal".into(), |code| code.to_string()),
-            shown(&line("error: ")),
+            shown(&error),
             shown(&line("hint: "))
         );
     }
