@@ -27,9 +27,10 @@ pub enum PkiErrorKind {
     ClientCredentials,
 }
 
-/// An error with a hint. `Display` prints the problem on the first line and
-/// `hint: <what to do>` on the second, the form the command line shows to users; the error
-/// underneath (the I/O error, the PEM parser's, OpenSSL's) is the [`source`](Error::source).
+/// An error with a hint. `Display` prints the problem alone, as every error of the
+/// workspace does (the hint is [`hint`](PkiError::hint): the command line prints it on its
+/// own `hint:` line, once, after the causes); the error underneath (the I/O error, the PEM
+/// parser's, OpenSSL's) is the [`source`](Error::source).
 #[derive(Debug, Clone)]
 pub struct PkiError {
     kind: PkiErrorKind,
@@ -113,7 +114,7 @@ impl PkiError {
 
 impl fmt::Display for PkiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}\nhint: {}", self.message, self.hint)
+        f.write_str(&self.message)
     }
 }
 
@@ -171,9 +172,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn display_puts_the_hint_on_its_own_line() {
+    fn display_is_the_problem_and_the_hint_is_apart() {
         let error = PkiError::new(PkiErrorKind::InvalidDepth, "bad depth 9", "use 1 to 5");
-        assert_eq!(error.to_string(), "bad depth 9\nhint: use 1 to 5");
+        assert_eq!(error.to_string(), "bad depth 9");
+        assert_eq!(error.hint(), "use 1 to 5");
         assert_eq!(error.kind(), PkiErrorKind::InvalidDepth);
     }
 }

@@ -758,8 +758,12 @@ fn depths_zero_and_six_are_errors_naming_the_valid_range() {
     for depth in [0, MAX_CHAIN_DEPTH + 1] {
         let error = pki.chain(CertProfile::Ed25519, depth).unwrap_err();
         assert_eq!(error.kind(), PkiErrorKind::InvalidDepth);
-        let text = error.to_string();
-        assert!(text.contains("\nhint: use a depth from 1 to 5"), "{text}");
+        assert!(error.to_string().contains("out of range"), "{error}");
+        assert!(
+            error.hint().starts_with("use a depth from 1 to 5"),
+            "{}",
+            error.hint()
+        );
     }
 }
 
@@ -838,7 +842,7 @@ fn load_certificates_explains_each_kind_of_wrong_file() {
         let text = error.to_string();
         assert!(text.contains(&path.display().to_string()), "{text}");
         assert!(text.contains(expected), "expected '{expected}' in: {text}");
-        assert!(text.contains("\nhint: "), "{text}");
+        assert!(!error.hint().is_empty(), "{text}");
     };
 
     check(&dir.join("missing.pem"), "cannot read the CA file");
