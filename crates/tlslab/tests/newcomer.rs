@@ -296,3 +296,28 @@ fn docs_examples_and_the_readme_cite_only_files_the_repository_has() {
         );
     }
 }
+
+#[test]
+fn the_readme_names_every_field_export_writes() {
+    let dir = scratch("newcomer-export-fields");
+    let (_, db) = run(&dir, "fields", &["-n", "2"]);
+    let csv = tlslab_succeeds(&["export", db.to_str().unwrap(), "--format", "csv"]);
+    let header = csv.lines().next().unwrap();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    let section = readme
+        .split_once("## Export fields")
+        .and_then(|(_, rest)| rest.split_once("\n## "))
+        .map(|(section, _)| section)
+        .expect("the README's Export fields section");
+    // Each column, as the README writes a field: in code marks.
+    let missing: Vec<&str> = header
+        .split(',')
+        .filter(|field| !section.contains(&format!("`{field}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the README's Export fields lack {missing:?}"
+    );
+}
