@@ -171,29 +171,6 @@ fn children_of(parent: u32) -> Vec<u32> {
         .collect()
 }
 
-/// Waits until `db` holds at least one sample (the run is measuring).
-fn wait_for_samples(db: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let measuring = db.exists()
-            && rusqlite::Connection::open_with_flags(
-                db,
-                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-            )
-            .and_then(|connection| {
-                connection.query_row("SELECT COUNT(*) FROM samples", [], |row| {
-                    row.get::<_, i64>(0)
-                })
-            })
-            .is_ok_and(|samples| samples > 0);
-        if measuring {
-            return;
-        }
-        assert!(Instant::now() < deadline, "the run never took a sample");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn a_lab_server_that_dies_stops_the_run_with_its_status_and_keeps_the_samples() {
     for tolerance in ["0", "1"] {
@@ -208,7 +185,7 @@ fn a_lab_server_that_dies_stops_the_run_with_its_status_and_keeps_the_samples() 
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        wait_for_samples(run.db());
+        wait_for_samples(run.db(), 1);
         let servers = children_of(child.id());
         assert_eq!(servers.len(), 1, "one lab server child: {servers:?}");
         let killed = std::process::Command::new("kill")
@@ -301,7 +278,7 @@ fn a_killed_run_is_recovered_when_opened_and_says_it_was_cut_off() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for_samples(run.db());
+    wait_for_samples(run.db(), 1);
     std::thread::sleep(Duration::from_millis(500));
     child.kill().unwrap();
     child.wait().unwrap();

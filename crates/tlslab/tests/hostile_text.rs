@@ -47,40 +47,6 @@ impl Drop for Killed {
     }
 }
 
-/// tcpdump writing loopback's packets to or from `port` into `file`, once it captures;
-/// `None` (with the reason printed) where it cannot run.
-fn tcpdump(file: &Path, port: u16) -> Option<Killed> {
-    let mut child = match Command::new("tcpdump")
-        .args(["-i", "lo", "--immediate-mode", "-Z", "root", "-U", "-w"])
-        .arg(file)
-        .args(["tcp", "port", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
-        Ok(child) => child,
-        Err(error) => {
-            println!("skipped: tcpdump does not run here ({error}); .ci/run installs it");
-            return None;
-        }
-    };
-    let stderr = child.stderr.take().expect("piped stderr");
-    let mut lines = BufReader::new(stderr).lines();
-    loop {
-        match lines.next() {
-            Some(Ok(line)) if line.contains("listening on") => break,
-            Some(Ok(_)) => continue,
-            _ => {
-                let _ = child.wait();
-                println!("skipped: tcpdump cannot capture on lo here (root or CAP_NET_RAW needed)");
-                return None;
-            }
-        }
-    }
-    std::thread::spawn(move || lines.for_each(drop));
-    Some(Killed(child))
-}
-
 /// A TLS 1.3 ClientHello record naming `server_name` byte for byte, which no TLS library
 /// would send: one suite, the server name, supported versions and groups, an X25519 share.
 fn client_hello(server_name: &[u8]) -> Vec<u8> {
@@ -126,8 +92,7 @@ fn a_captured_server_name_with_escapes_and_a_newline_shows_them_escaped() {
     let dir = scratch("hostile-sni");
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let file = dir.join("hostile.pcap");
-    let Some(capture) = tcpdump(&file, port) else {
+    let Some(capture) = tcpdump_in(None, "lo", &dir, "hostile", &format!("tcp port {port}")) else {
         return;
     };
     // The server reads the ClientHello and refuses it with a fatal alert, as a server that
@@ -147,12 +112,7 @@ fn a_captured_server_name_with_escapes_and_a_newline_shows_them_escaped() {
     let _ = client.read_to_end(&mut answer);
     drop(client);
     server.join().unwrap();
-    // Let the last packets reach the file (-U writes each at once), then stop as Ctrl-C.
-    std::thread::sleep(Duration::from_millis(300));
-    let _ = Command::new("kill")
-        .args(["-INT", &capture.0.id().to_string()])
-        .status();
-    drop(capture);
+    let file = capture.stop();
 
     let db = dir.join("hostile.db");
     let output = tlslab(&[
