@@ -25,3 +25,19 @@ http {
 }
 CONF
 }
+
+# A free TCP port on 127.0.0.1.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# Waits until the server accepts connections on the port; fails if it exits or never listens.
+wait_port() {
+    local pid=$1 port=$2 log=$3
+    for _ in $(seq 200); do
+        (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && return 0
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    echo "the server did not listen on 127.0.0.1:$port; its output:" >&2
+    cat "$log" >&2
+    return 1
+}

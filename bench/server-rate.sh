@@ -41,21 +41,7 @@ server_pid=
 trap 'if [ -n "$server_pid" ]; then kill $server_pid 2>/dev/null || true; fi; rm -rf "$work"' EXIT
 
 eval "$($tlslab pki --cert ecdsa-p256 --chain 1 | sed -E 's/^(chain|key|root) (.*)$/\1="\2"/')"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 clk_tck=$(getconf CLK_TCK)
-
-# Waits until the server accepts connections on the port; fails if it exits or never listens.
-wait_port() {
-    local pid=$1 port=$2 log=$3
-    for _ in $(seq 200); do
-        (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && return 0
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.05
-    done
-    echo "the server did not listen on 127.0.0.1:$port; its output:" >&2
-    cat "$log" >&2
-    return 1
-}
 
 # utime + stime of a process (all its threads), in clock ticks. The command name (field 2)
 # may hold spaces, so count fields after its closing parenthesis: field 14 is the 12th there.
