@@ -123,10 +123,15 @@ impl EmulatedNetwork {
         if let Some(previous) = current.as_ref() {
             // Let the last trial's packets leave the link first: the emulator keeps each
             // direction in order, so a SYN sent under a shorter delay would otherwise wait
-            // behind them and the next handshake would pay the old delay. A whole round trip:
-            // the client's last reset reaches the server half an RTT later, and what the server
-            // sent in answer (an ACK of the Finished) needs the other half to come back.
-            std::thread::sleep(previous.rtt + previous.jitter * 2 + Duration::from_millis(2));
+            // behind them and the next handshake would pay the old delay. Three one-way
+            // trips: the client's last packet (its Finished) reaches the server half an RTT
+            // later; what the server sent in answer (TLS 1.3's session tickets) arrives a
+            // whole RTT after it, at a client that has closed, whose kernel answers with a
+            // reset that needs half an RTT more. Waiting one RTT let that reset, queued under
+            // the old delay, hold the next trial's first SYN for half the old RTT.
+            std::thread::sleep(
+                previous.rtt * 3 / 2 + previous.jitter * 3 + Duration::from_millis(2),
+            );
         }
         self.network.set_profile(&profile)?;
         *current = Some(profile);
