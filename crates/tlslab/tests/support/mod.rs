@@ -14,6 +14,13 @@ use std::process::{Child, Command, Output, Stdio};
 use rusqlite::types::FromSql;
 use rusqlite::{Params, Row};
 
+/// A throw-away PostgreSQL cluster of the test's own, shared with the store's tests.
+#[path = "../../../tlslab-store/tests/cluster/mod.rs"]
+pub mod cluster;
+// Only the test files that use a PostgreSQL store name it.
+#[allow(unused_imports)]
+pub use cluster::Cluster;
+
 /// A fresh directory under Cargo's per-test scratch space.
 pub fn scratch(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
