@@ -28,7 +28,8 @@ done
 
 scripts/openssl >/dev/null
 cargo build --release -q -p tlslab
-tlslab=${CARGO_TARGET_DIR:-target}/release/tlslab
+# TLSLAB=path runs another build (an earlier commit's, to compare before and after a change).
+tlslab=${TLSLAB:-${CARGO_TARGET_DIR:-target}/release/tlslab}
 work=$(mktemp -d)
 trap 'kill $nginx_pid 2>/dev/null || true; rm -rf "$work"' EXIT
 

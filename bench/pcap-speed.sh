@@ -15,7 +15,8 @@ cd "$(dirname "$0")/.."
 megabytes=${1:-1000}
 scripts/openssl >/dev/null
 cargo build --release -q -p tlslab
-tlslab=${CARGO_TARGET_DIR:-target}/release/tlslab
+# TLSLAB=path runs another build (an earlier commit's, to compare before and after a change).
+tlslab=${TLSLAB:-${CARGO_TARGET_DIR:-target}/release/tlslab}
 # TLSLAB_RECORDER: another tlslab binary to record with (the capture does not depend on the
 # build under test, so a benchmark of a change can record with the build before it).
 recorder_binary=${TLSLAB_RECORDER:-$tlslab}

@@ -68,4 +68,4 @@ pub use sample::{
     Offered, Outcome, Phase, QuicPath, Response, ResponseFlights, Sample, SampleBuilder, Timeline,
     Vantage, WireClock,
 };
-pub use sink_thread::SinkThread;
+pub use sink_thread::{Producers, Records, SinkThread};

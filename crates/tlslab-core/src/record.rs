@@ -283,6 +283,24 @@ pub trait Sink: Send {
     fn finish(&mut self, end: &RunEnd) -> Result<(), SinkError>;
 }
 
+/// A boxed sink is a sink, so that a producer can take whichever one the command line chose
+/// (a store, a store behind telemetry, nothing) and still hand it to a
+/// [`SinkThread`](crate::SinkThread).
+impl<T: Sink + ?Sized> Sink for Box<T> {
+    fn begin(&mut self, info: &RunInfo) -> Result<(), SinkError> {
+        (**self).begin(info)
+    }
+    fn record(&mut self, record: Record) -> Result<(), SinkError> {
+        (**self).record(record)
+    }
+    fn flush(&mut self) -> Result<(), SinkError> {
+        (**self).flush()
+    }
+    fn finish(&mut self, end: &RunEnd) -> Result<(), SinkError> {
+        (**self).finish(end)
+    }
+}
+
 /// Resource usage of a process: CPU time since it started, peak memory since the last reset.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {

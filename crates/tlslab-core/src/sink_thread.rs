@@ -1,10 +1,22 @@
-//! A [`Sink`] on a thread of its own, for one producer that never waits for the network
-//! (`tlslab pcap` reading a file): its records go over in batches through a bounded channel,
-//! so the producer's work (decoding packets) and the sink's (SQLite inserts) run side by
-//! side on two cores, and memory stays bounded when the sink is the slower one (the producer
-//! then waits). The active side has its own writer (`tlslab-engine`'s `writer`), which many
-//! tasks share and which commits when they go quiet; a live capture writes from the thread
-//! that reads packets, so that each handshake is stored as it completes, not when a batch fills.
+//! A [`Sink`] on a thread of its own: the one writer every producer of records uses, so that
+//! the producer's work (handshakes, decoding packets) and the sink's (inserts, commits) run
+//! side by side, and a slow disk never stalls a measurement.
+//!
+//! Producers come in two kinds, and the thread serves each as it needs ([`Producers`]):
+//!
+//! - **One producer that may wait** (`tlslab pcap` decoding a file): records go over in
+//!   batches gathered on the producer's side, through a bounded channel, so memory stays
+//!   bounded when the sink is the slower one (the producer then waits).
+//! - **Many producers that must never wait** (the engine's thousands of agent tasks, each on a
+//!   runtime thread where a blocked worker delays every attempt on it, and the delay would be
+//!   measured as handshake time): each sends through a cloneable [`Records`] on an unbounded
+//!   channel, and records are gathered on the thread's side instead: after a record it naps a
+//!   few milliseconds so that the next ones are taken with one wake-up.
+//!
+//! In both, the sink is flushed when the producers go quiet (so a run's samples are committed
+//! while it runs, not only when a batch fills), the first failure is kept, reported at once
+//! (the engine halts the run on it) and returned by the producer's next call, and the run's
+//! end is still written after it.
 //!
 //! ```
 //! use tlslab_core::{Record, RunEnd, Sink, SinkError, SinkThread};
@@ -25,29 +37,145 @@
 //! ```
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use crate::record::{Record, RunEnd, RunInfo, Sink, SinkError};
+use crate::sample::Sample;
 
-/// Records handed over at a time: one channel operation (and at most one wake-up of the
-/// other thread) per batch instead of per record.
+/// Records handed over at a time by one producer: one channel operation (and at most one
+/// wake-up of the other thread) per batch instead of per record.
 const BATCH: usize = 256;
 
-/// Batches the channel holds before the producer waits for the sink.
+/// Batches the channel holds before one producer waits for the sink.
 const QUEUED_BATCHES: usize = 4;
 
+/// How long the thread waits for a record before it asks the sink to flush.
+const IDLE: Duration = Duration::from_millis(200);
+
+/// How long the thread naps after a record from many producers before it takes what has
+/// arrived since. A thread blocked in `recv` is woken (a futex call on each side) by every
+/// record; under load that is tens of thousands of wake-ups a second, which cost the client
+/// more CPU than the inserts. Napping lets the records of a few milliseconds gather and be
+/// taken with one wake-up.
+const GATHER: Duration = Duration::from_millis(5);
+
+/// Who sends records, which decides the channel and where records are gathered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Producers {
+    /// One producer that may wait: batches gathered on its side, a bounded channel.
+    One,
+    /// Many producers that must never wait: [`Records`] on an unbounded channel, records
+    /// gathered on the thread's side.
+    Many,
+}
+
+/// What goes through the channel, two words at most: a sample is already boxed, and the
+/// rarer records, batches and the end are boxed here. The channel copies each message into
+/// blocks it allocates (and zeroes) every 31 messages, so a message the size of a `Record`
+/// (its trial record is 192 bytes) cost the sending workers about 1% of a load run's CPU.
 enum Message {
+    Work(Work),
+    Finish(Box<RunEnd>),
+}
+
+/// What the thread does for a producer before the end.
+enum Work {
     Begin(Box<RunInfo>),
-    Records(Vec<Record>),
+    Sample(Box<Sample>),
+    Record(Box<Record>),
+    Batch(Box<Vec<Record>>),
     Flush,
+}
+
+impl Work {
+    fn apply(self, sink: &mut impl Sink) -> Result<(), SinkError> {
+        match self {
+            Work::Begin(info) => sink.begin(&info),
+            Work::Sample(sample) => sink.record(Record::Sample(sample)),
+            Work::Record(record) => sink.record(*record),
+            Work::Batch(records) => records
+                .into_iter()
+                .try_for_each(|record| sink.record(record)),
+            Work::Flush => sink.flush(),
+        }
+    }
+}
+
+/// The sending end, bounded or not as the [`Producers`] ask.
+#[derive(Clone)]
+enum Outbox {
+    Bounded(SyncSender<Message>),
+    Unbounded(mpsc::Sender<Message>),
+}
+
+impl Outbox {
+    fn send(&self, message: Message) -> Result<(), SinkError> {
+        let sent = match self {
+            Outbox::Bounded(sender) => sender.send(message).map_err(drop),
+            Outbox::Unbounded(sender) => sender.send(message).map_err(drop),
+        };
+        sent.map_err(|()| crashed())
+    }
+}
+
+/// Where producers send records; cheap to clone, one per task.
+#[derive(Clone)]
+pub struct Records(Outbox);
+
+impl Records {
+    /// Sends a record to the sink. After a sink failure records are dropped; the failure is
+    /// reported when the run ends, and what was committed stays.
+    pub fn send(&self, record: Record) {
+        let message = match record {
+            Record::Sample(sample) => Work::Sample(sample),
+            record => Work::Record(Box::new(record)),
+        };
+        let _ = self.0.send(Message::Work(message));
+    }
+}
+
+/// The sink's first failure, kept for the producers and reported to whoever asked.
+struct Failure {
+    first: Mutex<Option<SinkError>>,
+    happened: AtomicBool,
+    report: Option<Box<dyn Fn(&SinkError) + Send + Sync>>,
+}
+
+impl Failure {
+    fn keep(&self, error: SinkError) {
+        if let Some(report) = &self.report {
+            report(&error);
+        }
+        let mut first = self
+            .first
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        first.get_or_insert(error);
+        self.happened.store(true, Ordering::Release);
+    }
+
+    fn happened(&self) -> bool {
+        self.happened.load(Ordering::Acquire)
+    }
+
+    fn first(&self) -> Option<SinkError> {
+        if !self.happened() {
+            return None;
+        }
+        self.first
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
 }
 
 enum State<S> {
     Running {
-        sender: SyncSender<Message>,
-        thread: JoinHandle<S>,
+        outbox: Outbox,
+        thread: JoinHandle<(S, Result<(), SinkError>)>,
     },
     /// After [`Sink::finish`]: the sink is back on the producer's thread.
     Joined(Option<S>),
@@ -59,30 +187,74 @@ enum State<S> {
 pub struct SinkThread<S> {
     state: State<S>,
     batch: Vec<Record>,
-    failure: Arc<Mutex<Option<SinkError>>>,
-    failed: Arc<AtomicBool>,
+    failure: Arc<Failure>,
 }
 
 impl<S: Sink + 'static> SinkThread<S> {
-    /// Starts the thread that owns `sink`.
+    /// Starts the thread that owns `sink`, for one producer that may wait.
     pub fn spawn(sink: S) -> Result<SinkThread<S>, SinkError> {
-        let (sender, receiver) = sync_channel(QUEUED_BATCHES);
-        let failure: Arc<Mutex<Option<SinkError>>> = Arc::default();
-        let failed: Arc<AtomicBool> = Arc::default();
-        let (reported, flagged) = (failure.clone(), failed.clone());
+        SinkThread::start(sink, Producers::One, None)
+    }
+
+    /// Starts the thread that owns `sink`, for many producers that must never wait: they
+    /// send through [`SinkThread::records`]. `on_failure` hears of the sink's first failure
+    /// at once, on the thread (the engine halts its run then: measuring on would only lose
+    /// samples).
+    pub fn shared(
+        sink: S,
+        on_failure: impl Fn(&SinkError) + Send + Sync + 'static,
+    ) -> Result<SinkThread<S>, SinkError> {
+        SinkThread::start(sink, Producers::Many, Some(Box::new(on_failure)))
+    }
+
+    fn start(
+        sink: S,
+        producers: Producers,
+        report: Option<Box<dyn Fn(&SinkError) + Send + Sync>>,
+    ) -> Result<SinkThread<S>, SinkError> {
+        let (outbox, receiver) = match producers {
+            Producers::One => {
+                let (sender, receiver) = mpsc::sync_channel(QUEUED_BATCHES);
+                (Outbox::Bounded(sender), receiver)
+            }
+            Producers::Many => {
+                let (sender, receiver) = mpsc::channel();
+                (Outbox::Unbounded(sender), receiver)
+            }
+        };
+        let failure = Arc::new(Failure {
+            first: Mutex::default(),
+            happened: AtomicBool::default(),
+            report,
+        });
+        let kept = failure.clone();
+        let gather = (producers == Producers::Many).then_some(GATHER);
         let thread = std::thread::Builder::new()
             .name("tlslab-sink".into())
-            .spawn(move || write(sink, &receiver, &reported, &flagged))
+            .spawn(move || write(sink, &receiver, &kept, gather))
             .map_err(|error| SinkError {
                 message: format!("cannot start the results writer's thread: {error}"),
                 hint: "check the process limits (ulimit -u)".into(),
             })?;
         Ok(SinkThread {
-            state: State::Running { sender, thread },
+            state: State::Running { outbox, thread },
             batch: Vec::with_capacity(BATCH),
             failure,
-            failed,
         })
+    }
+
+    /// A sender for one more producer.
+    pub fn records(&self) -> Records {
+        match &self.state {
+            State::Running { outbox, .. } => Records(outbox.clone()),
+            // A sender whose receiver is gone: what it sends is dropped, as after a failure.
+            State::Joined(_) => Records(Outbox::Unbounded(mpsc::channel().0)),
+        }
+    }
+
+    /// The sink's first failure, if it failed.
+    pub fn failure(&self) -> Option<SinkError> {
+        self.failure.first()
     }
 
     /// The sink, once [`Sink::finish`] has brought it back (not if its thread crashed).
@@ -93,22 +265,11 @@ impl<S: Sink + 'static> SinkThread<S> {
         }
     }
 
-    /// The sink's first error, if it failed.
-    fn failure(&self) -> Option<SinkError> {
-        if !self.failed.load(Ordering::Acquire) {
-            return None;
-        }
-        self.failure
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
-    }
-
     fn send(&mut self, message: Message) -> Result<(), SinkError> {
-        let State::Running { sender, .. } = &self.state else {
+        let State::Running { outbox, .. } = &self.state else {
             return Err(finished());
         };
-        sender.send(message).map_err(|_| crashed())?;
+        outbox.send(message)?;
         self.failure().map_or(Ok(()), Err)
     }
 
@@ -117,13 +278,13 @@ impl<S: Sink + 'static> SinkThread<S> {
             return self.failure().map_or(Ok(()), Err);
         }
         let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
-        self.send(Message::Records(batch))
+        self.send(Message::Work(Work::Batch(Box::new(batch))))
     }
 }
 
 impl<S: Sink + 'static> Sink for SinkThread<S> {
     fn begin(&mut self, info: &RunInfo) -> Result<(), SinkError> {
-        self.send(Message::Begin(Box::new(info.clone())))
+        self.send(Message::Work(Work::Begin(Box::new(info.clone()))))
     }
 
     fn record(&mut self, record: Record) -> Result<(), SinkError> {
@@ -136,20 +297,25 @@ impl<S: Sink + 'static> Sink for SinkThread<S> {
 
     fn flush(&mut self) -> Result<(), SinkError> {
         self.send_batch()?;
-        self.send(Message::Flush)
+        self.send(Message::Work(Work::Flush))
     }
 
-    /// Hands over the last records, waits until the thread wrote them, and writes the end
-    /// on this thread.
+    /// Hands over the last records and the end, and waits until the thread wrote them (the
+    /// records other producers sent before it included: they are ahead of it in the channel).
     fn finish(&mut self, end: &RunEnd) -> Result<(), SinkError> {
-        let sent = self.send_batch();
+        // The end goes over even when the batch's answer is the sink's failure.
+        let batch_sent = self.send_batch();
+        let end_sent = self.send(Message::Finish(Box::new(end.clone())));
+        let sent = batch_sent.and(end_sent);
         let state = std::mem::replace(&mut self.state, State::Joined(None));
-        let State::Running { sender, thread } = state else {
+        let State::Running { outbox, thread } = state else {
             return Err(finished());
         };
-        drop(sender);
-        let mut sink = thread.join().map_err(|_| crashed())?;
-        let ended = sink.finish(end);
+        drop(outbox);
+        let (sink, ended) = match thread.join() {
+            Ok(joined) => joined,
+            Err(_) => return Err(crashed()),
+        };
         self.state = State::Joined(Some(sink));
         match (self.failure(), sent) {
             (Some(error), _) => Err(error),
@@ -159,33 +325,44 @@ impl<S: Sink + 'static> Sink for SinkThread<S> {
     }
 }
 
-/// The thread: each message in order; after the first failure only drains the channel, so
-/// that the producer never waits on a sink that has stopped.
+/// The thread: each message in order, a flush when the producers are quiet, the end last.
+/// After the first failure it only drains the channel, so that no producer waits on a sink
+/// that has stopped, but the end is still written, so that the store says how the run ended.
+/// With `gather`, it naps that long after a record when nothing else is waiting.
 fn write<S: Sink>(
     mut sink: S,
     receiver: &Receiver<Message>,
-    failure: &Mutex<Option<SinkError>>,
-    failed: &AtomicBool,
-) -> S {
-    for message in receiver {
-        if failed.load(Ordering::Acquire) {
-            continue;
-        }
-        let written = match message {
-            Message::Begin(info) => sink.begin(&info),
-            Message::Records(records) => records
-                .into_iter()
-                .try_for_each(|record| sink.record(record)),
-            Message::Flush => sink.flush(),
+    failure: &Failure,
+    gather: Option<Duration>,
+) -> (S, Result<(), SinkError>) {
+    let mut gathered = false;
+    loop {
+        let received = match receiver.try_recv() {
+            Ok(message) => Ok(message),
+            Err(TryRecvError::Empty) if gathered => {
+                gathered = false;
+                gather.map(std::thread::sleep);
+                continue;
+            }
+            Err(_) => receiver.recv_timeout(IDLE),
+        };
+        let written = match received {
+            Ok(Message::Finish(end)) => {
+                let ended = sink.finish(&end);
+                return (sink, ended);
+            }
+            Err(RecvTimeoutError::Disconnected) => return (sink, Ok(())),
+            _ if failure.happened() => Ok(()),
+            Err(RecvTimeoutError::Timeout) => sink.flush(),
+            Ok(Message::Work(work)) => {
+                gathered = gather.is_some();
+                work.apply(&mut sink)
+            }
         };
         if let Err(error) = written {
-            *failure
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(error);
-            failed.store(true, Ordering::Release);
+            failure.keep(error);
         }
     }
-    sink
 }
 
 fn crashed() -> SinkError {

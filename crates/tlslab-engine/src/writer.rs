@@ -1,66 +1,16 @@
-//! The writer: a thread that owns the [`Sink`], so a slow disk never stalls an attempt.
-//! Records reach it over a channel; when none arrived for a while it lets the sink commit a
-//! partial batch.
-//!
-//! It is not core's [`SinkThread`](tlslab_core::SinkThread), which serves one producer that
-//! may wait (`tlslab pcap` decoding a file): that one batches on the producer's side and
-//! hands batches over a bounded channel, so the producer blocks when the sink is slower. Here
-//! thousands of agent tasks send, each from a runtime thread that must never block (a blocked
-//! worker delays every attempt on it, and the delay would be measured as handshake time), so
-//! [`Records`] is a cloneable sender on an unbounded channel; records are gathered on the
-//! writer's side instead, the sink is flushed when the agents go quiet (so a run's samples
-//! are committed while it runs, not only when a batch fills), and the first failure requests
-//! a halt of the run at once.
+//! The run's writer: core's [`SinkThread`] for many producers (thousands of agent tasks that
+//! must never wait on the disk), begun before the first handshake so that a store that
+//! cannot be written is refused at once, and halting the run on the sink's first failure.
 
-use std::sync::{mpsc, Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::Duration;
-
-use tlslab_core::{Record, RunEnd, RunInfo, Sink, SinkError};
+pub use tlslab_core::Records;
+use tlslab_core::{RunEnd, RunInfo, Sink, SinkError, SinkThread};
 
 use crate::error::RunError;
 use crate::stop::Stop;
 
-/// How long the writer waits for a record before it asks the sink to flush.
-const IDLE: Duration = Duration::from_millis(200);
-
-/// How long the writer naps after a record before it takes what has arrived since. A writer
-/// blocked in `recv` is woken (a futex call on each side) by every record; under load that is
-/// tens of thousands of wake-ups a second, which cost the client more CPU than the inserts.
-/// Napping lets the records of a few milliseconds gather and be taken with one wake-up.
-const GATHER: Duration = Duration::from_millis(5);
-
-/// What goes through the channel, two words at most: a sample is already boxed, and the
-/// rarer records and the end are boxed here. The channel copies each message into blocks it
-/// allocates (and zeroes) every 31 messages, so a message the size of a `Record` (its trial
-/// record is 192 bytes) cost the sending workers about 1% of a load run's CPU.
-enum Message {
-    Sample(Box<tlslab_core::Sample>),
-    Record(Box<Record>),
-    Finish(Box<RunEnd>),
-}
-
-/// Where producers send records; cheap to clone, one per task.
-#[derive(Clone)]
-pub struct Records(mpsc::Sender<Message>);
-
-impl Records {
-    /// Sends a record to the sink. After a sink failure records are dropped; the failure is
-    /// reported when the run ends, and what was committed stays.
-    pub fn send(&self, record: Record) {
-        let message = match record {
-            Record::Sample(sample) => Message::Sample(sample),
-            record => Message::Record(Box::new(record)),
-        };
-        let _ = self.0.send(message);
-    }
-}
-
 /// The running writer thread.
 pub struct Writer {
-    records: Records,
-    thread: JoinHandle<Result<(), SinkError>>,
-    failure: Arc<Mutex<Option<SinkError>>>,
+    thread: SinkThread<Box<dyn Sink>>,
 }
 
 impl Writer {
@@ -75,104 +25,27 @@ impl Writer {
             )
             .because(error)
         })?;
-        let (sender, receiver) = mpsc::channel::<Message>();
-        let failure: Arc<Mutex<Option<SinkError>>> = Arc::default();
-        let reported = failure.clone();
-        let on_failure = move |error: &SinkError| {
-            let mut slot = reported.lock().unwrap_or_else(|e| e.into_inner());
-            slot.get_or_insert_with(|| error.clone());
-            halt.request();
-        };
-        let thread = std::thread::Builder::new()
-            .name("tlslab-sink".into())
-            .spawn(move || write(sink.as_mut(), &receiver, on_failure))
-            .map_err(|error| {
+        let thread =
+            SinkThread::shared(sink, move |_: &SinkError| halt.request()).map_err(|error| {
                 RunError::environment("cannot start the writer thread", "check the process limits")
                     .because(error)
             })?;
-        Ok(Writer {
-            records: Records(sender),
-            thread,
-            failure,
-        })
+        Ok(Writer { thread })
     }
 
     /// The sink's first failure, as the error that stops the run.
     pub fn failure(&self) -> Option<RunError> {
-        let failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
-        failure.as_ref().map(writing_failed)
+        self.thread.failure().map(RunError::Writing)
     }
 
     /// A new sender for records, for one more producer.
     pub fn records(&self) -> Records {
-        self.records.clone()
+        self.thread.records()
     }
 
     /// Hands the sink the run's end and waits until everything is written.
-    pub fn finish(self, end: RunEnd) -> Result<(), RunError> {
-        let _ = self.records.0.send(Message::Finish(Box::new(end)));
-        drop(self.records);
-        match self.thread.join() {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(error)) => Err(writing_failed(&error)),
-            Err(_) => Err(RunError::environment(
-                "the results writer crashed",
-                "report this as a bug",
-            )),
-        }
-    }
-}
-
-/// The sink's failure as the run's error.
-fn writing_failed(error: &SinkError) -> RunError {
-    RunError::Writing(error.clone())
-}
-
-/// The writer thread's loop: records in order, flushes when idle, the end last. The first
-/// failure stops further records (and is reported to `on_failure` at once) but not the end,
-/// so the store still says how the run ended.
-fn write(
-    sink: &mut dyn Sink,
-    receiver: &mpsc::Receiver<Message>,
-    on_failure: impl Fn(&SinkError),
-) -> Result<(), SinkError> {
-    let mut failed: Option<SinkError> = None;
-    let mut gathered = false;
-    loop {
-        let received = match receiver.try_recv() {
-            Ok(message) => Ok(message),
-            // Nothing waiting: after a record, nap once so that the next ones gather;
-            // otherwise block until one comes (or it is time to flush).
-            Err(mpsc::TryRecvError::Empty) if gathered => {
-                gathered = false;
-                std::thread::sleep(GATHER);
-                continue;
-            }
-            Err(_) => receiver.recv_timeout(IDLE),
-        };
-        let received = received.map(|message| match message {
-            Message::Sample(sample) => Ok(Record::Sample(sample)),
-            Message::Record(record) => Ok(*record),
-            Message::Finish(end) => Err(end),
-        });
-        match received {
-            Ok(Ok(record)) if failed.is_none() => {
-                gathered = true;
-                failed = sink.record(record).err();
-                failed.iter().for_each(&on_failure);
-            }
-            Ok(Ok(_)) => {}
-            Ok(Err(end)) => {
-                sink.finish(&end)?;
-                return failed.map_or(Ok(()), Err);
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) if failed.is_none() => {
-                failed = sink.flush().err();
-                failed.iter().for_each(&on_failure);
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => return failed.map_or(Ok(()), Err),
-        }
+    pub fn finish(mut self, end: RunEnd) -> Result<(), RunError> {
+        self.thread.finish(&end).map_err(RunError::Writing)
     }
 }
 
@@ -180,6 +53,7 @@ fn write(
 pub(crate) mod tests {
     use super::*;
     use std::sync::{Arc, Mutex};
+    use tlslab_core::Record;
 
     /// A sink that keeps everything in memory, and can be told to fail.
     #[derive(Default, Clone)]
