@@ -687,21 +687,10 @@ pub fn quoted(name: &str) -> String {
 }
 
 /// The columns of a table as SQL definitions, each on its own line.
-pub fn definitions<'a>(columns: impl Iterator<Item = (&'a str, &'a str)>) -> String {
+pub fn definitions<'a, S: AsRef<str>>(columns: impl Iterator<Item = (&'a str, S)>) -> String {
     columns
-        .map(|(name, sql)| format!(",\n    {} {sql}", quoted(name)))
+        .map(|(name, sql)| format!(",\n    {} {}", quoted(name), sql.as_ref()))
         .collect()
-}
-
-/// `INSERT INTO table (…) VALUES (:…)` for `columns`, by name.
-pub fn insert(table: &str, columns: &[&str]) -> String {
-    let names: Vec<String> = columns.iter().map(|name| quoted(name)).collect();
-    let parameters: Vec<String> = columns.iter().map(|name| format!(":{name}")).collect();
-    format!(
-        "INSERT INTO {table} ({}) VALUES ({})",
-        names.join(", "),
-        parameters.join(", ")
-    )
 }
 
 #[cfg(test)]
@@ -742,13 +731,5 @@ mod tests {
         }
         assert_eq!(names[0], "config");
         assert_eq!(names.last(), Some(&"latency"));
-    }
-
-    #[test]
-    fn inserts_name_their_parameters() {
-        assert_eq!(
-            insert("t", &["group", "round"]),
-            "INSERT INTO t (\"group\", \"round\") VALUES (:group, :round)"
-        );
     }
 }

@@ -61,6 +61,7 @@
 mod columns;
 mod export;
 mod kept;
+pub mod postgres;
 mod recovery;
 mod scans;
 mod schema;

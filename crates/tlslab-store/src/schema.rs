@@ -12,69 +12,227 @@ use crate::StoreError;
 /// samples; each added by the upgrade as every new column is).
 pub const VERSION: i64 = 15;
 
+/// The SQL a table is written in: SQLite for a file, PostgreSQL for a shared database. Both
+/// render the same tables and columns ([`tables`]); only types and keys differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// One run per file, its rows numbered by the writer (run 1, Configs and trials by index).
+    Sqlite,
+    /// Many runs from many writers: the database numbers runs and samples, and a Config or
+    /// trial is keyed by its run and its index, so that no two writers can collide.
+    Postgres,
+}
+
+/// One table: its key columns (rendered per dialect) and its other columns, each `(name,
+/// SQL type as SQLite spells it)`.
+pub struct Table {
+    /// The table's name.
+    pub name: &'static str,
+    /// Its columns after the keys.
+    pub columns: Vec<(&'static str, &'static str)>,
+    /// How its rows are keyed.
+    key: Key,
+}
+
+/// How a table's rows are keyed.
+#[derive(Clone, Copy)]
+enum Key {
+    /// `id`, numbered by the database (runs; scans).
+    Numbered,
+    /// `run_id` and `id` (the index the producer gave it): Configs.
+    InRun,
+    /// As [`Key::InRun`], and the trial's `config_id`.
+    Trial,
+    /// `run_id`, `config_id` and `trial_id`, and an `id` numbered by the database: samples.
+    Sample,
+    /// `config_id` alone: the replay probe's one row per Config (and, in PostgreSQL, run).
+    Config,
+}
+
+/// The runs columns of schema 1.
+const RUNS_BASE: &[(&str, &str)] = &[
+    ("started_at", "TEXT NOT NULL"),
+    ("started_at_unix_ns", "INTEGER NOT NULL"),
+    ("finished_at", "TEXT"),
+    ("complete", "INTEGER NOT NULL DEFAULT 0"),
+    ("reason", "TEXT"),
+    ("duration_ns", "INTEGER"),
+    ("attempted", "INTEGER"),
+    ("errors", "INTEGER"),
+    ("seed", "INTEGER"),
+    ("tool_version", "TEXT NOT NULL"),
+    ("commit_id", "TEXT NOT NULL"),
+    ("experiment", "TEXT NOT NULL"),
+    ("command_line", "TEXT NOT NULL"),
+    ("environment", "TEXT NOT NULL"),
+    ("plan", "TEXT NOT NULL"),
+];
+
+/// The trials columns of schema 1.
+const TRIALS_BASE: &[(&str, &str)] = &[
+    ("round", "INTEGER NOT NULL"),
+    ("warmup", "INTEGER NOT NULL"),
+    ("handshakes", "INTEGER NOT NULL"),
+    ("attempted", "INTEGER NOT NULL"),
+    ("concurrency", "INTEGER NOT NULL"),
+    ("started_at_ns", "INTEGER NOT NULL"),
+    ("duration_ns", "INTEGER NOT NULL"),
+    ("server_user_ns", "INTEGER"),
+    ("server_system_ns", "INTEGER"),
+    ("server_peak_rss_bytes", "INTEGER"),
+    ("client_user_ns", "INTEGER NOT NULL"),
+    ("client_system_ns", "INTEGER NOT NULL"),
+    ("client_peak_rss_bytes", "INTEGER NOT NULL"),
+];
+
+/// The replay probe's results (schema version 3).
+const REPLAYS_COLUMNS: &[(&str, &str)] = &[
+    ("sent", "INTEGER NOT NULL"),
+    ("rejected", "INTEGER NOT NULL"),
+    ("accepted", "INTEGER NOT NULL"),
+];
+
+/// `tlslab scan --out` (schema version 13): one row per scanned target, the scan's whole
+/// `--json` object in `report` (its schema is documented in docs/scan.md) and the columns a
+/// comparison over time filters on beside it.
+const SCANS_COLUMNS: &[(&str, &str)] = &[
+    ("scanned_at", "TEXT NOT NULL"),
+    ("scanned_at_unix_ns", "INTEGER NOT NULL"),
+    ("tool_version", "TEXT NOT NULL"),
+    ("command_line", "TEXT NOT NULL"),
+    ("target", "TEXT NOT NULL"),
+    ("address", "TEXT NOT NULL"),
+    ("server_name", "TEXT"),
+    ("grade", "TEXT NOT NULL"),
+    ("connections", "INTEGER NOT NULL"),
+    ("report", "TEXT NOT NULL"),
+];
+
+/// Every table of the store at [`VERSION`], with every column: the one definition both
+/// dialects render, the upgrades add to, and the writers insert by.
+pub fn tables() -> Vec<Table> {
+    let table =
+        |name, key, columns: Vec<(&'static str, &'static str)>| Table { name, columns, key };
+    vec![
+        table(
+            "runs",
+            Key::Numbered,
+            RUNS_BASE.iter().chain(RUNS_COLUMNS).copied().collect(),
+        ),
+        table(
+            "configs",
+            Key::InRun,
+            CONFIG_COLUMNS
+                .iter()
+                .map(|(name, sql, _)| (*name, *sql))
+                .collect(),
+        ),
+        table(
+            "trials",
+            Key::Trial,
+            TRIALS_BASE.iter().chain(TRIALS_COLUMNS).copied().collect(),
+        ),
+        table(
+            "samples",
+            Key::Sample,
+            stored_sample_columns()
+                .map(|(name, sql, _)| (name, sql))
+                .collect(),
+        ),
+        table("replays", Key::Config, REPLAYS_COLUMNS.to_vec()),
+        table("scans", Key::Numbered, SCANS_COLUMNS.to_vec()),
+    ]
+}
+
+impl Table {
+    /// `CREATE TABLE` for this table in `dialect`.
+    pub fn create(&self, dialect: Dialect) -> String {
+        let integer = match dialect {
+            Dialect::Sqlite => "INTEGER",
+            Dialect::Postgres => "BIGINT",
+        };
+        let numbered = match dialect {
+            Dialect::Sqlite => "id INTEGER PRIMARY KEY",
+            Dialect::Postgres => "id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY",
+        };
+        let (keys, last) = match (self.key, dialect) {
+            (Key::Numbered, _) => (numbered.to_string(), String::new()),
+            (Key::InRun, Dialect::Sqlite) => (
+                "id INTEGER PRIMARY KEY,\n    run_id INTEGER NOT NULL REFERENCES runs(id)".into(),
+                String::new(),
+            ),
+            (Key::InRun, Dialect::Postgres) => (
+                "run_id BIGINT NOT NULL REFERENCES runs(id),\n    id BIGINT NOT NULL".into(),
+                ",\n    PRIMARY KEY (run_id, id)".into(),
+            ),
+            (Key::Trial, Dialect::Sqlite) => (
+                "id INTEGER PRIMARY KEY,\n    run_id INTEGER NOT NULL REFERENCES runs(id),\n    config_id INTEGER NOT NULL REFERENCES configs(id)".into(),
+                String::new(),
+            ),
+            (Key::Trial, Dialect::Postgres) => (
+                "run_id BIGINT NOT NULL REFERENCES runs(id),\n    id BIGINT NOT NULL,\n    config_id BIGINT NOT NULL".into(),
+                ",\n    PRIMARY KEY (run_id, id),\n    FOREIGN KEY (run_id, config_id) REFERENCES configs(run_id, id)".into(),
+            ),
+            (Key::Sample, Dialect::Sqlite) => (
+                "id INTEGER PRIMARY KEY,\n    run_id INTEGER NOT NULL REFERENCES runs(id),\n    config_id INTEGER NOT NULL REFERENCES configs(id),\n    trial_id INTEGER NOT NULL".into(),
+                String::new(),
+            ),
+            // No foreign keys on samples: every insert would look its run, Config and trial
+            // up, and the writer keeps them by construction (a Config's row comes first).
+            (Key::Sample, Dialect::Postgres) => (
+                format!("{numbered},\n    run_id BIGINT NOT NULL,\n    config_id BIGINT NOT NULL,\n    trial_id BIGINT NOT NULL"),
+                String::new(),
+            ),
+            (Key::Config, Dialect::Sqlite) => (
+                "config_id INTEGER PRIMARY KEY REFERENCES configs(id)".into(),
+                String::new(),
+            ),
+            (Key::Config, Dialect::Postgres) => (
+                format!("run_id {integer} NOT NULL REFERENCES runs(id),\n    config_id {integer} NOT NULL"),
+                ",\n    PRIMARY KEY (run_id, config_id)".into(),
+            ),
+        };
+        let columns = definitions(
+            self.columns
+                .iter()
+                .map(|(name, sql)| (*name, column_type(sql, dialect))),
+        );
+        format!(
+            "CREATE TABLE IF NOT EXISTS {} (\n    {keys}{columns}{last}\n);\n",
+            self.name
+        )
+    }
+}
+
+/// A column's SQL type in `dialect`: SQLite's INTEGER is 64 bits, PostgreSQL's 32, so counts
+/// and nanoseconds are BIGINT there; REAL is a double in SQLite, a single in PostgreSQL.
+pub fn column_type(sql: &str, dialect: Dialect) -> String {
+    match dialect {
+        Dialect::Sqlite => sql.to_string(),
+        Dialect::Postgres => sql
+            .split(' ')
+            .map(|word| match word {
+                "INTEGER" => "BIGINT",
+                "REAL" => "DOUBLE PRECISION",
+                "BLOB" => "BYTEA",
+                word => word,
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
 /// Makes every table and index of a new store, at [`VERSION`].
 pub fn create(connection: &Connection) -> rusqlite::Result<()> {
-    let configs = definitions(CONFIG_COLUMNS.iter().map(|(name, sql, _)| (*name, *sql)));
-    let samples = definitions(stored_sample_columns().map(|(name, sql, _)| (name, sql)));
-    let runs = definitions(RUNS_COLUMNS.iter().copied());
-    let trials = definitions(TRIALS_COLUMNS.iter().copied());
+    let tables: String = tables()
+        .iter()
+        .map(|table| table.create(Dialect::Sqlite))
+        .collect();
     // `seed` is NULL for a capture (schema 5; older stores keep NOT NULL and only ever hold
     // active runs). One transaction: each statement on its own was one (a journal created,
     // four fsyncs, the journal removed), 15 to 20 ms before every run could start.
     connection.execute_batch(&format!(
-        r#"
-BEGIN;
-CREATE TABLE runs (
-    id INTEGER PRIMARY KEY,
-    started_at TEXT NOT NULL,
-    started_at_unix_ns INTEGER NOT NULL,
-    finished_at TEXT,
-    complete INTEGER NOT NULL DEFAULT 0,
-    reason TEXT,
-    duration_ns INTEGER,
-    attempted INTEGER,
-    errors INTEGER,
-    seed INTEGER,
-    tool_version TEXT NOT NULL,
-    commit_id TEXT NOT NULL,
-    experiment TEXT NOT NULL,
-    command_line TEXT NOT NULL,
-    environment TEXT NOT NULL,
-    plan TEXT NOT NULL{runs}
-);
-CREATE TABLE configs (
-    id INTEGER PRIMARY KEY,
-    run_id INTEGER NOT NULL REFERENCES runs(id){configs}
-);
-CREATE TABLE trials (
-    id INTEGER PRIMARY KEY,
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    config_id INTEGER NOT NULL REFERENCES configs(id),
-    round INTEGER NOT NULL,
-    warmup INTEGER NOT NULL,
-    handshakes INTEGER NOT NULL,
-    attempted INTEGER NOT NULL,
-    concurrency INTEGER NOT NULL,
-    started_at_ns INTEGER NOT NULL,
-    duration_ns INTEGER NOT NULL,
-    server_user_ns INTEGER,
-    server_system_ns INTEGER,
-    server_peak_rss_bytes INTEGER,
-    client_user_ns INTEGER NOT NULL,
-    client_system_ns INTEGER NOT NULL,
-    client_peak_rss_bytes INTEGER NOT NULL{trials}
-);
-CREATE TABLE samples (
-    id INTEGER PRIMARY KEY,
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    config_id INTEGER NOT NULL REFERENCES configs(id),
-    trial_id INTEGER NOT NULL{samples}
-);
-{REPLAYS_TABLE}
-{SCANS_TABLE}
-PRAGMA user_version = {VERSION};
-COMMIT;
-"#
+        "BEGIN;\n{tables}PRAGMA user_version = {VERSION};\nCOMMIT;\n"
     ))
 }
 
@@ -101,31 +259,6 @@ const TRIALS_COLUMNS: &[(&str, &str)] = &[
     ("server_client_verifications", "INTEGER"),
     ("server_client_verify_ns", "INTEGER"),
 ];
-
-/// The replay probe's results (schema version 3).
-const REPLAYS_TABLE: &str = "CREATE TABLE IF NOT EXISTS replays (
-    config_id INTEGER PRIMARY KEY REFERENCES configs(id),
-    sent INTEGER NOT NULL,
-    rejected INTEGER NOT NULL,
-    accepted INTEGER NOT NULL
-);";
-
-/// `tlslab scan --out` (schema version 13): one row per scanned target, the scan's whole
-/// `--json` object in `report` (its schema is documented in docs/scan.md) and the columns a
-/// comparison over time filters on beside it.
-const SCANS_TABLE: &str = "CREATE TABLE IF NOT EXISTS scans (
-    id INTEGER PRIMARY KEY,
-    scanned_at TEXT NOT NULL,
-    scanned_at_unix_ns INTEGER NOT NULL,
-    tool_version TEXT NOT NULL,
-    command_line TEXT NOT NULL,
-    target TEXT NOT NULL,
-    address TEXT NOT NULL,
-    server_name TEXT,
-    grade TEXT NOT NULL,
-    connections INTEGER NOT NULL,
-    report TEXT NOT NULL
-);";
 
 /// The store's schema version (0 for a database tlslab did not write).
 pub fn version(connection: &Connection) -> rusqlite::Result<i64> {
@@ -203,8 +336,11 @@ pub fn migrate(connection: &Connection, path: &Path) -> Result<(), StoreError> {
                         "UPDATE configs SET server_backend = 'rustls' WHERE cert IS NOT NULL;\n",
                     );
                 }
-                statements.push_str(REPLAYS_TABLE);
-                statements.push_str(SCANS_TABLE);
+                for table in tables() {
+                    if matches!(table.name, "replays" | "scans") {
+                        statements.push_str(&table.create(Dialect::Sqlite));
+                    }
+                }
                 statements.push_str(&format!("\nPRAGMA user_version = {VERSION};"));
                 connection.execute_batch(&statements)
             };

@@ -8,7 +8,7 @@ use rusqlite::types::Value;
 use rusqlite::{params, Connection};
 use tlslab_core::{ConfigRecord, Record, RunEnd, RunInfo, Sample, Sink, SinkError, TrialRecord};
 
-use crate::columns::{insert, quoted, sample_columns, Addresses, Cell, Fill, CONFIG_COLUMNS};
+use crate::columns::{quoted, sample_columns, Addresses, Cell, Fill, CONFIG_COLUMNS};
 use crate::kept::{Keeper, KeptHandle};
 use crate::recovery::{reserve_path, RunLock};
 
@@ -103,7 +103,7 @@ impl StoreSink {
             unwritten: 0,
             batch_started: coarse_now(),
             in_transaction: false,
-            insert_config: insert("configs", &config_columns()),
+            insert_config: positional_insert("configs", &config_columns(), "?"),
             sample_columns: sample_columns().map(|(name, _, _)| name).collect(),
             fills: sample_columns().map(|(_, _, fill)| fill).collect(),
             address_fills: sample_columns()
@@ -306,18 +306,10 @@ impl StoreSink {
     }
 
     fn insert_config(&self, config: &ConfigRecord) -> rusqlite::Result<()> {
-        let mut values: Vec<(String, Value)> = vec![
-            (":id".into(), Value::Integer(config.index as i64)),
-            (":run_id".into(), Value::Integer(1)),
-        ];
-        for (name, _, fill) in CONFIG_COLUMNS {
-            if let Some(fill) = fill {
-                values.push((format!(":{name}"), fill(config)));
-            }
-        }
-        let parameters: Vec<(&str, &dyn rusqlite::ToSql)> = values
+        let values = config_values(1, config);
+        let parameters: Vec<&dyn rusqlite::ToSql> = values
             .iter()
-            .map(|(name, value)| (name.as_str(), value as &dyn rusqlite::ToSql))
+            .map(|(_, value)| value as &dyn rusqlite::ToSql)
             .collect();
         self.connection
             .prepare_cached(&self.insert_config)?
@@ -326,35 +318,137 @@ impl StoreSink {
     }
 
     fn insert_trial(&self, record: &TrialRecord) -> rusqlite::Result<()> {
-        let server = record.server;
+        let values = trial_values(1, record);
+        let names: Vec<&str> = values.iter().map(|(name, _)| *name).collect();
+        let parameters: Vec<&dyn rusqlite::ToSql> = values
+            .iter()
+            .map(|(_, value)| value as &dyn rusqlite::ToSql)
+            .collect();
         self.connection
-            .prepare_cached(
-                "INSERT INTO trials (id, run_id, config_id, round, warmup, handshakes, attempted, concurrency, started_at_ns, duration_ns, server_user_ns, server_system_ns, server_peak_rss_bytes, client_user_ns, client_system_ns, client_peak_rss_bytes, link_bytes_to_server, link_bytes_to_client, link_queue_drops, server_client_verifications, server_client_verify_ns) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
-            )?
-            .execute(params![
-                record.trial.index as i64,
-                record.trial.config as i64,
-                record.trial.round,
-                record.trial.warmup,
-                record.trial.handshakes as i64,
-                record.attempted as i64,
-                record.concurrency,
-                record.started_at as i64,
-                record.duration_ns as i64,
-                server.map(|s| s.user_ns as i64),
-                server.map(|s| s.system_ns as i64),
-                server.map(|s| s.peak_rss_bytes as i64),
-                record.client.user_ns as i64,
-                record.client.system_ns as i64,
-                record.client.peak_rss_bytes as i64,
-                record.link.map(|link| link.bytes_to_server as i64),
-                record.link.map(|link| link.bytes_to_client as i64),
-                record.link.map(|link| link.queue_drops as i64),
-                record.server_client_verifications.map(|v| v.count as i64),
-                record.server_client_verifications.map(|v| v.nanos as i64),
-            ])?;
+            .prepare_cached(&positional_insert("trials", &names, "?"))?
+            .execute(parameters.as_slice())?;
         Ok(())
     }
+}
+
+/// A trial's row, column by column: what both stores' writers insert.
+pub(crate) fn trial_values(run: i64, record: &TrialRecord) -> Vec<(&'static str, Value)> {
+    let integer = |value: u64| Value::Integer(value as i64);
+    let optional = |value: Option<u64>| value.map_or(Value::Null, integer);
+    let server = record.server;
+    let link = record.link;
+    let verifications = record.server_client_verifications;
+    vec![
+        ("id", integer(record.trial.index as u64)),
+        ("run_id", Value::Integer(run)),
+        ("config_id", integer(record.trial.config as u64)),
+        ("round", Value::Integer(i64::from(record.trial.round))),
+        ("warmup", Value::Integer(i64::from(record.trial.warmup))),
+        ("handshakes", integer(record.trial.handshakes)),
+        ("attempted", integer(record.attempted)),
+        ("concurrency", Value::Integer(i64::from(record.concurrency))),
+        ("started_at_ns", integer(record.started_at)),
+        ("duration_ns", integer(record.duration_ns)),
+        ("server_user_ns", optional(server.map(|s| s.user_ns))),
+        ("server_system_ns", optional(server.map(|s| s.system_ns))),
+        (
+            "server_peak_rss_bytes",
+            optional(server.map(|s| s.peak_rss_bytes)),
+        ),
+        ("client_user_ns", integer(record.client.user_ns)),
+        ("client_system_ns", integer(record.client.system_ns)),
+        (
+            "client_peak_rss_bytes",
+            integer(record.client.peak_rss_bytes),
+        ),
+        (
+            "link_bytes_to_server",
+            optional(link.map(|l| l.bytes_to_server)),
+        ),
+        (
+            "link_bytes_to_client",
+            optional(link.map(|l| l.bytes_to_client)),
+        ),
+        ("link_queue_drops", optional(link.map(|l| l.queue_drops))),
+        (
+            "server_client_verifications",
+            optional(verifications.map(|v| v.count)),
+        ),
+        (
+            "server_client_verify_ns",
+            optional(verifications.map(|v| v.nanos)),
+        ),
+    ]
+}
+
+/// A run's row as its producer begins it: what both stores' writers insert.
+pub(crate) fn run_values(run: i64, info: &RunInfo) -> Vec<(&'static str, Value)> {
+    // A capture has no experiment and no plan: an empty experiment, a null plan and no
+    // seed say so.
+    let experiment = info
+        .experiment
+        .as_ref()
+        .map(|experiment| experiment.to_toml())
+        .unwrap_or_default();
+    vec![
+        ("id", Value::Integer(run)),
+        (
+            "started_at",
+            Value::Text(utc_timestamp(info.started_at_unix_ns)),
+        ),
+        (
+            "started_at_unix_ns",
+            Value::Integer(info.started_at_unix_ns as i64),
+        ),
+        (
+            "seed",
+            info.plan
+                .as_ref()
+                .map_or(Value::Null, |plan| Value::Integer(plan.seed as i64)),
+        ),
+        (
+            "tool_version",
+            Value::Text(info.environment.tool_version.clone()),
+        ),
+        ("commit_id", Value::Text(info.environment.commit.clone())),
+        ("experiment", Value::Text(experiment)),
+        ("command_line", Value::Text(json(&info.command_line))),
+        ("environment", Value::Text(json(&info.environment))),
+        ("plan", Value::Text(json(&info.plan))),
+        ("source", Value::Text(info.source.kind().to_string())),
+        (
+            "source_detail",
+            info.source.detail().map_or(Value::Null, Value::Text),
+        ),
+    ]
+}
+
+/// A Config's row, column by column, with its run: what both stores' writers insert.
+pub(crate) fn config_values(run: i64, config: &ConfigRecord) -> Vec<(&'static str, Value)> {
+    let mut values = vec![
+        ("id", Value::Integer(config.index as i64)),
+        ("run_id", Value::Integer(run)),
+    ];
+    for (name, _, fill) in CONFIG_COLUMNS {
+        if let Some(fill) = fill {
+            values.push((name, fill(config)));
+        }
+    }
+    values
+}
+
+/// `INSERT INTO table (…) VALUES (…)` with positional parameters written `{marker}1`,
+/// `{marker}2`… (`?` for SQLite, `$` for PostgreSQL).
+pub(crate) fn positional_insert(table: &str, columns: &[&str], marker: &str) -> String {
+    let names: Vec<String> = columns.iter().map(|name| quoted(name)).collect();
+    let parameters: Vec<String> = (1..=columns.len())
+        .map(|position| format!("{marker}{position}"))
+        .collect();
+    format!(
+        "INSERT INTO {table} ({}) VALUES ({})",
+        names.join(", "),
+        parameters.join(", ")
+    )
 }
 
 /// The values of one sample that are not NULL, and which measured columns they fill. Most of
@@ -429,30 +523,17 @@ fn sample_insert(columns: &[&str], filled: &[usize]) -> String {
 
 impl Sink for StoreSink {
     fn begin(&mut self, info: &RunInfo) -> Result<(), SinkError> {
-        // A capture has no experiment and no plan: an empty experiment, a null plan and no
-        // seed say so.
-        let experiment = info
-            .experiment
-            .as_ref()
-            .map(|experiment| experiment.to_toml())
-            .unwrap_or_default();
         self.begin_batch().map_err(|error| self.failed(error))?;
+        let values = run_values(1, info);
+        let names: Vec<&str> = values.iter().map(|(name, _)| *name).collect();
+        let parameters: Vec<&dyn rusqlite::ToSql> = values
+            .iter()
+            .map(|(_, value)| value as &dyn rusqlite::ToSql)
+            .collect();
         self.connection
             .execute(
-                "INSERT INTO runs (id, started_at, started_at_unix_ns, seed, tool_version, commit_id, experiment, command_line, environment, plan, source, source_detail) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                params![
-                    utc_timestamp(info.started_at_unix_ns),
-                    info.started_at_unix_ns as i64,
-                    info.plan.as_ref().map(|plan| plan.seed as i64),
-                    info.environment.tool_version,
-                    info.environment.commit,
-                    experiment,
-                    json(&info.command_line),
-                    json(&info.environment),
-                    json(&info.plan),
-                    info.source.kind(),
-                    info.source.detail(),
-                ],
+                &positional_insert("runs", &names, "?"),
+                parameters.as_slice(),
             )
             .map_err(|error| self.failed(error))?;
         for config in &info.configs {
@@ -528,7 +609,7 @@ impl Sink for StoreSink {
 }
 
 /// The configs columns a [`ConfigRecord`] fills, with the keys.
-fn config_columns() -> Vec<&'static str> {
+pub(crate) fn config_columns() -> Vec<&'static str> {
     ["id", "run_id"]
         .into_iter()
         .chain(

@@ -1,0 +1,334 @@
+//! The PostgreSQL store as a [`Sink`]: samples go in by binary `COPY` (one statement for a
+//! batch of thousands, each value in PostgreSQL's own binary form, nothing parsed as text),
+//! the run's other records by plain inserts in the same transaction, one transaction per
+//! [`BATCH_SAMPLES`] samples or [`BATCH_TIME`].
+
+use std::error::Error;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::BytesMut;
+use postgres::binary_copy::BinaryCopyInWriter;
+use postgres::types::{IsNull, ToSql, Type};
+use postgres::{Client, Transaction};
+use rusqlite::types::{ToSqlOutput, Value, ValueRef};
+use tlslab_core::{Record, RunEnd, RunInfo, Sample, Sink, SinkError};
+
+use crate::columns::{quoted, stored_sample_columns, Addresses, Fill};
+use crate::sink::{config_values, positional_insert, run_values, trial_values, utc_timestamp};
+
+/// Samples per transaction. Larger than SQLite's 1,000: a commit here is a round trip and a
+/// WAL flush on the server, and one `COPY` of 10,000 rows costs little more than of 1,000.
+const BATCH_SAMPLES: usize = 10_000;
+
+/// The longest a sample waits before it is committed, so that a slow run is stored as it goes.
+const BATCH_TIME: Duration = Duration::from_millis(200);
+
+/// Writes one run into a PostgreSQL store, under the run number the database gave it.
+pub struct PostgresSink {
+    client: Client,
+    /// The database as shown to users (no password).
+    database: String,
+    run: i64,
+    /// Samples of the open batch, and the other records in the order they came.
+    samples: Vec<Box<Sample>>,
+    others: Vec<Record>,
+    batch_started: Instant,
+    /// Samples committed: what a failure says is kept.
+    stored: u64,
+    /// `COPY samples (…) FROM STDIN (FORMAT binary)`, and each column's type and fill.
+    copy: String,
+    types: Vec<Type>,
+    fills: Vec<Fill>,
+    address_fills: Vec<fn(&Sample) -> Option<std::net::SocketAddr>>,
+    addresses: Addresses,
+}
+
+impl PostgresSink {
+    /// A sink writing run `run` (from [`reserve_run`](super::reserve_run)) through `client`,
+    /// whose database has the schema ([`prepare`](super::prepare)).
+    pub fn new(client: Client, database: String, run: i64) -> PostgresSink {
+        let columns: Vec<(&str, &str, Fill)> = stored_sample_columns().collect();
+        let mut names = vec!["run_id", "config_id", "trial_id"];
+        names.extend(columns.iter().map(|(name, _, _)| *name));
+        let quoted_names: Vec<String> = names.iter().map(|name| quoted(name)).collect();
+        let mut types = vec![Type::INT8; 3];
+        types.extend(columns.iter().map(|(_, sql, _)| column_type(sql)));
+        PostgresSink {
+            client,
+            database,
+            run,
+            samples: Vec::new(),
+            others: Vec::new(),
+            batch_started: Instant::now(),
+            stored: 0,
+            copy: format!(
+                "COPY samples ({}) FROM STDIN (FORMAT binary)",
+                quoted_names.join(", ")
+            ),
+            types,
+            fills: columns.iter().map(|(_, _, fill)| *fill).collect(),
+            address_fills: columns
+                .iter()
+                .filter_map(|(_, _, fill)| match fill {
+                    Fill::Address(fill) => Some(*fill),
+                    _ => None,
+                })
+                .collect(),
+            addresses: Addresses::default(),
+        }
+    }
+
+    /// The run this sink writes.
+    pub fn run(&self) -> i64 {
+        self.run
+    }
+
+    /// Commits the open batch: the other records in order, then the samples in one `COPY`.
+    fn commit(&mut self) -> Result<(), SinkError> {
+        if self.samples.is_empty() && self.others.is_empty() {
+            return Ok(());
+        }
+        for sample in &self.samples {
+            self.addresses.learn(&self.address_fills, sample);
+        }
+        let written = write_batch(
+            &mut self.client,
+            self.run,
+            &self.others,
+            (&self.copy, &self.types, &self.fills),
+            (&self.samples, &self.addresses),
+        );
+        match written {
+            Ok(()) => {
+                self.stored += self.samples.len() as u64;
+                self.samples.clear();
+                self.others.clear();
+                self.batch_started = Instant::now();
+                Ok(())
+            }
+            Err(error) => Err(self.failed("writing samples", &error)),
+        }
+    }
+
+    fn failed(&self, doing: &str, error: &postgres::Error) -> SinkError {
+        SinkError {
+            message: format!(
+                "the database {} refused {doing}: {}; it holds the {} samples of run {} committed before",
+                self.database,
+                tlslab_core::WithCauses(error),
+                self.stored,
+                self.run
+            ),
+            hint: "check the database server and its free space; the samples committed before the failure are kept".into(),
+        }
+    }
+
+    fn execute(&mut self, doing: &str, sql: &str, values: &[Value]) -> Result<(), SinkError> {
+        let parameters: Vec<Parameter<'_>> = values.iter().map(Parameter::from).collect();
+        let references: Vec<&(dyn ToSql + Sync)> = parameters
+            .iter()
+            .map(|parameter| parameter as &(dyn ToSql + Sync))
+            .collect();
+        self.client
+            .execute(sql, &references)
+            .map(drop)
+            .map_err(|error| self.failed(doing, &error))
+    }
+}
+
+/// One batch in one transaction.
+fn write_batch(
+    client: &mut Client,
+    run: i64,
+    others: &[Record],
+    (copy, types, fills): (&str, &[Type], &[Fill]),
+    (samples, addresses): (&[Box<Sample>], &Addresses),
+) -> Result<(), postgres::Error> {
+    let mut transaction = client.transaction()?;
+    for record in others {
+        write_other(&mut transaction, run, record)?;
+    }
+    if !samples.is_empty() {
+        let mut writer = BinaryCopyInWriter::new(transaction.copy_in(copy)?, types);
+        let mut row: Vec<Parameter<'_>> = Vec::with_capacity(types.len());
+        for sample in samples {
+            row.clear();
+            row.push(Parameter::Integer(run));
+            row.push(Parameter::Integer(sample.config as i64));
+            row.push(Parameter::Integer(sample.trial as i64));
+            for fill in fills {
+                row.push(Parameter::from_cell(fill.value(sample, addresses)));
+            }
+            let references: Vec<&(dyn ToSql + Sync)> = row
+                .iter()
+                .map(|parameter| parameter as &(dyn ToSql + Sync))
+                .collect();
+            writer.write(&references)?;
+        }
+        writer.finish()?;
+    }
+    transaction.commit()
+}
+
+/// A record that is not a sample, inside the batch's transaction.
+fn write_other(
+    transaction: &mut Transaction<'_>,
+    run: i64,
+    record: &Record,
+) -> Result<(), postgres::Error> {
+    let insert = |transaction: &mut Transaction<'_>, table: &str, values: Vec<(&str, Value)>| {
+        let names: Vec<&str> = values.iter().map(|(name, _)| *name).collect();
+        let parameters: Vec<Parameter<'_>> = values
+            .iter()
+            .map(|(_, value)| Parameter::from(value))
+            .collect();
+        let references: Vec<&(dyn ToSql + Sync)> = parameters
+            .iter()
+            .map(|parameter| parameter as &(dyn ToSql + Sync))
+            .collect();
+        transaction
+            .execute(&positional_insert(table, &names, "$"), &references)
+            .map(drop)
+    };
+    match record {
+        Record::Sample(_) => Ok(()),
+        Record::Config(config) => insert(transaction, "configs", config_values(run, config)),
+        Record::Trial(trial) => insert(transaction, "trials", trial_values(run, trial)),
+        Record::Replay(replay) => transaction
+            .execute(
+                "INSERT INTO replays (run_id, config_id, sent, rejected, accepted) VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (run_id, config_id) DO UPDATE SET sent = $3, rejected = $4, accepted = $5",
+                &[&run, &(replay.config as i64), &(replay.sent as i64), &(replay.rejected as i64), &(replay.accepted as i64)],
+            )
+            .map(drop),
+        Record::Stopped(stop) => transaction
+            .execute(
+                "UPDATE configs SET stopped_round = $1, stopped_samples = $2, stopped_half_width = $3 WHERE run_id = $4 AND id = $5",
+                &[&i64::from(stop.round), &(stop.samples as i64), &stop.relative_half_width, &run, &(stop.config as i64)],
+            )
+            .map(drop),
+    }
+}
+
+impl Sink for PostgresSink {
+    fn begin(&mut self, info: &RunInfo) -> Result<(), SinkError> {
+        let values = run_values(self.run, info);
+        let names: Vec<&str> = values.iter().map(|(name, _)| *name).collect();
+        let values: Vec<Value> = values.into_iter().map(|(_, value)| value).collect();
+        self.execute(
+            "the new run",
+            &positional_insert("runs", &names, "$"),
+            &values,
+        )?;
+        self.others.extend(
+            info.configs
+                .iter()
+                .map(|config| Record::Config(Box::new(config.clone()))),
+        );
+        self.commit()
+    }
+
+    fn record(&mut self, record: Record) -> Result<(), SinkError> {
+        match record {
+            Record::Sample(sample) => self.samples.push(sample),
+            record => self.others.push(record),
+        }
+        if self.samples.len() >= BATCH_SAMPLES || self.batch_started.elapsed() >= BATCH_TIME {
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), SinkError> {
+        self.commit()
+    }
+
+    fn finish(&mut self, end: &RunEnd) -> Result<(), SinkError> {
+        let committed = self.commit();
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos() as u64);
+        let ended = self.execute(
+            "the run's end",
+            "UPDATE runs SET finished_at = $1, complete = $2, reason = $3, duration_ns = $4, attempted = $5, errors = $6 WHERE id = $7",
+            &[
+                Value::Text(utc_timestamp(now)),
+                Value::Integer(i64::from(end.complete)),
+                end.reason.clone().map_or(Value::Null, Value::Text),
+                Value::Integer(end.duration_ns as i64),
+                Value::Integer(end.attempted as i64),
+                Value::Integer(end.errors as i64),
+                Value::Integer(self.run),
+            ],
+        );
+        committed.and(ended)
+    }
+}
+
+/// The PostgreSQL type of a column the one schema types as SQLite does.
+fn column_type(sql: &str) -> Type {
+    match sql.split(' ').next() {
+        Some("INTEGER") => Type::INT8,
+        Some("REAL") => Type::FLOAT8,
+        _ => Type::TEXT,
+    }
+}
+
+/// A value bound to a statement or written into a `COPY`, typed by its column: the store's
+/// values are SQLite's kinds (integer, real, text, NULL), and PostgreSQL wants each in its
+/// column's type, which the driver checks before it writes.
+#[derive(Debug)]
+enum Parameter<'a> {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(std::borrow::Cow<'a, str>),
+}
+
+impl<'a> Parameter<'a> {
+    fn from_cell(cell: crate::columns::Cell<'a>) -> Parameter<'a> {
+        match cell {
+            crate::columns::Cell::Null => Parameter::Null,
+            crate::columns::Cell::Integer(number) => Parameter::Integer(number),
+            crate::columns::Cell::Text(text) => Parameter::Text(text),
+        }
+    }
+}
+
+impl<'a> From<&'a Value> for Parameter<'a> {
+    fn from(value: &'a Value) -> Parameter<'a> {
+        match rusqlite::ToSql::to_sql(value) {
+            Ok(ToSqlOutput::Borrowed(ValueRef::Integer(number))) => Parameter::Integer(number),
+            Ok(ToSqlOutput::Borrowed(ValueRef::Real(number))) => Parameter::Real(number),
+            Ok(ToSqlOutput::Borrowed(ValueRef::Text(text))) => {
+                Parameter::Text(String::from_utf8_lossy(text))
+            }
+            _ => Parameter::Null,
+        }
+    }
+}
+
+impl ToSql for Parameter<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        match (self, ty) {
+            (Parameter::Null, _) => Ok(IsNull::Yes),
+            (Parameter::Integer(number), &Type::INT8) => ToSql::to_sql(number, ty, out),
+            (Parameter::Integer(number), &Type::FLOAT8) => {
+                ToSql::to_sql(&(*number as f64), ty, out)
+            }
+            (Parameter::Real(number), &Type::FLOAT8) => ToSql::to_sql(number, ty, out),
+            (Parameter::Text(text), &Type::TEXT) => ToSql::to_sql(&text.as_ref(), ty, out),
+            (value, ty) => Err(format!("{value:?} cannot be stored in a {ty} column").into()),
+        }
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        matches!(*ty, Type::INT8 | Type::FLOAT8 | Type::TEXT)
+    }
+
+    postgres::types::to_sql_checked!();
+}

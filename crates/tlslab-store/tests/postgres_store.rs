@@ -1,0 +1,187 @@
+//! The PostgreSQL store against a real server: a throw-away cluster each test run starts
+//! (`cluster/mod.rs`), written through the same records a run makes.
+
+mod cluster;
+
+use cluster::Cluster;
+use tlslab_core::*;
+use tlslab_store::postgres::{prepare, reserve_run, PostgresError, PostgresSink};
+
+fn connect(url: &str) -> postgres::Client {
+    postgres::Client::connect(url, postgres::NoTls).expect("the cluster accepts its own role")
+}
+
+fn info(label: &str) -> RunInfo {
+    let experiment = Experiment {
+        handshakes: 10,
+        warmup: 0,
+        ..Experiment::default()
+    };
+    let config = experiment
+        .configs()
+        .unwrap()
+        .remove(0)
+        .record("192.0.2.1:443".into(), None);
+    RunInfo {
+        source: Source::Pcap {
+            files: vec![format!("{label}.pcap").into()],
+        },
+        experiment: None,
+        plan: None,
+        configs: vec![config],
+        environment: Environment {
+            tool_version: "0.1.0".into(),
+            commit: "test".into(),
+            rustls_version: "n/a".into(),
+            crypto_provider: "n/a".into(),
+            openssl_version: None,
+            cpu_model: "any".into(),
+            cores: 1,
+            kernel: "any".into(),
+            hostname: label.into(),
+            network: "capture".into(),
+            name_resolution: Vec::new(),
+            wire_clock: None,
+        },
+        command_line: vec!["tlslab".into(), label.into()],
+        started_at_unix_ns: 1,
+    }
+}
+
+fn sample(trial: usize, number: u64) -> Record {
+    Record::Sample(Box::new(
+        Sample::builder()
+            .trial(trial)
+            .agent(number as u32)
+            .started_at(number)
+            .event(Event::Start, 0)
+            .event(Event::HandshakeDone, 1_000 + number)
+            .server_software("lab/1")
+            .build(),
+    ))
+}
+
+fn trial(index: usize, attempted: u64) -> Record {
+    Record::Trial(TrialRecord {
+        trial: Trial {
+            index,
+            config: 0,
+            round: 1,
+            warmup: false,
+            handshakes: attempted,
+            time_limit: None,
+        },
+        concurrency: 1,
+        started_at: 0,
+        duration_ns: 1,
+        attempted,
+        server: None,
+        client: Usage::default(),
+        link: None,
+        server_client_verifications: None,
+    })
+}
+
+/// Writes one run of `samples` samples in two trials; its run number.
+fn write_run(url: &str, label: &str, samples: u64) -> i64 {
+    let mut client = connect(url);
+    prepare(&mut client, "test").unwrap();
+    let run = reserve_run(&mut client, "test").unwrap();
+    let mut sink = PostgresSink::new(client, "test".into(), run);
+    sink.begin(&info(label)).unwrap();
+    for number in 0..samples {
+        sink.record(sample(usize::from(number >= samples / 2), number))
+            .unwrap();
+        if number == samples / 2 {
+            sink.record(trial(0, samples / 2)).unwrap();
+        }
+    }
+    sink.record(trial(1, samples - samples / 2)).unwrap();
+    sink.finish(&RunEnd {
+        complete: true,
+        reason: None,
+        duration_ns: 5,
+        attempted: samples,
+        errors: 0,
+    })
+    .unwrap();
+    run
+}
+
+#[test]
+fn writers_at_once_each_get_a_run_of_their_own_with_every_sample() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let url = cluster.url();
+    // Three writers at once into one database, as capture points and agents write: the
+    // schema is made once, and no run, Config, trial or sample collides.
+    let writers: Vec<_> = [25_000u64, 7, 1_001]
+        .into_iter()
+        .enumerate()
+        .map(|(index, samples)| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                (write_run(&url, &format!("point-{index}"), samples), samples)
+            })
+        })
+        .collect();
+    let written: Vec<(i64, u64)> = writers
+        .into_iter()
+        .map(|writer| writer.join().unwrap())
+        .collect();
+    let mut client = connect(&url);
+    let mut runs: Vec<i64> = written.iter().map(|(run, _)| *run).collect();
+    runs.sort_unstable();
+    runs.dedup();
+    assert_eq!(runs.len(), 3, "each writer has its own run: {written:?}");
+    for (run, samples) in written {
+        let row = client
+            .query_one(
+                "SELECT (SELECT count(*) FROM samples WHERE run_id = $1), \
+                        (SELECT count(DISTINCT handshake) FROM samples WHERE run_id = $1), \
+                        (SELECT sum(attempted) FROM trials WHERE run_id = $1)::BIGINT, \
+                        (SELECT count(*) FROM configs WHERE run_id = $1), \
+                        complete, attempted, environment \
+                 FROM runs WHERE id = $1",
+                &[&run],
+            )
+            .unwrap();
+        assert_eq!(row.get::<_, i64>(0), samples as i64, "run {run}");
+        // Every sample's own value arrived (1,000 + its number ns of handshake).
+        assert_eq!(row.get::<_, i64>(1), samples as i64, "run {run}");
+        assert_eq!(row.get::<_, i64>(2), samples as i64, "run {run}");
+        assert_eq!(row.get::<_, i64>(3), 1);
+        assert_eq!(row.get::<_, i64>(4), 1, "the run's end is written");
+        assert_eq!(row.get::<_, i64>(5), samples as i64);
+        assert!(row.get::<_, String>(6).contains("point-"));
+    }
+}
+
+#[test]
+fn a_database_with_a_newer_schema_is_refused_and_left_as_it_was() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let mut client = connect(&url);
+    prepare(&mut client, "test").unwrap();
+    client
+        .batch_execute("UPDATE tlslab_schema SET version = version + 1")
+        .unwrap();
+    let refused = prepare(&mut client, "the lab database").unwrap_err();
+    assert!(
+        matches!(refused, PostgresError::Newer { .. }),
+        "{refused:?}"
+    );
+    let message = refused.to_string();
+    assert!(
+        message.contains("the lab database") && message.contains("upgrade tlslab"),
+        "{message}"
+    );
+    let runs: i64 = client
+        .query_one("SELECT count(*) FROM runs", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(runs, 0);
+}
