@@ -919,3 +919,267 @@ fn root_certificates_are_read_before_anything_is_sent() {
         "{error:?}"
     );
 }
+
+// Against a real PostgreSQL: a throw-away cluster of its own for each test (tests/cluster),
+// skipped only where PostgreSQL's server programs are not installed.
+
+mod cluster;
+
+use cluster::Cluster;
+
+/// A lab CA and the database's certificate, signed by it for `names`, as PEM files.
+struct Lab {
+    authority: PathBuf,
+    certificate: PathBuf,
+    key: PathBuf,
+}
+
+impl Lab {
+    fn make(scratch: &Scratch, name: &str, names: &[&str]) -> Lab {
+        use rcgen::{
+            BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair,
+            KeyUsagePurpose,
+        };
+        let mut authority = CertificateParams::new(Vec::<String>::new()).unwrap();
+        authority.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        authority.distinguished_name.push(
+            DnType::CommonName,
+            format!("tlslab connection test CA {name}"),
+        );
+        authority.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let authority =
+            CertifiedIssuer::self_signed(authority, KeyPair::generate().unwrap()).unwrap();
+        let names: Vec<String> = names.iter().map(|name| name.to_string()).collect();
+        let mut certificate = CertificateParams::new(names).unwrap();
+        certificate
+            .distinguished_name
+            .push(DnType::CommonName, "tlslab connection test database");
+        let key = KeyPair::generate().unwrap();
+        let certificate = certificate.signed_by(&key, &authority).unwrap();
+        Lab {
+            authority: scratch.file(&format!("{name}-ca.pem"), &authority.pem(), 0o644),
+            certificate: scratch.file(&format!("{name}.crt"), &certificate.pem(), 0o644),
+            key: scratch.file(&format!("{name}.key"), &key.serialize_pem(), 0o600),
+        }
+    }
+}
+
+/// The session's user and whether it is encrypted, as the server sees them.
+fn session(client: &mut postgres::Client) -> (String, bool) {
+    let row = client
+        .query_one(
+            "SELECT current_user::text, ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+            &[],
+        )
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
+#[test]
+fn a_real_server_lets_the_right_password_in_and_says_why_it_refuses_others() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let scratch = Scratch::new();
+    // A home of its own: no ~/.pgpass, no ~/.postgresql/root.crt.
+    let home = ("HOME", scratch.text());
+    let port = cluster.port();
+    let password = cluster.password();
+
+    // The password from the URL, PGPASSWORD, and the password file; prefer falls back to a
+    // plain connection, as this server has no certificate.
+    let mut client = settings(&cluster.url(), &[home]).connect().unwrap();
+    assert_eq!(session(&mut client), ("tlslab".to_string(), false));
+    let from_environment = settings(
+        &cluster.url_without_password(),
+        &[home, ("PGPASSWORD", password)],
+    );
+    from_environment.connect().unwrap();
+    let file = scratch.file(
+        "pgpass",
+        &format!("# the test cluster\n127.0.0.1:{port}:tlslab:tlslab:{password}\n"),
+        0o600,
+    );
+    let from_file = settings(
+        &cluster.url_without_password(),
+        &[home, ("PGPASSFILE", file.to_str().unwrap())],
+    );
+    assert_eq!(
+        from_file.endpoints()[0].password_source(),
+        Some(&PasswordSource::File(file))
+    );
+    from_file.connect().unwrap();
+    for mode in ["disable", "allow"] {
+        let url = format!("{}?sslmode={mode}", cluster.url());
+        let mut client = settings(&url, &[home]).connect().unwrap();
+        assert_eq!(session(&mut client), ("tlslab".to_string(), false));
+    }
+    // A Unix socket has no TLS, whatever sslmode says, and needs no root certificate.
+    let socket = format!(
+        "{}&sslmode=verify-full&sslrootcert=/nonexistent/ca.pem",
+        cluster.socket_url()
+    );
+    let mut client = settings(&socket, &[home]).connect().unwrap();
+    assert_eq!(session(&mut client), ("tlslab".to_string(), false));
+
+    // Refusals: a wrong password, none at all, a role that does not exist.
+    let wrong = cluster.url().replace(password, "WRONGSECRET");
+    let nobody = format!("postgres://nobody:WRONGSECRET@127.0.0.1:{port}/tlslab");
+    for (url, says) in [
+        (wrong.as_str(), "password authentication failed"),
+        (cluster.url_without_password().as_str(), "password missing"),
+        (nobody.as_str(), "password authentication failed"),
+    ] {
+        let error = settings(url, &[home]).connect().err().expect(url);
+        assert!(
+            matches!(&error, ConnectError::Authentication { endpoint, .. } if *endpoint == format!("127.0.0.1:{port}")),
+            "{url}: {error:?}"
+        );
+        let message = whole_message(&error);
+        assert!(message.contains(says), "{message}");
+        assert!(!message.contains("SECRET"), "{message}");
+        assert!(!message.contains(password), "{message}");
+        assert!(error.hint().contains("pg_hba.conf"));
+    }
+
+    // A database that does not exist: another refusal, with the server's words.
+    let elsewhere = format!("postgres://tlslab:{password}@127.0.0.1:{port}/nowhere");
+    let error = settings(&elsewhere, &[home]).connect().err().unwrap();
+    assert!(matches!(error, ConnectError::Other { .. }), "{error:?}");
+    let message = whole_message(&error);
+    assert!(message.contains("\"nowhere\" does not exist"), "{message}");
+    assert!(!message.contains(password), "{message}");
+
+    // TLS demanded of a server without it.
+    let require = format!("{}?sslmode=require", cluster.url());
+    let error = settings(&require, &[home]).connect().err().unwrap();
+    assert!(
+        matches!(
+            error,
+            ConnectError::Tls {
+                mode: SslMode::Require,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(
+        whole_message(&error).contains("server does not support TLS"),
+        "{}",
+        whole_message(&error)
+    );
+    assert!(error.hint().contains("ssl = on"));
+}
+
+#[test]
+fn tls_to_a_real_server_checks_its_certificate_as_sslmode_says() {
+    let scratch = Scratch::new();
+    let lab = Lab::make(&scratch, "lab", &["127.0.0.1"]);
+    let stranger = Lab::make(&scratch, "stranger", &["127.0.0.1"]);
+    // This cluster takes TCP connections over TLS only (hostssl).
+    let Some(cluster) = Cluster::start_with_tls(&lab.certificate, &lab.key) else {
+        return;
+    };
+    let home = ("HOME", scratch.text());
+    let password = cluster.password();
+    let url = |host: &str, mode: &str, root: Option<&Path>| {
+        let mut url = format!(
+            "postgres://tlslab:{password}@{host}:{}/tlslab?sslmode={mode}",
+            cluster.port()
+        );
+        if let Some(root) = root {
+            url.push_str(&format!("&sslrootcert={}", root.display()));
+        }
+        url
+    };
+    let connects = |url: &str| {
+        let mut client = settings(url, &[home])
+            .connect()
+            .unwrap_or_else(|error| panic!("{url}: {}", whole_message(&error)));
+        assert_eq!(session(&mut client), ("tlslab".to_string(), true), "{url}");
+    };
+    let refused = |url: &str| {
+        let error = settings(url, &[home]).connect().err().expect(url);
+        let message = whole_message(&error);
+        assert!(!message.contains(password), "{message}");
+        (error, message)
+    };
+
+    // verify-full: the right root and the certificate's own name.
+    connects(&url("127.0.0.1", "verify-full", Some(&lab.authority)));
+    // A root that did not sign it.
+    let (error, message) = refused(&url("127.0.0.1", "verify-full", Some(&stranger.authority)));
+    assert!(
+        matches!(
+            error,
+            ConnectError::Tls {
+                mode: SslMode::VerifyFull,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(message.contains("UnknownIssuer"), "{message}");
+    assert!(error.hint().contains("sslrootcert"));
+    // A name the certificate does not have: verify-full refuses, verify-ca does not look.
+    let (error, message) = refused(&url("localhost", "verify-full", Some(&lab.authority)));
+    assert!(matches!(error, ConnectError::Tls { .. }), "{error:?}");
+    assert!(message.contains("not valid for name"), "{message}");
+    connects(&url("localhost", "verify-ca", Some(&lab.authority)));
+    let (error, _) = refused(&url("localhost", "verify-ca", Some(&stranger.authority)));
+    assert!(matches!(error, ConnectError::Tls { .. }), "{error:?}");
+
+    // require: encrypted without a root; with one, checked as verify-ca (libpq's rule).
+    connects(&url("127.0.0.1", "require", None));
+    connects(&url("localhost", "require", Some(&lab.authority)));
+    let (error, _) = refused(&url("127.0.0.1", "require", Some(&stranger.authority)));
+    assert!(
+        matches!(
+            error,
+            ConnectError::Tls {
+                mode: SslMode::Require,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    // libpq's ~/.postgresql/root.crt counts as one given.
+    let home_with_root = Scratch::new();
+    std::fs::create_dir_all(home_with_root.path().join(".postgresql")).unwrap();
+    std::fs::copy(
+        &stranger.authority,
+        home_with_root.path().join(".postgresql/root.crt"),
+    )
+    .unwrap();
+    let error = settings(
+        &url("127.0.0.1", "require", None),
+        &[("HOME", home_with_root.text())],
+    )
+    .connect()
+    .err()
+    .unwrap();
+    assert!(matches!(error, ConnectError::Tls { .. }), "{error:?}");
+
+    // prefer: the failed TLS is tried again plain, which this server refuses; the TLS
+    // error is the one that says why.
+    let (error, _) = refused(&url("127.0.0.1", "prefer", Some(&stranger.authority)));
+    assert!(
+        matches!(
+            error,
+            ConnectError::Tls {
+                mode: SslMode::Prefer,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    connects(&url("127.0.0.1", "prefer", None));
+    // disable: no pg_hba.conf line for a plain connection; allow: refused plain, then TLS.
+    let (error, message) = refused(&url("127.0.0.1", "disable", None));
+    assert!(
+        matches!(error, ConnectError::Authentication { .. }),
+        "{error:?}"
+    );
+    assert!(message.contains("no encryption"), "{message}");
+    connects(&url("127.0.0.1", "allow", None));
+}
