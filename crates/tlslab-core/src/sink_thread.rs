@@ -86,7 +86,7 @@ enum Work {
     Begin(Box<RunInfo>),
     Sample(Box<Sample>),
     Record(Box<Record>),
-    Batch(Box<Vec<Record>>),
+    Batch(Box<[Record]>),
     Flush,
 }
 
@@ -97,6 +97,7 @@ impl Work {
             Work::Sample(sample) => sink.record(Record::Sample(sample)),
             Work::Record(record) => sink.record(*record),
             Work::Batch(records) => records
+                .into_vec()
                 .into_iter()
                 .try_for_each(|record| sink.record(record)),
             Work::Flush => sink.flush(),
@@ -137,11 +138,14 @@ impl Records {
     }
 }
 
+/// Who hears of the sink's first failure at once, on its thread.
+type Report = Box<dyn Fn(&SinkError) + Send + Sync>;
+
 /// The sink's first failure, kept for the producers and reported to whoever asked.
 struct Failure {
     first: Mutex<Option<SinkError>>,
     happened: AtomicBool,
-    report: Option<Box<dyn Fn(&SinkError) + Send + Sync>>,
+    report: Option<Report>,
 }
 
 impl Failure {
@@ -210,7 +214,7 @@ impl<S: Sink + 'static> SinkThread<S> {
     fn start(
         sink: S,
         producers: Producers,
-        report: Option<Box<dyn Fn(&SinkError) + Send + Sync>>,
+        report: Option<Report>,
     ) -> Result<SinkThread<S>, SinkError> {
         let (outbox, receiver) = match producers {
             Producers::One => {
@@ -278,7 +282,7 @@ impl<S: Sink + 'static> SinkThread<S> {
             return self.failure().map_or(Ok(()), Err);
         }
         let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
-        self.send(Message::Work(Work::Batch(Box::new(batch))))
+        self.send(Message::Work(Work::Batch(batch.into_boxed_slice())))
     }
 }
 
@@ -341,7 +345,9 @@ fn write<S: Sink>(
             Ok(message) => Ok(message),
             Err(TryRecvError::Empty) if gathered => {
                 gathered = false;
-                gather.map(std::thread::sleep);
+                if let Some(nap) = gather {
+                    std::thread::sleep(nap);
+                }
                 continue;
             }
             Err(_) => receiver.recv_timeout(IDLE),

@@ -32,21 +32,20 @@ pub fn export(store: &Store, format: ExportFormat, out: &mut dyn Write) -> Resul
             Source::Config { column } => format!("c.{}", quoted(column)),
         })
         .collect();
-    let mut statement = store.connection().prepare(&format!(
-        // LEFT JOIN: a sample whose Config row is missing (a damaged store) is still
-        // exported, with its Config's fields empty, rather than dropped without a word.
-        "SELECT {} FROM samples s LEFT JOIN configs c ON c.id = s.config_id ORDER BY s.id",
+    // LEFT JOIN: a sample whose Config row is missing (a damaged store) is still exported,
+    // with its Config's fields empty, rather than dropped without a word.
+    let sql = format!(
+        "SELECT {} FROM samples s LEFT JOIN configs c ON c.id = s.config_id AND c.run_id = s.run_id WHERE {{s.run}}1 = 1 ORDER BY s.id",
         select.join(", ")
-    ))?;
+    );
     let io_error = StoreError::Export;
     let mut line = String::with_capacity(1024);
     if format == ExportFormat::Csv {
         let names: Vec<&str> = fields.iter().map(|field| field.name).collect();
         writeln!(out, "{}", names.join(",")).map_err(io_error)?;
     }
-    let mut rows = statement.query([])?;
     let mut count = 0;
-    while let Some(row) = rows.next()? {
+    store.connection().each(&sql, &[], |row| {
         line.clear();
         if format == ExportFormat::JsonLines {
             line.push('{');
@@ -55,15 +54,14 @@ pub fn export(store: &Store, format: ExportFormat, out: &mut dyn Write) -> Resul
             if index > 0 {
                 line.push(',');
             }
-            let value = row.get_ref(index)?;
-            match format {
-                ExportFormat::Csv => push_csv(&mut line, value),
-                ExportFormat::JsonLines => {
-                    push_json_text(&mut line, field.name);
-                    line.push(':');
-                    push_json(&mut line, value, field.boolean);
-                }
+            if format == ExportFormat::JsonLines {
+                push_json_text(&mut line, field.name);
+                line.push(':');
             }
+            row.with_raw(index, |value| match format {
+                ExportFormat::Csv => push_csv(&mut line, value),
+                ExportFormat::JsonLines => push_json(&mut line, value, field.boolean),
+            })?;
         }
         if format == ExportFormat::JsonLines {
             line.push('}');
@@ -71,7 +69,8 @@ pub fn export(store: &Store, format: ExportFormat, out: &mut dyn Write) -> Resul
         line.push('\n');
         out.write_all(line.as_bytes()).map_err(io_error)?;
         count += 1;
-    }
+        Ok(())
+    })?;
     out.flush().map_err(io_error)?;
     Ok(count)
 }

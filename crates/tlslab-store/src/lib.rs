@@ -59,8 +59,10 @@
 #![warn(missing_docs)]
 
 mod columns;
+mod database;
 mod export;
 mod kept;
+mod location;
 pub mod postgres;
 mod recovery;
 mod scans;
@@ -69,10 +71,12 @@ mod sink;
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use database::Parameter;
+use rusqlite::{Connection, OpenFlags};
 
 pub use export::{export, export_fields, ExportFormat};
 pub use kept::{KeptHandle, KeptValues, KEPT_BYTES, KEPT_SAMPLES};
+pub use location::{Location, STORE_VARIABLE};
 pub use recovery::CUT_OFF;
 pub use scans::{add_scan, NewScan, ScanRow};
 pub use sink::{utc_timestamp, StoreSink};
@@ -195,7 +199,32 @@ pub enum StoreError {
     Damaged(#[source] Box<rusqlite::Error>),
     /// A row that does not read as tlslab wrote it.
     #[error("a row of the results store does not read as tlslab wrote it")]
-    Decode(#[source] Box<serde_rusqlite::Error>),
+    Decode(#[source] Box<serde_json::Error>),
+    /// A value of a kind the reader did not expect (a damaged or foreign store).
+    #[error("the results store holds a value of another kind than {wanted} (column {index})")]
+    Kind {
+        /// The column's position in the query.
+        index: usize,
+        /// What was expected.
+        wanted: &'static str,
+    },
+    /// The PostgreSQL database cannot be reached or refused the connection.
+    #[error(transparent)]
+    Connect(#[from] postgres::connection::ConnectError),
+    /// The PostgreSQL store's schema cannot be made or used.
+    #[error(transparent)]
+    Postgres(#[from] postgres::PostgresError),
+    /// A query of a PostgreSQL store failed.
+    #[error("the results database cannot be read")]
+    Query(#[source] Box<::postgres::Error>),
+    /// A database with no tlslab store in it, or without the run asked for.
+    #[error("{database}: {}", match run { Some(run) => format!("no run {run}"), None => "no tlslab run in it".into() })]
+    NoRun {
+        /// The database, as shown to users (no password).
+        database: String,
+        /// The run asked for.
+        run: Option<i64>,
+    },
     /// A configs column holds bytes that are not UTF-8 text.
     #[error("results store: configs column {column} is not UTF-8 text")]
     NotText {
@@ -230,8 +259,8 @@ impl From<rusqlite::Error> for StoreError {
     }
 }
 
-impl From<serde_rusqlite::Error> for StoreError {
-    fn from(error: serde_rusqlite::Error) -> StoreError {
+impl From<serde_json::Error> for StoreError {
+    fn from(error: serde_json::Error) -> StoreError {
         StoreError::Decode(Box::new(error))
     }
 }
@@ -255,7 +284,15 @@ impl StoreError {
             StoreError::Directory { .. }
             | StoreError::Unwritable { .. }
             | StoreError::Lock { .. }
-            | StoreError::Export(_) => StoreErrorKind::Environment,
+            | StoreError::Export(_)
+            | StoreError::Query(_) => StoreErrorKind::Environment,
+            StoreError::Connect(error) => match error {
+                postgres::connection::ConnectError::InvalidUrl { .. } => StoreErrorKind::Input,
+                _ => StoreErrorKind::Environment,
+            },
+            StoreError::Postgres(postgres::PostgresError::Statement { .. }) => {
+                StoreErrorKind::Environment
+            }
             _ => StoreErrorKind::Input,
         }
     }
@@ -284,8 +321,22 @@ impl StoreError {
                 (*hint).into()
             }
             StoreError::Lock { .. } => "check the file system supports locks".into(),
-            StoreError::Damaged(_) | StoreError::Decode(_) | StoreError::NotText { .. } => {
+            StoreError::Damaged(_)
+            | StoreError::Decode(_)
+            | StoreError::NotText { .. }
+            | StoreError::Kind { .. } => {
                 "the file may be damaged or written by another program".into()
+            }
+            StoreError::Connect(error) => error.hint(),
+            StoreError::Postgres(postgres::PostgresError::Newer { .. }) => {
+                "upgrade tlslab on this machine to the version that wrote the database".into()
+            }
+            StoreError::Postgres(_) | StoreError::Query(_) => {
+                "check that the database server is up and the role may read and write its tables"
+                    .into()
+            }
+            StoreError::NoRun { .. } => {
+                "list the database's runs with `tlslab store ls URL` and give one with --run".into()
             }
             StoreError::UnknownMetric { .. } => format!(
                 "use one of: {}",
@@ -301,10 +352,8 @@ impl StoreError {
 
 /// An open results store.
 pub struct Store {
-    connection: Connection,
+    connection: database::Connection,
     path: PathBuf,
-    /// Held while a run writes the store (see `recovery.rs`).
-    lock: Option<recovery::RunLock>,
     /// The values its writer kept, which answer the summaries' reads (see `kept.rs`).
     kept: Option<std::sync::Arc<KeptValues>>,
 }
@@ -332,8 +381,10 @@ pub struct ConfigRow {
     /// `None` for a capture's Configs.
     pub concurrency: Option<i64>,
     /// Whether handshakes resumed a session (the Config's `resumption` says how).
+    #[serde(deserialize_with = "flag")]
     pub resume: bool,
     /// Certificate checks were off (`--insecure`): cert_validation is not measured.
+    #[serde(deserialize_with = "flag")]
     pub insecure: bool,
     /// Set when `--until-ci` stopped the Config early: the last round it ran, its measured
     /// samples, and the relative half-width of its median's 95% CI.
@@ -362,6 +413,7 @@ pub struct ConfigRow {
     pub early_data_bytes: i64,
     /// The client kept the verified certificate for later handshakes (`--cert-cache`), which
     /// moves cert_validation out of them.
+    #[serde(deserialize_with = "flag")]
     pub cert_cache: bool,
     /// rustls or openssl; `None` for a capture's Configs.
     pub client_backend: Option<String>,
@@ -370,6 +422,7 @@ pub struct ConfigRow {
     /// off, on or grease.
     pub ech: String,
     /// The client's first key share was for another group (`--hello-retry on`).
+    #[serde(deserialize_with = "flag")]
     pub hello_retry: bool,
     /// What the client trusted (`lab root`, `CA file`, `system roots`, `insecure`, with
     /// ` + pin`); `None` for captures and stores before schema 6.
@@ -378,8 +431,10 @@ pub struct ConfigRow {
     /// a store before schema 7.
     pub arrival_rate: Option<f64>,
     /// An agent kept its connection for its next request (schema 7).
+    #[serde(deserialize_with = "flag")]
     pub keep_alive: bool,
     /// The lab server required a client certificate (`--mtls on`, schema 9).
+    #[serde(deserialize_with = "flag")]
     pub mtls: bool,
     /// `https`, or `http` (plain).
     pub scheme: String,
@@ -392,6 +447,22 @@ pub struct ConfigRow {
     /// The server name the client sent, when it was not the lab server's default.
     #[serde(default)]
     pub sni: Option<String>,
+}
+
+/// A flag as the stores keep it: 0 or 1 (SQLite and PostgreSQL alike keep integers).
+fn flag<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Flag {
+        Integer(i64),
+        Boolean(bool),
+    }
+    Ok(
+        match <Flag as serde::Deserialize>::deserialize(deserializer)? {
+            Flag::Integer(number) => number != 0,
+            Flag::Boolean(flag) => flag,
+        },
+    )
 }
 
 /// What a Config's handshakes negotiated most often.
@@ -601,7 +672,7 @@ pub fn is_store(path: &Path) -> bool {
 
 impl Store {
     /// Creates a new store at `path`, creating parent directories. Refuses to overwrite.
-    pub fn create(path: &Path) -> Result<Store, StoreError> {
+    pub fn create(path: &Path) -> Result<NewStore, StoreError> {
         if path.exists() {
             return Err(StoreError::Exists {
                 path: path.to_path_buf(),
@@ -642,11 +713,10 @@ impl Store {
             path: path.to_path_buf(),
             source,
         })?;
-        Ok(Store {
+        Ok(NewStore {
             connection,
             path: path.to_path_buf(),
-            lock: Some(lock),
-            kept: None,
+            lock,
         })
     }
 
@@ -701,9 +771,44 @@ impl Store {
         }
         schema::migrate(&connection, path)?;
         Ok(Store {
-            connection,
+            connection: database::Connection::Sqlite(connection),
             path: path.to_path_buf(),
-            lock: None,
+            kept: None,
+        })
+    }
+
+    /// Opens the store at `location` for reading: a file (which holds one run: `run` must be
+    /// none), or one run of a PostgreSQL database (`run`, or its latest run when none is
+    /// given). A database without tlslab's tables, or with a newer schema, is refused.
+    pub fn open_location(location: &Location, run: Option<i64>) -> Result<Store, StoreError> {
+        let settings = match location {
+            Location::File(path) => return Store::open(path),
+            Location::Database(settings) => settings,
+        };
+        let database = settings.to_string();
+        let mut client = settings.connect()?;
+        let version = postgres::schema_version(&mut client, &database)?;
+        let no_run = || StoreError::NoRun {
+            database: database.clone(),
+            run,
+        };
+        if version.is_none() {
+            return Err(no_run());
+        }
+        let found: Option<i64> = client
+            .query_one(
+                "SELECT max(id) FROM runs WHERE id = $1 OR $1 IS NULL",
+                &[&run],
+            )
+            .map_err(|error| StoreError::Query(Box::new(error)))?
+            .get(0);
+        let run = found.ok_or_else(no_run)?;
+        Ok(Store {
+            connection: database::Connection::Postgres {
+                client: Box::new(std::cell::RefCell::new(client)),
+                run,
+            },
+            path: PathBuf::from(database),
             kept: None,
         })
     }
@@ -713,13 +818,23 @@ impl Store {
         &self.path
     }
 
-    pub(crate) fn connection(&self) -> &Connection {
+    pub(crate) fn connection(&self) -> &database::Connection {
         &self.connection
     }
+}
 
+/// A SQLite store just made by [`Store::create`], for its producer to write.
+pub struct NewStore {
+    connection: Connection,
+    path: PathBuf,
+    /// Held while the run writes the store (see `recovery.rs`).
+    lock: recovery::RunLock,
+}
+
+impl NewStore {
     /// Turns a newly created store into a producer's sink.
     pub fn into_sink(self) -> StoreSink {
-        StoreSink::new(self.connection, self.path, self.lock)
+        StoreSink::new(self.connection, self.path, Some(self.lock))
     }
 
     /// [`Store::into_sink`], keeping the values the summaries read as they are written, for
@@ -735,7 +850,9 @@ impl Store {
         }
         (sink, handle)
     }
+}
 
+impl Store {
     /// Builds the readers' index of a store whose sink left it out
     /// ([`StoreSink::without_index`]), on a connection of its own: readers may read the
     /// store meanwhile (SQLite's locks and a busy timeout order them). A store without it is
@@ -757,11 +874,12 @@ impl Store {
         self
     }
 
-    /// The run the store holds (a store holds one).
+    /// The run the store holds (a SQLite file holds one; a database the one it was opened on).
     pub fn run(&self) -> Result<RunRow, StoreError> {
-        Ok(self.connection.query_row(
-            "SELECT started_at, complete, reason, duration_ns, seed, experiment, environment, command_line, source, source_detail, started_at_unix_ns FROM runs ORDER BY id LIMIT 1",
-            [],
+        let run = self.run_id();
+        let read = self.connection.first(
+            "SELECT started_at, complete, reason, duration_ns, seed, experiment, environment, command_line, source, source_detail, started_at_unix_ns FROM runs WHERE id = ?1 OR ?1 = 0 ORDER BY id LIMIT 1",
+            &[Parameter::Integer(run)],
             |row| {
                 Ok(RunRow {
                     started_at: row.get(0)?,
@@ -770,14 +888,26 @@ impl Store {
                     duration_ns: row.get(3)?,
                     seed: row.get(4)?,
                     experiment: row.get(5)?,
-                    environment: serde_json::from_str(&row.get::<_, String>(6)?).ok(),
+                    environment: serde_json::from_str(&row.get::<String>(6)?).ok(),
                     command_line: row.get(7)?,
                     source: row.get(8)?,
                     source_detail: row.get(9)?,
                     started_at_unix_ns: row.get(10)?,
                 })
             },
-        )?)
+        )?;
+        read.ok_or_else(|| StoreError::NoRun {
+            database: self.path.display().to_string(),
+            run: (run != 0).then_some(run),
+        })
+    }
+
+    /// The run this store reads: a database's run number, 0 for a file (its only run).
+    fn run_id(&self) -> i64 {
+        match &self.connection {
+            database::Connection::Sqlite(_) => 0,
+            database::Connection::Postgres { run, .. } => *run,
+        }
     }
 
     /// Every sample's client address, start (ns since the run started) and events, in
@@ -787,87 +917,88 @@ impl Store {
             .iter()
             .map(|event| columns::quoted(event.name()))
             .collect();
-        let mut statement = self.connection.prepare(&format!(
-            "SELECT client, started_at_ns, wire_clock, {} FROM samples ORDER BY id",
-            events.join(", ")
-        ))?;
-        let rows = statement.query_map([], |row| {
-            let mut timeline = tlslab_core::Timeline::default();
-            for (index, event) in tlslab_core::Event::ALL.iter().enumerate() {
-                if let Some(nanos) = row.get::<_, Option<i64>>(index + 3)? {
-                    timeline.set(*event, nanos.max(0) as u64);
+        self.connection.rows(
+            &format!(
+                "SELECT client, started_at_ns, wire_clock, {} FROM samples WHERE {{run}}1 = 1 ORDER BY id",
+                events.join(", ")
+            ),
+            &[],
+            |row| {
+                let mut timeline = tlslab_core::Timeline::default();
+                for (index, event) in tlslab_core::Event::ALL.iter().enumerate() {
+                    if let Some(nanos) = row.get::<Option<i64>>(index + 3)? {
+                        timeline.set(*event, nanos.max(0) as u64);
+                    }
                 }
-            }
-            Ok(StoredTimeline {
-                client: row.get(0)?,
-                started_at_ns: row.get::<_, i64>(1)?.max(0) as u64,
-                timeline,
-                wire_clock: row.get(2)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+                Ok(StoredTimeline {
+                    client: row.get(0)?,
+                    started_at_ns: row.get::<i64>(1)?.max(0) as u64,
+                    timeline,
+                    wire_clock: row.get(2)?,
+                })
+            },
+        )
     }
 
     /// Every Config, in the order of the run. Each text column is checked to be UTF-8 first, so
-    /// a damaged or foreign file is an error rather than a panic in the deserializer.
+    /// a damaged or foreign file is an error rather than a panic.
     pub fn configs(&self) -> Result<Vec<ConfigRow>, StoreError> {
-        // Columns by name, not `*`, and text checked before serde_rusqlite reads it: rusqlite
-        // panics on text that is not UTF-8 (in a column name or a value), which a damaged
-        // or foreign file may hold.
-        let names: Vec<String> = std::iter::once("id")
+        let names: Vec<&str> = std::iter::once("id")
             .chain(columns::CONFIG_COLUMNS.iter().map(|(name, _, _)| *name))
-            .map(columns::quoted)
             .collect();
-        let mut statement = self.connection.prepare(&format!(
-            "SELECT {} FROM configs ORDER BY id",
-            names.join(", ")
-        ))?;
-        let mut rows = statement.query([])?;
-        let mut configs = Vec::new();
-        while let Some(row) = rows.next()? {
-            for (index, name) in names.iter().enumerate() {
-                if let rusqlite::types::ValueRef::Text(text) = row.get_ref(index)? {
-                    std::str::from_utf8(text).map_err(|source| StoreError::NotText {
-                        column: name.clone(),
-                        source,
-                    })?;
+        let quoted: Vec<String> = names.iter().map(|name| columns::quoted(name)).collect();
+        self.connection.rows(
+            &format!(
+                "SELECT {} FROM configs WHERE {{run}}1 = 1 ORDER BY id",
+                quoted.join(", ")
+            ),
+            &[],
+            |row| {
+                let mut fields = serde_json::Map::new();
+                for (index, name) in names.iter().enumerate() {
+                    let value = match row.value(index)? {
+                        database::Value::Null => serde_json::Value::Null,
+                        database::Value::Integer(number) => number.into(),
+                        database::Value::Real(number) => number.into(),
+                        database::Value::Text(text) => text.into(),
+                    };
+                    fields.insert(name.to_string(), value);
                 }
-            }
-            configs.push(serde_rusqlite::from_row::<ConfigRow>(row)?);
-        }
-        Ok(configs)
+                Ok(serde_json::from_value(serde_json::Value::Object(fields))?)
+            },
+        )
     }
 
-    /// A phase (or event) of a Config's successful measured samples, in nanoseconds, in
-    /// sample order. `name` must be an event or phase name.
     /// Each round of a Config's successful handshakes, warm-up included: its number, whether
     /// it was a warm-up round, its median handshake (ns) and how many it had, in round order.
     /// What drifts over a run (a server warming its caches, a machine getting busy) shows here.
     pub fn round_medians(&self, config_id: i64) -> Result<Vec<RoundMedian>, StoreError> {
-        let mut statement = self.connection.prepare(
-            "SELECT round, warmup, handshake FROM samples
-             WHERE config_id = ?1 AND outcome = 'ok' AND handshake IS NOT NULL
-             ORDER BY round, warmup, handshake",
-        )?;
         let mut rounds: Vec<(RoundMedian, Vec<f64>)> = Vec::new();
-        let mut rows = statement.query([config_id])?;
-        while let Some(row) = rows.next()? {
-            let (round, warmup, nanos): (i64, bool, f64) = (row.get(0)?, row.get(1)?, row.get(2)?);
-            match rounds.last_mut() {
-                Some((last, values)) if last.round == round && last.warmup == warmup => {
-                    values.push(nanos)
+        self.connection.each(
+            "SELECT round, warmup, handshake FROM samples
+             WHERE {run}config_id = ?1 AND outcome = 'ok' AND handshake IS NOT NULL
+             ORDER BY round, warmup, handshake",
+            &[Parameter::Integer(config_id)],
+            |row| {
+                let (round, warmup, nanos): (i64, bool, f64) =
+                    (row.get(0)?, row.get(1)?, row.get(2)?);
+                match rounds.last_mut() {
+                    Some((last, values)) if last.round == round && last.warmup == warmup => {
+                        values.push(nanos)
+                    }
+                    _ => rounds.push((
+                        RoundMedian {
+                            round,
+                            warmup,
+                            median_ns: 0.0,
+                            count: 0,
+                        },
+                        vec![nanos],
+                    )),
                 }
-                _ => rounds.push((
-                    RoundMedian {
-                        round,
-                        warmup,
-                        median_ns: 0.0,
-                        count: 0,
-                    },
-                    vec![nanos],
-                )),
-            }
-        }
+                Ok(())
+            },
+        )?;
         Ok(rounds
             .into_iter()
             .map(|(mut round, values)| {
@@ -932,17 +1063,20 @@ impl Store {
             .map(|name| format!("\"{name}\""))
             .collect::<Vec<_>>()
             .join(", ");
-        let mut statement = self.connection.prepare(&format!(
-            "SELECT {selected} FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok' ORDER BY id"
-        ))?;
-        let mut rows = statement.query([config_id])?;
-        while let Some(row) = rows.next()? {
-            for (index, column) in values.iter_mut().enumerate() {
-                if let Some(value) = row.get::<_, Option<i64>>(index)? {
-                    column.push(value as f64);
+        self.connection.each(
+            &format!(
+                "SELECT {selected} FROM samples WHERE {{run}}config_id = ?1 AND warmup = 0 AND outcome = 'ok' ORDER BY id"
+            ),
+            &[Parameter::Integer(config_id)],
+            |row| {
+                for (index, column) in values.iter_mut().enumerate() {
+                    if let Some(value) = row.get::<Option<i64>>(index)? {
+                        column.push(value as f64);
+                    }
                 }
-            }
-        }
+                Ok(())
+            },
+        )?;
         Ok(values)
     }
 
@@ -957,20 +1091,21 @@ impl Store {
         // SQLite does by sorting them into a temporary B-tree). Reading every sample's row
         // for its class took a sixth of the summary's time after a load run.
         let ok = self.success_count(config_id)? as i64;
-        let mut statement = self.connection.prepare_cached(
-            "SELECT error FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome != 'ok'",
-        )?;
         let mut counts: std::collections::HashMap<String, i64> = Default::default();
         if ok > 0 {
             counts.insert("ok".into(), ok);
         }
-        let mut rows = statement.query([config_id])?;
-        while let Some(row) = rows.next()? {
-            let class: Option<String> = row.get(0)?;
-            *counts
-                .entry(class.unwrap_or_else(|| UNCLASSIFIED.into()))
-                .or_insert(0) += 1;
-        }
+        self.connection.each(
+            "SELECT error FROM samples WHERE {run}config_id = ?1 AND warmup = 0 AND outcome != 'ok'",
+            &[Parameter::Integer(config_id)],
+            |row| {
+                let class: Option<String> = row.get(0)?;
+                *counts
+                    .entry(class.unwrap_or_else(|| UNCLASSIFIED.into()))
+                    .or_insert(0) += 1;
+                Ok(())
+            },
+        )?;
         let mut counts: Vec<(String, i64)> = counts.into_iter().collect();
         counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         Ok(counts)
@@ -980,12 +1115,11 @@ impl Store {
     pub fn error_example(&self, config_id: i64, class: &str) -> Result<Option<String>, StoreError> {
         Ok(self
             .connection
-            .query_row(
-                "SELECT error_detail FROM samples WHERE config_id = ?1 AND error = ?2 LIMIT 1",
-                params![config_id, class],
-                |row| row.get(0),
-            )
-            .optional()?
+            .first(
+                "SELECT error_detail FROM samples WHERE {run}config_id = ?1 AND error = ?2 LIMIT 1",
+                &[Parameter::Integer(config_id), Parameter::Text(class)],
+                |row| row.get::<Option<String>>(0),
+            )?
             .flatten())
     }
 
@@ -998,11 +1132,11 @@ impl Store {
         {
             return Ok(counts);
         }
-        Ok(self.connection.query_row(
-            "SELECT COALESCE(SUM(resumed = 1), 0), COALESCE(SUM(resumed = 0), 0) FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok'",
-            [config_id],
+        self.connection.one(
+            "SELECT COUNT(CASE WHEN resumed = 1 THEN 1 END), COUNT(CASE WHEN resumed = 0 THEN 1 END) FROM samples WHERE {run}config_id = ?1 AND warmup = 0 AND outcome = 'ok'",
+            &[Parameter::Integer(config_id)],
             |row| Ok((row.get(0)?, row.get(1)?)),
-        )?)
+        )
     }
 
     /// Counts of 0-RTT attempts whose early data the server accepted / rejected, among
@@ -1016,11 +1150,11 @@ impl Store {
         {
             return Ok(counts);
         }
-        Ok(self.connection.query_row(
-            "SELECT COALESCE(SUM(early_data_accepted = 1), 0), COALESCE(SUM(early_data_accepted = 0), 0) FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok'",
-            [config_id],
+        self.connection.one(
+            "SELECT COUNT(CASE WHEN early_data_accepted = 1 THEN 1 END), COUNT(CASE WHEN early_data_accepted = 0 THEN 1 END) FROM samples WHERE {run}config_id = ?1 AND warmup = 0 AND outcome = 'ok'",
+            &[Parameter::Integer(config_id)],
             |row| Ok((row.get(0)?, row.get(1)?)),
-        )?)
+        )
     }
 
     /// How many successful measured samples ended with each ECH status (`accepted`,
@@ -1029,38 +1163,35 @@ impl Store {
         if let Some(counts) = self.kept.as_ref().and_then(|k| k.ech_counts(config_id)) {
             return Ok(counts);
         }
-        let mut statement = self.connection.prepare(
-            "SELECT ech, COUNT(*) FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok' AND ech IS NOT NULL GROUP BY ech ORDER BY COUNT(*) DESC, ech",
-        )?;
-        let rows = statement.query_map([config_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.connection.rows(
+            "SELECT ech, COUNT(*) FROM samples WHERE {run}config_id = ?1 AND warmup = 0 AND outcome = 'ok' AND ech IS NOT NULL GROUP BY ech ORDER BY COUNT(*) DESC, ech",
+            &[Parameter::Integer(config_id)],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
     }
 
     /// Completed measured requests per HTTP status, in status order.
     pub fn status_counts(&self, config_id: i64) -> Result<Vec<(i64, i64)>, StoreError> {
-        let mut statement = self.connection.prepare(
-            "SELECT http_status, COUNT(*) FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok' AND http_status IS NOT NULL GROUP BY http_status ORDER BY http_status",
-        )?;
-        let rows = statement.query_map([config_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.connection.rows(
+            "SELECT http_status, COUNT(*) FROM samples WHERE {run}config_id = ?1 AND warmup = 0 AND outcome = 'ok' AND http_status IS NOT NULL GROUP BY http_status ORDER BY http_status",
+            &[Parameter::Integer(config_id)],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
     }
 
     /// The replay probe's result for a Config, when the run had one.
     pub fn replay(&self, config_id: i64) -> Result<Option<ReplayRow>, StoreError> {
-        Ok(self
-            .connection
-            .query_row(
-                "SELECT sent, rejected, accepted FROM replays WHERE config_id = ?1",
-                [config_id],
-                |row| {
-                    Ok(ReplayRow {
-                        sent: row.get(0)?,
-                        rejected: row.get(1)?,
-                        accepted: row.get(2)?,
-                    })
-                },
-            )
-            .optional()?)
+        self.connection.first(
+            "SELECT sent, rejected, accepted FROM replays WHERE {run}config_id = ?1",
+            &[Parameter::Integer(config_id)],
+            |row| {
+                Ok(ReplayRow {
+                    sent: row.get(0)?,
+                    rejected: row.get(1)?,
+                    accepted: row.get(2)?,
+                })
+            },
+        )
     }
 
     /// The server's flights that carried each response of a Config's successful measured
@@ -1070,24 +1201,25 @@ impl Store {
         &self,
         config_id: i64,
     ) -> Result<Vec<tlslab_core::ResponseFlights>, StoreError> {
-        let mut statement = self.connection.prepare(
+        let count = |row: &database::Row<'_>, index| -> Result<u64, StoreError> {
+            Ok(row.get::<i64>(index)?.max(0) as u64)
+        };
+        self.connection.rows(
             "SELECT response_round_trips, response_first_flight_datagrams,
                     response_first_flight_bytes, response_later_datagrams, response_later_bytes
-             FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok'
+             FROM samples WHERE {run}config_id = ?1 AND warmup = 0 AND outcome = 'ok'
                  AND response_round_trips IS NOT NULL ORDER BY id",
-        )?;
-        let flights = statement
-            .query_map([config_id], |row| {
+            &[Parameter::Integer(config_id)],
+            |row| {
                 Ok(tlslab_core::ResponseFlights {
-                    round_trips: row.get(0)?,
-                    first_datagrams: row.get(1)?,
-                    first_bytes: row.get(2)?,
-                    later_datagrams: row.get(3)?,
-                    later_bytes: row.get(4)?,
+                    round_trips: count(row, 0)? as _,
+                    first_datagrams: count(row, 1)? as _,
+                    first_bytes: count(row, 2)? as _,
+                    later_datagrams: count(row, 3)? as _,
+                    later_bytes: count(row, 4)? as _,
                 })
-            })?
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(flights)
+            },
+        )
     }
 
     /// The median of a per-sample byte count (`client_hello_bytes`, `server_flight_bytes`)
@@ -1105,24 +1237,26 @@ impl Store {
                 column: column.to_string(),
             });
         }
-        let mut statement = self.connection.prepare(&format!(
-            "SELECT \"{column}\" FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok' AND \"{column}\" IS NOT NULL ORDER BY 1"
-        ))?;
-        let values = statement
-            .query_map([config_id], |row| row.get::<_, i64>(0))?
-            .collect::<Result<Vec<_>, _>>()?;
+        let values = self.connection.rows(
+            &format!(
+                "SELECT \"{column}\" FROM samples WHERE {{run}}config_id = ?1 AND warmup = 0 AND outcome = 'ok' AND \"{column}\" IS NOT NULL ORDER BY 1"
+            ),
+            &[Parameter::Integer(config_id)],
+            |row| row.get::<i64>(0),
+        )?;
         Ok(values.get(values.len() / 2).copied())
     }
 
     /// Totals of `config_id`'s measured trials, for its rates and its CPU per handshake.
     pub fn trial_totals(&self, config_id: i64) -> Result<TrialTotals, StoreError> {
-        Ok(self.connection.query_row(
-            "SELECT COALESCE(SUM(attempted), 0), COALESCE(SUM(duration_ns), 0),
-                    SUM(server_user_ns + server_system_ns), MAX(server_peak_rss_bytes),
-                    COALESCE(SUM(client_user_ns + client_system_ns), 0), COALESCE(MAX(client_peak_rss_bytes), 0),
-                    SUM(server_client_verifications), SUM(server_client_verify_ns)
-             FROM trials WHERE config_id = ?1 AND warmup = 0",
-            [config_id],
+        // Sums cast to BIGINT: PostgreSQL sums BIGINTs as NUMERIC, SQLite as integers anyway.
+        self.connection.one(
+            "SELECT CAST(COALESCE(SUM(attempted), 0) AS BIGINT), CAST(COALESCE(SUM(duration_ns), 0) AS BIGINT),
+                    CAST(SUM(server_user_ns + server_system_ns) AS BIGINT), MAX(server_peak_rss_bytes),
+                    CAST(COALESCE(SUM(client_user_ns + client_system_ns), 0) AS BIGINT), COALESCE(MAX(client_peak_rss_bytes), 0),
+                    CAST(SUM(server_client_verifications) AS BIGINT), CAST(SUM(server_client_verify_ns) AS BIGINT)
+             FROM trials WHERE {run}config_id = ?1 AND warmup = 0",
+            &[Parameter::Integer(config_id)],
             |row| {
                 Ok(TrialTotals {
                     attempted: row.get(0)?,
@@ -1135,29 +1269,27 @@ impl Store {
                     client_verify_ns: row.get(7)?,
                 })
             },
-        )?)
+        )
     }
 
     /// Each measured trial of a Config that had a counted emulated link: its duration and
     /// what the link carried (see [`LinkTrial`]), in trial order.
     pub fn link_trials(&self, config_id: i64) -> Result<Vec<LinkTrial>, StoreError> {
-        let mut statement = self.connection.prepare(
+        self.connection.rows(
             "SELECT duration_ns, link_bytes_to_server, COALESCE(link_bytes_to_client, 0),
                     COALESCE(link_queue_drops, 0)
-             FROM trials WHERE config_id = ?1 AND warmup = 0 AND link_bytes_to_server IS NOT NULL
+             FROM trials WHERE {run}config_id = ?1 AND warmup = 0 AND link_bytes_to_server IS NOT NULL
              ORDER BY id",
-        )?;
-        let rows = statement
-            .query_map([config_id], |row| {
+            &[Parameter::Integer(config_id)],
+            |row| {
                 Ok(LinkTrial {
                     duration_ns: row.get(0)?,
                     bytes_to_server: row.get(1)?,
                     bytes_to_client: row.get(2)?,
                     queue_drops: row.get(3)?,
                 })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+            },
+        )
     }
 
     /// The version, suite and group a Config's handshakes negotiated most often, warm-up
@@ -1171,37 +1303,30 @@ impl Store {
         // Counted here rather than with GROUP BY, which SQLite does by sorting every request
         // into a temporary B-tree. Consecutive requests (on kept connections) mostly repeat
         // the last triple, so it is compared before it is looked up.
-        let mut statement = self.connection.prepare_cached(
-            "SELECT version, suite, \"group\" FROM samples
-             WHERE config_id = ?1 AND version IS NOT NULL",
-        )?;
         let mut counts = Negotiations::default();
         let mut last: Option<(Negotiation, i64)> = None;
-        let mut rows = statement.query([config_id])?;
-        while let Some(row) = rows.next()? {
-            let text = |index: usize| -> rusqlite::Result<Option<&str>> {
-                Ok(row.get_ref(index)?.as_str_or_null()?)
-            };
-            let (version, suite, group) = (text(0)?.unwrap_or_default(), text(1)?, text(2)?);
-            match &mut last {
-                Some(((v, s, g), count))
-                    if v == version && s.as_deref() == suite && g.as_deref() == group =>
-                {
-                    *count += 1;
-                }
-                _ => {
-                    if let Some((triple, count)) = last.take() {
-                        *counts.entry(triple).or_insert(0) += count;
+        self.connection.each(
+            "SELECT version, suite, \"group\" FROM samples
+             WHERE {run}config_id = ?1 AND version IS NOT NULL",
+            &[Parameter::Integer(config_id)],
+            |row| {
+                let triple: Negotiation = (
+                    row.get::<Option<String>>(0)?.unwrap_or_default(),
+                    row.get(1)?,
+                    row.get(2)?,
+                );
+                match &mut last {
+                    Some((seen, count)) if *seen == triple => *count += 1,
+                    _ => {
+                        if let Some((seen, count)) = last.take() {
+                            *counts.entry(seen).or_insert(0) += count;
+                        }
+                        last = Some((triple, 1));
                     }
-                    let triple = (
-                        version.to_string(),
-                        suite.map(str::to_string),
-                        group.map(str::to_string),
-                    );
-                    last = Some((triple, 1));
                 }
-            }
-        }
+                Ok(())
+            },
+        )?;
         if let Some((triple, count)) = last {
             *counts.entry(triple).or_insert(0) += count;
         }
@@ -1214,12 +1339,12 @@ impl Store {
     pub fn server_software(&self, config_id: i64) -> Result<Option<String>, StoreError> {
         // In sample order, stopping at the first: through the Config's index SQLite would
         // sort all its samples by id first (0.15 s for 100,000 samples, against 0.1 ms).
-        let mut statement = self.connection.prepare(
+        self.connection.first(
             "SELECT server_software FROM samples NOT INDEXED
-             WHERE config_id = ?1 AND server_software IS NOT NULL ORDER BY id LIMIT 1",
-        )?;
-        let mut rows = statement.query_map([config_id], |row| row.get(0))?;
-        Ok(rows.next().transpose()?)
+             WHERE {run}config_id = ?1 AND server_software IS NOT NULL ORDER BY id LIMIT 1",
+            &[Parameter::Integer(config_id)],
+            |row| row.get(0),
+        )
     }
 
     /// Completed measured requests per HTTP status, in status order, from the values of
@@ -1255,38 +1380,37 @@ impl Store {
             kept.for_each_request(config_id, each);
             return Ok(());
         }
-        let mut statement = self.connection.prepare(
+        self.connection.each(
             "SELECT outcome = 'ok', error, http_status, response_bytes, response_wire_bytes,
                     connection_request, tcp_connected, handshake_done, first_byte, response_done
-             FROM samples WHERE config_id = ?1 AND warmup = 0 ORDER BY outcome, id",
-        )?;
-        let mut rows = statement.query([config_id])?;
-        while let Some(row) = rows.next()? {
-            each(RequestRow {
-                ok: row.get(0)?,
-                error: row.get(1)?,
-                status: row.get(2)?,
-                body_bytes: row.get(3)?,
-                wire_bytes: row.get(4)?,
-                connection_request: row.get(5)?,
-                tcp_connected: row.get(6)?,
-                handshake_done: row.get(7)?,
-                first_byte: row.get(8)?,
-                response_done: row.get(9)?,
-            });
-        }
-        Ok(())
+             FROM samples WHERE {run}config_id = ?1 AND warmup = 0 ORDER BY outcome, id",
+            &[Parameter::Integer(config_id)],
+            |row| {
+                each(RequestRow {
+                    ok: row.get(0)?,
+                    error: row.get(1)?,
+                    status: row.get(2)?,
+                    body_bytes: row.get(3)?,
+                    wire_bytes: row.get(4)?,
+                    connection_request: row.get(5)?,
+                    tcp_connected: row.get(6)?,
+                    handshake_done: row.get(7)?,
+                    first_byte: row.get(8)?,
+                    response_done: row.get(9)?,
+                });
+                Ok(())
+            },
+        )
     }
 
     /// How many measured samples of a Config succeeded, counted in the Config's index without
     /// reading the samples' rows.
     fn success_count(&self, config_id: i64) -> Result<usize, StoreError> {
-        let count: i64 = self
-            .connection
-            .prepare_cached(
-                "SELECT COUNT(*) FROM samples WHERE config_id = ?1 AND warmup = 0 AND outcome = 'ok'",
-            )?
-            .query_row([config_id], |row| row.get(0))?;
+        let count: i64 = self.connection.one(
+            "SELECT COUNT(*) FROM samples WHERE {run}config_id = ?1 AND warmup = 0 AND outcome = 'ok'",
+            &[Parameter::Integer(config_id)],
+            |row| row.get(0),
+        )?;
         Ok(usize::try_from(count).unwrap_or(0))
     }
 
@@ -1300,19 +1424,21 @@ impl Store {
     /// Per measured trial of a Config: how many attempts it started and the time from its
     /// first start to its last, in nanoseconds (an open loop's achieved rate).
     pub fn trial_start_spans(&self, config_id: i64) -> Result<Vec<(i64, i64)>, StoreError> {
-        let mut statement = self.connection.prepare(
+        self.connection.rows(
             "SELECT COUNT(*), MAX(started_at_ns) - MIN(started_at_ns) FROM samples
-             WHERE config_id = ?1 AND warmup = 0 GROUP BY trial_id ORDER BY trial_id",
-        )?;
-        let rows = statement.query_map([config_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+             WHERE {run}config_id = ?1 AND warmup = 0 GROUP BY trial_id ORDER BY trial_id",
+            &[Parameter::Integer(config_id)],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
     }
 
     /// Every sample, warm-up included.
     pub fn sample_count(&self) -> Result<i64, StoreError> {
-        Ok(self
-            .connection
-            .query_row("SELECT COUNT(*) FROM samples", [], |row| row.get(0))?)
+        self.connection.one(
+            "SELECT COUNT(*) FROM samples WHERE {run}1 = 1",
+            &[],
+            |row| row.get(0),
+        )
     }
 }
 

@@ -74,7 +74,7 @@ pub fn add_scan(path: &Path, scan: &NewScan) -> Result<(), StoreError> {
         connection
     } else {
         // A new store, made as a run's is (then without its lock: the scan is written at once).
-        let Store { connection, .. } = Store::create(path)?;
+        let crate::NewStore { connection, .. } = Store::create(path)?;
         connection
     };
     let command_line = serde_json::to_string(&scan.command_line).unwrap_or_default();
@@ -103,11 +103,10 @@ impl Store {
     /// Every stored scan, oldest first (none in a store older than schema 13: it is upgraded
     /// when opened, with an empty scans table).
     pub fn scans(&self) -> Result<Vec<ScanRow>, StoreError> {
-        let mut statement = self.connection().prepare(
+        self.connection().rows(
             "SELECT id, scanned_at, target, address, server_name, grade, connections, command_line, report FROM scans ORDER BY scanned_at_unix_ns, id",
-        )?;
-        let rows = statement
-            .query_map([], |row| {
+            &[],
+            |row| {
                 let command_line: String = row.get(7)?;
                 let report: String = row.get(8)?;
                 Ok(ScanRow {
@@ -123,17 +122,15 @@ impl Store {
                         .unwrap_or(command_line),
                     report: serde_json::from_str(&report).unwrap_or(serde_json::Value::Null),
                 })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+            },
+        )
     }
 
     /// Whether the store holds a run (a store written by `tlslab scan --out` alone has none).
     pub fn has_run(&self) -> Result<bool, StoreError> {
-        Ok(self
-            .connection()
-            .query_row("SELECT EXISTS (SELECT 1 FROM runs)", [], |row| {
-                row.get::<_, bool>(0)
-            })?)
+        self.connection()
+            .one("SELECT COUNT(*) > 0 FROM runs", &[], |row| {
+                row.get::<bool>(0)
+            })
     }
 }

@@ -1013,8 +1013,8 @@ mod tests {
         });
         let store = Store::open(&path).unwrap();
         let config = &store.configs().unwrap()[0];
-        let mut statement = store
-            .connection()
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        let mut statement = connection
             .prepare(
                 "SELECT agent, outcome, error, error_detail, version, suite, \"group\", \
                  server_software, handshake_done FROM samples ORDER BY id",

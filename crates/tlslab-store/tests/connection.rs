@@ -2,11 +2,6 @@
 //! environment variables and password file, the TLS modes, redaction of passwords, and the
 //! errors a user branches on.
 
-// The module is not yet declared by the crate; until it is, these tests include it here.
-#[allow(dead_code)]
-#[path = "../src/postgres/connection.rs"]
-mod connection;
-
 use std::collections::HashMap;
 use std::error::Error as _;
 use std::net::TcpListener;
@@ -15,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use connection::*;
+use tlslab_store::postgres::connection::*;
 
 /// Environment variables, by name.
 type Variables<'a> = &'a [(&'a str, &'a str)];

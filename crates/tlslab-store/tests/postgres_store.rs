@@ -24,7 +24,7 @@ fn info(label: &str) -> RunInfo {
         .record("192.0.2.1:443".into(), None);
     RunInfo {
         source: Source::Pcap {
-            files: vec![format!("{label}.pcap").into()],
+            files: vec![format!("{label}.pcap")],
         },
         experiment: None,
         plan: None,
@@ -184,4 +184,104 @@ fn a_database_with_a_newer_schema_is_refused_and_left_as_it_was() {
         .unwrap()
         .get(0);
     assert_eq!(runs, 0);
+}
+
+/// The same records into a SQLite file and into PostgreSQL.
+fn both(cluster: &Cluster, records: &[Record]) -> (tlslab_store::Store, tlslab_store::Store) {
+    let path = std::env::temp_dir().join(format!("tlslab-both-{}.db", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let url = cluster.url();
+    let mut client = connect(&url);
+    prepare(&mut client, "test").unwrap();
+    let run = reserve_run(&mut client, "test").unwrap();
+    let sinks: Vec<Box<dyn Sink>> = vec![
+        Box::new(tlslab_store::Store::create(&path).unwrap().into_sink()),
+        Box::new(PostgresSink::new(client, "test".into(), run)),
+    ];
+    for mut sink in sinks {
+        sink.begin(&info("both")).unwrap();
+        for record in records {
+            sink.record(record.clone()).unwrap();
+        }
+        sink.finish(&RunEnd {
+            complete: true,
+            reason: None,
+            duration_ns: 5,
+            attempted: records.len() as u64,
+            errors: 0,
+        })
+        .unwrap();
+    }
+    let file = tlslab_store::Store::open(&path).unwrap();
+    let location = tlslab_store::Location::parse(&url).unwrap();
+    let database = tlslab_store::Store::open_location(&location, Some(run)).unwrap();
+    let latest = tlslab_store::Store::open_location(&location, None).unwrap();
+    assert_eq!(
+        latest.run().unwrap(),
+        database.run().unwrap(),
+        "the latest run is this one"
+    );
+    (file, database)
+}
+
+#[test]
+fn a_run_reads_back_alike_from_postgresql_and_from_sqlite() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    // Another run first, so that the database holds more than the run read.
+    write_run(&cluster.url(), "other", 50);
+    let mut records: Vec<Record> = (0..300).map(|number| sample(0, number)).collect();
+    records.push(Record::Sample(Box::new(
+        Sample::builder()
+            .outcome(Outcome::Error)
+            .error(ErrorClass::Timeout, "no answer in 5 s")
+            .build(),
+    )));
+    records.push(trial(0, 301));
+    let (file, database) = both(&cluster, &records);
+    let export = |store: &tlslab_store::Store| {
+        let mut lines = Vec::new();
+        tlslab_store::export(store, tlslab_store::ExportFormat::JsonLines, &mut lines).unwrap();
+        String::from_utf8(lines).unwrap()
+    };
+    let exported = export(&file);
+    assert_eq!(exported.lines().count(), 301);
+    assert_eq!(
+        export(&database),
+        exported,
+        "the export is the same, byte for byte"
+    );
+    assert_eq!(database.configs().unwrap(), file.configs().unwrap());
+    let mut run = database.run().unwrap();
+    let file_run = file.run().unwrap();
+    // Each store says when its own run's end was written.
+    run.duration_ns = file_run.duration_ns;
+    assert_eq!(run.environment, file_run.environment);
+    assert_eq!(run.command_line, file_run.command_line);
+    assert_eq!(run.complete, file_run.complete);
+    for reader in [
+        |store: &tlslab_store::Store| {
+            format!(
+                "{:?}",
+                store.phases_values(0, &["handshake", "start"]).unwrap()
+            )
+        },
+        |store: &tlslab_store::Store| format!("{:?}", store.outcome_counts(0).unwrap()),
+        |store: &tlslab_store::Store| format!("{:?}", store.trial_totals(0).unwrap()),
+        |store: &tlslab_store::Store| format!("{:?}", store.negotiated(0).unwrap()),
+        |store: &tlslab_store::Store| format!("{:?}", store.round_medians(0).unwrap()),
+        |store: &tlslab_store::Store| format!("{:?}", store.resumption_counts(0).unwrap()),
+        |store: &tlslab_store::Store| format!("{:?}", store.server_software(0).unwrap()),
+        |store: &tlslab_store::Store| format!("{:?}", store.error_example(0, "timeout").unwrap()),
+        |store: &tlslab_store::Store| format!("{:?}", store.sample_count().unwrap()),
+        |store: &tlslab_store::Store| format!("{:?}", store.trial_start_spans(0).unwrap()),
+    ] {
+        assert_eq!(reader(&database), reader(&file));
+    }
+    assert_eq!(
+        database.sample_count().unwrap(),
+        301,
+        "the other run's samples are not this run's"
+    );
 }

@@ -7,6 +7,7 @@
 //! connection on a runtime of its own), because the store's writer is a thread of its own
 //! already ([`SinkThread`](tlslab_core::SinkThread)).
 
+pub mod connection;
 mod sink;
 
 use postgres::Client;
@@ -43,6 +44,34 @@ pub enum PostgresError {
 /// The key every tlslab process takes while it makes or checks the schema, so that writers
 /// starting together (capture points, agents) do not race to create the same tables.
 const SCHEMA_LOCK: i64 = 0x746c_736c_6162; // "tlslab"
+
+/// The database's tlslab schema version (none when tlslab never wrote it); a newer one than
+/// this build's is refused.
+pub fn schema_version(client: &mut Client, database: &str) -> Result<Option<i64>, PostgresError> {
+    let failed = |source| PostgresError::Statement {
+        database: database.to_string(),
+        doing: "reading the schema version",
+        source,
+    };
+    let exists: bool = client
+        .query_one("SELECT to_regclass('tlslab_schema') IS NOT NULL", &[])
+        .map_err(failed)?
+        .get(0);
+    if !exists {
+        return Ok(None);
+    }
+    let version: Option<i64> = client
+        .query_one("SELECT max(version) FROM tlslab_schema", &[])
+        .map_err(failed)?
+        .get(0);
+    match version {
+        Some(version) if version > VERSION => Err(PostgresError::Newer {
+            database: database.to_string(),
+            version,
+        }),
+        version => Ok(version),
+    }
+}
 
 /// Makes the schema in `client`'s database if it has none, or checks that it is this build's.
 /// `database` names it in errors.

@@ -29,7 +29,9 @@ pub struct PostgresSink {
     /// The database as shown to users (no password).
     database: String,
     run: i64,
-    /// Samples of the open batch, and the other records in the order they came.
+    /// Samples of the open batch, and the other records in the order they came. The samples
+    /// stay in the boxes they came in: taking them out would copy each one.
+    #[allow(clippy::vec_box)]
     samples: Vec<Box<Sample>>,
     others: Vec<Record>,
     batch_started: Instant,
