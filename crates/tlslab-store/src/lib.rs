@@ -777,6 +777,24 @@ impl Store {
         })
     }
 
+    /// A new run's store at `location`: a new file ([`Store::create`]), or a new run in a
+    /// PostgreSQL database, whose tables are made if it has none, and refused if they are
+    /// newer than this build's. The database is reached now, before any measuring.
+    pub fn create_at(location: &Location) -> Result<NewRun, StoreError> {
+        match location {
+            Location::File(path) => Ok(NewRun::File(Store::create(path)?)),
+            Location::Database(settings) => {
+                let database = settings.to_string();
+                let mut client = settings.connect()?;
+                postgres::prepare(&mut client, &database)?;
+                let run = postgres::reserve_run(&mut client, &database)?;
+                Ok(NewRun::Database(Box::new(postgres::PostgresSink::new(
+                    client, database, run,
+                ))))
+            }
+        }
+    }
+
     /// Opens the store at `location` for reading: a file (which holds one run: `run` must be
     /// none), or one run of a PostgreSQL database (`run`, or its latest run when none is
     /// given). A database without tlslab's tables, or with a newer schema, is refused.
@@ -820,6 +838,48 @@ impl Store {
 
     pub(crate) fn connection(&self) -> &database::Connection {
         &self.connection
+    }
+}
+
+/// A new run's store, made by [`Store::create_at`]: a new SQLite file, or a new run in a
+/// PostgreSQL database, for its producer to write.
+pub enum NewRun {
+    /// A new SQLite file.
+    File(NewStore),
+    /// A new run in a shared database, numbered already.
+    Database(Box<postgres::PostgresSink>),
+}
+
+impl NewRun {
+    /// The run's number in a database (a file's run has none to give).
+    pub fn run(&self) -> Option<i64> {
+        match self {
+            NewRun::File(_) => None,
+            NewRun::Database(sink) => Some(sink.run()),
+        }
+    }
+
+    /// The producer's sink.
+    pub fn into_sink(self) -> Box<dyn tlslab_core::Sink> {
+        match self {
+            NewRun::File(store) => Box::new(store.into_sink()),
+            NewRun::Database(sink) => sink,
+        }
+    }
+
+    /// [`NewStore::into_sink_keeping`] for a file; a database's run keeps nothing (its
+    /// summaries read the database).
+    pub fn into_sink_keeping(
+        self,
+        planned_samples: u64,
+    ) -> (Box<dyn tlslab_core::Sink>, KeptHandle) {
+        match self {
+            NewRun::File(store) => {
+                let (sink, kept) = store.into_sink_keeping(planned_samples);
+                (Box::new(sink), kept)
+            }
+            NewRun::Database(sink) => (sink, KeptHandle::default()),
+        }
     }
 }
 

@@ -191,12 +191,12 @@ fn both(cluster: &Cluster, records: &[Record]) -> (tlslab_store::Store, tlslab_s
     let path = std::env::temp_dir().join(format!("tlslab-both-{}.db", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let url = cluster.url();
-    let mut client = connect(&url);
-    prepare(&mut client, "test").unwrap();
-    let run = reserve_run(&mut client, "test").unwrap();
+    let location = tlslab_store::Location::parse(&url).unwrap();
+    let new_run = tlslab_store::Store::create_at(&location).unwrap();
+    let run = new_run.run().expect("a database numbers its runs");
     let sinks: Vec<Box<dyn Sink>> = vec![
         Box::new(tlslab_store::Store::create(&path).unwrap().into_sink()),
-        Box::new(PostgresSink::new(client, "test".into(), run)),
+        new_run.into_sink(),
     ];
     for mut sink in sinks {
         sink.begin(&info("both")).unwrap();
@@ -213,7 +213,6 @@ fn both(cluster: &Cluster, records: &[Record]) -> (tlslab_store::Store, tlslab_s
         .unwrap();
     }
     let file = tlslab_store::Store::open(&path).unwrap();
-    let location = tlslab_store::Location::parse(&url).unwrap();
     let database = tlslab_store::Store::open_location(&location, Some(run)).unwrap();
     let latest = tlslab_store::Store::open_location(&location, None).unwrap();
     assert_eq!(
