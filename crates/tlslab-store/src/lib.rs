@@ -788,9 +788,10 @@ impl Store {
                 let mut client = settings.connect()?;
                 postgres::prepare(&mut client, &database)?;
                 let run = postgres::reserve_run(&mut client, &database)?;
-                Ok(NewRun::Database(Box::new(postgres::PostgresSink::new(
-                    client, database, run,
-                ))))
+                Ok(NewRun::Database(Box::new(
+                    postgres::PostgresSink::new(client, database, run)
+                        .reconnecting(settings.as_ref().clone()),
+                )))
             }
         }
     }
@@ -859,6 +860,15 @@ impl NewRun {
         }
     }
 
+    /// What a database's sink will have to say about the run (the database going away and
+    /// coming back), for the producer to show after it; none for a file.
+    pub fn notices(&self) -> Option<postgres::Notices> {
+        match self {
+            NewRun::File(_) => None,
+            NewRun::Database(sink) => Some(sink.notices()),
+        }
+    }
+
     /// The producer's sink.
     pub fn into_sink(self) -> Box<dyn tlslab_core::Sink> {
         match self {
@@ -892,6 +902,11 @@ pub struct NewStore {
 }
 
 impl NewStore {
+    /// The new file's connection, before its sink takes it.
+    pub(crate) fn connection(&self) -> &Connection {
+        &self.connection
+    }
+
     /// Turns a newly created store into a producer's sink.
     pub fn into_sink(self) -> StoreSink {
         StoreSink::new(self.connection, self.path, Some(self.lock))

@@ -284,3 +284,124 @@ fn a_run_reads_back_alike_from_postgresql_and_from_sqlite() {
         "the other run's samples are not this run's"
     );
 }
+
+/// Writes `samples` samples through `sink` a few milliseconds apart, calling `meanwhile`
+/// with each sample's number (to stop and start the database while the run goes on).
+fn write_slowly(sink: &mut dyn Sink, samples: u64, mut meanwhile: impl FnMut(u64)) {
+    sink.begin(&info("faults")).unwrap();
+    for number in 0..samples {
+        sink.record(sample(0, number)).unwrap();
+        meanwhile(number);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    sink.record(trial(0, samples)).unwrap();
+}
+
+fn end(samples: u64) -> RunEnd {
+    RunEnd {
+        complete: true,
+        reason: None,
+        duration_ns: 5,
+        attempted: samples,
+        errors: 0,
+    }
+}
+
+#[test]
+fn a_database_that_goes_away_and_comes_back_ends_with_every_sample() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let directory = std::env::temp_dir().join(format!("tlslab-spool-{}", std::process::id()));
+    let location = tlslab_store::Location::parse(&cluster.url()).unwrap();
+    let tlslab_store::NewRun::Database(sink) = tlslab_store::Store::create_at(&location).unwrap()
+    else {
+        panic!("a database's new run");
+    };
+    let run = sink.run();
+    let notices = sink.notices();
+    let mut sink = sink.spooling_into(&directory);
+    // Stopped at once (no checkpoint, as a crash) a third of the way, started again later.
+    write_slowly(&mut sink, 1_500, |number| match number {
+        500 => cluster.stop_immediately(),
+        1_000 => cluster.start_again(),
+        _ => {}
+    });
+    sink.finish(&end(1_500)).unwrap();
+    let store = tlslab_store::Store::open_location(&location, Some(run)).unwrap();
+    assert_eq!(store.sample_count().unwrap(), 1_500, "{:?}", notices.all());
+    let mut starts: Vec<u64> = store
+        .timelines()
+        .unwrap()
+        .iter()
+        .map(|timeline| timeline.started_at_ns)
+        .collect();
+    starts.sort_unstable();
+    assert_eq!(starts, (0..1_500).collect::<Vec<_>>(), "each sample once");
+    assert_eq!(store.trial_totals(0).unwrap().attempted, 1_500);
+    assert!(store.run().unwrap().complete);
+    let said = notices.all().join("\n");
+    assert!(
+        said.contains("went away") && said.contains("was back"),
+        "{said}"
+    );
+    assert!(!said.contains(cluster.password()), "{said}");
+    let spools: Vec<_> = std::fs::read_dir(&directory).unwrap().collect();
+    assert!(spools.is_empty(), "an uploaded spool is removed");
+    let _ = std::fs::remove_dir_all(&directory);
+}
+
+#[test]
+fn a_database_that_never_comes_back_leaves_every_sample_in_the_spool() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let directory = std::env::temp_dir().join(format!("tlslab-spool-never-{}", std::process::id()));
+    let location = tlslab_store::Location::parse(&cluster.url()).unwrap();
+    let tlslab_store::NewRun::Database(sink) = tlslab_store::Store::create_at(&location).unwrap()
+    else {
+        panic!("a database's new run");
+    };
+    let run = sink.run();
+    let mut sink = sink.spooling_into(&directory);
+    write_slowly(&mut sink, 600, |number| {
+        if number == 200 {
+            cluster.stop_immediately();
+        }
+    });
+    let failure = sink.finish(&end(600)).unwrap_err();
+    assert!(!failure.message.contains(cluster.password()), "{failure:?}");
+    assert!(failure.hint.contains("tlslab store copy "), "{failure:?}");
+    let spool = failure
+        .message
+        .split_whitespace()
+        .last()
+        .expect("the message ends with the spool's path");
+    let spooled = tlslab_store::Store::open(std::path::Path::new(spool)).unwrap();
+    let in_spool = spooled.sample_count().unwrap();
+    cluster.start_again();
+    let store = tlslab_store::Store::open_location(&location, Some(run)).unwrap();
+    let in_database = store.sample_count().unwrap();
+    assert_eq!(
+        in_spool + in_database,
+        600,
+        "every sample is in one of the two"
+    );
+    // The spool is uploaded into its run once: a second upload adds nothing.
+    let mut client = connect(&cluster.url());
+    let path = std::path::Path::new(spool);
+    assert_eq!(
+        tlslab_store::postgres::spool::upload(path, &mut client, run).unwrap(),
+        in_spool as u64
+    );
+    assert_eq!(
+        tlslab_store::postgres::spool::upload(path, &mut client, run).unwrap(),
+        0
+    );
+    assert_eq!(store.sample_count().unwrap(), 600);
+    assert!(
+        store.run().unwrap().complete,
+        "the run's end came from the spool"
+    );
+    let _ = std::fs::remove_dir_all(&directory);
+}

@@ -9,12 +9,13 @@
 
 pub mod connection;
 mod sink;
+pub mod spool;
 
 use postgres::Client;
 
 use crate::schema::{tables, Dialect, VERSION};
 
-pub use sink::PostgresSink;
+pub use sink::{Notices, PostgresSink};
 
 /// Why the PostgreSQL store could not be used. The database's own words are the source.
 #[derive(Debug, thiserror::Error)]

@@ -15,6 +15,10 @@ use tlslab_core::{Record, RunEnd, RunInfo, Sample, Sink, SinkError};
 
 use crate::columns::{quoted, stored_sample_columns, Addresses, Fill};
 use crate::sink::{config_values, positional_insert, run_values, trial_values, utc_timestamp};
+use crate::{Store, StoreSink};
+
+use super::connection::Settings;
+use super::spool;
 
 /// Samples per transaction. Larger than SQLite's 1,000: a commit here is a round trip and a
 /// WAL flush on the server, and one `COPY` of 10,000 rows costs little more than of 1,000.
@@ -23,7 +27,44 @@ const BATCH_SAMPLES: usize = 10_000;
 /// The longest a sample waits before it is committed, so that a slow run is stored as it goes.
 const BATCH_TIME: Duration = Duration::from_millis(200);
 
-/// Writes one run into a PostgreSQL store, under the run number the database gave it.
+/// How often a sink whose database went away tries to reach it again.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// What the sink tells its producer besides its records: that the database went away and
+/// came back, and what it did meanwhile. Shared with the producer, who shows it.
+#[derive(Clone, Default)]
+pub struct Notices(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Notices {
+    /// Every notice so far, in order.
+    pub fn all(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    fn push(&self, notice: String) {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(notice);
+    }
+}
+
+/// The local store records go to while the database is away.
+struct Spooling {
+    sink: StoreSink,
+    path: std::path::PathBuf,
+    since: Instant,
+    last_attempt: Instant,
+    samples: u64,
+}
+
+/// Writes one run into a PostgreSQL store, under the run number the database gave it. When
+/// the database goes away (stopped, unreachable, its disk full), the records go to a local
+/// spool (`spool.rs`) and the sink tries every second to reach the database again; when it
+/// can, the spool is appended to the run and the sink goes on writing the database.
 pub struct PostgresSink {
     client: Client,
     /// The database as shown to users (no password).
@@ -43,6 +84,14 @@ pub struct PostgresSink {
     fills: Vec<Fill>,
     address_fills: Vec<fn(&Sample) -> Option<std::net::SocketAddr>>,
     addresses: Addresses,
+    /// How to reach the database again (none: a failure is final).
+    settings: Option<Settings>,
+    /// The run as it began, for a spool's own beginning.
+    info: Option<RunInfo>,
+    spooling: Option<Spooling>,
+    /// Where a spool goes.
+    spool_directory: std::path::PathBuf,
+    notices: Notices,
 }
 
 impl PostgresSink {
@@ -77,7 +126,29 @@ impl PostgresSink {
                 })
                 .collect(),
             addresses: Addresses::default(),
+            settings: None,
+            info: None,
+            spooling: None,
+            spool_directory: spool::DIRECTORY.into(),
+            notices: Notices::default(),
         }
+    }
+
+    /// This sink, spooling into `directory` (rather than [`spool::DIRECTORY`]).
+    pub fn spooling_into(mut self, directory: impl Into<std::path::PathBuf>) -> PostgresSink {
+        self.spool_directory = directory.into();
+        self
+    }
+
+    /// This sink, reaching the database again through `settings` when it goes away.
+    pub fn reconnecting(mut self, settings: Settings) -> PostgresSink {
+        self.settings = Some(settings);
+        self
+    }
+
+    /// What the sink has to tell its producer.
+    pub fn notices(&self) -> Notices {
+        self.notices.clone()
     }
 
     /// The run this sink writes.
@@ -108,7 +179,100 @@ impl PostgresSink {
                 self.batch_started = Instant::now();
                 Ok(())
             }
+            Err(error) if self.settings.is_some() => self.spool(&error),
             Err(error) => Err(self.failed("writing samples", &error)),
+        }
+    }
+
+    /// The database refused the batch: it goes to a new spool, and so will every record
+    /// until the database is back.
+    fn spool(&mut self, error: &postgres::Error) -> Result<(), SinkError> {
+        let path = spool::spool_path(&self.spool_directory, self.run);
+        let refused = |reason: String| {
+            SinkError {
+            message: format!(
+                "the database {} refused the run's samples ({}), and no spool could be made at {}: {reason}",
+                self.database,
+                tlslab_core::WithCauses(error),
+                path.display()
+            ),
+            hint: "check the database server; the samples committed before the failure are kept".into(),
+        }
+        };
+        let store = Store::create(&path)
+            .map_err(|made| refused(tlslab_core::WithCauses(&made).to_string()))?;
+        spool::mark(store.connection(), &self.database, self.run)
+            .map_err(|marked| refused(marked.to_string()))?;
+        let mut sink = store.into_sink();
+        let info = self
+            .info
+            .clone()
+            .ok_or_else(|| refused("the run had not begun".into()))?;
+        sink.begin(&info)?;
+        let samples = self.samples.len() as u64;
+        for record in self.others.drain(..) {
+            sink.record(record)?;
+        }
+        for sample in self.samples.drain(..) {
+            sink.record(Record::Sample(sample))?;
+        }
+        self.notices.push(format!(
+            "the database {} went away ({}); from sample {} on, the run is spooled to {}",
+            self.database,
+            tlslab_core::WithCauses(error),
+            self.stored,
+            path.display()
+        ));
+        let now = Instant::now();
+        self.spooling = Some(Spooling {
+            sink,
+            path,
+            since: now,
+            last_attempt: now,
+            samples,
+        });
+        Ok(())
+    }
+
+    /// While spooling: reaches the database again, at most once a [`RETRY`] unless `now`, and
+    /// appends the spool to the run. Whether the sink writes the database again.
+    fn try_return(&mut self, now: bool) -> Result<bool, SinkError> {
+        let Some(spooling) = &mut self.spooling else {
+            return Ok(true);
+        };
+        if !now && spooling.last_attempt.elapsed() < RETRY {
+            return Ok(false);
+        }
+        spooling.last_attempt = Instant::now();
+        let Some(settings) = &self.settings else {
+            return Ok(false);
+        };
+        let Ok(mut client) = settings.connect() else {
+            return Ok(false);
+        };
+        spooling.sink.flush()?;
+        match spool::upload(&spooling.path, &mut client, self.run) {
+            Ok(uploaded) => {
+                self.notices.push(format!(
+                    "the database {} was back after {:.1} s: the {uploaded} samples spooled meanwhile were added to run {}",
+                    self.database,
+                    spooling.since.elapsed().as_secs_f64(),
+                    self.run
+                ));
+                self.stored += uploaded;
+                let path = spooling.path.clone();
+                // Closed first (the SQLite sink, its log and its lock), then removed with the
+                // files beside it: it is in the database now.
+                self.spooling = None;
+                for suffix in ["", "-reserve", "-wal", "-shm"] {
+                    let mut name = path.clone().into_os_string();
+                    name.push(suffix);
+                    let _ = std::fs::remove_file(name);
+                }
+                self.client = client;
+                Ok(true)
+            }
+            Err(_) => Ok(false),
         }
     }
 
@@ -135,6 +299,33 @@ impl PostgresSink {
             .execute(sql, &references)
             .map(drop)
             .map_err(|error| self.failed(doing, &error))
+    }
+}
+
+impl PostgresSink {
+    /// The run ends with the database still away: the spool takes the end too, and the
+    /// failure says where the spool is and how to upload it.
+    fn finish_spooled(&mut self, end: &RunEnd) -> Result<(), SinkError> {
+        let Some(mut spooling) = self.spooling.take() else {
+            return Ok(());
+        };
+        spooling.sink.finish(end)?;
+        Err(SinkError {
+            message: format!(
+                "the database {} went away {:.1} s before the run ended and did not come back: run {} holds {} samples, and the {} samples since are in the spool {}",
+                self.database,
+                spooling.since.elapsed().as_secs_f64(),
+                self.run,
+                self.stored,
+                spooling.samples,
+                spooling.path.display()
+            ),
+            hint: format!(
+                "when the database is back, upload them: tlslab store copy {} '{}'",
+                spooling.path.display(),
+                self.database
+            ),
+        })
     }
 }
 
@@ -214,6 +405,7 @@ fn write_other(
 
 impl Sink for PostgresSink {
     fn begin(&mut self, info: &RunInfo) -> Result<(), SinkError> {
+        self.info = Some(info.clone());
         let values = run_values(self.run, info);
         let names: Vec<&str> = values.iter().map(|(name, _)| *name).collect();
         let values: Vec<Value> = values.into_iter().map(|(_, value)| value).collect();
@@ -231,6 +423,12 @@ impl Sink for PostgresSink {
     }
 
     fn record(&mut self, record: Record) -> Result<(), SinkError> {
+        if let Some(spooling) = &mut self.spooling {
+            spooling.samples += u64::from(matches!(record, Record::Sample(_)));
+            spooling.sink.record(record)?;
+            self.try_return(false)?;
+            return Ok(());
+        }
         match record {
             Record::Sample(sample) => self.samples.push(sample),
             record => self.others.push(record),
@@ -242,11 +440,17 @@ impl Sink for PostgresSink {
     }
 
     fn flush(&mut self) -> Result<(), SinkError> {
+        if self.spooling.is_some() {
+            return self.try_return(false).map(drop);
+        }
         self.commit()
     }
 
     fn finish(&mut self, end: &RunEnd) -> Result<(), SinkError> {
         let committed = self.commit();
+        if self.spooling.is_some() && !self.try_return(true)? {
+            return self.finish_spooled(end);
+        }
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |since| since.as_nanos() as u64);
@@ -268,7 +472,7 @@ impl Sink for PostgresSink {
 }
 
 /// The PostgreSQL type of a column the one schema types as SQLite does.
-fn column_type(sql: &str) -> Type {
+pub(super) fn column_type(sql: &str) -> Type {
     match sql.split(' ').next() {
         Some("INTEGER") => Type::INT8,
         Some("REAL") => Type::FLOAT8,
@@ -280,7 +484,7 @@ fn column_type(sql: &str) -> Type {
 /// values are SQLite's kinds (integer, real, text, NULL), and PostgreSQL wants each in its
 /// column's type, which the driver checks before it writes.
 #[derive(Debug)]
-enum Parameter<'a> {
+pub(super) enum Parameter<'a> {
     Null,
     Integer(i64),
     Real(f64),
