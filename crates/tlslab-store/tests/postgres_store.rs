@@ -405,3 +405,26 @@ fn a_database_that_never_comes_back_leaves_every_sample_in_the_spool() {
     );
     let _ = std::fs::remove_dir_all(&directory);
 }
+
+#[test]
+fn a_spool_stops_the_run_at_its_bound_keeping_what_it_took() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let directory = std::env::temp_dir().join(format!("tlslab-spool-bound-{}", std::process::id()));
+    let location = tlslab_store::Location::parse(&cluster.url()).unwrap();
+    let tlslab_store::NewRun::Database(sink) = tlslab_store::Store::create_at(&location).unwrap()
+    else {
+        panic!("a database's new run");
+    };
+    let mut sink = sink.spooling_into(&directory).spool_limit(64 << 10);
+    sink.begin(&info("bound")).unwrap();
+    sink.record(sample(0, 0)).unwrap();
+    sink.flush().unwrap();
+    cluster.stop_immediately();
+    let refused = (1..200_000u64).find_map(|number| sink.record(sample(0, number)).err());
+    let refused = refused.expect("the spool's bound stops the run");
+    assert!(refused.message.contains("reached its bound"), "{refused:?}");
+    assert!(refused.hint.contains("tlslab store copy"), "{refused:?}");
+    let _ = std::fs::remove_dir_all(&directory);
+}

@@ -30,6 +30,13 @@ const BATCH_TIME: Duration = Duration::from_millis(200);
 /// How often a sink whose database went away tries to reach it again.
 const RETRY: Duration = Duration::from_secs(1);
 
+/// The most a spool may grow to on the local disk. Past it the run stops (as on a full disk):
+/// what was taken is kept, in the database and the spool.
+pub const SPOOL_LIMIT_BYTES: u64 = 4 << 30;
+
+/// Spooled samples between two looks at the spool's size.
+const SPOOL_CHECK_SAMPLES: u64 = 10_000;
+
 /// What the sink tells its producer besides its records: that the database went away and
 /// came back, and what it did meanwhile. Shared with the producer, who shows it.
 #[derive(Clone, Default)]
@@ -89,8 +96,9 @@ pub struct PostgresSink {
     /// The run as it began, for a spool's own beginning.
     info: Option<RunInfo>,
     spooling: Option<Spooling>,
-    /// Where a spool goes.
+    /// Where a spool goes, and how large it may grow.
     spool_directory: std::path::PathBuf,
+    spool_limit: u64,
     notices: Notices,
 }
 
@@ -130,6 +138,7 @@ impl PostgresSink {
             info: None,
             spooling: None,
             spool_directory: spool::DIRECTORY.into(),
+            spool_limit: SPOOL_LIMIT_BYTES,
             notices: Notices::default(),
         }
     }
@@ -137,6 +146,12 @@ impl PostgresSink {
     /// This sink, spooling into `directory` (rather than [`spool::DIRECTORY`]).
     pub fn spooling_into(mut self, directory: impl Into<std::path::PathBuf>) -> PostgresSink {
         self.spool_directory = directory.into();
+        self
+    }
+
+    /// This sink, letting a spool grow to `bytes` (rather than [`SPOOL_LIMIT_BYTES`]).
+    pub fn spool_limit(mut self, bytes: u64) -> PostgresSink {
+        self.spool_limit = bytes;
         self
     }
 
@@ -426,6 +441,24 @@ impl Sink for PostgresSink {
         if let Some(spooling) = &mut self.spooling {
             spooling.samples += u64::from(matches!(record, Record::Sample(_)));
             spooling.sink.record(record)?;
+            if spooling.samples % SPOOL_CHECK_SAMPLES == 0 {
+                let size = spool::size(&spooling.path);
+                if size > self.spool_limit {
+                    return Err(SinkError {
+                        message: format!(
+                            "the database {} is still away and the spool {} has reached its bound ({} MB): the run stops there",
+                            self.database,
+                            spooling.path.display(),
+                            size >> 20
+                        ),
+                        hint: format!(
+                            "every sample taken is kept; when the database is back, upload the spool: tlslab store copy {} '{}'",
+                            spooling.path.display(),
+                            self.database
+                        ),
+                    });
+                }
+            }
             self.try_return(false)?;
             return Ok(());
         }

@@ -33,6 +33,18 @@ pub fn spool_path(directory: &Path, run: i64) -> PathBuf {
     directory.join(format!("spool-run{run}-{now}-{}.db", std::process::id()))
 }
 
+/// The spool's size on disk, its write-ahead log included.
+pub fn size(path: &Path) -> u64 {
+    ["", "-wal"]
+        .iter()
+        .map(|suffix| {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            std::fs::metadata(name).map_or(0, |metadata| metadata.len())
+        })
+        .sum()
+}
+
 /// Marks the new SQLite store at `path` as the spool of `run` in `database` (shown without
 /// password).
 pub fn mark(connection: &rusqlite::Connection, database: &str, run: i64) -> rusqlite::Result<()> {
