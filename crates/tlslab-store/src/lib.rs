@@ -977,6 +977,21 @@ impl Store {
         })
     }
 
+    /// The number of the run this store reads, as `--run` names it: a database's run, or the
+    /// one run a file holds (`None` for a file of scans alone). A database opened without a
+    /// run asked for reads its latest, whose number is known only from here.
+    pub fn run_number(&self) -> Result<Option<i64>, StoreError> {
+        match &self.connection {
+            database::Connection::Sqlite(_) => {
+                self.connection
+                    .first("SELECT id FROM runs ORDER BY id LIMIT 1", &[], |row| {
+                        row.get::<i64>(0)
+                    })
+            }
+            database::Connection::Postgres { run, .. } => Ok(Some(*run)),
+        }
+    }
+
     /// The run this store reads: a database's run number, 0 for a file (its only run).
     fn run_id(&self) -> i64 {
         match &self.connection {

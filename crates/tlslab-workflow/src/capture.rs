@@ -10,10 +10,12 @@ use std::time::{Duration, Instant};
 use tlslab_capture::keys::KeyLog;
 use tlslab_capture::live::{Live, PcapFiles, Rotation};
 use tlslab_capture::{packets, Analyser, CaptureError};
-use tlslab_core::{Source, Vantage};
+use tlslab_core::{Sink, Source, Vantage};
+use tlslab_store::Location;
 use tlslab_telemetry::{influx, metrics, Metrics, Telemetry};
 
 use crate::passive::{self, Ending, PassiveOutcome};
+use crate::results::Results;
 use crate::{files, Control, Invocation, Notice, WorkflowError};
 
 /// How often idle connections are given up and the store commits, without traffic.
@@ -28,8 +30,9 @@ pub struct CaptureRequest {
     pub filter: Option<String>,
     /// Stop after this long; until the stop token when `None`.
     pub duration: Option<Duration>,
-    /// The results store to create; [`crate::default_output`] when `None`.
-    pub out: Option<PathBuf>,
+    /// Where the handshakes go as they complete: a new file, or a new run in a PostgreSQL
+    /// database; [`crate::default_output`] when `None`.
+    pub store: Option<Location>,
     /// Also write the packets to this pcap file...
     pub write: Option<PathBuf>,
     /// ... starting a new one at this size or age.
@@ -59,10 +62,10 @@ pub struct CaptureOutcome {
 
 /// What the capture writes into and reports to, opened before it starts.
 struct Outputs {
-    path: PathBuf,
+    results: Results,
     live: Live,
     file: Option<PcapFiles>,
-    sink: Telemetry<tlslab_store::StoreSink>,
+    sink: Telemetry<Box<dyn Sink>>,
     metrics: Option<metrics::MetricsServer>,
 }
 
@@ -73,10 +76,10 @@ pub fn capture(
     request: &CaptureRequest,
     control: &Control,
 ) -> Result<CaptureOutcome, WorkflowError> {
-    let (mut outputs, keys) = open(request)?;
+    let (mut outputs, keys) = open(request, control)?;
     control.notice(Notice::Capturing {
         interface: request.interface.clone(),
-        store: outputs.path.clone(),
+        store: PathBuf::from(outputs.results.to_string()),
         until_stopped: request.duration.is_none(),
         metrics: outputs.metrics.as_ref().map(|server| server.address()),
     });
@@ -122,11 +125,11 @@ pub fn capture(
     };
     let report = passive::end(store, report, ending)?;
     if let Some(error) = failure {
-        return Err(passive::environment(error, Some(&outputs.path)));
+        return Err(passive::environment(error, Some(&outputs.results)));
     }
     Ok(CaptureOutcome {
         passive: PassiveOutcome {
-            path: outputs.path,
+            results: outputs.results,
             report,
             influx,
             interrupted: false,
@@ -156,15 +159,25 @@ fn next(
 
 /// Every output checked, then the capture, the capture file, monitoring and the store
 /// opened, in that order: without the right to capture, no store is left behind.
-fn open(request: &CaptureRequest) -> Result<(Outputs, Option<KeyLog>), WorkflowError> {
+fn open(
+    request: &CaptureRequest,
+    control: &Control,
+) -> Result<(Outputs, Option<KeyLog>), WorkflowError> {
     let filter = passive::filter(request.filter.as_deref())?;
-    let path = request.out.clone().unwrap_or_else(crate::default_output);
-    // The store, and the first capture file (each later one as it is begun).
+    let location = request
+        .store
+        .clone()
+        .unwrap_or_else(|| Location::File(crate::default_output()));
+    let path = location.path();
+    // The store file, and the first capture file (each later one as it is begun).
     let first = request
         .write
         .as_deref()
         .map(|base| PcapFiles::name(base, request.rotation, 1));
-    let mut outputs = vec![files::Output::new("--out", &path, files::Kind::Results)];
+    let mut outputs: Vec<files::Output<'_>> = path
+        .map(|path| files::Output::new("--out", path, files::Kind::Results))
+        .into_iter()
+        .collect();
     if let Some(first) = &first {
         outputs.push(files::Output::new("--write", first, files::Kind::Capture));
     }
@@ -176,7 +189,7 @@ fn open(request: &CaptureRequest) -> Result<(Outputs, Option<KeyLog>), WorkflowE
     let file = request
         .write
         .as_deref()
-        .map(|base| PcapFiles::create(base, request.rotation, file_check(request, &path)))
+        .map(|base| PcapFiles::create(base, request.rotation, file_check(request, path)))
         .transpose()
         .map_err(|error| passive::environment(error, None))?;
     // So is monitoring: a port in use or an InfluxDB that does not answer leaves nothing.
@@ -190,13 +203,16 @@ fn open(request: &CaptureRequest) -> Result<(Outputs, Option<KeyLog>), WorkflowE
         .as_deref()
         .map(influx::Writer::connect)
         .transpose()?;
-    files::make_room(&path, writes[0])?;
-    let store = passive::begin(
-        &path,
+    if let Some(path) = path {
+        files::make_room(path, writes[0])?;
+    }
+    let (store, results) = passive::begin(
+        &location,
         Source::Capture {
             interface: request.interface.clone(),
         },
         &request.invocation,
+        control,
     )?;
     let mut sink = Telemetry::new(store);
     if metrics.is_some() {
@@ -206,7 +222,7 @@ fn open(request: &CaptureRequest) -> Result<(Outputs, Option<KeyLog>), WorkflowE
         sink = sink.with_influx(points);
     }
     let outputs = Outputs {
-        path,
+        results,
         live,
         file,
         sink,
@@ -215,17 +231,17 @@ fn open(request: &CaptureRequest) -> Result<(Outputs, Option<KeyLog>), WorkflowE
     Ok((outputs, keys))
 }
 
-/// The rule for each capture file `write` begins: never over the store, the key log or a
-/// file of another kind (a rotated file's name may be taken by anything).
+/// The rule for each capture file `write` begins: never over the store file, the key log or
+/// a file of another kind (a rotated file's name may be taken by anything).
 fn file_check(
     request: &CaptureRequest,
-    store: &Path,
+    store: Option<&Path>,
 ) -> impl FnMut(&Path) -> Result<(), CaptureError> + Send + 'static {
     let inputs: Vec<PathBuf> = request
         .key_log
         .iter()
         .cloned()
-        .chain([store.into()])
+        .chain(store.map(Path::to_path_buf))
         .collect();
     let force = request.force;
     move |file| {

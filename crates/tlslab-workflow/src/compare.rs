@@ -7,13 +7,17 @@ use tlslab_report::factorial::Factorial;
 use tlslab_report::{compare_store, Comparisons, Metric, Names};
 use tlslab_stats::{compare_all_in_place, CompareOptions, Comparison};
 
+use crate::results::Results;
 use crate::{Control, ErrorKind, WorkflowError};
 
 /// What to compare, how, and what a gate refuses.
 #[derive(Debug, Clone)]
 pub struct CompareRequest {
-    /// A results store, or two sample files (baseline first unless `baseline` says).
+    /// A results store file, or two sample files (baseline first unless `baseline` says);
+    /// none when `store` names the store.
     pub inputs: Vec<PathBuf>,
+    /// The results store compared, a file or a database's run, when `inputs` is empty.
+    pub store: Option<Results>,
     /// The baseline: a Config's label, one of the two sample files (its path or file
     /// name), or with `by` the dimension's value.
     pub baseline: Option<String>,
@@ -39,6 +43,7 @@ impl CompareRequest {
     pub fn new(inputs: Vec<PathBuf>) -> CompareRequest {
         CompareRequest {
             inputs,
+            store: None,
             baseline: None,
             by: None,
             metric: None,
@@ -195,13 +200,13 @@ fn factorial(
     options: &CompareOptions,
     control: &Control,
 ) -> Result<Factorial, WorkflowError> {
-    let [store] = request.inputs.as_slice() else {
+    let Some(store) = the_store(request)? else {
         return Err(WorkflowError::usage(
             "--by compares the Configs of one results store",
             "give one .db file: tlslab compare RESULTS.db --by tls",
         ));
     };
-    let store = crate::open_store(store, control)?;
+    let store = store.open(control)?;
     let metric = metric_of(&store, request.metric.as_deref())?;
     Ok(tlslab_report::factorial::factorial(
         &store,
@@ -219,19 +224,19 @@ fn comparisons(
     options: &CompareOptions,
     control: &Control,
 ) -> Result<(Comparisons, &'static str, Option<Names>), WorkflowError> {
+    if let Some(store) = the_store(request)? {
+        let store = store.open(control)?;
+        let metric = metric_of(&store, request.metric.as_deref())?;
+        let set = compare_store(&store, request.baseline.as_deref(), &metric, options)?;
+        // Each Config named by the dimensions in which it differs from the baseline, and by
+        // the name the run's summary showed.
+        return Ok((
+            Comparisons::new(set, &metric, &store.configs()?),
+            "ms",
+            Some(Names::of_store(&store)?),
+        ));
+    }
     Ok(match request.inputs.as_slice() {
-        [store] => {
-            let store = crate::open_store(store, control)?;
-            let metric = metric_of(&store, request.metric.as_deref())?;
-            let set = compare_store(&store, request.baseline.as_deref(), &metric, options)?;
-            // Each Config named by the dimensions in which it differs from the baseline, and
-            // by the name the run's summary showed.
-            (
-                Comparisons::new(set, &metric, &store.configs()?),
-                "ms",
-                Some(Names::of_store(&store)?),
-            )
-        }
         [first, second] => {
             let (baseline, other) = file_baseline(first, second, request.baseline.as_deref())?;
             let column = request.column.as_deref();
@@ -261,6 +266,23 @@ fn comparisons(
             ))
         }
     })
+}
+
+/// The one results store compared: `store`, or the one input; `None` for two sample
+/// files (or none).
+fn the_store(request: &CompareRequest) -> Result<Option<Results>, WorkflowError> {
+    match (&request.store, request.inputs.as_slice()) {
+        (Some(_), [_, ..]) => Err(WorkflowError::usage(
+            format!(
+                "a results store and {} more inputs given",
+                request.inputs.len()
+            ),
+            "give one results store (a file or --store URL), or two sample files BASELINE OTHER",
+        )),
+        (Some(store), []) => Ok(Some(store.clone())),
+        (None, [store]) => Ok(Some(Results::file(store))),
+        (None, _) => Ok(None),
+    }
 }
 
 /// The gate's verdict: the comparisons it catches by the verdict rule of the printed lines

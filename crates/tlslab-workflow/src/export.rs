@@ -2,18 +2,19 @@
 //! Lines, into a file (written whole, then renamed into place) or a writer the caller gives.
 
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use tlslab_store::ExportFormat;
 
 use crate::files;
+use crate::results::Results;
 use crate::{Control, WorkflowError};
 
 /// The store to export, and how.
 #[derive(Debug, Clone)]
 pub struct ExportRequest {
-    /// A results store.
-    pub results: PathBuf,
+    /// A results store's run: a file, or a database's run.
+    pub results: Results,
     /// The samples' format (the scans are JSON Lines whatever it says).
     pub format: ExportFormat,
     /// The stored scans instead of the samples: one scan a line, its `--json` object under
@@ -25,7 +26,7 @@ pub struct ExportRequest {
 
 impl ExportRequest {
     /// `results`' samples as CSV.
-    pub fn new(results: impl Into<PathBuf>) -> ExportRequest {
+    pub fn new(results: impl Into<Results>) -> ExportRequest {
         ExportRequest {
             results: results.into(),
             format: ExportFormat::Csv,
@@ -53,9 +54,10 @@ pub fn export(
 ) -> Result<(), WorkflowError> {
     if let Destination::File(path) = &destination {
         let output = files::Output::new("-o", path, files::Kind::Export);
-        files::claim(&output, &[&request.results], request.force)?;
+        let inputs: Vec<&Path> = request.results.path().into_iter().collect();
+        files::claim(&output, &inputs, request.force)?;
     }
-    let store = crate::open_store(&request.results, control)?;
+    let store = request.results.open(control)?;
     let write = |out: &mut dyn Write| -> Result<(), WorkflowError> {
         if request.scans {
             write_scans(&store, out)

@@ -26,7 +26,7 @@
 //!     Ok(outcome) => println!(
 //!         "{} attempts stored in {} ({:?})",
 //!         outcome.summary.attempted,
-//!         outcome.path.display(),
+//!         outcome.results,
 //!         outcome.verdict.kind()
 //!     ),
 //!     Err(error) => eprintln!("error: {error}\nhint: {}", error.hint()),
@@ -49,6 +49,7 @@ pub mod pcap;
 pub mod pki;
 pub mod plan;
 pub mod report;
+pub mod results;
 pub mod run;
 pub mod scan;
 pub mod scan_cost;
@@ -71,7 +72,8 @@ pub struct Invocation {
     /// The commit it was built from.
     pub commit: String,
     /// The command line stored with the results (the binary's arguments; whatever names
-    /// the request for another caller).
+    /// the request for another caller). It is stored as [`Invocation::stored_command_line`]
+    /// gives it: a password in a URL among it (`--store postgres://user:secret@…`) never.
     pub command_line: Vec<String>,
 }
 
@@ -84,6 +86,15 @@ impl Invocation {
             commit: "unknown".into(),
             command_line: Vec::new(),
         }
+    }
+
+    /// The command line as it is stored with results: each argument with any password in a
+    /// URL in it replaced by `***` (tlslab-store's `redact_url`).
+    pub fn stored_command_line(&self) -> Vec<String> {
+        self.command_line
+            .iter()
+            .map(|argument| tlslab_store::postgres::connection::redact_url(argument))
+            .collect()
     }
 
     /// The machine and libraries a run is measured on, with this tool's version and commit.
@@ -102,7 +113,8 @@ pub enum Notice {
     Capturing {
         /// The interface.
         interface: String,
-        /// The store it writes.
+        /// The store it writes (a database's URL and run as [`results::Results`] shows
+        /// them, without a password).
         store: PathBuf,
         /// Whether it runs until stopped (no duration was given).
         until_stopped: bool,
@@ -120,7 +132,8 @@ pub enum Notice {
     /// server died, the disk filled, or it was cut off): numbers from it are not a complete
     /// run's.
     Unfinished {
-        /// The store.
+        /// The store (a database's URL and run as [`results::Results`] shows them, without
+        /// a password).
         store: PathBuf,
         /// The reason stored with the run, if one was.
         reason: Option<String>,
@@ -158,7 +171,8 @@ impl Control {
 }
 
 /// `./tlslab-results/<UTC timestamp>.db`, with a suffix when two runs start in one second:
-/// where a run, a load, a pcap or a capture stores its results unless told.
+/// where a run, a load, a pcap or a capture stores its results unless told (by `--store`,
+/// `--out` or `TLSLAB_STORE`).
 pub fn default_output() -> PathBuf {
     let stamp = tlslab_store::utc_timestamp(now_unix_ns()).replace(':', "-");
     let directory = std::path::Path::new("tlslab-results");
@@ -188,20 +202,11 @@ pub fn open_pki(dir: Option<&std::path::Path>) -> Result<tlslab_pki::Pki, Workfl
     .map_err(WorkflowError::Pki)
 }
 
-/// Opens a results store for reading, and says so ([`Notice::Unfinished`]) when its run did
-/// not finish, so numbers from it are not taken for a complete run's.
+/// Opens a results file for reading, and says so ([`Notice::Unfinished`]) when its run did
+/// not finish ([`results::Results::open`], which also opens a database's run).
 pub fn open_store(
     path: &std::path::Path,
     control: &Control,
 ) -> Result<tlslab_store::Store, WorkflowError> {
-    let store = tlslab_store::Store::open(path)?;
-    if let Ok(run) = store.run() {
-        if !run.complete {
-            control.notice(Notice::Unfinished {
-                store: path.to_path_buf(),
-                reason: run.reason.clone(),
-            });
-        }
-    }
-    Ok(store)
+    results::Results::file(path).open(control)
 }

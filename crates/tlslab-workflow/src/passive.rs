@@ -7,16 +7,17 @@ use tlslab_capture::filter::Filter;
 use tlslab_capture::keys::KeyLog;
 use tlslab_capture::Report;
 use tlslab_core::{RunEnd, RunInfo, Sink, SinkError, Source};
-use tlslab_store::{Store, StoreSink};
+use tlslab_store::Location;
 use tlslab_telemetry::InfluxReport;
 
-use crate::{ErrorKind, Invocation, WorkflowError};
+use crate::results::{self, Results};
+use crate::{Control, ErrorKind, Invocation, WorkflowError};
 
 /// Handshakes read from packets into a store.
 #[derive(Debug)]
 pub struct PassiveOutcome {
-    /// The results store's path.
-    pub path: PathBuf,
+    /// Where the handshakes went: the file, or the database and the run's number.
+    pub results: Results,
     /// What reading found and skipped.
     pub report: Report,
     /// What InfluxDB took, when handshakes were sent to it.
@@ -34,8 +35,10 @@ impl PassiveOutcome {
 
     /// The run summary of the store the reading wrote: what its handshakes measured.
     pub fn summary(&self) -> Result<tlslab_report::RunSummary, WorkflowError> {
-        let store = Store::open(&self.path)?;
-        Ok(tlslab_report::RunSummary::from_store(&store)?)
+        let store = self.results.open(&Control::default())?;
+        let mut summary = tlslab_report::RunSummary::from_store(&store)?;
+        summary.store = self.results.to_string();
+        Ok(summary)
     }
 }
 
@@ -51,12 +54,12 @@ pub(crate) fn usage(source: tlslab_capture::CaptureError) -> WorkflowError {
 /// A capture error of the machine (no right to capture, a disk full).
 pub(crate) fn environment(
     source: tlslab_capture::CaptureError,
-    results: Option<&Path>,
+    results: Option<&Results>,
 ) -> WorkflowError {
     WorkflowError::Capture {
         source,
         usage: false,
-        results: results.map(Path::to_path_buf),
+        results: results.map(|results| PathBuf::from(results.to_string())),
     }
 }
 
@@ -73,16 +76,15 @@ pub(crate) fn filter(expression: Option<&str>) -> Result<Option<Filter>, Workflo
         .transpose()
 }
 
-/// A new store at `path`, its run begun for `source`.
+/// A new store at `location` (a file, or a new run in a database), its run begun for
+/// `source`; where it is.
 pub(crate) fn begin(
-    path: &Path,
+    location: &Location,
     source: Source,
     invocation: &Invocation,
-) -> Result<StoreSink, WorkflowError> {
-    let created = Store::create(path).map_err(|source| WorkflowError::StoreCreate {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    control: &Control,
+) -> Result<(Box<dyn Sink>, Results), WorkflowError> {
+    let (created, results) = results::create(location, control)?;
     let mut sink = created.into_sink();
     let mut environment = invocation.environment();
     environment.network = "capture".into();
@@ -94,11 +96,11 @@ pub(crate) fn begin(
         configs: Vec::new(),
         plan: None,
         environment,
-        command_line: invocation.command_line.clone(),
+        command_line: invocation.stored_command_line(),
         started_at_unix_ns: crate::now_unix_ns(),
     })
     .map_err(WorkflowError::Sink)?;
-    Ok(sink)
+    Ok((sink, results))
 }
 
 /// How reading ended.

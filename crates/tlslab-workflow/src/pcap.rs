@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use tlslab_capture::Analyser;
 use tlslab_core::{SinkThread, Source, Vantage};
+use tlslab_store::Location;
 use tlslab_telemetry::{influx, Telemetry};
 
 pub use crate::passive::PassiveOutcome;
@@ -16,9 +17,10 @@ pub struct PcapRequest {
     /// pcap or pcapng files (plain, .gz or .zst), read in order: a rotated capture's
     /// connections continue across its files.
     pub captures: Vec<PathBuf>,
-    /// The results store to create; [`crate::default_output`] when `None`.
-    pub out: Option<PathBuf>,
-    /// Whether `out` may replace a file of another kind.
+    /// Where the handshakes go: a new file, or a new run in a PostgreSQL database;
+    /// [`crate::default_output`] when `None`.
+    pub store: Option<Location>,
+    /// Whether a store file may replace a file of another kind.
     pub force: bool,
     /// A key log to decrypt TLS 1.3 handshakes with.
     pub key_log: Option<PathBuf>,
@@ -37,7 +39,7 @@ impl PcapRequest {
     pub fn new(captures: Vec<PathBuf>, out: PathBuf, invocation: Invocation) -> PcapRequest {
         PcapRequest {
             captures,
-            out: Some(out),
+            store: Some(Location::File(out)),
             force: false,
             key_log: None,
             filter: None,
@@ -94,20 +96,30 @@ fn check_capture_file(capture: &Path) -> Result<(), WorkflowError> {
 /// reading where it is ([`PassiveOutcome::interrupted`]; what was read is stored).
 pub fn pcap(request: &PcapRequest, control: &Control) -> Result<PassiveOutcome, WorkflowError> {
     let filter = passive::filter(request.filter.as_deref())?;
-    let path = request.out.clone().unwrap_or_else(crate::default_output);
+    let location = request
+        .store
+        .clone()
+        .unwrap_or_else(|| Location::File(crate::default_output()));
     let inputs: Vec<&Path> = request
         .captures
         .iter()
         .chain(&request.key_log)
         .map(PathBuf::as_path)
         .collect();
-    let output = files::Output::new("--out", &path, files::Kind::Results);
-    let write = files::claim(&output, &inputs, request.force)?;
+    let write = location
+        .path()
+        .map(|path| {
+            let output = files::Output::new("--out", path, files::Kind::Results);
+            files::claim(&output, &inputs, request.force)
+        })
+        .transpose()?;
     for capture in &request.captures {
         check_capture_file(capture)?;
     }
     let keys = passive::keys(request.key_log.as_deref())?;
-    files::make_room(&path, write)?;
+    if let (Some(path), Some(write)) = (location.path(), write) {
+        files::make_room(path, write)?;
+    }
     let source = Source::Pcap {
         files: request
             .captures
@@ -122,7 +134,7 @@ pub fn pcap(request: &PcapRequest, control: &Control) -> Result<PassiveOutcome, 
         .transpose()?;
     // The store writes on a thread of its own, beside the reading: a file never waits for
     // the network, so the two keep two cores busy (docs/benchmarks.md).
-    let store = passive::begin(&path, source, &request.invocation)?;
+    let (store, results) = passive::begin(&location, source, &request.invocation, control)?;
     let store = SinkThread::spawn(store).map_err(WorkflowError::Sink)?;
     let mut sink = Telemetry::new(store);
     if let Some(points) = points {
@@ -162,11 +174,11 @@ pub fn pcap(request: &PcapRequest, control: &Control) -> Result<PassiveOutcome, 
         return Err(WorkflowError::Capture {
             source,
             usage: true,
-            results: Some(path),
+            results: Some(PathBuf::from(results.to_string())),
         });
     }
     Ok(PassiveOutcome {
-        path,
+        results,
         report,
         influx,
         interrupted,

@@ -2,19 +2,18 @@
 //! comparison to detect a given relative difference with a given power, and how long that
 //! takes at the rate the pilot measured (the formula is tlslab-stats' `power`).
 
-use std::path::PathBuf;
-
 use serde::Serialize;
 use tlslab_report::RunSummary;
 use tlslab_stats::power::{handshakes_needed, log_spread};
 
+use crate::results::Results;
 use crate::{Control, WorkflowError};
 
 /// The store to plan from, the phase planned for, and the goal.
 #[derive(Debug, Clone)]
 pub struct PlanRequest {
-    /// A results store (a short pilot run is enough).
-    pub store: PathBuf,
+    /// A results store's run (a short pilot run is enough): a file, or a database's run.
+    pub store: Results,
     /// The phase planned for (`handshake`, `server_response`, `ttfb`, ...).
     pub metric: String,
     /// The difference to detect, with what power, at what significance.
@@ -113,7 +112,7 @@ pub struct PlanOutcome {
 /// finish.
 pub fn plan(request: &PlanRequest, control: &Control) -> Result<PlanOutcome, WorkflowError> {
     request.goal.check()?;
-    let store = crate::open_store(&request.store, control)?;
+    let store = request.store.open(control)?;
     let configs = config_plans(&store, &request.metric, &request.goal)?;
     let most = configs.iter().filter_map(|plan| plan.handshakes).max();
     // One -n for every Config: the most any needs, at each Config's own rate. A Config

@@ -9,6 +9,7 @@ use tlslab_report::{
 };
 
 use crate::files;
+use crate::results::Results;
 use crate::{Control, Notice, WorkflowError};
 
 /// The report's format.
@@ -23,9 +24,10 @@ pub enum ReportFormat {
 /// The store to report on, and where and how.
 #[derive(Debug, Clone)]
 pub struct ReportRequest {
-    /// A results store.
-    pub results: PathBuf,
-    /// The report file; the store's path with `.html` or `.md` when `None`.
+    /// A results store's run: a file, or a database's run.
+    pub results: Results,
+    /// The report file; the store's path with `.html` or `.md` when `None` (for a database's
+    /// run, `DATABASE-runN.html` here: [`Results::beside`]).
     pub output: Option<PathBuf>,
     /// The format; the output's extension names it when `None` (`.md` or `.markdown`:
     /// Markdown; else HTML).
@@ -40,7 +42,7 @@ pub struct ReportRequest {
 
 impl ReportRequest {
     /// The HTML report of `results` beside it.
-    pub fn new(results: impl Into<PathBuf>) -> ReportRequest {
+    pub fn new(results: impl Into<Results>) -> ReportRequest {
         ReportRequest {
             results: results.into(),
             output: None,
@@ -101,15 +103,9 @@ fn link_from(base: &Path, path: &Path) -> String {
 pub fn report(request: &ReportRequest, control: &Control) -> Result<ReportOutcome, WorkflowError> {
     crate::experiment::check_metric(request.metric.as_deref())?;
     let format = request.format();
-    let output = request.output.clone().unwrap_or_else(|| {
-        request.results.with_extension(match format {
-            ReportFormat::Html => "html",
-            ReportFormat::Markdown => "md",
-        })
-    });
+    let (store, results, output) = open(request, control)?;
     let report = files::Output::new("-o", &output, files::Kind::Report);
-    files::claim(&report, &[&request.results], request.force)?;
-    let store = crate::open_store(&request.results, control)?;
+    let inputs: Vec<&Path> = request.results.path().into_iter().collect();
     let mut outcome = ReportOutcome {
         output: output.clone(),
         format,
@@ -119,7 +115,7 @@ pub fn report(request: &ReportRequest, control: &Control) -> Result<ReportOutcom
     // A store of scans alone (`tlslab scan --out`) has no run to summarize.
     if !store.has_run()? {
         let scans = store.scans()?;
-        let name = request.results.display().to_string();
+        let name = results.to_string();
         let text = match format {
             ReportFormat::Html => render_scan_report_html(&name, &scans),
             ReportFormat::Markdown => render_scan_report_markdown(&name, &scans),
@@ -128,9 +124,11 @@ pub fn report(request: &ReportRequest, control: &Control) -> Result<ReportOutcom
         outcome.scans_only = true;
         return Ok(outcome);
     }
-    let data = ReportData::from_store_on(&store, request.metric.as_deref())?;
+    let mut data = ReportData::from_store_on(&store, request.metric.as_deref())?;
+    // A database's run is named with its number: the database holds many.
+    data.summary.store = results.to_string();
     if let Some(directory) = &request.png {
-        outcome.charts = write_charts(&data, directory, report, request, control)?;
+        outcome.charts = write_charts(&data, directory, (report, &inputs), request, control)?;
     }
     let text = match format {
         ReportFormat::Html => render_html(&data)?,
@@ -143,12 +141,47 @@ pub fn report(request: &ReportRequest, control: &Control) -> Result<ReportOutcom
     Ok(outcome)
 }
 
+/// The store opened, its run named, and the report's file, checked by the file rule: for a
+/// file, before the store is opened (it is never written over); for a database's run, once
+/// the run's number names it.
+fn open(
+    request: &ReportRequest,
+    control: &Control,
+) -> Result<(tlslab_store::Store, Results, PathBuf), WorkflowError> {
+    let extension = match request.format() {
+        ReportFormat::Html => "html",
+        ReportFormat::Markdown => "md",
+    };
+    let claim = |output: &Path| {
+        let inputs: Vec<&Path> = request.results.path().into_iter().collect();
+        let report = files::Output::new("-o", output, files::Kind::Report);
+        files::claim(&report, &inputs, request.force)
+    };
+    if request.results.path().is_some() {
+        let output = request
+            .output
+            .clone()
+            .unwrap_or_else(|| request.results.beside(extension));
+        claim(&output)?;
+        let store = request.results.open(control)?;
+        return Ok((store, request.results.clone(), output));
+    }
+    let store = request.results.open(control)?;
+    let results = request.results.named(&store);
+    let output = request
+        .output
+        .clone()
+        .unwrap_or_else(|| results.beside(extension));
+    claim(&output)?;
+    Ok((store, results, output))
+}
+
 /// `png`: every chart as `DIR/<chart>.png`, each file checked by the rule before any is
 /// written.
 fn write_charts(
     data: &ReportData,
     directory: &Path,
-    report: files::Output<'_>,
+    (report, inputs): (files::Output<'_>, &[&Path]),
     request: &ReportRequest,
     control: &Control,
 ) -> Result<Vec<PathBuf>, WorkflowError> {
@@ -163,7 +196,7 @@ fn write_charts(
             .iter()
             .map(|path| files::Output::in_directory("--png", path, files::Kind::Chart)),
     );
-    files::claim_all(&outputs, &[&request.results], request.force)?;
+    files::claim_all(&outputs, inputs, request.force)?;
     std::fs::create_dir_all(directory).map_err(|error| files::cannot_write(directory, error))?;
     for ((_, png), path) in charts.iter().zip(&paths) {
         files::write_whole(path, png)?;

@@ -5,12 +5,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tlslab_backend::{KeyLogFile, KeyLogOutcome};
-use tlslab_core::{Config, Experiment, Plan, RunEnd};
+use tlslab_core::{Config, Experiment, Plan, RunEnd, Sink};
 use tlslab_report::thresholds::Breach;
 use tlslab_report::RunSummary;
-use tlslab_store::{KeptHandle, Store, StoreError};
+use tlslab_store::{KeptHandle, Location, NewRun, Store, StoreError};
 
 use crate::files::{self, Disposition};
+use crate::results::{self, Results};
 use crate::{Control, ErrorKind, Invocation, Notice, WorkflowError};
 
 /// What to run and where its results go.
@@ -20,8 +21,9 @@ pub struct RunRequest {
     pub experiment: Experiment,
     /// The experiment file it was read from: an input no output may be written over.
     pub experiment_file: Option<PathBuf>,
-    /// The results store to create; [`crate::default_output`] when `None`.
-    pub out: Option<PathBuf>,
+    /// Where the results go: a new file, or a new run in a PostgreSQL database;
+    /// [`crate::default_output`] when `None`.
+    pub store: Option<Location>,
     /// Where every client writes its handshakes' secrets, and the option that named it.
     pub key_log: Option<KeyLogRequest>,
     /// Where the run's own packets are recorded.
@@ -44,7 +46,7 @@ impl RunRequest {
         RunRequest {
             experiment,
             experiment_file: None,
-            out: None,
+            store: None,
             key_log: None,
             capture: None,
             report: false,
@@ -67,8 +69,8 @@ pub struct KeyLogRequest {
 
 /// A finished run: its store, its summary, how it ended and what that means.
 pub struct RunOutcome {
-    /// The results store's path.
-    pub path: PathBuf,
+    /// Where its results went: the file, or the database and the run's number.
+    pub results: Results,
     /// The results store, open for reading.
     pub store: Store,
     /// The run summary.
@@ -148,9 +150,10 @@ pub struct Failures {
     pub diagnosis: Option<String>,
 }
 
-/// The HTML report's path for a run's `report`: beside the results file.
-pub fn report_path(results: &Path) -> PathBuf {
-    results.with_extension("html")
+/// The HTML report's path for a run's `report`: beside the results file, or named by the
+/// database and the run ([`Results::beside`]).
+pub fn report_path(results: &Results) -> PathBuf {
+    results.beside("html")
 }
 
 /// Runs `request`: checks every output, runs the engine into a new store, reads the run
@@ -176,9 +179,65 @@ pub(crate) fn execute(
     check_certificate_files(experiment)?;
     let seed = experiment.seed.unwrap_or_else(|| fastrand::u64(..));
     let plan = Plan::new(experiment, &configs, seed);
-    let path = request.out.clone().unwrap_or_else(crate::default_output);
-    let report = request.report.then(|| report_path(&path));
-    if report.as_ref() == Some(&path) {
+    let prepared = prepare(request, control)?;
+    let key_log = open_key_log(request.key_log.as_ref(), prepared.key_log, control)?;
+    // A file is made once every other output is open, so a refused one leaves none behind.
+    let (created, results) = match prepared.created {
+        Some(created) => created,
+        None => results::create(&prepared.location, control)?,
+    };
+    let (end, kept) = measure(
+        request,
+        control,
+        (&configs, &plan, seed),
+        (created, &results),
+        &key_log,
+    )?;
+    let (store, summary) = summarize(&results, kept, request.metric.as_deref(), alongside)?;
+    let report = prepared
+        .report
+        .map(|output| write_report(&results, &output, request.metric.as_deref(), request.force));
+    let verdict = judge(experiment, &end, &store, &summary)?;
+    Ok(RunOutcome {
+        results,
+        store,
+        summary,
+        end,
+        verdict,
+        key_log_lost: lost_key_log(key_log.as_deref()),
+        report,
+    })
+}
+
+/// Where the run writes, checked before anything is: its store (a database is reached and
+/// its new run numbered now, a file is made once the key log is open), its report and its
+/// key log's disposition.
+struct Prepared {
+    location: Location,
+    created: Option<(NewRun, Results)>,
+    report: Option<PathBuf>,
+    key_log: Option<Disposition>,
+}
+
+fn prepare(request: &RunRequest, control: &Control) -> Result<Prepared, WorkflowError> {
+    let location = request
+        .store
+        .clone()
+        .unwrap_or_else(|| Location::File(crate::default_output()));
+    let Location::File(path) = &location else {
+        // The report beside a database's run is named by the run's number.
+        let (created, results) = results::create(&location, control)?;
+        let report = request.report.then(|| report_path(&results));
+        let writes = claim_outputs(request, None, report.as_deref())?;
+        return Ok(Prepared {
+            location,
+            created: Some((created, results)),
+            report,
+            key_log: writes.key_log,
+        });
+    };
+    let report = request.report.then(|| report_path(&Results::file(path)));
+    if report.as_ref() == Some(path) {
         return Err(WorkflowError::usage(
             format!(
                 "--report would write its HTML over the results file {}",
@@ -187,23 +246,15 @@ pub(crate) fn execute(
             "give --out a name ending in .db",
         ));
     }
-    let writes = claim_outputs(request, &path, report.as_deref())?;
-    files::make_room(&path, writes.store)?;
-    let key_log = open_key_log(request.key_log.as_ref(), writes.key_log, control)?;
-    let (end, kept) = measure(request, control, (&configs, &plan, seed), &path, &key_log)?;
-    let (store, summary) = summarize(&path, kept, request.metric.as_deref(), alongside)?;
-    let report = request
-        .report
-        .then(|| write_report(&path, request.metric.as_deref(), request.force));
-    let verdict = judge(experiment, &end, &store, &summary)?;
-    Ok(RunOutcome {
-        path,
-        store,
-        summary,
-        end,
-        verdict,
-        key_log_lost: lost_key_log(key_log.as_deref()),
+    let writes = claim_outputs(request, Some(path), report.as_deref())?;
+    if let Some(write) = writes.store {
+        files::make_room(path, write)?;
+    }
+    Ok(Prepared {
+        location,
+        created: None,
         report,
+        key_log: writes.key_log,
     })
 }
 
@@ -232,19 +283,23 @@ fn check_certificate_files(experiment: &Experiment) -> Result<(), WorkflowError>
     Ok(())
 }
 
-/// How the rule lets the run write its store and its key log (`None` when none is asked
-/// for); the capture and the report are checked with them, before anything is written.
+/// How the rule lets the run write its store file (`None` for a database) and its key log
+/// (`None` when none is asked for); the capture and the report are checked with them, before
+/// anything is written.
 struct Writes {
-    store: Disposition,
+    store: Option<Disposition>,
     key_log: Option<Disposition>,
 }
 
 fn claim_outputs(
     request: &RunRequest,
-    store: &Path,
+    store: Option<&Path>,
     report: Option<&Path>,
 ) -> Result<Writes, WorkflowError> {
-    let mut outputs = vec![files::Output::new("--out", store, files::Kind::Results)];
+    let mut outputs: Vec<files::Output<'_>> = store
+        .map(|store| files::Output::new("--out", store, files::Kind::Results))
+        .into_iter()
+        .collect();
     if let Some(key_log) = &request.key_log {
         outputs.push(files::Output::new(
             key_log.option,
@@ -269,9 +324,10 @@ fn claim_outputs(
     .filter_map(|input| input.as_deref())
     .collect();
     let writes = files::claim_all(&outputs, &inputs, request.force)?;
+    let key_log_at = usize::from(store.is_some());
     Ok(Writes {
-        store: writes[0],
-        key_log: request.key_log.as_ref().map(|_| writes[1]),
+        store: store.map(|_| writes[0]),
+        key_log: request.key_log.as_ref().map(|_| writes[key_log_at]),
     })
 }
 
@@ -307,13 +363,14 @@ fn lost_key_log(file: Option<&KeyLogFile>) -> Option<LostKeyLog> {
     })
 }
 
-/// The engine's run of `configs` by `plan` into a new store at `path`; the values the
-/// writer kept for the summaries.
+/// The engine's run of `configs` by `plan` into the new store `created` (at `results`);
+/// the values the writer kept for the summaries (a database's run keeps none: its summaries
+/// read the database).
 fn measure(
     request: &RunRequest,
     control: &Control,
     (configs, plan, seed): (&[Config], &Plan, u64),
-    path: &Path,
+    (created, results): (NewRun, &Results),
     key_log: &Option<Arc<KeyLogFile>>,
 ) -> Result<(RunEnd, KeptHandle), WorkflowError> {
     // The summaries read the values the writer kept rather than every row back (unless the
@@ -323,17 +380,19 @@ fn measure(
         .iter()
         .filter(|trial| !trial.warmup)
         .fold(0u64, |sum, trial| sum.saturating_add(trial.handshakes));
-    let created = Store::create(path).map_err(|source| WorkflowError::StoreCreate {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let (sink, kept) = created.into_sink_keeping(planned);
+    let (sink, kept): (Box<dyn Sink>, KeptHandle) = match created {
+        NewRun::File(store) => {
+            let (sink, kept) = store.into_sink_keeping(planned);
+            (Box::new(sink.without_index()), kept)
+        }
+        NewRun::Database(sink) => (sink, KeptHandle::default()),
+    };
     let invocation = &request.invocation;
     let options = tlslab_engine::RunOptions {
         server_program: invocation.program.clone(),
         pki: crate::open_pki(request.pki_dir.as_deref())?,
         environment: invocation.environment(),
-        command_line: invocation.command_line.clone(),
+        command_line: invocation.stored_command_line(),
         seed,
         stop: control.stop.clone(),
         progress: control.progress.clone(),
@@ -342,7 +401,6 @@ fn measure(
     };
     let mut recorded = request.experiment.clone();
     recorded.seed = Some(seed);
-    let sink = Box::new(sink.without_index());
     match tlslab_engine::run(&recorded, configs, plan, options, sink) {
         Ok(end) => Ok((end, kept)),
         Err(source) => {
@@ -350,37 +408,47 @@ fn measure(
                 control.notice(Notice::KeyLogLost(lost));
             }
             // The samples stored so far are read as fast as a finished run's.
-            let _ = Store::build_index(path);
+            if let Some(path) = results.path() {
+                let _ = Store::build_index(path);
+            }
             Err(WorkflowError::Engine {
                 source,
-                results: Some(path.to_path_buf()),
+                results: Some(PathBuf::from(results.to_string())),
             })
         }
     }
 }
 
-/// The store opened for reading and its run summary; the readers' index is built while the
-/// summaries read the kept values, and `alongside` reads on a thread of its own.
+/// The store opened for reading and its run summary. A file is opened with the kept values,
+/// and its readers' index is built while the summaries read them; a database's run is read
+/// back from the database. `alongside` reads on a connection and a thread of its own.
 fn summarize(
-    path: &Path,
+    results: &Results,
     kept: KeptHandle,
     metric: Option<&str>,
     alongside: Option<Alongside<'_>>,
 ) -> Result<(Store, RunSummary), WorkflowError> {
-    let open = || Store::open(path).map(|store| store.with_kept(kept.get()));
+    let path = results.path();
+    let open = || match path {
+        Some(path) => Store::open(path).map(|store| store.with_kept(kept.get())),
+        None => Store::open_location(&results.location, results.run),
+    };
+    let build_index = || path.map(Store::build_index);
     let store = match open() {
         Ok(store) => store,
         Err(error) => {
-            let _ = Store::build_index(path);
+            let _ = build_index();
             return Err(error.into());
         }
     };
-    let summary = std::thread::scope(|scope| {
-        let index = std::thread::Builder::new()
-            .name("tlslab-index".into())
-            .spawn_scoped(scope, || Store::build_index(path));
-        if index.is_err() {
-            let _ = Store::build_index(path);
+    let mut summary = std::thread::scope(|scope| {
+        if path.is_some() {
+            let index = std::thread::Builder::new()
+                .name("tlslab-index".into())
+                .spawn_scoped(scope, build_index);
+            if index.is_err() {
+                let _ = build_index();
+            }
         }
         if let Some(alongside) = alongside {
             // Without a thread (the process's limit), the caller reads it all itself.
@@ -390,25 +458,29 @@ fn summarize(
         }
         RunSummary::from_store_on(&store, metric)
     })?;
+    // A database's run is named with its number: the database holds many.
+    summary.store = results.to_string();
     Ok((store, summary))
 }
 
-/// The HTML report beside the results file.
+/// The HTML report of the run at `results`, written to `output`.
 pub fn write_report(
-    results: &Path,
+    results: &Results,
+    output: &Path,
     metric: Option<&str>,
     force: bool,
 ) -> Result<PathBuf, WorkflowError> {
-    let output = report_path(results);
+    let inputs: Vec<&Path> = results.path().into_iter().collect();
     files::claim(
-        &files::Output::new("--report", &output, files::Kind::Report),
-        &[results],
+        &files::Output::new("--report", output, files::Kind::Report),
+        &inputs,
         force,
     )?;
-    let store = Store::open(results)?;
-    let data = tlslab_report::ReportData::from_store_on(&store, metric)?;
-    files::write_whole(&output, tlslab_report::render_html(&data)?.as_bytes())?;
-    Ok(output)
+    let store = results.open(&Control::default())?;
+    let mut data = tlslab_report::ReportData::from_store_on(&store, metric)?;
+    data.summary.store = results.to_string();
+    files::write_whole(output, tlslab_report::render_html(&data)?.as_bytes())?;
+    Ok(output.to_path_buf())
 }
 
 /// The verdict: interrupted, too many failures, a threshold broken, or passed.

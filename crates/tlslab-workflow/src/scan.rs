@@ -216,7 +216,7 @@ fn store(
     let scan = tlslab_store::NewScan {
         scanned_at_unix_ns: started_unix_ns,
         tool_version: invocation.version.clone(),
-        command_line: invocation.command_line.clone(),
+        command_line: invocation.stored_command_line(),
         target: report.target.clone(),
         address: report.address.clone(),
         server_name: report.server_name.clone(),

@@ -282,7 +282,7 @@ fn run(
         server_program: invocation.program.clone(),
         pki,
         environment: invocation.environment(),
-        command_line: invocation.command_line.clone(),
+        command_line: invocation.stored_command_line(),
         seed,
         stop: Stop::new(),
         progress: None,

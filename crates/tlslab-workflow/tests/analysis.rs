@@ -10,6 +10,7 @@ use tlslab_workflow::compare::{CompareOutcome, CompareRequest, Gate, Verdict};
 use tlslab_workflow::export::{Destination, ExportFormat, ExportRequest};
 use tlslab_workflow::plan::{Goal, PlanRequest};
 use tlslab_workflow::report::{ReportFormat, ReportRequest};
+use tlslab_workflow::results::Location;
 use tlslab_workflow::run::RunRequest;
 use tlslab_workflow::{Control, ErrorKind, Notice};
 
@@ -25,7 +26,7 @@ fn two_config_store(dir: &Path, handshakes: u64) -> PathBuf {
     ];
     let mut request = RunRequest::new(experiment, invocation("analysis"));
     let store = dir.join("pilot.db");
-    request.out = Some(store.clone());
+    request.store = Some(Location::File(store.clone()));
     let outcome = tlslab_workflow::run::run(&request, &Control::default()).unwrap();
     assert_eq!(outcome.summary.errors, 0);
     lab.stop().unwrap();
@@ -154,7 +155,7 @@ fn plan_sizes_every_config_from_a_pilot_run() {
         }
     );
     let request = PlanRequest {
-        store,
+        store: store.into(),
         metric: "handshake".into(),
         goal,
     };

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use tlslab_workflow::capture::CaptureRequest;
 use tlslab_workflow::pcap::PcapRequest;
+use tlslab_workflow::results::Location;
 use tlslab_workflow::run::{RunRequest, Verdict};
 use tlslab_workflow::{Control, ErrorKind, Notice};
 
@@ -24,7 +25,7 @@ static CAPTURING: Mutex<()> = Mutex::new(());
 /// A run of `handshakes` (and 2 warm-up) against `lab`, which must pass.
 fn run_against(lab: &Lab, dir: &Path, handshakes: u64) {
     let mut request = RunRequest::new(lab.experiment(handshakes), invocation("captured"));
-    request.out = Some(dir.join("active.db"));
+    request.store = Some(Location::File(dir.join("active.db")));
     let outcome = tlslab_workflow::run::run(&request, &Control::default()).unwrap();
     assert!(
         matches!(outcome.verdict, Verdict::Passed),
@@ -101,7 +102,7 @@ fn pcap_reads_every_handshake_of_a_run_that_tcpdump_captured() {
     let outcome = tlslab_workflow::pcap::pcap(&request, &Control::default()).unwrap();
     assert!(!outcome.interrupted);
     assert_eq!(outcome.kind(), None);
-    assert_eq!(outcome.path, store);
+    assert_eq!(outcome.results.path(), Some(store.as_path()));
     // The summary the binary prints is the store's, read back.
     assert_eq!(outcome.summary().unwrap().attempted, 12);
     assert_eq!((outcome.report.connections, outcome.report.errors), (12, 0));
@@ -139,7 +140,7 @@ fn capture_stores_each_handshake_live_until_its_token_stops_it() {
         interface: "lo".into(),
         filter: Some(format!("tcp port {}", lab.address().port())),
         duration: None,
-        out: Some(store.clone()),
+        store: Some(Location::File(store.clone())),
         write: Some(packets.clone()),
         rotation: None,
         force: false,
@@ -208,7 +209,7 @@ fn a_runs_own_capture_is_cross_checked_with_its_samples() {
     let lab = Lab::start();
     let capture = dir.join("run.pcap");
     let mut request = RunRequest::new(lab.experiment(20), invocation("crosscheck"));
-    request.out = Some(dir.join("run.db"));
+    request.store = Some(Location::File(dir.join("run.db")));
     request.capture = Some(capture.clone());
     let outcome = match tlslab_workflow::run::run(&request, &Control::default()) {
         Ok(outcome) => outcome,

@@ -4,6 +4,7 @@
 
 mod support;
 
+use tlslab_workflow::results::Location;
 use tlslab_workflow::run::{RunRequest, Verdict};
 use tlslab_workflow::{Control, ErrorKind, WorkflowError};
 
@@ -15,7 +16,7 @@ fn a_run_against_the_lab_server_stores_every_attempt_and_passes() {
     let lab = Lab::start();
     let mut request = RunRequest::new(lab.experiment(20), invocation("run"));
     let store = dir.join("run.db");
-    request.out = Some(store.clone());
+    request.store = Some(Location::File(store.clone()));
     let outcome = tlslab_workflow::run::run(&request, &Control::default()).unwrap();
     assert!(
         matches!(outcome.verdict, Verdict::Passed),
@@ -23,7 +24,7 @@ fn a_run_against_the_lab_server_stores_every_attempt_and_passes() {
         outcome.verdict
     );
     assert_eq!(outcome.kind(), None);
-    assert_eq!(outcome.path, store);
+    assert_eq!(outcome.results.path(), Some(store.as_path()));
     assert!(outcome.end.complete);
     assert_eq!(outcome.summary.attempted, 20);
     assert_eq!(outcome.summary.errors, 0);
@@ -45,7 +46,7 @@ fn a_broken_threshold_and_too_many_failures_are_verdicts_not_errors() {
     let mut experiment = lab.experiment(10);
     experiment.thresholds = vec!["p99<1us".into()];
     let mut request = RunRequest::new(experiment, invocation("threshold"));
-    request.out = Some(dir.join("threshold.db"));
+    request.store = Some(Location::File(dir.join("threshold.db")));
     request.report = true;
     let outcome = tlslab_workflow::run::run(&request, &Control::default()).unwrap();
     let Verdict::Thresholds(breaches) = &outcome.verdict else {
@@ -66,7 +67,7 @@ fn a_broken_threshold_and_too_many_failures_are_verdicts_not_errors() {
     let mut experiment = lab.experiment(5);
     experiment.target = Some(format!("127.0.0.1:{port}"));
     let mut request = RunRequest::new(experiment, invocation("refused"));
-    request.out = Some(dir.join("refused.db"));
+    request.store = Some(Location::File(dir.join("refused.db")));
     let outcome = tlslab_workflow::run::run(&request, &Control::default()).unwrap();
     let Verdict::Failures(failures) = &outcome.verdict else {
         panic!("{:?}", outcome.verdict);
@@ -84,7 +85,7 @@ fn a_run_stopped_by_its_token_is_interrupted_with_its_samples_kept() {
     let dir = scratch("run-stopped");
     let lab = Lab::start();
     let mut request = RunRequest::new(lab.experiment(1_000_000), invocation("stopped"));
-    request.out = Some(dir.join("stopped.db"));
+    request.store = Some(Location::File(dir.join("stopped.db")));
     let control = Control::default();
     // Stopped by the progress callback, once attempts are being made: no sleeping.
     let stop = control.stop.clone();
@@ -123,7 +124,7 @@ fn a_load_reads_its_figures_beside_the_run_summary() {
     experiment.handshakes = 30;
     experiment.warmup = 0;
     let mut request = RunRequest::new(experiment, invocation("load"));
-    request.out = Some(dir.join("load.db"));
+    request.store = Some(Location::File(dir.join("load.db")));
     let outcome = tlslab_workflow::load::load(&request, &Control::default(), true).unwrap();
     assert!(matches!(outcome.run.verdict, Verdict::Passed));
     let figures = outcome.figures.unwrap().unwrap();
@@ -134,7 +135,7 @@ fn a_load_reads_its_figures_beside_the_run_summary() {
     assert_eq!(outcome.run.summary.attempted, 30);
     // A load has no --metric: refused before anything runs.
     request.metric = Some("handshake".into());
-    request.out = Some(dir.join("never.db"));
+    request.store = Some(Location::File(dir.join("never.db")));
     let error = match tlslab_workflow::load::load(&request, &Control::default(), true) {
         Err(error) => error,
         Ok(_) => panic!("a load with a metric ran"),
@@ -149,7 +150,7 @@ fn a_store_that_cannot_be_created_keeps_its_cause() {
     let lab = Lab::start();
     std::fs::write(dir.join("file"), "a regular file").unwrap();
     let mut request = RunRequest::new(lab.experiment(5), invocation("store"));
-    request.out = Some(dir.join("file").join("x.db"));
+    request.store = Some(Location::File(dir.join("file").join("x.db")));
     let error = match tlslab_workflow::run::run(&request, &Control::default()) {
         Err(error) => error,
         Ok(_) => panic!("a store under a regular file was created"),
@@ -175,7 +176,7 @@ fn a_ca_file_that_is_not_pem_is_refused_before_anything_is_written() {
     experiment.ca = Some(ca.clone());
     let mut request = RunRequest::new(experiment, invocation("ca"));
     let store = dir.join("never.db");
-    request.out = Some(store.clone());
+    request.store = Some(Location::File(store.clone()));
     let error = match tlslab_workflow::run::run(&request, &Control::default()) {
         Err(error) => error,
         Ok(_) => panic!("a run trusted a file that is not PEM"),

@@ -32,7 +32,7 @@ fn request(args: &CaptureArgs) -> Result<CaptureRequest, CliError> {
         interface: args.interface.clone(),
         filter: args.filter.clone(),
         duration,
-        out: args.out.clone(),
+        store: crate::location::to_write(args.store.as_deref(), args.out.as_deref())?,
         write: args.write.clone(),
         rotation,
         force: args.force,

@@ -75,8 +75,12 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// A results store (a short pilot run is enough: tlslab run ... -n 100).
-    pub store: PathBuf,
+    /// A results store (a short pilot run is enough: tlslab run ... -n 100): a file, or a
+    /// database URL.
+    #[arg(value_name = "RESULTS")]
+    pub results: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: ReadStoreArgs,
     /// The relative difference of medians to detect: 2% or 0.02.
     #[arg(long, default_value = "5%")]
     pub detect: String,
@@ -92,6 +96,20 @@ pub struct PlanArgs {
     /// Print the plan as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The results store a reader reads when its RESULTS is not given, and which run of it.
+#[derive(Debug, Args)]
+pub struct ReadStoreArgs {
+    /// The results store, instead of RESULTS: postgres://USER@HOST[:PORT]/DATABASE (a
+    /// PostgreSQL database; a password from PGPASSWORD or ~/.pgpass, as psql takes it), or a
+    /// file path; default: $TLSLAB_STORE.
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// The run to read, by its number (default: a database's latest); a results file holds
+    /// one run.
+    #[arg(long, value_name = "ID")]
+    pub run: Option<i64>,
 }
 
 #[derive(Debug, Args)]
@@ -418,10 +436,16 @@ pub struct RunArgs {
     #[arg(long)]
     #[arg(help_heading = "Plan and stopping")]
     pub max_error_rate: Option<f64>,
-    /// Results file (default: ./tlslab-results/<UTC time>.db).
+    /// Results file (default: ./tlslab-results/<UTC time>.db); the same as --store PATH.
     #[arg(long)]
     #[arg(help_heading = "Output")]
     pub out: Option<PathBuf>,
+    /// Where the results go: postgres://USER@HOST[:PORT]/DATABASE (a new run in a shared
+    /// PostgreSQL database; a password from PGPASSWORD or ~/.pgpass, as psql takes it, is
+    /// never stored or shown), or a file path; default: $TLSLAB_STORE, else as --out.
+    #[arg(long, value_name = "URL", conflicts_with = "out")]
+    #[arg(help_heading = "Output")]
+    pub store: Option<String>,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     #[arg(help_heading = "Output")]
@@ -597,9 +621,12 @@ pub enum ReportFormat {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A results file written by `tlslab run`.
-    pub results: PathBuf,
-    /// Output file (default: the results file with .html or .md).
+    /// A results file written by `tlslab run`, or a database URL (as --store).
+    pub results: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: ReadStoreArgs,
+    /// Output file (default: the results file with .html or .md; for a database's run,
+    /// DATABASE-runN.html here).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// html (charts, self-contained) or md (tables for papers and pull requests); default:
@@ -621,8 +648,10 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// A results file written by `tlslab run`.
-    pub results: PathBuf,
+    /// A results file written by `tlslab run`, or a database URL (as --store).
+    pub results: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: ReadStoreArgs,
     #[arg(long, value_enum, default_value = "csv")]
     pub format: Format,
     /// Output file (default: stdout).
@@ -644,9 +673,13 @@ pub struct PcapArgs {
     /// across its files).
     #[arg(required = true)]
     pub captures: Vec<PathBuf>,
-    /// Results file (default: ./tlslab-results/<UTC time>.db).
+    /// Results file (default: ./tlslab-results/<UTC time>.db); the same as --store PATH.
     #[arg(short, long)]
     pub out: Option<PathBuf>,
+    /// Where the handshakes go: postgres://USER@HOST[:PORT]/DATABASE (a new run in a shared
+    /// PostgreSQL database), or a file path; default: $TLSLAB_STORE, else as --out.
+    #[arg(long, value_name = "URL", conflicts_with = "out")]
+    pub store: Option<String>,
     /// Replace an existing file of another kind (without it, only a file of the same kind is
     /// replaced); never a results store or an input.
     #[arg(long)]
@@ -707,9 +740,14 @@ pub struct CaptureArgs {
     /// Stop after this long (for example 30s, 10m); default: until Ctrl-C or SIGTERM.
     #[arg(long)]
     pub duration: Option<String>,
-    /// Results file (default: ./tlslab-results/<UTC time>.db).
+    /// Results file (default: ./tlslab-results/<UTC time>.db); the same as --store PATH.
     #[arg(short, long)]
     pub out: Option<PathBuf>,
+    /// Where the handshakes go as they complete: postgres://USER@HOST[:PORT]/DATABASE (a
+    /// new run in a PostgreSQL database that other capture points may share), or a file
+    /// path; default: $TLSLAB_STORE, else as --out.
+    #[arg(long, value_name = "URL", conflicts_with = "out")]
+    pub store: Option<String>,
     /// Also write the packets to this pcap file (raw IP, nanosecond timestamps).
     #[arg(long, value_name = "FILE")]
     pub write: Option<PathBuf>,
@@ -761,10 +799,12 @@ pub struct PkiArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// A results store, or two sample files BASELINE OTHER (one number per line, or a CSV
-    /// column chosen with --column).
-    #[arg(required = true, num_args = 1..=2)]
+    /// A results store (a file, or a database URL as --store), or two sample files BASELINE
+    /// OTHER (one number per line, or a CSV column chosen with --column).
+    #[arg(num_args = 0..=2)]
     pub inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub store: ReadStoreArgs,
     /// The config the others are compared with (default: the first); with two sample
     /// files, one of them, by its path or file name (default: the first); with --by, the
     /// dimension's baseline value (default: its first as listed: the smallest for numbers

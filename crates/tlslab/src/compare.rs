@@ -10,10 +10,23 @@ use crate::cli::{self, CompareArgs};
 use crate::failure::{exit_code, CliError};
 use crate::output;
 
-/// The request the flags describe.
-fn request(args: &CompareArgs) -> CompareRequest {
-    CompareRequest {
-        inputs: args.inputs.clone(),
+/// The request the flags describe: one results store (RESULTS, `--store` or
+/// `TLSLAB_STORE`, and `--run`), or two sample files.
+fn request(args: &CompareArgs) -> Result<CompareRequest, CliError> {
+    let store = match args.inputs.as_slice() {
+        [] => Some(crate::location::to_read(None, &args.store)?),
+        [store] => Some(crate::location::to_read(Some(store), &args.store)?),
+        _ => {
+            crate::location::refuse_with_sample_files(&args.store)?;
+            None
+        }
+    };
+    Ok(CompareRequest {
+        inputs: match store {
+            Some(_) => Vec::new(),
+            None => args.inputs.clone(),
+        },
+        store,
         baseline: args.baseline.clone(),
         by: args.by.clone(),
         metric: args.metric.clone(),
@@ -26,11 +39,11 @@ fn request(args: &CompareArgs) -> CompareRequest {
             cli::Gate::Faster => Gate::Faster,
             cli::Gate::Different => Gate::Different,
         }),
-    }
+    })
 }
 
 pub fn compare(args: &CompareArgs) -> Result<i32, CliError> {
-    let outcome = tlslab_workflow::compare::compare(&request(args), &crate::run::notices())?;
+    let outcome = tlslab_workflow::compare::compare(&request(args)?, &crate::run::notices())?;
     match outcome {
         CompareOutcome::Factorial(factorial) => {
             if args.json {

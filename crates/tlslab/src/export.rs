@@ -10,7 +10,7 @@ use crate::output;
 
 pub fn export(args: &ExportArgs) -> Result<i32, CliError> {
     let request = ExportRequest {
-        results: args.results.clone(),
+        results: crate::location::to_read(args.results.as_deref(), &args.store)?,
         format: match args.format {
             Format::Csv => ExportFormat::Csv,
             Format::Jsonl => ExportFormat::JsonLines,

@@ -13,6 +13,7 @@ mod export;
 mod failure;
 mod help;
 mod load;
+mod location;
 mod manual;
 mod output;
 mod passive;

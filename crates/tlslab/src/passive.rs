@@ -1,11 +1,10 @@
 //! What `tlslab pcap` and `tlslab capture` print: the summary of the store with what reading
 //! skipped, and what InfluxDB took.
 
-use std::path::Path;
-
 use tlslab_capture::{Report, SkipReason};
 use tlslab_report::render_text;
 use tlslab_workflow::pcap::PassiveOutcome;
+use tlslab_workflow::results::Results;
 
 use crate::failure::CliError;
 use crate::output;
@@ -30,14 +29,13 @@ pub fn print_summary(outcome: &PassiveOutcome, json: bool) -> Result<(), CliErro
 }
 
 /// Says that reading stopped on a signal, and where what was read is.
-pub fn interrupted(path: &Path, report: &Report) {
+pub fn interrupted(results: &Results, report: &Report) {
     output::note(format_args!(
         "error: interrupted after {} handshakes",
         report.connections
     ));
     output::note(format_args!(
-        "hint: the handshakes read are stored in {}",
-        path.display()
+        "hint: the handshakes read are stored in {results}"
     ));
 }
 

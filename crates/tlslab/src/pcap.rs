@@ -10,7 +10,7 @@ use crate::passive;
 pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
     let request = PcapRequest {
         captures: args.captures.clone(),
-        out: args.out.clone(),
+        store: crate::location::to_write(args.store.as_deref(), args.out.as_deref())?,
         force: args.force,
         key_log: args.keylog.clone(),
         filter: args.filter.clone(),
@@ -24,7 +24,7 @@ pub fn pcap(args: &PcapArgs) -> Result<i32, CliError> {
     }
     passive::print_summary(&outcome, args.json)?;
     if outcome.interrupted {
-        passive::interrupted(&outcome.path, &outcome.report);
+        passive::interrupted(&outcome.results, &outcome.report);
     }
     Ok(outcome.kind().map_or(0, exit_code))
 }

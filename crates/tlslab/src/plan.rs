@@ -10,7 +10,7 @@ use crate::output;
 
 pub fn plan(args: &PlanArgs) -> Result<i32, CliError> {
     let request = PlanRequest {
-        store: args.store.clone(),
+        store: crate::location::to_read(args.results.as_deref(), &args.store)?,
         metric: args.metric.clone(),
         goal: Goal::parse(&args.detect, &args.power, &args.alpha)?,
     };

@@ -8,7 +8,7 @@ use crate::failure::CliError;
 
 pub fn report(args: &ReportArgs) -> Result<i32, CliError> {
     let request = ReportRequest {
-        results: args.results.clone(),
+        results: crate::location::to_read(args.results.as_deref(), &args.store)?,
         output: args.output.clone(),
         format: args.format.map(|format| match format {
             cli::ReportFormat::Html => ReportFormat::Html,

@@ -9,6 +9,7 @@ use tlslab_core::terminal::Escaped;
 use tlslab_core::Experiment;
 use tlslab_engine::Progress;
 use tlslab_report::{render_text, RunSummary, TextOptions};
+use tlslab_workflow::results::Results;
 use tlslab_workflow::run::{LostKeyLog, RunOutcome, RunRequest, Verdict};
 use tlslab_workflow::{Control, Invocation, Notice, Stop};
 
@@ -29,7 +30,10 @@ pub fn invocation() -> Result<Invocation, CliError> {
         program,
         version: env!("CARGO_PKG_VERSION").into(),
         commit: env!("TLSLAB_COMMIT").into(),
-        command_line: std::env::args().collect(),
+        // A password in a URL (`--store postgres://user:secret@…`) is never stored.
+        command_line: std::env::args()
+            .map(|argument| tlslab_store::postgres::connection::redact_url(&argument))
+            .collect(),
     })
 }
 
@@ -110,7 +114,7 @@ pub fn request(args: &RunArgs, experiment: Experiment) -> Result<RunRequest, Cli
     Ok(RunRequest {
         experiment,
         experiment_file: args.experiment.clone(),
-        out: args.out.clone(),
+        store: crate::location::to_write(args.store.as_deref(), args.out.as_deref())?,
         key_log: key_log_path(args),
         capture: args.capture.clone(),
         report: args.report,
@@ -215,7 +219,7 @@ pub fn finish(args: &RunArgs, outcome: &RunOutcome) -> Result<i32, CliError> {
             CliError::of(error).print();
             output::note(format_args!(
                 "hint: retry with: tlslab report {}",
-                outcome.path.display()
+                outcome.results.as_arguments()
             ));
         }
         None => {}
@@ -226,7 +230,7 @@ pub fn finish(args: &RunArgs, outcome: &RunOutcome) -> Result<i32, CliError> {
     if let Some(lost) = &outcome.key_log_lost {
         say_key_log_lost(lost);
     }
-    say_verdict(&outcome.verdict, &outcome.summary, &outcome.path);
+    say_verdict(&outcome.verdict, &outcome.summary, &outcome.results);
     Ok(outcome.kind().map_or(0, exit_code))
 }
 
@@ -249,7 +253,7 @@ fn say_key_log_lost(lost: &LostKeyLog) {
 }
 
 /// The verdict's `error:` and `hint:` lines, when the run did not pass.
-fn say_verdict(verdict: &Verdict, summary: &RunSummary, path: &std::path::Path) {
+fn say_verdict(verdict: &Verdict, summary: &RunSummary, results: &Results) {
     match verdict {
         Verdict::Passed => {}
         Verdict::Interrupted { attempted } => {
@@ -257,8 +261,7 @@ fn say_verdict(verdict: &Verdict, summary: &RunSummary, path: &std::path::Path) 
                 "error: the run was interrupted after {attempted} attempts"
             ));
             output::note(format_args!(
-                "hint: the samples taken are stored in {}",
-                path.display()
+                "hint: the samples taken are stored in {results}"
             ));
         }
         Verdict::Failures(failures) => {
@@ -297,10 +300,9 @@ fn say_verdict(verdict: &Verdict, summary: &RunSummary, path: &std::path::Path) 
             let configs: std::collections::BTreeSet<&String> =
                 breaches.iter().map(|breach| &breach.config).collect();
             output::note(format_args!(
-                "hint: {} of {} Configs broke a threshold; the samples are stored in {}",
+                "hint: {} of {} Configs broke a threshold; the samples are stored in {results}",
                 configs.len(),
                 summary.configs.len(),
-                path.display()
             ));
         }
     }

@@ -59,6 +59,11 @@ pub struct ScanArgs {
     /// comparisons over time.
     #[arg(long, value_name = "FILE")]
     pub out: Option<std::path::PathBuf>,
+    /// The same as --out, for a results file (sqlite://PATH or a path): scans are stored in
+    /// files alone for now, so a postgres:// URL is refused, and $TLSLAB_STORE is not read
+    /// (a scan is stored only when asked).
+    #[arg(long, value_name = "PATH", conflicts_with = "out")]
+    pub store: Option<String>,
     /// With --out: replace an existing file that is not a results store (never a store or
     /// an input).
     #[arg(long)]
@@ -112,10 +117,24 @@ fn request(args: &ScanArgs) -> Result<ScanRequest, CliError> {
             handshakes: args.timing_handshakes,
             delay,
         }),
-        out: args.out.clone(),
+        out: scan_store(args)?,
         force: args.force,
         invocation: crate::run::invocation()?,
     })
+}
+
+/// The results file the scans are added to: `--out`, or `--store` naming a file.
+fn scan_store(args: &ScanArgs) -> Result<Option<std::path::PathBuf>, CliError> {
+    let Some(text) = &args.store else {
+        return Ok(args.out.clone());
+    };
+    match tlslab_store::Location::parse(text).map_err(tlslab_workflow::WorkflowError::from)? {
+        tlslab_store::Location::File(path) => Ok(Some(path)),
+        database @ tlslab_store::Location::Database(_) => Err(CliError::usage(
+            format!("scans cannot be stored in a PostgreSQL database yet: {database}"),
+            "give --store (or --out) a results file, then `tlslab report FILE`",
+        )),
+    }
 }
 
 pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {

@@ -17,61 +17,70 @@ const VECTORS: &str = concat!(
 #[test]
 fn compare_judges_every_config_of_a_run_against_the_baseline() {
     let dir = scratch("compare-store");
-    let run = Run::new(&dir, "run")
-        .args("--tls 1.2,1.3 --group x25519,secp384r1 -n 60 --json")
-        .succeeds();
-    let db = run.db.to_str().unwrap();
-    // The run summary ends with the same comparisons.
-    assert_eq!(
-        run.json()["comparisons"]["comparisons"]
-            .as_array()
-            .unwrap()
-            .len(),
-        3
-    );
-
-    let baseline = "tls1.3 aes128gcm x25519 ecdsa-p256 chain1 c1";
-    let set: Value = serde_json::from_str(&tlslab_succeeds(&[
-        "compare",
-        db,
-        "--baseline",
-        baseline,
-        "--metric",
-        "server_response",
-        "--json",
-    ]))
-    .unwrap();
-    let comparisons = set["comparisons"].as_array().unwrap();
-    assert_eq!(comparisons.len(), 3);
-    for comparison in comparisons {
-        for field in COMPARISON_FIELDS {
-            assert!(
-                !comparison[field].is_null(),
-                "{field} missing in {comparison}"
-            );
-        }
-        assert_eq!(comparison["baseline"], baseline);
-        assert_eq!(comparison["n_baseline"], 60);
-        assert!(
-            ["exact", "asymptotic"].contains(&comparison["mann_whitney_method"].as_str().unwrap())
+    for store in stores(&dir, "compare_store") {
+        let run = Run::new(&dir, "run")
+            .store(&store)
+            .args("--tls 1.2,1.3 --group x25519,secp384r1 -n 60 --json")
+            .succeeds();
+        let db = store.location.as_str();
+        // The run summary ends with the same comparisons.
+        assert_eq!(
+            run.json()["comparisons"]["comparisons"]
+                .as_array()
+                .unwrap()
+                .len(),
+            3,
+            "{}",
+            store.kind
         );
-        let holm = comparison["mann_whitney_p_holm"].as_f64().unwrap();
-        assert!(holm >= comparison["mann_whitney_p"].as_f64().unwrap());
-    }
-    assert!(set["kruskal_wallis"]["p_value"].as_f64().is_some(), "{set}");
 
-    let text = stdout(&tlslab(&["compare", db]));
-    assert!(text.contains("Kruskal-Wallis across 4 configs"), "{text}");
-    assert_user_error(
-        &tlslab(&["compare", db, "--baseline", "nope"]),
-        2,
-        "tls1.2 aes128gcm x25519",
-    );
-    assert_user_error(
-        &tlslab(&["compare", db, "--metric", "speed"]),
-        2,
-        "server_response",
-    );
+        let baseline = "tls1.3 aes128gcm x25519 ecdsa-p256 chain1 c1";
+        let set: Value = serde_json::from_str(&tlslab_succeeds(&[
+            "compare",
+            db,
+            "--baseline",
+            baseline,
+            "--metric",
+            "server_response",
+            "--json",
+        ]))
+        .unwrap();
+        let comparisons = set["comparisons"].as_array().unwrap();
+        assert_eq!(comparisons.len(), 3);
+        for comparison in comparisons {
+            for field in COMPARISON_FIELDS {
+                assert!(
+                    !comparison[field].is_null(),
+                    "{field} missing in {comparison}"
+                );
+            }
+            assert_eq!(comparison["baseline"], baseline);
+            assert_eq!(comparison["n_baseline"], 60);
+            assert!(["exact", "asymptotic"]
+                .contains(&comparison["mann_whitney_method"].as_str().unwrap()));
+            let holm = comparison["mann_whitney_p_holm"].as_f64().unwrap();
+            assert!(holm >= comparison["mann_whitney_p"].as_f64().unwrap());
+        }
+        assert!(set["kruskal_wallis"]["p_value"].as_f64().is_some(), "{set}");
+
+        let text = stdout(&tlslab(&["compare", db]));
+        assert!(text.contains("Kruskal-Wallis across 4 configs"), "{text}");
+        // The same store named by --store, and its run by number.
+        assert_eq!(
+            text,
+            stdout(&tlslab(&["compare", "--store", db, "--run", "1"]))
+        );
+        assert_user_error(
+            &tlslab(&["compare", db, "--baseline", "nope"]),
+            2,
+            "tls1.2 aes128gcm x25519",
+        );
+        assert_user_error(
+            &tlslab(&["compare", db, "--metric", "speed"]),
+            2,
+            "server_response",
+        );
+    }
 }
 
 #[test]
@@ -381,11 +390,18 @@ fn compare_by_tls_holds_every_other_dimension_fixed() {
 #[test]
 fn numeric_levels_are_listed_in_numeric_order_everywhere() {
     let dir = scratch("compare-order");
+    for store in stores(&dir, "compare_order") {
+        numeric_levels_in_order(&dir, &store);
+    }
+}
+
+fn numeric_levels_in_order(dir: &std::path::Path, store: &StoreUnderTest) {
     // Typed out of order, and 100 before 20 as text would put it.
-    let run = Run::new(&dir, "order")
+    let run = Run::new(dir, "order")
+        .store(store)
         .args("--tls 1.2,1.3 -c 100,1,20 -n 100 --warmup 0")
         .succeeds();
-    let db = run.db.to_str().unwrap();
+    let db = store.location.as_str();
     let position = |text: &str, what: &str| {
         text.find(what)
             .unwrap_or_else(|| panic!("no {what:?} in:\n{text}"))
@@ -442,7 +458,7 @@ fn numeric_levels_are_listed_in_numeric_order_everywhere() {
     assert_eq!(pooled, ["20", "100"], "{json}");
 
     // The Markdown report lists them so too.
-    let markdown = dir.join("order.md");
+    let markdown = dir.join(format!("order-{}.md", store.kind));
     tlslab_succeeds(&["report", db, "-o", markdown.to_str().unwrap()]);
     let markdown = std::fs::read_to_string(&markdown).unwrap();
     assert!(
@@ -455,23 +471,28 @@ fn numeric_levels_are_listed_in_numeric_order_everywhere() {
 #[test]
 fn plan_says_how_many_handshakes_a_difference_needs() {
     let dir = scratch("plan");
-    let pilot = Run::new(&dir, "pilot")
-        .args("--tls 1.2,1.3 -n 100 --warmup 0")
-        .succeeds();
-    let db = pilot.db.to_str().unwrap();
-    let plan: Value =
-        serde_json::from_str(&stdout(&tlslab(&["plan", db, "--detect", "2%", "--json"]))).unwrap();
-    let configs = plan["configs"].as_array().unwrap();
-    assert_eq!(configs.len(), 2);
-    for config in configs {
-        assert_eq!(config["pilot_samples"], 100);
-        assert!(config["handshakes"].as_u64().unwrap() >= 2, "{config}");
+    for store in stores(&dir, "plan") {
+        Run::new(&dir, "pilot")
+            .store(&store)
+            .args("--tls 1.2,1.3 -n 100 --warmup 0")
+            .succeeds();
+        let db = store.location.as_str();
+        let plan: Value =
+            serde_json::from_str(&stdout(&tlslab(&["plan", db, "--detect", "2%", "--json"])))
+                .unwrap();
+        let configs = plan["configs"].as_array().unwrap();
+        assert_eq!(configs.len(), 2, "{}", store.kind);
+        for config in configs {
+            assert_eq!(config["pilot_samples"], 100);
+            assert!(config["handshakes"].as_u64().unwrap() >= 2, "{config}");
+        }
+        // A smaller difference needs more handshakes: about four times for half of it.
+        let half: Value =
+            serde_json::from_str(&stdout(&tlslab(&["plan", db, "--detect", "1%", "--json"])))
+                .unwrap();
+        let needed = |plan: &Value| plan["handshakes"].as_u64().unwrap() as f64;
+        let ratio = needed(&half) / needed(&plan);
+        assert!((3.5..4.5).contains(&ratio), "{ratio}");
+        assert_user_error(&tlslab(&["plan", db, "--detect", "2"]), 2, "not a share");
     }
-    // A smaller difference needs more handshakes: about four times for half of it.
-    let half: Value =
-        serde_json::from_str(&stdout(&tlslab(&["plan", db, "--detect", "1%", "--json"]))).unwrap();
-    let needed = |plan: &Value| plan["handshakes"].as_u64().unwrap() as f64;
-    let ratio = needed(&half) / needed(&plan);
-    assert!((3.5..4.5).contains(&ratio), "{ratio}");
-    assert_user_error(&tlslab(&["plan", db, "--detect", "2"]), 2, "not a share");
 }

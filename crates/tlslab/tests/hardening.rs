@@ -422,35 +422,37 @@ fn count_lines(path: &Path) -> usize {
 #[test]
 fn labels_cannot_run_in_a_spreadsheet_or_inject_markup_into_a_report() {
     let dir = scratch("hardening-injection");
-    let db = Run::new(&dir, "labels")
-        .args("--tls 1.2,1.3 -n 5 --warmup 0")
-        .option("--label", "=cmd|' /C calc'!A0,<img src=x onerror=alert(1)>")
-        .succeeds()
-        .db;
-    let db = db.to_str().unwrap();
-    let csv = tlslab_succeeds(&["export", db]);
-    assert!(csv.contains("\n'=cmd|' /C calc'!A0,"), "{csv}");
-    assert!(!csv.contains("\n=cmd"), "{csv}");
-    let markdown = dir.join("labels.md");
-    tlslab_succeeds(&["report", db, "-o", markdown.to_str().unwrap()]);
-    let markdown = std::fs::read_to_string(markdown).unwrap();
-    assert!(markdown.contains("&lt;img src=x onerror=alert(1)&gt;"));
-    // Only code blocks (the command line, the experiment) hold the label as typed: Markdown
-    // shows code as text.
-    let mut in_code = false;
-    for line in markdown.lines() {
-        if line.starts_with("```") {
-            in_code = !in_code;
-        } else if line.contains("<img") {
-            assert!(in_code, "outside a code block: {line}\n{markdown}");
+    for store in stores(&dir, "labels") {
+        Run::new(&dir, "labels")
+            .store(&store)
+            .args("--tls 1.2,1.3 -n 5 --warmup 0")
+            .option("--label", "=cmd|' /C calc'!A0,<img src=x onerror=alert(1)>")
+            .succeeds();
+        let db = store.location.as_str();
+        let csv = tlslab_succeeds(&["export", db]);
+        assert!(csv.contains("\n'=cmd|' /C calc'!A0,"), "{csv}");
+        assert!(!csv.contains("\n=cmd"), "{csv}");
+        let markdown = dir.join(format!("labels-{}.md", store.kind));
+        tlslab_succeeds(&["report", db, "-o", markdown.to_str().unwrap()]);
+        let markdown = std::fs::read_to_string(markdown).unwrap();
+        assert!(markdown.contains("&lt;img src=x onerror=alert(1)&gt;"));
+        // Only code blocks (the command line, the experiment) hold the label as typed:
+        // Markdown shows code as text.
+        let mut in_code = false;
+        for line in markdown.lines() {
+            if line.starts_with("```") {
+                in_code = !in_code;
+            } else if line.contains("<img") {
+                assert!(in_code, "outside a code block: {line}\n{markdown}");
+            }
         }
+        assert!(
+            markdown
+                .lines()
+                .any(|line| line.starts_with("labels = ") && line.contains("<img")),
+            "{markdown}"
+        );
     }
-    assert!(
-        markdown
-            .lines()
-            .any(|line| line.starts_with("labels = ") && line.contains("<img")),
-        "{markdown}"
-    );
 }
 
 #[test]

@@ -87,39 +87,42 @@ fn load_percentiles_are_the_observed_values_in_text_json_and_export() {
     // The percentiles line once came from histogram buckets: its max read 50.233 ms beside a
     // table whose max (the observed one) read 50.223 ms, for the same ten requests.
     let dir = scratch("load-figures");
-    let db = dir.join("load.db");
-    let output = tlslab_succeeds(&[
-        "load",
-        "-n",
-        "50",
-        "-c",
-        "2",
-        "--json",
-        "--out",
-        db.to_str().unwrap(),
-    ]);
-    let load: serde_json::Value = serde_json::from_str(&output).unwrap();
-    let config = &load["configs"][0];
-    let (percentiles, total) = (&config["percentiles"], &config["total"]);
-    assert_eq!(percentiles["max"], total["max"], "{config}");
-    assert_eq!(percentiles["p50"], total["median"], "{config}");
-    // The exported samples give the same maximum, to the nanosecond.
-    let longest: i64 = value(
-        &db,
-        "SELECT MAX(total) FROM samples WHERE warmup = 0 AND outcome = 'ok'",
-    );
-    assert_eq!(total["max"].as_f64().unwrap(), longest as f64 / 1e6);
-    let lines = tlslab_succeeds(&["export", db.to_str().unwrap(), "--format", "jsonl"]);
-    let exported = lines
-        .lines()
-        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
-        .filter(|row| row["warmup"] == serde_json::json!(false) || row["warmup"] == 0)
-        .filter_map(|row| row["total"].as_i64())
-        .max()
-        .unwrap();
-    assert_eq!(exported, longest);
+    for store in stores(&dir, "load") {
+        let output = tlslab_succeeds(&[
+            "load",
+            "-n",
+            "50",
+            "-c",
+            "2",
+            "--json",
+            "--store",
+            &store.location,
+        ]);
+        let load: serde_json::Value = serde_json::from_str(&output).unwrap();
+        let config = &load["configs"][0];
+        let (percentiles, total) = (&config["percentiles"], &config["total"]);
+        assert_eq!(percentiles["max"], total["max"], "{config}");
+        assert_eq!(percentiles["p50"], total["median"], "{config}");
+        // The exported samples give the same maximum, to the nanosecond.
+        let lines = tlslab_succeeds(&["export", &store.location, "--format", "jsonl"]);
+        let exported = lines
+            .lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+            .filter(|row| row["warmup"] == serde_json::json!(false) || row["warmup"] == 0)
+            .filter_map(|row| row["total"].as_i64())
+            .max()
+            .unwrap();
+        assert_eq!(total["max"].as_f64().unwrap(), exported as f64 / 1e6);
+        // And so does the file itself, read without tlslab.
+        if let Some(db) = store.path() {
+            let longest: i64 = value(
+                db,
+                "SELECT MAX(total) FROM samples WHERE warmup = 0 AND outcome = 'ok'",
+            );
+            assert_eq!(exported, longest);
+        }
+    }
 }
-
 #[test]
 fn a_keep_alive_load_opens_every_connection_in_its_warm_up() {
     // 40 agents, the default warm-up of 20: every agent's connection is opened before the

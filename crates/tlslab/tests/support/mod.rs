@@ -50,8 +50,24 @@ fn command<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> Command {
         .env("NO_COLOR", "1")
         // Whole lines whatever the shell that started the tests exported (a test that
         // wants a width sets it).
-        .env_remove("COLUMNS");
+        .env_remove("COLUMNS")
+        // The store each test names, not the one the developer's shell points at.
+        .env_remove("TLSLAB_STORE");
     command
+}
+
+/// Runs tlslab to its end with `variables` set (`TLSLAB_STORE`, `PGPASSWORD`, ...).
+pub fn tlslab_with(args: &[&str], variables: &[(&str, &str)]) -> Output {
+    let output = command(args)
+        .envs(variables.iter().copied())
+        .output()
+        .expect("the tlslab binary runs");
+    assert!(
+        !stderr(&output).contains("panicked"),
+        "tlslab panicked: {}",
+        stderr(&output)
+    );
+    output
 }
 
 /// Runs tlslab to its end; a panic in it fails the test whatever the exit code.
@@ -138,6 +154,8 @@ pub(crate) use require_emulation;
 /// progress line only when stderr is a terminal, and a test's never is.
 pub struct Run {
     db: PathBuf,
+    /// `--store` instead of `--out db` (a database's URL, or a path).
+    store: Option<String>,
     args: Vec<String>,
 }
 
@@ -153,8 +171,15 @@ impl Run {
     pub fn new(dir: &Path, name: &str) -> Run {
         Run {
             db: dir.join(format!("{name}.db")),
+            store: None,
             args: Vec::new(),
         }
+    }
+
+    /// Writes into `store` (with `--store`) instead of `<dir>/<name>.db`.
+    pub fn store(mut self, store: &StoreUnderTest) -> Run {
+        self.store = Some(store.location.clone());
+        self
     }
 
     /// Arguments as typed on a command line, split at white space (there is no quoting:
@@ -182,7 +207,10 @@ impl Run {
 
     fn command_line(&self) -> Vec<&str> {
         let db = self.db.to_str().expect("a UTF-8 scratch path");
-        let mut line = vec!["run", "--out", db];
+        let mut line = match &self.store {
+            Some(store) => vec!["run", "--store", store],
+            None => vec!["run", "--out", db],
+        };
         line.extend(self.args.iter().map(String::as_str));
         line
     }
@@ -227,6 +255,71 @@ impl Finished {
         serde_json::from_str(&self.summary)
             .unwrap_or_else(|error| panic!("not a JSON summary ({error}): {}", self.summary))
     }
+}
+
+/// A results store a test writes and reads, of either kind: each test that takes its stores
+/// from [`stores`] runs once against a SQLite file and once against a PostgreSQL database.
+pub struct StoreUnderTest {
+    /// `sqlite` or `postgres`, for the test's messages.
+    pub kind: &'static str,
+    /// What `--store` and the readers' RESULTS take: the file's path, or the database's URL
+    /// (its password in it).
+    pub location: String,
+    /// The cluster the database lives in, running while the store is used.
+    cluster: Option<Cluster>,
+}
+
+impl StoreUnderTest {
+    /// The file, for checks only SQL on a SQLite file makes; `None` for a database.
+    pub fn path(&self) -> Option<&Path> {
+        (self.kind == "sqlite").then(|| Path::new(&self.location))
+    }
+
+    /// The password in the location (a database's), which must never appear anywhere.
+    pub fn password(&self) -> Option<&str> {
+        self.cluster.as_ref().map(Cluster::password)
+    }
+
+    /// Everything the store holds, as text to search: the file's bytes (and its write-ahead
+    /// log's), or `pg_dump` of the database (its schema and every row).
+    pub fn dump(&self) -> String {
+        if let Some(path) = self.path() {
+            let mut bytes = std::fs::read(path).unwrap();
+            bytes.extend(std::fs::read(format!("{}-wal", path.display())).unwrap_or_default());
+            return String::from_utf8_lossy(&bytes).into_owned();
+        }
+        pg_dump(&self.location)
+    }
+}
+
+/// The database at `url`, its schema and every row, as `pg_dump` writes it.
+pub fn pg_dump(url: &str) -> String {
+    let output = Command::new("pg_dump")
+        .args(["--no-owner", "--dbname", url])
+        .output()
+        .expect("pg_dump runs (Debian: postgresql-client)");
+    assert!(output.status.success(), "pg_dump: {}", stderr(&output));
+    stdout(&output)
+}
+
+/// Where the same test keeps its results, once each: a new SQLite file `<dir>/<name>.db`,
+/// and a new database `<name>` of a throw-away PostgreSQL cluster where PostgreSQL is
+/// installed (else the SQLite store alone, saying why: [`Cluster::start`]). `name` is a
+/// lower-case SQL name (letters, digits, `_`).
+pub fn stores(dir: &Path, name: &str) -> Vec<StoreUnderTest> {
+    let mut stores = vec![StoreUnderTest {
+        kind: "sqlite",
+        location: dir.join(format!("{name}.db")).display().to_string(),
+        cluster: None,
+    }];
+    if let Some(cluster) = Cluster::start() {
+        stores.push(StoreUnderTest {
+            kind: "postgres",
+            location: cluster.create_database(name),
+            cluster: Some(cluster),
+        });
+    }
+    stores
 }
 
 /// The store, read-only.
