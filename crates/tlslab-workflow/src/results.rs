@@ -22,6 +22,8 @@ pub struct Results {
     /// A database's run, by number (its latest when `None`). A file holds one run: given,
     /// it must be that one's.
     pub run: Option<i64>,
+    /// What the writer of a new run in a database has to say (it went away, came back).
+    notices: Option<tlslab_store::postgres::Notices>,
 }
 
 impl Results {
@@ -30,12 +32,25 @@ impl Results {
         Results {
             location: Location::File(path.into()),
             run: None,
+            notices: None,
         }
     }
 
     /// `run` of the store at `location` (the latest when `None`).
     pub fn new(location: Location, run: Option<i64>) -> Results {
-        Results { location, run }
+        Results {
+            location,
+            run,
+            notices: None,
+        }
+    }
+
+    /// Says what the writer of this new run had to say (its database went away and came
+    /// back, or not), as warnings: the run's numbers stand, and the user learns of it.
+    pub(crate) fn say_writer_notices(&self, control: &Control) {
+        for notice in self.notices.iter().flat_map(|notices| notices.all()) {
+            control.notice(Notice::Warning(notice));
+        }
     }
 
     /// The file, for a SQLite store.
@@ -84,6 +99,7 @@ impl Results {
             Location::Database(_) => Results {
                 location: self.location.clone(),
                 run: self.run.or_else(|| store.run_number().ok().flatten()),
+                notices: self.notices.clone(),
             },
         }
     }
@@ -162,7 +178,8 @@ pub(crate) fn create(
         path: PathBuf::from(location.to_string()),
         source,
     })?;
-    let results = Results::new(location.clone(), created.run());
+    let mut results = Results::new(location.clone(), created.run());
+    results.notices = created.notices();
     Ok((created, results))
 }
 

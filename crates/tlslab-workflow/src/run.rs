@@ -186,13 +186,15 @@ pub(crate) fn execute(
         Some(created) => created,
         None => results::create(&prepared.location, control)?,
     };
-    let (end, kept) = measure(
+    let measured = measure(
         request,
         control,
         (&configs, &plan, seed),
         (created, &results),
         &key_log,
-    )?;
+    );
+    results.say_writer_notices(control);
+    let (end, kept) = measured?;
     let (store, summary) = summarize(&results, kept, request.metric.as_deref(), alongside)?;
     let report = prepared
         .report

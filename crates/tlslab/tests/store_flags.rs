@@ -236,3 +236,59 @@ fn a_capture_read_into_either_store_exports_the_same_samples() {
         assert_eq!(sqlite, postgres);
     }
 }
+
+/// The number of samples a store's run holds, and the attempts its run row counted.
+fn samples_and_attempts(url: &str) -> (i64, i64) {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).expect("the cluster is up");
+    let row = client
+        .query_one(
+            "SELECT (SELECT count(*) FROM samples WHERE run_id = r.id), r.attempted FROM runs r ORDER BY r.id DESC LIMIT 1",
+            &[],
+        )
+        .expect("the run is stored");
+    (row.get(0), row.get(1))
+}
+
+#[test]
+fn a_database_stopped_mid_run_and_started_again_ends_with_every_attempt() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let url = cluster.create_database("faults");
+    // An open loop of 20 s: the database is stopped outright (as in a crash) 6 s in, and
+    // started again 5 s later, while handshakes go on.
+    let run = command([
+        "run",
+        "--store",
+        &url,
+        "--tls",
+        "1.3",
+        "--arrival-rate",
+        "40/s",
+        "--duration",
+        "20s",
+        "--warmup",
+        "0",
+        "-c",
+        "8",
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("tlslab runs");
+    std::thread::sleep(std::time::Duration::from_secs(6));
+    cluster.stop_immediately();
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    cluster.start_again();
+    let output = run.wait_with_output().expect("the run ends");
+    let printed = assert_success(&output);
+    let said = stderr(&output);
+    assert!(
+        said.contains("went away") && said.contains("was back"),
+        "{said}"
+    );
+    assert!(!said.contains(cluster.password()) && !printed.contains(cluster.password()));
+    let (samples, attempted) = samples_and_attempts(&url);
+    assert!(attempted >= 700, "20 s at 40/s: {attempted} attempts");
+    assert_eq!(samples, attempted, "every attempt is stored once\n{said}");
+}

@@ -39,7 +39,7 @@ const SPOOL_CHECK_SAMPLES: u64 = 10_000;
 
 /// What the sink tells its producer besides its records: that the database went away and
 /// came back, and what it did meanwhile. Shared with the producer, who shows it.
-#[derive(Clone, Default)]
+#[derive(Clone, Default, Debug)]
 pub struct Notices(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
 
 impl Notices {

@@ -42,7 +42,7 @@ pub fn example(name: &str) -> String {
 }
 
 /// The tlslab binary with `args`, on the shared PKI cache.
-fn command<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> Command {
+pub fn command<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(args: I) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_tlslab"));
     command
         .args(args)
