@@ -41,3 +41,32 @@ wait_port() {
     cat "$log" >&2
     return 1
 }
+
+# start_postgres WORK: a throw-away PostgreSQL cluster (Debian's postgresql, at its default
+# settings) on a free port, its data and socket under WORK, run as the postgres user when
+# this runs as root; sets pg_url (trust authentication on 127.0.0.1) and pg_bin. Stop it
+# with stop_postgres.
+start_postgres() {
+    local work=$1
+    pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+    [ -x "$pg_bin/initdb" ] || { echo "PostgreSQL is required: apt-get install postgresql" >&2; exit 3; }
+    pg_as=()
+    if [ "$(id -u)" = 0 ]; then
+        chown postgres "$work"
+        pg_as=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+    fi
+    pg_data=$work/postgres
+    local port
+    port=$(free_port)
+    "${pg_as[@]}" "$pg_bin/initdb" -D "$pg_data" -U postgres --auth=trust --no-sync >/dev/null
+    "${pg_as[@]}" "$pg_bin/pg_ctl" -D "$pg_data" -l "$work/postgres.log" -w \
+        -o "-p $port -k $work -c listen_addresses=127.0.0.1" start >/dev/null
+    pg_url="postgres://postgres@127.0.0.1:$port/postgres"
+    pg_socket=$work
+    pg_port=$port
+}
+
+# psql_as_postgres ARGS...: psql on the cluster start_postgres made.
+psql_as_postgres() { "${pg_as[@]}" "$pg_bin/psql" -q -h "$pg_socket" -p "$pg_port" -U postgres "$@"; }
+
+stop_postgres() { [ -n "${pg_data:-}" ] && "${pg_as[@]}" "$pg_bin/pg_ctl" -D "$pg_data" -m immediate stop >/dev/null 2>&1 || true; }

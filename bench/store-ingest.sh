@@ -15,24 +15,14 @@ cd "$(dirname "$0")/.."
 . bench/common.sh
 samples=${1:-1000000}
 rounds=${2:-3}
-bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-[ -x "$bin/initdb" ] || { echo "PostgreSQL is required: apt-get install postgresql" >&2; exit 3; }
 scripts/openssl >/dev/null
 cargo build --release -q -p tlslab-store --example ingest
 ingest=${CARGO_TARGET_DIR:-target}/release/examples/ingest
 
 work=$(mktemp -d)
-as_postgres=()
-if [ "$(id -u)" = 0 ]; then
-    chown postgres "$work"
-    as_postgres=(setpriv --reuid=postgres --regid=postgres --init-groups --)
-fi
-port=$(free_port)
-"${as_postgres[@]}" "$bin/initdb" -D "$work/data" -U postgres --auth=trust --no-sync >/dev/null
-pg() { "${as_postgres[@]}" "$bin/pg_ctl" -D "$work/data" -l "$work/log" -w "$@" >/dev/null; }
-pg -o "-p $port -k $work -c listen_addresses=127.0.0.1" start
-trap 'pg stop -m immediate || true; rm -rf "$work"' EXIT
-url="postgres://postgres@127.0.0.1:$port/postgres"
+start_postgres "$work"
+trap 'stop_postgres; rm -rf "$work"' EXIT
+url=$pg_url
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 measure() { # store-maker label
@@ -44,14 +34,14 @@ sqlite_store() { rm -f "$work/ingest-$1.db"; echo "$work/ingest-$1.db"; }
 postgres_store() { echo "$url"; }
 
 sqlite=$(measure sqlite_store)
-"${as_postgres[@]}" "$bin/psql" -q -h "$work" -p "$port" -U postgres -c "ALTER SYSTEM SET synchronous_commit = on" -c "SELECT pg_reload_conf()" >/dev/null
+psql_as_postgres -c "ALTER SYSTEM SET synchronous_commit = on" -c "SELECT pg_reload_conf()" >/dev/null
 postgres_on=$(measure postgres_store)
-"${as_postgres[@]}" "$bin/psql" -q -h "$work" -p "$port" -U postgres -c "ALTER SYSTEM SET synchronous_commit = off" -c "SELECT pg_reload_conf()" >/dev/null
+psql_as_postgres -c "ALTER SYSTEM SET synchronous_commit = off" -c "SELECT pg_reload_conf()" >/dev/null
 postgres_off=$(measure postgres_store)
 
 printf '%-40s %12s\n' "store ($samples samples, median of $rounds)" "samples/s"
 printf '%-40s %12s\n' "SQLite file" "$sqlite"
-printf '%-40s %12s\n' "PostgreSQL $("$bin/postgres" --version | awk '{print $3}'), synchronous_commit on" "$postgres_on"
+printf '%-40s %12s\n' "PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}'), synchronous_commit on" "$postgres_on"
 printf '%-40s %12s\n' "PostgreSQL, synchronous_commit off" "$postgres_off"
 awk -v s="$sqlite" -v on="$postgres_on" -v off="$postgres_off" \
     'BEGIN { printf "PostgreSQL against SQLite: %.2fx (synchronous_commit on), %.2fx (off); load average %s\n", on / s, off / s, "'"$(cut -d' ' -f1-3 /proc/loadavg)"'" }'

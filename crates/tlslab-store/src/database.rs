@@ -128,6 +128,30 @@ impl Row<'_> {
         }
     }
 
+    /// Hands `use_text` the text at `index` (`None` for NULL) without copying it.
+    pub fn with_str<T>(
+        &self,
+        index: usize,
+        use_text: impl FnOnce(Option<&str>) -> T,
+    ) -> Result<T, StoreError> {
+        match self {
+            Row::Sqlite(row) => {
+                let value = row.get_ref(index)?;
+                let text = value.as_str_or_null().map_err(|_| StoreError::Kind {
+                    index,
+                    wanted: "text",
+                })?;
+                Ok(use_text(text))
+            }
+            Row::Postgres(row) => {
+                let text: Option<&str> = row
+                    .try_get(index)
+                    .map_err(|error| StoreError::Query(Box::new(error)))?;
+                Ok(use_text(text))
+            }
+        }
+    }
+
     /// The value at `index` as `T` (an integer, a real, text, a flag, or an `Option` of one).
     pub fn get<T: FromValue>(&self, index: usize) -> Result<T, StoreError> {
         T::from_value(self.value(index)?).ok_or_else(|| StoreError::Kind {

@@ -1400,20 +1400,34 @@ impl Store {
              WHERE {run}config_id = ?1 AND version IS NOT NULL",
             &[Parameter::Integer(config_id)],
             |row| {
-                let triple: Negotiation = (
-                    row.get::<Option<String>>(0)?.unwrap_or_default(),
-                    row.get(1)?,
-                    row.get(2)?,
-                );
-                match &mut last {
-                    Some((seen, count)) if *seen == triple => *count += 1,
-                    _ => {
-                        if let Some((seen, count)) = last.take() {
-                            *counts.entry(seen).or_insert(0) += count;
-                        }
-                        last = Some((triple, 1));
-                    }
-                }
+                // Borrowed, and owned only when the triple changes.
+                row.with_str(0, |version| {
+                    row.with_str(1, |suite| {
+                        row.with_str(2, |group| {
+                            let version = version.unwrap_or_default();
+                            match &mut last {
+                                Some(((v, s, g), count))
+                                    if v == version
+                                        && s.as_deref() == suite
+                                        && g.as_deref() == group =>
+                                {
+                                    *count += 1
+                                }
+                                _ => {
+                                    if let Some((seen, count)) = last.take() {
+                                        *counts.entry(seen).or_insert(0) += count;
+                                    }
+                                    let triple = (
+                                        version.to_string(),
+                                        suite.map(str::to_string),
+                                        group.map(str::to_string),
+                                    );
+                                    last = Some((triple, 1));
+                                }
+                            }
+                        })
+                    })
+                })???;
                 Ok(())
             },
         )?;
