@@ -59,6 +59,7 @@
 #![warn(missing_docs)]
 
 mod columns;
+mod copy;
 mod database;
 mod export;
 mod kept;
@@ -74,6 +75,7 @@ use std::path::{Path, PathBuf};
 use database::Parameter;
 use rusqlite::{Connection, OpenFlags};
 
+pub use copy::{copy, list_runs, CopyOutcome, CopyRefused, RunCopy, RunListing, PROGRESS_EVERY};
 pub use export::{export, export_fields, ExportFormat};
 pub use kept::{KeptHandle, KeptValues, KEPT_BYTES, KEPT_SAMPLES};
 pub use location::{Location, STORE_VARIABLE};
@@ -249,6 +251,9 @@ pub enum StoreError {
     /// The export's output cannot be written (a closed pipe, a full disk).
     #[error("cannot write the export")]
     Export(#[source] std::io::Error),
+    /// A `store copy` that cannot be made as asked.
+    #[error(transparent)]
+    Copy(#[from] copy::CopyRefused),
 }
 
 // SQLite's errors are boxed in every variant: they are 64 bytes, and a StoreError travels
@@ -346,6 +351,7 @@ impl StoreError {
                 "use client_hello_bytes, server_flight_bytes, bytes_sent or bytes_received".into()
             }
             StoreError::Export(_) => "check the output path and free disk space".into(),
+            StoreError::Copy(refused) => refused.hint(),
         }
     }
 }
