@@ -609,3 +609,25 @@ fn a_database_without_tlslab_in_it_has_no_runs_to_list_or_copy() {
     let message = tlslab_core::WithCauses(&copied.unwrap_err()).to_string();
     assert!(!message.contains(cluster.password()), "{message}");
 }
+
+#[test]
+fn a_copy_into_a_file_that_fails_part_way_leaves_no_file() {
+    let directory = scratch("file-fails");
+    let original = directory.join("original.db");
+    sqlite_run(&original, "file-fails", 11, 20);
+    // Without a column every sample must have, the copy fails at its first sample, after
+    // the run's row, Configs and trials were written into the new file.
+    rusqlite::Connection::open(&original)
+        .unwrap()
+        .execute_batch("ALTER TABLE samples DROP COLUMN round")
+        .unwrap();
+    let target = directory.join("copy.db");
+    let failed = copy(&file(&original), &file(&target), None, &mut no_progress()).unwrap_err();
+    let message = tlslab_core::WithCauses(&failed).to_string();
+    assert!(message.contains("round"), "{message}");
+    let left: Vec<_> = std::fs::read_dir(&directory)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["original.db"], "nothing of the copy is left");
+}
