@@ -54,6 +54,7 @@ pub mod run;
 pub mod scan;
 pub mod scan_cost;
 pub mod serve;
+pub mod store;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -67,6 +67,9 @@ pub enum Command {
     /// What a server supports (versions, suites in order, groups, ALPN, certificate), how it
     /// compares with Mozilla's guidelines, and its grade, in one fast pass.
     Scan(crate::scan::ScanArgs),
+    /// List a results store's runs, or copy runs between stores (SQLite files and PostgreSQL
+    /// databases, either way).
+    Store(crate::store::StoreArgs),
     /// Print a shell completion script: `source <(tlslab completions bash)`.
     Completions(CompletionsArgs),
     /// Print the man page (roff), or write one page per command into a directory.

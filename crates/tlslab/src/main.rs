@@ -23,6 +23,7 @@ mod report;
 mod run;
 mod scan;
 mod serve;
+mod store;
 
 use clap::FromArgMatches;
 
@@ -90,6 +91,7 @@ fn main() {
         Command::Capture(args) => capture::capture(args),
         Command::Plan(args) => plan::plan(args),
         Command::Scan(args) => scan::scan(args),
+        Command::Store(args) => store::store(args),
         Command::Completions(args) => manual::completions(args),
         Command::Man(args) => manual::man(args),
     };
