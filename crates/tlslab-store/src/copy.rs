@@ -75,7 +75,18 @@ pub enum RunCopy {
         /// The samples copied.
         samples: u64,
     },
-    /// The target holds this run already, with as many samples: nothing was copied.
+    /// A spool's records appended to the run it was spooled from (a run whose database went
+    /// away, `postgres/spool.rs`).
+    Appended {
+        /// Its id in the spool.
+        from: i64,
+        /// The run in the database they now belong to.
+        to: i64,
+        /// The samples appended.
+        samples: u64,
+    },
+    /// The target holds this run already, with as many samples (or this spool's records,
+    /// uploaded before): nothing was copied.
     AlreadyThere {
         /// Its id in the source.
         from: i64,
@@ -124,6 +135,26 @@ pub enum CopyRefused {
         /// Whether the source's run is complete.
         complete: bool,
     },
+    /// A spool given with a database that does not hold its run.
+    #[error(
+        "{spool} is the spool of run {run} of {database}, and {target} does not hold that run"
+    )]
+    NotTheSpoolsRun {
+        /// The spool.
+        spool: String,
+        /// The database it was spooled from, as the run showed it.
+        database: String,
+        /// Its run there.
+        run: i64,
+        /// The database given.
+        target: String,
+    },
+    /// A spool a run is still writing (its database still away).
+    #[error("{spool} is being written by a run still waiting for its database")]
+    SpoolInUse {
+        /// The spool.
+        spool: String,
+    },
 }
 
 fn completeness(complete: bool) -> &'static str {
@@ -151,6 +182,8 @@ impl CopyRefused {
             CopyRefused::Differs { run, .. } => format!(
                 "nothing was copied; compare the two with `tlslab store ls`, then copy into another database, or remove run {run} from this one and copy again"
             ),
+            CopyRefused::NotTheSpoolsRun { .. } => "give the URL of the database the run was writing (its password, where the run showed ***), or copy the spool into a new file".into(),
+            CopyRefused::SpoolInUse { .. } => "the run uploads its spool itself when the database is back; upload it with `tlslab store copy` once the run has ended".into(),
         }
     }
 }
@@ -171,6 +204,9 @@ pub fn list_runs(location: &Location) -> Result<Vec<RunListing>, StoreError> {
 /// again if the copy fails. Into PostgreSQL each run is one transaction; a run the database
 /// holds already is not copied again ([`RunCopy::AlreadyThere`]), and one it holds with
 /// other contents is refused ([`CopyRefused::Differs`]) before anything is written.
+///
+/// A spool (the local store a run wrote while its database was away) given with a database
+/// is appended to the run it belongs to, once ([`RunCopy::Appended`]).
 pub fn copy(
     from: &Location,
     to: &Location,
@@ -180,6 +216,11 @@ pub fn copy(
     if let Location::File(path) = to {
         if path.exists() {
             return Err(StoreError::Exists { path: path.clone() });
+        }
+    }
+    if let (Location::File(path), Location::Database(settings)) = (from, to) {
+        if let Some(spooled) = spooled(path) {
+            return upload_spool(path, spooled, settings, run, progress);
         }
     }
     let mut source = Source::open(from)?;
@@ -568,6 +609,94 @@ fn each_row(
     Ok(rows)
 }
 
+/// The database and run a spool belongs to, and whether it was uploaded; `None` for a file
+/// that is not a spool (or not a store: opening it as one says why).
+fn spooled(path: &Path) -> Option<(String, i64, bool)> {
+    if !path.is_file() {
+        return None;
+    }
+    crate::postgres::spool::marked(path).ok().flatten()
+}
+
+/// Appends the spool at `path` to its run in the database `settings` reaches (the one it was
+/// spooled from: the run there must be the spool's run), once.
+fn upload_spool(
+    path: &Path,
+    (spooled_from, run, uploaded): (String, i64, bool),
+    settings: &crate::postgres::connection::Settings,
+    asked: Option<i64>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<CopyOutcome, StoreError> {
+    let shown = path.display().to_string();
+    // Taken before the spool is read, and held until it is uploaded.
+    let _lock = crate::recovery::RunLock::take(path).map_err(|_| CopyRefused::SpoolInUse {
+        spool: shown.clone(),
+    })?;
+    let (listing, plan, values) = {
+        let source = Source::open(&Location::File(path.to_path_buf()))?;
+        let listing = source
+            .listings()?
+            .into_iter()
+            .find(|listing| asked.is_none_or(|asked| asked == listing.id))
+            .ok_or_else(|| StoreError::NoRun {
+                database: shown.clone(),
+                run: asked,
+            })?;
+        let plan = TablePlan::new(&table("runs"), &source, Dialect::Postgres)?;
+        let values = source.run_row(&plan, listing.id)?;
+        (listing, plan, values)
+        // The spool's read ends here: the upload writes its mark.
+    };
+    let target = settings.to_string();
+    let not_its_run = || CopyRefused::NotTheSpoolsRun {
+        spool: shown.clone(),
+        database: spooled_from.clone(),
+        run,
+        target: target.clone(),
+    };
+    let mut client = settings.connect()?;
+    if crate::postgres::schema_version(&mut client, &target)?.is_none() {
+        return Err(not_its_run().into());
+    }
+    let failed = refused(&target, "looking for the spool's run");
+    let mut transaction = client.transaction().map_err(&failed)?;
+    let bound: Vec<Bound<'_>> = values.iter().map(Bound).collect();
+    let found = same_row_of(
+        &mut transaction,
+        "runs",
+        &IDENTITY,
+        &plan,
+        &bound,
+        Some(run),
+    )
+    .map_err(&failed)?;
+    drop(transaction);
+    if found.is_none() {
+        return Err(not_its_run().into());
+    }
+    let done = match uploaded {
+        true => RunCopy::AlreadyThere {
+            from: listing.id,
+            run,
+            samples: listing.samples,
+        },
+        false => {
+            let samples = crate::postgres::spool::upload(path, &mut client, run)?;
+            progress(samples);
+            RunCopy::Appended {
+                from: listing.id,
+                to: run,
+                samples,
+            }
+        }
+    };
+    Ok(CopyOutcome {
+        runs: vec![done],
+        scans: 0,
+        scans_already_there: 0,
+    })
+}
+
 /// Tells `progress` of a run's last samples, unless [`each_row`] just did.
 fn progress_at_end(progress: &mut dyn FnMut(u64), samples: u64) {
     if samples == 0 || !samples.is_multiple_of(PROGRESS_EVERY) {
@@ -855,8 +984,25 @@ fn same_row(
     plan: &TablePlan,
     values: &[Bound<'_>],
 ) -> Result<Option<i64>, postgres::Error> {
+    same_row_of(transaction, table, identity, plan, values, None)
+}
+
+/// [`same_row`], among the rows whose id is `id` when one is given.
+fn same_row_of(
+    transaction: &mut postgres::Transaction<'_>,
+    table: &str,
+    identity: &[&str],
+    plan: &TablePlan,
+    values: &[Bound<'_>],
+    id: Option<i64>,
+) -> Result<Option<i64>, postgres::Error> {
     let mut conditions = Vec::new();
     let mut bound = Vec::new();
+    let id = id.map(Value::Integer);
+    if let Some(id) = &id {
+        bound.push(Bound(id));
+        conditions.push("id = $1".to_string());
+    }
     for name in identity {
         let value = plan
             .position(name)

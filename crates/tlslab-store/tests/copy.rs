@@ -631,3 +631,87 @@ fn a_copy_into_a_file_that_fails_part_way_leaves_no_file() {
         .collect();
     assert_eq!(left, ["original.db"], "nothing of the copy is left");
 }
+
+#[test]
+fn a_spool_is_appended_to_the_run_it_was_spooled_from_once() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let directory = scratch("spool");
+    let url = cluster.url();
+    let tlslab_store::NewRun::Database(sink) = Store::create_at(&database(&url)).unwrap() else {
+        panic!("a database's new run");
+    };
+    let run = sink.run();
+    let mut sink = sink.spooling_into(directory.join("spools"));
+    sink.begin(&info("spooled", 77)).unwrap();
+    for number in 0..300 {
+        if number == 120 {
+            sink.flush().unwrap();
+            cluster.stop_immediately();
+        }
+        sink.record(sample(number)).unwrap();
+    }
+    let failure = sink
+        .finish(&RunEnd {
+            complete: true,
+            reason: None,
+            duration_ns: 5,
+            attempted: 300,
+            errors: 30,
+        })
+        .unwrap_err();
+    let spool = PathBuf::from(failure.message.split_whitespace().last().unwrap());
+    assert!(failure.hint.contains("tlslab store copy"), "{failure:?}");
+    cluster.start_again();
+    let in_database = list_runs(&database(&url)).unwrap()[0].samples;
+    assert!(in_database < 300, "{in_database}");
+
+    // Into another database, the spool is refused: its run is not there.
+    let other = cluster.create_database("other");
+    postgres_run(&other, "other", 1, 1);
+    let refused = copy(&file(&spool), &database(&other), None, &mut no_progress()).unwrap_err();
+    assert!(
+        matches!(refused, StoreError::Copy(CopyRefused::NotTheSpoolsRun { run: r, .. }) if r == run),
+        "{refused:?}"
+    );
+
+    let uploaded = copy(&file(&spool), &database(&url), None, &mut no_progress()).unwrap();
+    assert_eq!(
+        uploaded.runs,
+        [RunCopy::Appended {
+            from: 1,
+            to: run,
+            samples: 300 - in_database
+        }]
+    );
+    let listed = list_runs(&database(&url)).unwrap();
+    assert_eq!(
+        listed.len(),
+        1,
+        "appended, not a run of its own: {listed:?}"
+    );
+    assert_eq!(listed[0].samples, 300);
+    assert!(listed[0].complete, "the run's end came from the spool");
+    let again = copy(&file(&spool), &database(&url), None, &mut no_progress()).unwrap();
+    assert!(
+        matches!(again.runs[..], [RunCopy::AlreadyThere { run: r, .. }] if r == run),
+        "{again:?}"
+    );
+    assert_eq!(list_runs(&database(&url)).unwrap()[0].samples, 300);
+
+    // The whole run, read back, is every sample once and in order.
+    let exported = String::from_utf8(jsonl(&database(&url), Some(run))).unwrap();
+    let starts: Vec<u64> = exported
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<serde_json::Value>(line).unwrap()["started_at"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        starts,
+        (0..300).map(|number| number * 1_000).collect::<Vec<_>>()
+    );
+}

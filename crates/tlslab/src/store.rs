@@ -230,6 +230,13 @@ fn render_copy(copied: &StoreCopyOutcome) -> String {
                 to: new,
                 samples,
             } => format!("copied run {id} of {from} to {to} as run {new}: {samples} samples\n"),
+            RunCopy::Appended {
+                from: id,
+                to: run,
+                samples,
+            } => format!(
+                "appended run {id} of the spool {from} to run {run} of {to}: {samples} samples\n"
+            ),
             RunCopy::AlreadyThere {
                 from: id,
                 run,
