@@ -292,3 +292,71 @@ fn a_database_stopped_mid_run_and_started_again_ends_with_every_attempt() {
     assert!(attempted >= 700, "20 s at 40/s: {attempted} attempts");
     assert_eq!(samples, attempted, "every attempt is stored once\n{said}");
 }
+
+#[test]
+fn a_database_that_never_comes_back_leaves_a_spool_that_the_printed_command_uploads() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let url = cluster.create_database("never");
+    let dir = scratch("store-never");
+    let run = command([
+        "run",
+        "--store",
+        &url,
+        "--tls",
+        "1.3",
+        "--arrival-rate",
+        "40/s",
+        "--duration",
+        "8s",
+        "--warmup",
+        "0",
+        "-c",
+        "8",
+    ])
+    .current_dir(&dir)
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("tlslab runs");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    cluster.stop_immediately();
+    let output = run.wait_with_output().expect("the run ends");
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(3), "{said}");
+    assert!(!said.contains(cluster.password()), "{said}");
+    // The hint is the command to type, its password left to PGPASSWORD.
+    let typed = said
+        .lines()
+        .find_map(|line| line.split_once("upload them: ").map(|(_, command)| command))
+        .unwrap_or_else(|| panic!("the upload command is printed:\n{said}"));
+    let typed = typed.split(" (its password").next().unwrap();
+    cluster.start_again();
+    let words: Vec<String> = typed
+        .split_whitespace()
+        .skip(1)
+        .map(|word| word.trim_matches('\'').to_string())
+        .collect();
+    let uploaded = command(&words)
+        .current_dir(&dir)
+        .env("PGPASSWORD", cluster.password())
+        .output()
+        .expect("tlslab runs");
+    assert_success(&uploaded);
+    let (samples, attempted) = samples_and_attempts(&url);
+    assert!(attempted >= 280, "8 s at 40/s: {attempted} attempts");
+    assert_eq!(
+        samples, attempted,
+        "every attempt is in the database once\n{said}"
+    );
+    // Typed again, it adds nothing.
+    assert_success(
+        &command(&words)
+            .current_dir(&dir)
+            .env("PGPASSWORD", cluster.password())
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(samples_and_attempts(&url), (samples, attempted));
+}

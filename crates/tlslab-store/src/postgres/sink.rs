@@ -331,9 +331,8 @@ impl PostgresSink {
                 spooling.path.display()
             ),
             hint: format!(
-                "when the database is back, upload them: tlslab store copy {} '{}'",
-                spooling.path.display(),
-                self.database
+                "when the database is back, upload them: {}",
+                upload_command(&spooling.path, &self.database)
             ),
         })
     }
@@ -344,6 +343,19 @@ struct Column {
     name: String,
     type_: Type,
     fill: Fill,
+}
+
+/// The command that uploads the spool at `path` into `database` (as shown: a password in
+/// its URL shown as `***`), to be typed as it is: the URL without the password, which then
+/// comes from `PGPASSWORD` or the password file, as for psql.
+fn upload_command(path: &std::path::Path, database: &str) -> String {
+    let url = database.replacen(":***@", "@", 1);
+    let password = if url == database {
+        ""
+    } else {
+        " (its password in PGPASSWORD or ~/.pgpass)"
+    };
+    format!("tlslab store copy {} '{url}'{password}", path.display())
 }
 
 /// One batch in one transaction. The `COPY` names only the columns some sample of the batch
@@ -491,9 +503,8 @@ impl Sink for PostgresSink {
                             size >> 20
                         ),
                         hint: format!(
-                            "every sample taken is kept; when the database is back, upload the spool: tlslab store copy {} '{}'",
-                            spooling.path.display(),
-                            self.database
+                            "every sample taken is kept; when the database is back, upload the spool: {}",
+                            upload_command(&spooling.path, &self.database)
                         ),
                     });
                 }
