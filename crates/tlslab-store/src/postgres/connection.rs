@@ -363,90 +363,13 @@ impl Settings {
             .or_else(|| environment("PGDATABASE"))
             .unwrap_or_else(|| user.clone());
 
-        let ports = if parts.ports.is_empty() {
-            match environment("PGPORT") {
-                Some(text) => parse_ports(&text).ok_or_else(|| {
-                    invalid("PGPORT is not a port number (or a comma-separated list of them)")
-                })?,
-                None => Vec::new(),
-            }
-        } else {
-            parts.ports
-        };
-        let first_port = ports.first().copied().unwrap_or(DEFAULT_PORT);
-        let hosts = if parts.hosts.is_empty() {
-            match environment("PGHOST") {
-                Some(text) => host_list(&text, first_port),
-                None => vec![default_host(first_port)],
-            }
-        } else {
-            parts.hosts
-        };
-        // libpq pairs them: one port for every host, or one port each.
-        let ports = match ports.len() {
-            0 => vec![DEFAULT_PORT; hosts.len()],
-            1 => vec![ports[0]; hosts.len()],
-            count if count == hosts.len() => ports,
-            count => {
-                return Err(invalid(format!(
-                    "{count} ports for {} hosts: give one port for all, or one for each host",
-                    hosts.len()
-                )))
-            }
-        };
+        let (hosts, ports) = hosts_and_ports(parts.hosts, parts.ports, &environment)?;
 
-        let (root_certificate, root_certificate_given) = match parts
-            .root_certificate
-            .or_else(|| environment("PGSSLROOTCERT"))
-        {
-            Some(text) if text == "system" => (Some(RootCertificate::System), true),
-            Some(text) => (Some(RootCertificate::File(PathBuf::from(text))), true),
-            // libpq's default root certificate counts only when it is there.
-            None => (
-                environment("HOME")
-                    .map(|home| Path::new(&home).join(".postgresql/root.crt"))
-                    .filter(|path| path.is_file())
-                    .map(RootCertificate::File),
-                false,
-            ),
-        };
-        let ssl_mode = match parts
-            .ssl_mode
-            .map(|text| ("sslmode", text))
-            .or_else(|| environment("PGSSLMODE").map(|text| ("PGSSLMODE", text)))
-        {
-            Some((name, text)) => SslMode::parse(&text).ok_or_else(|| {
-                invalid(format!(
-                    "{name}={} is not an sslmode: give disable, allow, prefer, require, verify-ca or verify-full",
-                    shown(&text)
-                ))
-            })?,
-            // As libpq 16: the system's roots vouch for host names, so the name is checked.
-            None if root_certificate == Some(RootCertificate::System) => SslMode::VerifyFull,
-            None => SslMode::Prefer,
-        };
-        if root_certificate == Some(RootCertificate::System) && ssl_mode != SslMode::VerifyFull {
-            return Err(invalid(format!(
-                "sslrootcert=system needs sslmode=verify-full, not {ssl_mode}: any CA the system trusts can vouch for some name, so the host name must be checked"
-            )));
-        }
+        let (root_certificate, root_certificate_given, ssl_mode) =
+            tls_settings(parts.root_certificate, parts.ssl_mode, &environment)?;
 
         let application_name = parts.application_name.or_else(|| environment("PGAPPNAME"));
-        let connect_timeout = match parts.connect_timeout {
-            Some(timeout) => timeout,
-            None => match environment("PGCONNECT_TIMEOUT") {
-                Some(text) => {
-                    let seconds: i64 = text.trim().parse().map_err(|_| {
-                        invalid("PGCONNECT_TIMEOUT is not a whole number of seconds")
-                    })?;
-                    u64::try_from(seconds)
-                        .ok()
-                        .filter(|&seconds| seconds > 0)
-                        .map(Duration::from_secs)
-                }
-                None => None,
-            },
-        };
+        let connect_timeout = connect_timeout(parts.connect_timeout, &environment)?;
 
         let mut warnings = Vec::new();
         let password_file = match &given_password {
@@ -730,6 +653,117 @@ fn is_tls_failure(error: &postgres::Error) -> bool {
     error.to_string() == "error performing TLS handshake"
 }
 
+/// The hosts and a port for each, from the URL or else `PGHOST` and `PGPORT`, paired as
+/// libpq pairs them: one port for every host, or one port each.
+fn hosts_and_ports(
+    hosts: Vec<Host>,
+    ports: Vec<u16>,
+    environment: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Vec<Host>, Vec<u16>), ConnectError> {
+    let ports = if ports.is_empty() {
+        match environment("PGPORT") {
+            Some(text) => parse_ports(&text).ok_or_else(|| {
+                invalid("PGPORT is not a port number (or a comma-separated list of them)")
+            })?,
+            None => Vec::new(),
+        }
+    } else {
+        ports
+    };
+    let first_port = ports.first().copied().unwrap_or(DEFAULT_PORT);
+    let hosts = if hosts.is_empty() {
+        match environment("PGHOST") {
+            Some(text) => host_list(&text, first_port),
+            None => vec![default_host(first_port)],
+        }
+    } else {
+        hosts
+    };
+    // libpq pairs them: one port for every host, or one port each.
+    let ports = match ports.len() {
+        0 => vec![DEFAULT_PORT; hosts.len()],
+        1 => vec![ports[0]; hosts.len()],
+        count if count == hosts.len() => ports,
+        count => {
+            return Err(invalid(format!(
+                "{count} ports for {} hosts: give one port for all, or one for each host",
+                hosts.len()
+            )))
+        }
+    };
+
+    Ok((hosts, ports))
+}
+
+/// The root certificate (and whether it was given rather than found at libpq's default
+/// place) and the sslmode, from the URL or else `PGSSLROOTCERT` and `PGSSLMODE`.
+fn tls_settings(
+    root_certificate: Option<String>,
+    ssl_mode: Option<String>,
+    environment: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Option<RootCertificate>, bool, SslMode), ConnectError> {
+    let (root_certificate, root_certificate_given) =
+        match root_certificate.or_else(|| environment("PGSSLROOTCERT")) {
+            Some(text) if text == "system" => (Some(RootCertificate::System), true),
+            Some(text) => (Some(RootCertificate::File(PathBuf::from(text))), true),
+            // libpq's default root certificate counts only when it is there.
+            None => (
+                environment("HOME")
+                    .map(|home| Path::new(&home).join(".postgresql/root.crt"))
+                    .filter(|path| path.is_file())
+                    .map(RootCertificate::File),
+                false,
+            ),
+        };
+    let ssl_mode = match ssl_mode
+        .map(|text| ("sslmode", text))
+        .or_else(|| environment("PGSSLMODE").map(|text| ("PGSSLMODE", text)))
+    {
+        Some((name, text)) => SslMode::parse(&text).ok_or_else(|| {
+            invalid(format!(
+                "{name}={} is not an sslmode: give disable, allow, prefer, require, verify-ca or verify-full",
+                shown(&text)
+            ))
+        })?,
+        // As libpq 16: the system's roots vouch for host names, so the name is checked.
+        None if root_certificate == Some(RootCertificate::System) => SslMode::VerifyFull,
+        None => SslMode::Prefer,
+    };
+    if root_certificate == Some(RootCertificate::System) && ssl_mode != SslMode::VerifyFull {
+        return Err(invalid(format!(
+            "sslrootcert=system needs sslmode=verify-full, not {ssl_mode}: any CA the system trusts can vouch for some name, so the host name must be checked"
+        )));
+    }
+
+    Ok((root_certificate, root_certificate_given, ssl_mode))
+}
+
+/// The connect timeout, from the URL or else `PGCONNECT_TIMEOUT` (none: wait as long as it
+/// takes).
+fn connect_timeout(
+    given: Option<Option<Duration>>,
+    environment: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<Duration>, ConnectError> {
+    let connect_timeout = match given {
+        Some(timeout) => timeout,
+        None => match environment("PGCONNECT_TIMEOUT") {
+            Some(text) => {
+                let seconds: i64 = text
+                    .trim()
+                    .parse()
+                    .map_err(|_| invalid("PGCONNECT_TIMEOUT is not a whole number of seconds"))?;
+                u64::try_from(seconds)
+                    .ok()
+                    .filter(|&seconds| seconds > 0)
+                    .map(Duration::from_secs)
+            }
+            None => None,
+        },
+    };
+
+    Ok(connect_timeout)
+}
+
 /// The URL's parts, read by tokio-postgres, with the two parameters it does not know
 /// (`sslmode` beyond `require`, and `sslrootcert`) and the host list read here.
 fn parse_url(url: &str) -> Result<UrlParts, ConnectError> {
@@ -801,8 +835,21 @@ fn parse_url(url: &str) -> Result<UrlParts, ConnectError> {
         parts.ports = config.get_ports().to_vec();
     }
 
-    // The query: each name checked, the last of a repeated one kept (libpq's rule), then
-    // read by tokio-postgres, but for the parameters it does not take.
+    read_query(query, &mut parts)?;
+
+    // An empty value is no value, as in libpq.
+    parts.user = parts.user.filter(|user| !user.is_empty());
+    parts.password = parts.password.filter(|password| !password.is_empty());
+    parts.dbname = parts.dbname.filter(|dbname| !dbname.is_empty());
+    parts.application_name = parts.application_name.filter(|name| !name.is_empty());
+    parts.ssl_mode = parts.ssl_mode.filter(|mode| !mode.is_empty());
+    parts.root_certificate = parts.root_certificate.filter(|root| !root.is_empty());
+    Ok(parts)
+}
+
+/// The URL's query into `parts`: each name checked, the last of a repeated one kept (libpq's
+/// rule), then read by tokio-postgres, but for the parameters it does not take.
+fn read_query(query: Option<&str>, parts: &mut UrlParts) -> Result<(), ConnectError> {
     let mut forwarded: Vec<(&str, &str)> = Vec::new();
     for parameter in query.unwrap_or_default().split('&') {
         if parameter.is_empty() {
@@ -865,14 +912,7 @@ fn parse_url(url: &str) -> Result<UrlParts, ConnectError> {
         parts.connect_timeout = Some(Some(*timeout));
     }
 
-    // An empty value is no value, as in libpq.
-    parts.user = parts.user.filter(|user| !user.is_empty());
-    parts.password = parts.password.filter(|password| !password.is_empty());
-    parts.dbname = parts.dbname.filter(|dbname| !dbname.is_empty());
-    parts.application_name = parts.application_name.filter(|name| !name.is_empty());
-    parts.ssl_mode = parts.ssl_mode.filter(|mode| !mode.is_empty());
-    parts.root_certificate = parts.root_certificate.filter(|root| !root.is_empty());
-    Ok(parts)
+    Ok(())
 }
 
 fn read_config(url: &str) -> Result<postgres::Config, ConnectError> {
