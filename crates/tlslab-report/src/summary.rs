@@ -977,11 +977,7 @@ fn trust_warnings(
         ));
     }
     if config.keep_alive {
-        let (mut requests, mut opened) = (0i64, 0i64);
-        store.for_each_request(config.id, |request| {
-            requests += 1;
-            opened += i64::from(request.connection_request == Some(1));
-        })?;
+        let (requests, opened) = store.request_counts(config.id)?;
         if requests > 0 && opened as f64 > OPENED_SHARE_TRUSTED * requests as f64 {
             warnings.push(format!(
                 "'{label}': {opened} of {requests} measured keep-alive requests ({:.0}%) opened \

@@ -1513,6 +1513,27 @@ impl Store {
         )
     }
 
+    /// A Config's measured requests, and how many of them opened their connection (the
+    /// first request on it): counted by the store, not read row by row (a summary's check of
+    /// keep-alive needs only the two numbers, and reading a million requests for them was a
+    /// pass of its own over every row).
+    pub fn request_counts(&self, config_id: i64) -> Result<(i64, i64), StoreError> {
+        if self.kept.is_some() {
+            let (mut requests, mut opened) = (0i64, 0i64);
+            self.for_each_request(config_id, |request| {
+                requests += 1;
+                opened += i64::from(request.connection_request == Some(1));
+            })?;
+            return Ok((requests, opened));
+        }
+        self.connection.one(
+            "SELECT COUNT(*), COUNT(CASE WHEN connection_request = 1 THEN 1 END) FROM samples
+             WHERE {run}config_id = ?1 AND warmup = 0",
+            &[Parameter::Integer(config_id)],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+    }
+
     /// How many measured samples of a Config succeeded, counted in the Config's index without
     /// reading the samples' rows.
     fn success_count(&self, config_id: i64) -> Result<usize, StoreError> {

@@ -275,6 +275,7 @@ fn a_run_reads_back_alike_from_postgresql_and_from_sqlite() {
         |store: &tlslab_store::Store| format!("{:?}", store.error_example(0, "timeout").unwrap()),
         |store: &tlslab_store::Store| format!("{:?}", store.sample_count().unwrap()),
         |store: &tlslab_store::Store| format!("{:?}", store.trial_start_spans(0).unwrap()),
+        |store: &tlslab_store::Store| format!("{:?}", store.request_counts(0).unwrap()),
     ] {
         assert_eq!(reader(&database), reader(&file));
     }
