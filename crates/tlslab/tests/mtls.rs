@@ -55,17 +55,19 @@ fn a_lab_server_that_requires_client_certificates_gets_the_labs_and_costs_more()
             "rustls" => ("% c1", "% c1 mtls"),
             _ => ("% c1 openssl", "% c1 mtls openssl"),
         };
-        // Only the order: with mTLS the client signs a CertificateVerify (tens of µs for
-        // ECDSA P-256) and the server verifies that signature and the client's certificate,
-        // on top of the same handshake. Medians of 200 interleaved samples keep the order on
-        // a loaded machine; the server's CPU, measured per trial, shows the verification
-        // itself, whatever the scheduler did to the wall clock.
-        let off_median = median(phase_ms(&db, off, "handshake"));
-        let on_median = median(phase_ms(&db, on, "handshake"));
+        // What mutual TLS adds to the client's own timeline: its CertificateVerify signature
+        // (the `client_signing` phase) in every measured `on` handshake and in none of the
+        // `off` ones. The wall clock's order of the two medians is not asserted: the tens of
+        // µs of an ECDSA P-256 signature drown in a loaded machine's scheduling (seen: 543.6
+        // against 544.2 µs). The server's CPU, measured per trial, shows its verification.
+        let signing = |label: &str| phase_ms(&db, label, "client_signing");
+        let (off_signing, on_signing) = (signing(off), signing(on));
+        assert_eq!(on_signing.len(), 200, "{backend}: {summary}");
         assert!(
-            on_median > off_median,
-            "{backend}: mTLS median {on_median} ms is not above {off_median} ms: {summary}"
+            on_signing.iter().all(|&ms| ms > 0.0),
+            "{backend}: {on_signing:?}"
         );
+        assert!(off_signing.is_empty(), "{backend}: {off_signing:?}");
         let server_cpu = |label: &str| -> f64 {
             value(
                 &db,
