@@ -236,6 +236,8 @@ impl Connection {
                 Ok(())
             }
             Connection::Postgres { client, run, .. } => {
+                // The run is the last parameter, when the query names it.
+                let names_run = sql.contains("{run}") || sql.contains("{s.run}");
                 let sql = postgres_sql(sql, parameters.len() + 1);
                 let mut bound: Vec<Box<dyn postgres::types::ToSql + Sync>> = parameters
                     .iter()
@@ -246,7 +248,7 @@ impl Connection {
                         }
                     })
                     .collect();
-                if sql.contains(&format!("${}", parameters.len() + 1)) {
+                if names_run {
                     bound.push(Box::new(*run));
                 }
                 let mut client = client.borrow_mut();

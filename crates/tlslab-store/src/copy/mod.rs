@@ -351,7 +351,12 @@ impl TablePlan {
         names.extend(kept);
         types.extend(kept.iter().map(|_| Type::INT8));
         names.extend(table.columns.iter().map(|(name, _)| *name));
-        types.extend(table.columns.iter().map(|(_, sql)| postgres_type(sql)));
+        types.extend(
+            table
+                .columns
+                .iter()
+                .map(|(_, sql)| crate::postgres::column_type(sql)),
+        );
         let reads: Vec<String> = kept
             .iter()
             .chain(table.columns.iter().map(|(name, _)| name))
@@ -416,15 +421,6 @@ fn table(name: &str) -> Table {
         .into_iter()
         .find(|table| table.name == name)
         .unwrap_or_else(|| unreachable!("the schema has a {name} table"))
-}
-
-/// A column's PostgreSQL type in a `COPY`, from the SQL type the schema gives it.
-fn postgres_type(sql: &str) -> Type {
-    match sql.split(' ').next() {
-        Some("INTEGER") => Type::INT8,
-        Some("REAL") => Type::FLOAT8,
-        _ => Type::TEXT,
-    }
 }
 
 /// Hands `write` each of the source's rows of `plan`'s table (the open run's, for a table of

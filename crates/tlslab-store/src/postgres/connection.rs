@@ -1091,15 +1091,33 @@ fn matching_field<'a>(line: &'a [u8], wanted: &[u8]) -> Option<&'a [u8]> {
 /// The settings as a URL, with `***` for a password from the URL or `PGPASSWORD`.
 impl fmt::Display for Settings {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut text = String::from("postgres://");
-        encode(&self.user, &mut text);
-        let shown_password = self.endpoints.iter().any(|endpoint| {
+        formatter.write_str(&self.url(self.password_given()))
+    }
+}
+
+impl Settings {
+    /// Whether a password was given in the URL or `PGPASSWORD` (rather than found in the
+    /// password file, or none).
+    pub fn password_given(&self) -> bool {
+        self.endpoints.iter().any(|endpoint| {
             matches!(
                 endpoint.password_source(),
                 Some(PasswordSource::Url | PasswordSource::Environment)
             )
-        });
-        if shown_password {
+        })
+    }
+
+    /// The settings as a URL with no password at all, to be typed again as it is (the
+    /// password then comes from `PGPASSWORD` or the password file, as for psql).
+    pub fn url_without_password(&self) -> String {
+        self.url(false)
+    }
+
+    /// The settings as a URL, `***` in the password's place when `mark_password`.
+    fn url(&self, mark_password: bool) -> String {
+        let mut text = String::from("postgres://");
+        encode(&self.user, &mut text);
+        if mark_password {
             text.push_str(":***");
         }
         text.push('@');
@@ -1130,7 +1148,7 @@ impl fmt::Display for Settings {
         if let Some(timeout) = self.connect_timeout {
             let _ = write!(text, "&connect_timeout={}", timeout.as_secs());
         }
-        formatter.write_str(&text)
+        text
     }
 }
 

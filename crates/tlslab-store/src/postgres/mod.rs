@@ -15,6 +15,7 @@ use postgres::Client;
 
 use crate::schema::{tables, Dialect, VERSION};
 
+pub(crate) use sink::column_type;
 pub use sink::{Notices, PostgresSink};
 
 /// Why the PostgreSQL store could not be used. The database's own words are the source.

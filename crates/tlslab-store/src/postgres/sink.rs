@@ -332,7 +332,7 @@ impl PostgresSink {
             ),
             hint: format!(
                 "when the database is back, upload them: {}",
-                upload_command(&spooling.path, &self.database)
+                upload_command(&spooling.path, self.settings.as_ref(), &self.database)
             ),
         })
     }
@@ -345,17 +345,22 @@ struct Column {
     fill: Fill,
 }
 
-/// The command that uploads the spool at `path` into `database` (as shown: a password in
-/// its URL shown as `***`), to be typed as it is: the URL without the password, which then
-/// comes from `PGPASSWORD` or the password file, as for psql.
-fn upload_command(path: &std::path::Path, database: &str) -> String {
-    let url = database.replacen(":***@", "@", 1);
-    let password = if url == database {
-        ""
-    } else {
-        " (its password in PGPASSWORD or ~/.pgpass)"
+/// The command that uploads the spool at `path`, to be typed as it is: the database's URL
+/// without its password, which then comes from `PGPASSWORD` or the password file, as for psql.
+fn upload_command(path: &std::path::Path, settings: Option<&Settings>, database: &str) -> String {
+    let Some(settings) = settings else {
+        return format!("tlslab store copy {} '{database}'", path.display());
     };
-    format!("tlslab store copy {} '{url}'{password}", path.display())
+    let password = if settings.password_given() {
+        " (its password in PGPASSWORD or ~/.pgpass)"
+    } else {
+        ""
+    };
+    format!(
+        "tlslab store copy {} '{}'{password}",
+        path.display(),
+        settings.url_without_password()
+    )
 }
 
 /// One batch in one transaction. The `COPY` names only the columns some sample of the batch
@@ -504,7 +509,7 @@ impl Sink for PostgresSink {
                         ),
                         hint: format!(
                             "every sample taken is kept; when the database is back, upload the spool: {}",
-                            upload_command(&spooling.path, &self.database)
+                            upload_command(&spooling.path, self.settings.as_ref(), &self.database)
                         ),
                     });
                 }
@@ -555,7 +560,7 @@ impl Sink for PostgresSink {
 }
 
 /// The PostgreSQL type of a column the one schema types as SQLite does.
-pub(super) fn column_type(sql: &str) -> Type {
+pub(crate) fn column_type(sql: &str) -> Type {
     match sql.split(' ').next() {
         Some("INTEGER") => Type::INT8,
         Some("REAL") => Type::FLOAT8,
