@@ -91,6 +91,12 @@ pub struct Analyser<'a> {
     done: Vec<flows::Connection>,
     /// Where the packets were captured, when the user knows it: replaces what the gaps say.
     vantage: Option<tlslab_core::Vantage>,
+    /// The capture point's name, carried by every Config (several capture points write one
+    /// run).
+    capture_point: Option<String>,
+    /// The number of the first Config: a writer that joined a run numbers its Configs from
+    /// its own block, apart from the other writers'.
+    first_config: usize,
 }
 
 impl<'a> Analyser<'a> {
@@ -109,7 +115,26 @@ impl<'a> Analyser<'a> {
             filter: None,
             done: Vec::new(),
             vantage: None,
+            capture_point: None,
+            first_config: 0,
         }
+    }
+
+    /// Names the capture point: each Config says it, and its label ends with `@name`.
+    pub fn at_capture_point(&mut self, name: &str) {
+        self.capture_point = Some(name.to_string());
+    }
+
+    /// Numbers the Configs from `first` (a writer joining a run: its block of numbers).
+    pub fn numbering_configs_from(&mut self, first: usize) {
+        self.first_config = first;
+    }
+
+    /// Counts the Samples' times from `unix_ns` (the run's start, nanoseconds since the Unix
+    /// epoch) rather than from the first packet: so the times of capture points writing one
+    /// run count from one moment.
+    pub fn starting_at(&mut self, unix_ns: u64) {
+        self.run_start = Some(unix_ns);
     }
 
     /// Takes every connection as seen at `vantage` (`--vantage`) rather than reading it from
@@ -238,11 +263,15 @@ impl<'a> Analyser<'a> {
             source,
             self.vantage,
         );
-        let next = self.configs.len();
+        let next = self.first_config + self.configs.len();
         let index = match self.configs.get(&key) {
             Some(index) => *index,
             None => {
-                let record = config_record(next, &key, connection);
+                let mut record = config_record(next, &key, connection);
+                if let Some(point) = &self.capture_point {
+                    record.label = format!("{} @{point}", record.label);
+                    record.capture_point = Some(point.clone());
+                }
                 if let Err(error) = self.sink.record(Record::Config(Box::new(record))) {
                     self.failure = Some(error);
                     return;
@@ -357,6 +386,7 @@ fn config_record(index: usize, key: &ConfigKey, connection: &flows::Connection) 
         ech: if key.ech { "on" } else { "off" }.to_string(),
         network: None,
         emulator: None,
+        capture_point: None,
         description: serde_json::json!({
             "source": "capture",
             "version": key.version,

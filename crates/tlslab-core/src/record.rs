@@ -141,6 +141,10 @@ pub struct ConfigRecord {
     pub network: Option<Network>,
     /// The emulator that carried `network`.
     pub emulator: Option<String>,
+    /// Where a capture saw its handshakes (`--capture-point`, by default the host and the
+    /// interface): several capture points write one run, and each Config is one point's.
+    /// `None` for an active run's Configs.
+    pub capture_point: Option<String>,
     /// The producer's whole description of the Config, as JSON.
     pub description: String,
 }

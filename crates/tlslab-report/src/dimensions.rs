@@ -60,6 +60,8 @@ pub(crate) const DIMENSIONS: &[Dimension] = &[
         )
     }),
     ("target", |c| text(&c.target)),
+    // Where a capture saw the handshakes: capture points writing one run are told apart.
+    ("capture-point", |c| text(&c.capture_point)),
 ];
 
 /// `--backend`: both libraries, which the flag sets together. A contrast that changes the
@@ -103,8 +105,10 @@ pub(crate) fn names() -> Vec<&'static str> {
         .collect()
 }
 
-/// The dimension named `name`.
+/// The dimension named `name` (an underscore for a hyphen too: `capture_point`, as the
+/// store's column is spelt).
 pub(crate) fn find(name: &str) -> Option<&'static Dimension> {
+    let name = name.replace('_', "-");
     DIMENSIONS
         .iter()
         .chain([&BACKEND])
@@ -245,6 +249,7 @@ pub(crate) mod tests {
             jitter_ns: None,
             loss: None,
             emulator: None,
+            capture_point: None,
             transport: "tcp".into(),
             http: "none".into(),
             resumption: "off".into(),

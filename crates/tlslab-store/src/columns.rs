@@ -278,6 +278,7 @@ const FIELDS: &[Field] = &[
     config("loss", "loss"),
     config("rate_bps", "rate_bps"),
     config("emulator", "emulator"),
+    config("capture_point", "capture_point"),
     // Schema 5: where a capture saw the connection (NULL for active runs).
     sample("capture", "TEXT", |s| {
         Cell::text(observed(s, |o| o.source.as_str()))
@@ -678,6 +679,13 @@ pub const CONFIG_COLUMNS: &[ConfigColumn] = &[
         "client_cert_profile",
         "TEXT",
         Some(|c| text(c.client_cert_profile.as_deref())),
+    ),
+    // Schema 16: where a capture saw the Config's handshakes, when several capture points
+    // write one run (NULL for an active run's Configs).
+    (
+        "capture_point",
+        "TEXT",
+        Some(|c| text(c.capture_point.as_deref())),
     ),
 ];
 

@@ -81,6 +81,7 @@ pub use kept::{KeptHandle, KeptValues, KEPT_BYTES, KEPT_SAMPLES};
 pub use location::{Location, STORE_VARIABLE};
 pub use recovery::CUT_OFF;
 pub use scans::{add_scan, NewScan, ScanRow};
+pub use schema::{CONFIG_BLOCK, VERSION as SCHEMA_VERSION};
 pub use sink::{utc_timestamp, StoreSink};
 
 /// Why the results store could not be made, opened, read or exported. Each variant keeps
@@ -227,6 +228,11 @@ pub enum StoreError {
         /// The run asked for.
         run: Option<i64>,
     },
+    /// `--run` given to a writer whose store is a file: a file holds one writer's run.
+    #[error(
+        "only a PostgreSQL store's run can be joined: a results file holds the run of one writer"
+    )]
+    JoinFile,
     /// A configs column holds bytes that are not UTF-8 text.
     #[error("results store: configs column {column} is not UTF-8 text")]
     NotText {
@@ -336,9 +342,15 @@ impl StoreError {
             StoreError::Postgres(postgres::PostgresError::Newer { .. }) => {
                 "upgrade tlslab on this machine to the version that wrote the database".into()
             }
+            StoreError::Postgres(postgres::PostgresError::NotJoinable { .. }) => {
+                "give --run a capture run of this database (`tlslab store ls URL` lists them), or leave --run out to start a new one".into()
+            }
             StoreError::Postgres(_) | StoreError::Query(_) => {
                 "check that the database server is up and the role may read and write its tables"
                     .into()
+            }
+            StoreError::JoinFile => {
+                "leave --run out to write a new file, or give --store postgres://… to join a run of a shared database".into()
             }
             StoreError::NoRun { .. } => {
                 "list the database's runs with `tlslab store ls URL` and give one with --run".into()
@@ -414,6 +426,10 @@ pub struct ConfigRow {
     pub loss: Option<f64>,
     /// Which emulator carried the packets (netem, tun, relay).
     pub emulator: Option<String>,
+    /// Where a capture saw the Config's handshakes, when capture points were named
+    /// (schema 16); `None` for an active run's Configs.
+    #[serde(default)]
+    pub capture_point: Option<String>,
     /// tcp or quic.
     pub transport: String,
     /// The request after the handshake: none, 1.1, 2, 3.
@@ -808,6 +824,24 @@ impl Store {
         }
     }
 
+    /// Joins run `run` of the database at `location` as its next writer, for a producer of
+    /// kind `source` (`capture`, `pcap`): capture points adding to one capture. A file holds
+    /// one writer's run and cannot be joined.
+    pub fn join_at(location: &Location, run: i64, source: &str) -> Result<NewRun, StoreError> {
+        let Location::Database(settings) = location else {
+            return Err(StoreError::JoinFile);
+        };
+        let database = settings.to_string();
+        let mut client = settings.connect()?;
+        postgres::prepare(&mut client, &database)?;
+        let joined = postgres::join_run(&mut client, &database, run, source)?;
+        Ok(NewRun::Database(Box::new(
+            postgres::PostgresSink::new(client, database, run)
+                .joining(joined)
+                .reconnecting(settings.as_ref().clone()),
+        )))
+    }
+
     /// Opens the store at `location` for reading: a file (which holds one run: `run` must be
     /// none), or one run of a PostgreSQL database (`run`, or its latest run when none is
     /// given). A database without tlslab's tables, or with a newer schema, is refused.
@@ -870,6 +904,15 @@ impl NewRun {
         match self {
             NewRun::File(_) => None,
             NewRun::Database(sink) => Some(sink.run()),
+        }
+    }
+
+    /// Where this writer stands in a run it joined ([`Store::join_at`]); `None` for a run it
+    /// made.
+    pub fn joined(&self) -> Option<postgres::Joined> {
+        match self {
+            NewRun::File(_) => None,
+            NewRun::Database(sink) => sink.joined(),
         }
     }
 

@@ -9,8 +9,9 @@ use crate::StoreError;
 
 /// The schema version this build writes, kept in `PRAGMA user_version` (14: the
 /// `server_accepted` event and QUIC's response flights on samples; 15: `wire_clock` on
-/// samples; each added by the upgrade as every new column is).
-pub const VERSION: i64 = 15;
+/// samples; 16: a Config's `capture_point`, and a run's `writers`; each added by the upgrade
+/// as every new column is).
+pub const VERSION: i64 = 16;
 
 /// The SQL a table is written in: SQLite for a file, PostgreSQL for a shared database. Both
 /// render the same tables and columns ([`tables`]); only types and keys differ.
@@ -208,6 +209,25 @@ impl Table {
     }
 }
 
+impl Table {
+    /// `ALTER TABLE … ADD COLUMN IF NOT EXISTS` for each of its columns, in PostgreSQL: how a
+    /// database written by an earlier version gains what this one added (a column is only
+    /// ever added, nullable or with a default, never changed).
+    pub fn add_missing_columns(&self) -> String {
+        self.columns
+            .iter()
+            .map(|(name, sql)| {
+                format!(
+                    "ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {};\n",
+                    self.name,
+                    quoted(name),
+                    column_type(sql, Dialect::Postgres)
+                )
+            })
+            .collect()
+    }
+}
+
 /// A column's SQL type in `dialect`: SQLite's INTEGER is 64 bits, PostgreSQL's 32, so counts
 /// and nanoseconds are BIGINT there; REAL is a double in SQLite, a single in PostgreSQL.
 pub fn column_type(sql: &str, dialect: Dialect) -> String {
@@ -251,7 +271,17 @@ pub const SAMPLES_INDEX: &str =
 const RUNS_COLUMNS: &[(&str, &str)] = &[
     ("source", "TEXT NOT NULL DEFAULT 'active'"),
     ("source_detail", "TEXT"),
+    // Schema 16: the writers that joined the run, the one that made it included. Each
+    // joining writer takes the next number (the row locked as it is raised, so that two
+    // never take the same), and numbers its Configs from its own block ([`CONFIG_BLOCK`]).
+    ("writers", "INTEGER NOT NULL DEFAULT 1"),
 ];
+
+/// How many Configs one writer of a run may number: writer `w` numbers its Configs from
+/// `w * CONFIG_BLOCK`, so writers joining one run (capture points) never collide without
+/// asking the database for each Config. A capture meets a Config per negotiated combination
+/// and capture point: tens, not a million.
+pub const CONFIG_BLOCK: usize = 1_000_000;
 
 /// The trials columns added since schema 1 (schema 10: what the emulated link carried, from
 /// its forwarder; NULL without one, or with netem. Schema 11: the lab server's checks of

@@ -429,3 +429,150 @@ fn a_spool_stops_the_run_at_its_bound_keeping_what_it_took() {
     assert!(refused.hint.contains("tlslab store copy"), "{refused:?}");
     let _ = std::fs::remove_dir_all(&directory);
 }
+
+/// Capture point `point`'s Config, numbered `index`.
+fn point_config(index: usize, point: &str) -> Record {
+    let RunInfo { mut configs, .. } = info(point);
+    let mut config = configs.remove(0);
+    config.index = index;
+    config.label = format!("tls1.3 @{point}");
+    config.capture_point = Some(point.to_string());
+    Record::Config(Box::new(config))
+}
+
+/// Writes `samples` handshakes of capture point `point` through `new`, numbering its Config
+/// from its block; the run's number and the writer's.
+fn capture_point(new: tlslab_store::NewRun, point: &str, samples: u64) -> (i64, i64) {
+    let run = new.run().unwrap();
+    let writer = new.joined().map_or(0, |joined| joined.writer);
+    let first = writer as usize * tlslab_store::CONFIG_BLOCK;
+    let mut sink = new.into_sink();
+    let mut info = info(point);
+    info.source = Source::Capture {
+        interface: point.into(),
+    };
+    info.configs.clear();
+    sink.begin(&info).unwrap();
+    sink.record(point_config(first, point)).unwrap();
+    for number in 0..samples {
+        let Record::Sample(mut sample) = sample(0, number) else {
+            unreachable!()
+        };
+        sample.config = first;
+        sink.record(Record::Sample(sample)).unwrap();
+    }
+    sink.finish(&RunEnd {
+        complete: point != "b",
+        reason: (point == "b").then(|| "interrupted".into()),
+        duration_ns: 1_000 * samples,
+        attempted: samples,
+        errors: 0,
+    })
+    .unwrap();
+    (run, writer)
+}
+
+#[test]
+fn capture_points_join_one_run_and_read_back_as_one() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let location = tlslab_store::Location::parse(&cluster.url()).unwrap();
+    let (run, first) = capture_point(tlslab_store::Store::create_at(&location).unwrap(), "a", 30);
+    assert_eq!(first, 0);
+    // Two more capture points join it, at once.
+    let joiners: Vec<(i64, i64)> = [("b", 20), ("c", 10)]
+        .into_iter()
+        .map(|(point, samples)| {
+            let location = location.clone();
+            std::thread::spawn(move || {
+                let joined = tlslab_store::Store::join_at(&location, run, "capture").unwrap();
+                capture_point(joined, point, samples)
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|writer| writer.join().unwrap())
+        .collect();
+    let mut writers: Vec<i64> = joiners
+        .iter()
+        .map(|(joined, writer)| {
+            assert_eq!(*joined, run);
+            *writer
+        })
+        .collect();
+    writers.sort();
+    assert_eq!(writers, [1, 2], "each joiner takes a number of its own");
+    let store = tlslab_store::Store::open_location(&location, Some(run)).unwrap();
+    let mut points: Vec<(Option<String>, i64)> = store
+        .configs()
+        .unwrap()
+        .into_iter()
+        .map(|config| (config.capture_point, config.id))
+        .collect();
+    points.sort();
+    assert_eq!(points.len(), 3);
+    for ((point, id), (expected, samples)) in points.iter().zip([("a", 30), ("b", 20), ("c", 10)]) {
+        assert_eq!(point.as_deref(), Some(expected));
+        let outcomes = store.outcome_counts(*id).unwrap();
+        assert_eq!(outcomes, [("ok".to_string(), samples)], "{expected}");
+    }
+    // The run's end is every writer's: counts add up, and one interrupted part makes it
+    // incomplete.
+    let mut client = connect(&cluster.url());
+    let row = client
+        .query_one(
+            "SELECT attempted, complete, reason, duration_ns, writers FROM runs WHERE id = $1",
+            &[&run],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, Option<i64>>(0), Some(60));
+    assert_eq!(row.get::<_, i64>(1), 0);
+    assert_eq!(
+        row.get::<_, Option<String>>(2).as_deref(),
+        Some("interrupted")
+    );
+    assert_eq!(row.get::<_, Option<i64>>(3), Some(30_000));
+    assert_eq!(row.get::<_, i64>(4), 3);
+    // Only a capture run of the database can be joined.
+    let active = write_run(&cluster.url(), "pcap", 3);
+    for (run, message) in [(active, "no capture run"), (run + 100, "no capture run")] {
+        let refused = tlslab_store::Store::join_at(&location, run, "capture")
+            .err()
+            .unwrap();
+        assert!(refused.to_string().contains(message), "{refused}");
+        assert!(refused.hint().contains("--run"), "{}", refused.hint());
+    }
+    let file = tlslab_store::Location::File(std::env::temp_dir().join("never-joined.db"));
+    let refused = tlslab_store::Store::join_at(&file, run, "capture")
+        .err()
+        .unwrap();
+    assert!(refused.to_string().contains("PostgreSQL"), "{refused}");
+}
+
+#[test]
+fn a_database_of_an_earlier_schema_gains_the_columns_added_since() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let mut client = connect(&url);
+    prepare(&mut client, "test").unwrap();
+    // As schema 15 wrote it: without the columns schema 16 added.
+    client
+        .batch_execute(
+            "ALTER TABLE configs DROP COLUMN capture_point; ALTER TABLE runs DROP COLUMN writers; \
+             UPDATE tlslab_schema SET version = 15",
+        )
+        .unwrap();
+    let run = write_run(&url, "upgraded", 4);
+    let row = client
+        .query_one(
+            "SELECT r.writers, c.capture_point IS NULL, v.version FROM runs r JOIN configs c ON c.run_id = r.id, tlslab_schema v WHERE r.id = $1",
+            &[&run],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 1);
+    assert!(row.get::<_, bool>(1));
+    assert_eq!(row.get::<_, i64>(2), tlslab_store::SCHEMA_VERSION);
+}

@@ -49,6 +49,24 @@ pub struct CaptureRequest {
     pub influx: Option<String>,
     /// Who runs it (stored with the results).
     pub invocation: Invocation,
+    /// The capture point's name (each Config carries it); by default this host's name and
+    /// the interface (`host/eth0`).
+    pub capture_point: Option<String>,
+    /// A run of the PostgreSQL store to join, as one more capture point of it; a new run
+    /// when `None`.
+    pub join: Option<i64>,
+}
+
+impl CaptureRequest {
+    /// The capture point's name: as asked, or this host's name and the interface.
+    pub fn capture_point(&self) -> String {
+        self.capture_point.clone().unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|name| name.trim().to_string())
+                .unwrap_or_else(|_| "localhost".into());
+            format!("{host}/{}", self.interface)
+        })
+    }
 }
 
 /// A finished live capture.
@@ -67,6 +85,9 @@ struct Outputs {
     file: Option<PcapFiles>,
     sink: Telemetry<Box<dyn Sink>>,
     metrics: Option<metrics::MetricsServer>,
+    /// The first Config's number and the run's start, for the analyser.
+    first_config: usize,
+    started_at_unix_ns: u64,
 }
 
 /// Captures on `request.interface` until its duration passes or `control.stop` is
@@ -83,10 +104,14 @@ pub fn capture(
         until_stopped: request.duration.is_none(),
         metrics: outputs.metrics.as_ref().map(|server| server.address()),
     });
+    let (first_config, started_at_unix_ns) = (outputs.first_config, outputs.started_at_unix_ns);
     let mut analyser = Analyser::new(&mut outputs.sink);
     if let Some(keys) = keys {
         analyser.use_keys(keys);
     }
+    analyser.at_capture_point(&request.capture_point());
+    analyser.numbering_configs_from(first_config);
+    analyser.starting_at(started_at_unix_ns);
     if let Some(vantage) = request.vantage {
         analyser.known_vantage(vantage);
     }
@@ -206,15 +231,18 @@ fn open(
     if let Some(path) = path {
         files::make_room(path, writes[0])?;
     }
-    let (store, results) = passive::begin(
-        &location,
+    let begun = passive::begin(
+        passive::Destination {
+            location: &location,
+            join: request.join,
+        },
         Source::Capture {
             interface: request.interface.clone(),
         },
         &request.invocation,
         control,
     )?;
-    let mut sink = Telemetry::new(store);
+    let mut sink = Telemetry::new(begun.sink);
     if metrics.is_some() {
         sink = sink.with_metrics(counts);
     }
@@ -222,11 +250,13 @@ fn open(
         sink = sink.with_influx(points);
     }
     let outputs = Outputs {
-        results,
+        results: begun.results,
         live,
         file,
         sink,
         metrics,
+        first_config: begun.first_config,
+        started_at_unix_ns: begun.started_at_unix_ns,
     };
     Ok((outputs, keys))
 }

@@ -76,15 +76,44 @@ pub(crate) fn filter(expression: Option<&str>) -> Result<Option<Filter>, Workflo
         .transpose()
 }
 
-/// A new store at `location` (a file, or a new run in a database), its run begun for
-/// `source`; where it is.
+/// Where a capture writes: a new run (a file, or a new run in a database), or a run of a
+/// database it joins (`--run`), and the capture point it names.
+pub(crate) struct Destination<'a> {
+    pub location: &'a Location,
+    /// A database's run to join as one more capture point.
+    pub join: Option<i64>,
+}
+
+/// The store begun, where it is, and how the analyser numbers and times what it stores.
+pub(crate) struct Begun {
+    pub sink: Box<dyn Sink>,
+    pub results: Results,
+    /// The first Config's number: its writer's block in a joined run, else 0.
+    pub first_config: usize,
+    /// When the run started (nanoseconds since the Unix epoch): the Samples' times count from
+    /// it.
+    pub started_at_unix_ns: u64,
+}
+
+/// A new store at `destination` (a file, or a new run in a database), or a run joined, its
+/// run begun for `source`.
 pub(crate) fn begin(
-    location: &Location,
+    destination: Destination<'_>,
     source: Source,
     invocation: &Invocation,
     control: &Control,
-) -> Result<(Box<dyn Sink>, Results), WorkflowError> {
-    let (created, results) = results::create(location, control)?;
+) -> Result<Begun, WorkflowError> {
+    let (created, results) = match destination.join {
+        Some(run) => results::join(destination.location, run, source.kind(), control)?,
+        None => results::create(destination.location, control)?,
+    };
+    let joined = created.joined();
+    let started_at_unix_ns = joined.map_or_else(crate::now_unix_ns, |joined| {
+        joined.started_at_unix_ns.max(0) as u64
+    });
+    let first_config = joined.map_or(0, |joined| {
+        joined.writer.max(0) as usize * tlslab_store::CONFIG_BLOCK
+    });
     let mut sink = created.into_sink();
     let mut environment = invocation.environment();
     environment.network = "capture".into();
@@ -97,10 +126,15 @@ pub(crate) fn begin(
         plan: None,
         environment,
         command_line: invocation.stored_command_line(),
-        started_at_unix_ns: crate::now_unix_ns(),
+        started_at_unix_ns,
     })
     .map_err(WorkflowError::Sink)?;
-    Ok((sink, results))
+    Ok(Begun {
+        sink,
+        results,
+        first_config,
+        started_at_unix_ns,
+    })
 }
 
 /// How reading ended.

@@ -134,7 +134,21 @@ pub fn pcap(request: &PcapRequest, control: &Control) -> Result<PassiveOutcome, 
         .transpose()?;
     // The store writes on a thread of its own, beside the reading: a file never waits for
     // the network, so the two keep two cores busy (docs/benchmarks.md).
-    let (store, results) = passive::begin(&location, source, &request.invocation, control)?;
+    // A capture file's times count from its first packet (the run's record of when it
+    // started is when it was read).
+    let passive::Begun {
+        sink: store,
+        results,
+        ..
+    } = passive::begin(
+        passive::Destination {
+            location: &location,
+            join: None,
+        },
+        source,
+        &request.invocation,
+        control,
+    )?;
     let store = SinkThread::spawn(store).map_err(WorkflowError::Sink)?;
     let mut sink = Telemetry::new(store);
     if let Some(points) = points {

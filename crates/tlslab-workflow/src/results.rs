@@ -178,9 +178,31 @@ pub(crate) fn create(
         path: PathBuf::from(location.to_string()),
         source,
     })?;
+    Ok(described(created, location))
+}
+
+/// Joins run `run` of the database at `location` as one more writer of kind `source`
+/// (capture points adding to one capture), reached now, before anything is read.
+pub(crate) fn join(
+    location: &Location,
+    run: i64,
+    source: &str,
+    control: &Control,
+) -> Result<(NewRun, Results), WorkflowError> {
+    say_warnings(location, control);
+    let joined =
+        Store::join_at(location, run, source).map_err(|source| WorkflowError::StoreCreate {
+            path: PathBuf::from(location.to_string()),
+            source,
+        })?;
+    Ok(described(joined, location))
+}
+
+/// A new or joined run, and where it is.
+fn described(created: NewRun, location: &Location) -> (NewRun, Results) {
     let mut results = Results::new(location.clone(), created.run());
     results.notices = created.notices();
-    Ok((created, results))
+    (created, results)
 }
 
 /// What reading a database's settings noticed (a password file others may read, ignored).

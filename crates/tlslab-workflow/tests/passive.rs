@@ -149,6 +149,8 @@ fn capture_stores_each_handshake_live_until_its_token_stops_it() {
         metrics: None,
         influx: None,
         invocation: invocation("capture"),
+        capture_point: None,
+        join: None,
     };
     let (sender, started) = mpsc::channel();
     let sender = Mutex::new(sender);

@@ -41,6 +41,8 @@ fn request(args: &CaptureArgs) -> Result<CaptureRequest, CliError> {
         metrics: args.metrics,
         influx: args.influx.clone(),
         invocation: crate::run::invocation()?,
+        capture_point: args.capture_point.clone(),
+        join: args.run,
     })
 }
 

@@ -751,6 +751,14 @@ pub struct CaptureArgs {
     /// path; default: $TLSLAB_STORE, else as --out.
     #[arg(long, value_name = "URL", conflicts_with = "out")]
     pub store: Option<String>,
+    /// Join this capture run of the --store database as one more capture point (the first
+    /// capture point prints its run's number), rather than starting a new run.
+    #[arg(long, value_name = "ID")]
+    pub run: Option<i64>,
+    /// This capture point's name, kept with each Config and shown in its label as `@NAME`
+    /// (compare --by capture-point); default: HOST/INTERFACE.
+    #[arg(long, value_name = "NAME")]
+    pub capture_point: Option<String>,
     /// Also write the packets to this pcap file (raw IP, nanosecond timestamps).
     #[arg(long, value_name = "FILE")]
     pub write: Option<PathBuf>,

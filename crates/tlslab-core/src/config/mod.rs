@@ -183,6 +183,7 @@ impl Config {
             ech: self.ech.as_str().to_string(),
             network: self.network,
             emulator: self.network.and(emulator),
+            capture_point: None,
             description: serde_json::to_string(self).unwrap_or_else(|_| "null".into()),
         }
     }

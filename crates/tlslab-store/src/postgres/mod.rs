@@ -18,6 +18,64 @@ use crate::schema::{tables, Dialect, VERSION};
 pub(crate) use sink::column_type;
 pub use sink::{Notices, PostgresSink};
 
+/// How a writer's end goes into its run: the last writer to end sets when the run finished;
+/// the run is complete only if every writer's part was; counts add up (a run has several
+/// writers when capture points join it). Parameters: finished_at, complete, reason,
+/// duration_ns, attempted, errors, run.
+pub(crate) const RUN_END: &str = "UPDATE runs SET finished_at = $1::TEXT, \
+     complete = CASE WHEN finished_at IS NULL THEN $2::BIGINT ELSE LEAST(complete, $2::BIGINT) END, \
+     reason = COALESCE(reason, $3::TEXT), \
+     duration_ns = GREATEST(COALESCE(duration_ns, 0), $4::BIGINT), \
+     attempted = COALESCE(attempted, 0) + $5::BIGINT, \
+     errors = COALESCE(errors, 0) + $6::BIGINT \
+     WHERE id = $7";
+
+/// A writer that joined a run another writer made ([`join_run`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Joined {
+    /// The run.
+    pub run: i64,
+    /// The writer's number in the run (the run's maker is 0): its Configs are numbered from
+    /// `writer * CONFIG_BLOCK`.
+    pub writer: i64,
+    /// When the run started, nanoseconds since the Unix epoch: the writer's samples count
+    /// their times from it, as the maker's do.
+    pub started_at_unix_ns: i64,
+}
+
+/// Joins run `run` of `client`'s database as its next writer, if the run is one `source`
+/// (`capture`, `pcap`) can add to: a capture point joining the capture of others.
+pub fn join_run(
+    client: &mut Client,
+    database: &str,
+    run: i64,
+    source: &str,
+) -> Result<Joined, PostgresError> {
+    let found = client
+        .query_opt(
+            "UPDATE runs SET writers = writers + 1 WHERE id = $1 AND source = $2 \
+             RETURNING writers - 1, started_at_unix_ns",
+            &[&run, &source],
+        )
+        .map_err(|source| PostgresError::Statement {
+            database: database.to_string(),
+            doing: "joining the run",
+            source,
+        })?;
+    match found {
+        Some(row) => Ok(Joined {
+            run,
+            writer: row.get(0),
+            started_at_unix_ns: row.get(1),
+        }),
+        None => Err(PostgresError::NotJoinable {
+            database: database.to_string(),
+            run,
+            kind: source.to_string(),
+        }),
+    }
+}
+
 /// Why the PostgreSQL store could not be used. The database's own words are the source.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -29,6 +87,16 @@ pub enum PostgresError {
         database: String,
         /// Its schema version.
         version: i64,
+    },
+    /// A writer asked to join a run that is not there, or holds another kind of run.
+    #[error("the database {database} has no {kind} run {run} to join")]
+    NotJoinable {
+        /// The database, as shown to users (no password).
+        database: String,
+        /// The run asked for.
+        run: i64,
+        /// The kind of run the writer adds to (`capture`, `pcap`).
+        kind: String,
     },
     /// A statement failed: the connection dropped, a permission is missing, the disk is full.
     #[error("the database {database} refused: {doing}")]
@@ -107,12 +175,13 @@ pub fn prepare(client: &mut Client, database: &str) -> Result<(), PostgresError>
             })
         }
         Some(VERSION) => return Ok(()),
-        // Older PostgreSQL schemas do not exist yet: version 15 is the first one written.
+        // None: a new database. Older: one written by an earlier tlslab (15 was the first),
+        // whose tables gain the columns added since.
         _ => {}
     }
     let mut statements: String = tables()
         .iter()
-        .map(|table| table.create(Dialect::Postgres))
+        .map(|table| table.create(Dialect::Postgres) + &table.add_missing_columns())
         .collect();
     statements.push_str(SAMPLES_INDEX);
     statements.push_str(&format!(

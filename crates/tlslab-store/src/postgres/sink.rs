@@ -98,6 +98,8 @@ pub struct PostgresSink {
     spool_directory: std::path::PathBuf,
     spool_limit: u64,
     notices: Notices,
+    /// Set when the sink joined a run another writer made: the run's row is not its own.
+    joined: Option<super::Joined>,
 }
 
 impl PostgresSink {
@@ -135,6 +137,7 @@ impl PostgresSink {
             spool_directory: spool::DIRECTORY.into(),
             spool_limit: SPOOL_LIMIT_BYTES,
             notices: Notices::default(),
+            joined: None,
         }
     }
 
@@ -154,6 +157,19 @@ impl PostgresSink {
     pub fn reconnecting(mut self, settings: Settings) -> PostgresSink {
         self.settings = Some(settings);
         self
+    }
+
+    /// This sink, writing into a run another writer made, which it joined as `joined` says
+    /// ([`join_run`](super::join_run)): it adds its Configs and samples, and its end to the
+    /// run's, but never writes the run's row.
+    pub fn joining(mut self, joined: super::Joined) -> PostgresSink {
+        self.joined = Some(joined);
+        self
+    }
+
+    /// Where this sink stands in a run it joined; `None` for a run it made.
+    pub fn joined(&self) -> Option<super::Joined> {
+        self.joined
     }
 
     /// What the sink has to tell its producer.
@@ -477,14 +493,16 @@ fn write_other(
 impl Sink for PostgresSink {
     fn begin(&mut self, info: &RunInfo) -> Result<(), SinkError> {
         self.info = Some(info.clone());
-        let values = run_values(self.run, info);
-        let names: Vec<&str> = values.iter().map(|(name, _)| *name).collect();
-        let values: Vec<Value> = values.into_iter().map(|(_, value)| value).collect();
-        self.execute(
-            "the new run",
-            &positional_insert("runs", &names, "$"),
-            &values,
-        )?;
+        if self.joined.is_none() {
+            let values = run_values(self.run, info);
+            let names: Vec<&str> = values.iter().map(|(name, _)| *name).collect();
+            let values: Vec<Value> = values.into_iter().map(|(_, value)| value).collect();
+            self.execute(
+                "the new run",
+                &positional_insert("runs", &names, "$"),
+                &values,
+            )?;
+        }
         self.others.extend(
             info.configs
                 .iter()
@@ -544,7 +562,7 @@ impl Sink for PostgresSink {
             .map_or(0, |since| since.as_nanos() as u64);
         let ended = self.execute(
             "the run's end",
-            "UPDATE runs SET finished_at = $1, complete = $2, reason = $3, duration_ns = $4, attempted = $5, errors = $6 WHERE id = $7",
+            super::RUN_END,
             &[
                 Value::Text(utc_timestamp(now)),
                 Value::Integer(i64::from(end.complete)),

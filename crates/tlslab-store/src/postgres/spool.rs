@@ -184,10 +184,7 @@ fn upload_end(
         .collect();
     bound.push(&run);
     transaction
-        .execute(
-            "UPDATE runs SET finished_at = $1::TEXT, complete = $2::BIGINT, reason = $3::TEXT, duration_ns = $4::BIGINT, attempted = $5::BIGINT, errors = $6::BIGINT WHERE id = $7",
-            &bound,
-        )
+        .execute(super::RUN_END, &bound)
         .map_err(|error| StoreError::Query(Box::new(error)))?;
     Ok(())
 }
