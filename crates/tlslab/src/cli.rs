@@ -825,9 +825,9 @@ pub struct CompareArgs {
     pub baseline: Option<String>,
     /// Compare by one dimension with every other held fixed (tls, suite, group, cert,
     /// chain, concurrency, transport, http, resume, early-data, cert-cache, hello-retry, mtls,
-    /// client-backend, server-backend, ech, rtt, loss, target): one contrast per stratum,
-    /// then a pooled ratio, van Elteren's test and the dimensions it depends on. `none`:
-    /// every config against the baseline config, as without --by.
+    /// client-backend, server-backend, ech, rtt, loss, target, capture-point): one contrast
+    /// per stratum, then a pooled ratio, van Elteren's test and the dimensions it depends on.
+    /// `none`: every config against the baseline config, as without --by.
     #[arg(long, value_name = "DIMENSION")]
     pub by: Option<String>,
     /// The phase or event compared (handshake, server_response, cert_validation, total, ...);
