@@ -148,7 +148,10 @@ pub fn capture(
         // Stopping is how a capture ends: at its duration or on a signal.
         None => Ending::Complete,
     };
-    let report = passive::end(store, report, ending)?;
+    let report = passive::end(store, report, ending);
+    // What a database's writer had to say (it went away and came back), whatever the end.
+    outputs.results.say_writer_notices(control);
+    let report = report?;
     if let Some(error) = failure {
         return Err(passive::environment(error, Some(&outputs.results)));
     }

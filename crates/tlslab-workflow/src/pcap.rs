@@ -183,7 +183,10 @@ pub fn pcap(request: &PcapRequest, control: &Control) -> Result<PassiveOutcome, 
         (None, true) => Ending::Interrupted,
         (None, false) => Ending::Complete,
     };
-    let report = passive::end(store, report, ending)?;
+    let report = passive::end(store, report, ending);
+    // What a database's writer had to say (it went away and came back), whatever the end.
+    results.say_writer_notices(control);
+    let report = report?;
     if let Some(source) = unreadable {
         return Err(WorkflowError::Capture {
             source,
