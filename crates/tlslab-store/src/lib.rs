@@ -80,7 +80,7 @@ pub use export::{export, export_fields, ExportFormat};
 pub use kept::{KeptHandle, KeptValues, KEPT_BYTES, KEPT_SAMPLES};
 pub use location::{Location, STORE_VARIABLE};
 pub use recovery::CUT_OFF;
-pub use scans::{add_scan, NewScan, ScanRow};
+pub use scans::{add_scan, add_scan_at, check_scan_store, NewScan, ScanRow};
 pub use schema::{CONFIG_BLOCK, VERSION as SCHEMA_VERSION};
 pub use sink::{utc_timestamp, StoreSink};
 
@@ -867,6 +867,18 @@ impl Store {
             )
             .map_err(|error| StoreError::Query(Box::new(error)))?
             .get(0);
+        // A database of scans alone (`tlslab scan --store postgres://…`) opens without a run,
+        // for its scans to be read (`has_run` says so).
+        let found = match found {
+            None if run.is_none() => {
+                let scans: i64 = client
+                    .query_one("SELECT count(*) FROM scans", &[])
+                    .map_err(|error| StoreError::Query(Box::new(error)))?
+                    .get(0);
+                (scans > 0).then_some(0)
+            }
+            found => found,
+        };
         let run = found.ok_or_else(no_run)?;
         Ok(Store {
             connection: database::Connection::Postgres {

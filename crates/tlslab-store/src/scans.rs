@@ -99,6 +99,53 @@ pub fn add_scan(path: &Path, scan: &NewScan) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Adds `scan` to the store at `location`: a file as [`add_scan`] does, or a PostgreSQL
+/// database's scans (its tables made if it has none), beside its runs.
+pub fn add_scan_at(location: &crate::Location, scan: &NewScan) -> Result<(), StoreError> {
+    let settings = match location {
+        crate::Location::File(path) => return add_scan(path, scan),
+        crate::Location::Database(settings) => settings,
+    };
+    let mut client = connect_for_scans(settings)?;
+    let command_line = serde_json::to_string(&scan.command_line).unwrap_or_default();
+    let report = serde_json::to_string(&scan.report).unwrap_or_default();
+    client
+        .execute(
+            "INSERT INTO scans (scanned_at, scanned_at_unix_ns, tool_version, command_line, target, address, server_name, grade, connections, report) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            &[
+                &crate::utc_timestamp(scan.scanned_at_unix_ns),
+                &(scan.scanned_at_unix_ns as i64),
+                &scan.tool_version,
+                &command_line,
+                &scan.target,
+                &scan.address,
+                &scan.server_name,
+                &scan.grade,
+                &(scan.connections as i64),
+                &report,
+            ],
+        )
+        .map_err(|error| StoreError::Query(Box::new(error)))?;
+    Ok(())
+}
+
+/// Checks, before a scan's first connection, that its scans can be added at `location`: a
+/// database is reached and its tables made or checked (a file is claimed by its caller).
+pub fn check_scan_store(location: &crate::Location) -> Result<(), StoreError> {
+    match location {
+        crate::Location::File(_) => Ok(()),
+        crate::Location::Database(settings) => connect_for_scans(settings).map(drop),
+    }
+}
+
+fn connect_for_scans(
+    settings: &crate::postgres::connection::Settings,
+) -> Result<::postgres::Client, StoreError> {
+    let mut client = settings.connect()?;
+    crate::postgres::prepare(&mut client, &settings.to_string())?;
+    Ok(client)
+}
+
 impl Store {
     /// Every stored scan, oldest first (none in a store older than schema 13: it is upgraded
     /// when opened, with an empty scans table).

@@ -31,8 +31,9 @@ pub struct ScanRequest {
     pub ca: Option<PathBuf>,
     /// The cost table's timing; no table when `None`.
     pub timing: Option<Timing>,
-    /// A results store each scan is added to (created if missing).
-    pub out: Option<PathBuf>,
+    /// A results store each scan is added to: a file (created if missing), or a PostgreSQL
+    /// database.
+    pub out: Option<tlslab_store::Location>,
     /// Whether `out` may replace a file of another kind.
     pub force: bool,
     /// Who runs it (stored with each scan).
@@ -94,12 +95,18 @@ pub fn scan(
     each: &mut dyn FnMut(&Scanned),
 ) -> Result<ScanOutcome, WorkflowError> {
     check(request)?;
-    if let Some(path) = &request.out {
-        // Checked before the first connection: a scan is not made to be thrown away.
-        let output = files::Output::new("--out", path, files::Kind::Scans);
-        let inputs: Vec<&Path> = request.ca.as_deref().into_iter().collect();
-        let write = files::claim(&output, &inputs, request.force)?;
-        files::make_room(path, write)?;
+    // Checked before the first connection: a scan is not made to be thrown away.
+    if let Some(location) = &request.out {
+        if let Some(path) = location.path() {
+            let output = files::Output::new("--out", path, files::Kind::Scans);
+            let inputs: Vec<&Path> = request.ca.as_deref().into_iter().collect();
+            let write = files::claim(&output, &inputs, request.force)?;
+            files::make_room(path, write)?;
+        }
+        tlslab_store::check_scan_store(location).map_err(|source| WorkflowError::StoreCreate {
+            path: PathBuf::from(location.to_string()),
+            source,
+        })?;
     }
     // Every target is checked before the first connection.
     let targets = request
@@ -197,15 +204,15 @@ fn scan_one(
         };
         report.timing = Some(time_choices(&report, target, &timing));
     }
-    if let Some(path) = &request.out {
-        store(path, &report, started_unix_ns, &request.invocation)?;
+    if let Some(location) = &request.out {
+        store(location, &report, started_unix_ns, &request.invocation)?;
     }
     Ok(report)
 }
 
-/// Adds `report` to the results store at `path`.
+/// Adds `report` to the results store at `location`.
 fn store(
-    path: &Path,
+    location: &tlslab_store::Location,
     report: &Report,
     started_unix_ns: u64,
     invocation: &Invocation,
@@ -224,6 +231,6 @@ fn store(
         connections: report.connections + report.timing.as_ref().map_or(0, |t| t.connections),
         report: json,
     };
-    tlslab_store::add_scan(path, &scan)?;
+    tlslab_store::add_scan_at(location, &scan)?;
     Ok(())
 }

@@ -33,7 +33,7 @@ fn a_scan_of_the_lab_server_finds_tls13_times_each_choice_and_is_stored() {
     let lab = Lab::start();
     let mut request = scan_request(&lab, "scan");
     let store = dir.join("scans.db");
-    request.out = Some(store.clone());
+    request.out = Some(tlslab_store::Location::File(store.clone()));
     let mut seen = Vec::new();
     let outcome = tlslab_workflow::scan::scan(&request, &Control::default(), &mut |scanned| {
         seen.push(matches!(scanned, Scanned::Report(_)))

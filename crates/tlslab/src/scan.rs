@@ -59,8 +59,8 @@ pub struct ScanArgs {
     /// comparisons over time.
     #[arg(long, value_name = "FILE")]
     pub out: Option<std::path::PathBuf>,
-    /// The same as --out, for a results file (sqlite://PATH or a path): scans are stored in
-    /// files alone for now, so a postgres:// URL is refused, and $TLSLAB_STORE is not read
+    /// The same as --out, for a results file (sqlite://PATH or a path), or a PostgreSQL
+    /// database (postgres://USER@HOST/DATABASE), beside its runs; $TLSLAB_STORE is not read
     /// (a scan is stored only when asked).
     #[arg(long, value_name = "PATH", conflicts_with = "out")]
     pub store: Option<String>,
@@ -123,18 +123,14 @@ fn request(args: &ScanArgs) -> Result<ScanRequest, CliError> {
     })
 }
 
-/// The results file the scans are added to: `--out`, or `--store` naming a file.
-fn scan_store(args: &ScanArgs) -> Result<Option<std::path::PathBuf>, CliError> {
+/// The results store the scans are added to: `--out`, or `--store` (a file or a database).
+fn scan_store(args: &ScanArgs) -> Result<Option<tlslab_store::Location>, CliError> {
     let Some(text) = &args.store else {
-        return Ok(args.out.clone());
+        return Ok(args.out.clone().map(tlslab_store::Location::File));
     };
-    match tlslab_store::Location::parse(text).map_err(tlslab_workflow::WorkflowError::from)? {
-        tlslab_store::Location::File(path) => Ok(Some(path)),
-        database @ tlslab_store::Location::Database(_) => Err(CliError::usage(
-            format!("scans cannot be stored in a PostgreSQL database yet: {database}"),
-            "give --store (or --out) a results file, then `tlslab report FILE`",
-        )),
-    }
+    Ok(Some(
+        tlslab_store::Location::parse(text).map_err(tlslab_workflow::WorkflowError::from)?,
+    ))
 }
 
 pub fn scan(args: &ScanArgs) -> Result<i32, CliError> {

@@ -195,16 +195,62 @@ fn the_store_is_named_once_and_a_file_holds_one_run() {
         2,
         "two inputs are sample files",
     );
-    assert_user_error(
-        &tlslab(&[
-            "scan",
-            "127.0.0.1:1",
-            "--store",
-            "postgres://tlslab@127.0.0.1:1/x",
-        ]),
-        2,
-        "scans cannot be stored in a PostgreSQL database",
+}
+
+#[test]
+fn scans_go_into_a_database_and_read_back_as_from_a_file() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let dir = scratch("store-scans");
+    let lab = LabServer::start();
+    let target = format!("127.0.0.1:{}", lab.port);
+    // Unreachable: refused before the first connection to the target, exit 3.
+    let unreachable = format!("postgres://tlslab@127.0.0.1:{}/x", closed_port());
+    let refused = tlslab(&[
+        "scan",
+        &target,
+        "--sni",
+        "localhost",
+        "--store",
+        &unreachable,
+    ]);
+    assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
+    assert!(
+        stdout(&refused).is_empty(),
+        "nothing scanned: {}",
+        stdout(&refused)
     );
+    let url = cluster.create_database("scans");
+    let file = dir.join("scans.db");
+    let mut exports = Vec::new();
+    for store in [url.as_str(), file.to_str().unwrap()] {
+        let scanned = tlslab(&["scan", &target, "--sni", "localhost", "--store", store]);
+        let printed = assert_success(&scanned);
+        assert!(printed.contains("grade        T"), "{printed}");
+        let report = dir.join("scans.md");
+        tlslab_succeeds(&["report", store, "-o", report.to_str().unwrap(), "--force"]);
+        let report = std::fs::read_to_string(&report).unwrap();
+        assert!(report.contains(&target), "{report}");
+        let exported = tlslab_succeeds(&["export", store, "--scans"]);
+        exports.push(exported.replace(store, "STORE"));
+        assert!(!report.contains(cluster.password()));
+    }
+    let [database, file] = &exports[..] else {
+        unreachable!()
+    };
+    // The same scan of the same server: the same grade and target, whichever store.
+    let grade = |export: &str| -> Vec<String> {
+        export
+            .lines()
+            .map(|line| {
+                let row: serde_json::Value = serde_json::from_str(line).unwrap();
+                format!("{} {}", row["target"], row["grade"])
+            })
+            .collect()
+    };
+    assert_eq!(grade(database), grade(file));
+    assert_eq!(grade(database).len(), 1);
 }
 
 #[test]
