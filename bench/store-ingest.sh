@@ -25,10 +25,30 @@ trap 'stop_postgres; rm -rf "$work"' EXIT
 url=$pg_url
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-measure() { # store-maker label
+# The PostgreSQL server's CPU so far, in clock ticks: the postmaster's own and that of its
+# children it has reaped (each connection's backend, once it ends). Long-lived helpers (the
+# WAL writer, the checkpointer) are not in it: the figure is a lower bound.
+server_ticks() {
+    awk '{ print $14 + $15 + $16 + $17 }' "/proc/$(head -1 "$pg_data/postmaster.pid")/stat"
+}
+ticks=$(getconf CLK_TCK)
+# measure STORE-MAKER: per round, "samples/s ingest-CPU-µs-per-sample server-CPU-µs-per-sample"
+# (the ingest process's user + system CPU: the samples made and the writer; the same
+# samples are made for either store, so the difference is the writers').
+measure() {
     for round in $(seq "$rounds"); do
-        "$ingest" "$($1 "$round")" "$samples" | awk '{ print $3 }'
-    done | median
+        local before after
+        before=$(server_ticks)
+        /usr/bin/time -f '%U %S' -o "$work/ingest.time" "$ingest" "$($1 "$round")" "$samples" > "$work/ingest.out"
+        # The connection's backend ends (and is reaped) just after the ingest does.
+        sleep 1
+        after=$(server_ticks)
+        awk -v n="$samples" -v t="$ticks" -v server=$((after - before)) \
+            'NR == FNR { rate = $3; next } { printf "%s %.2f %.2f\n", rate, ($1 + $2) * 1e6 / n, server / t * 1e6 / n }' \
+            "$work/ingest.out" "$work/ingest.time"
+    done > "$work/rounds"
+    # The median of each column on its own.
+    for column in 1 2 3; do awk -v c=$column '{ print $c }' "$work/rounds" | median; done | paste -sd' '
 }
 sqlite_store() { rm -f "$work/ingest-$1.db"; echo "$work/ingest-$1.db"; }
 postgres_store() { echo "$url"; }
@@ -39,9 +59,10 @@ postgres_on=$(measure postgres_store)
 psql_as_postgres -c "ALTER SYSTEM SET synchronous_commit = off" -c "SELECT pg_reload_conf()" >/dev/null
 postgres_off=$(measure postgres_store)
 
-printf '%-40s %12s\n' "store ($samples samples, median of $rounds)" "samples/s"
-printf '%-40s %12s\n' "SQLite file" "$sqlite"
-printf '%-40s %12s\n' "PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}'), synchronous_commit on" "$postgres_on"
-printf '%-40s %12s\n' "PostgreSQL, synchronous_commit off" "$postgres_off"
-awk -v s="$sqlite" -v on="$postgres_on" -v off="$postgres_off" \
+row() { printf '%-44s %10s %14s %14s\n' "$1" $2; }
+row "store ($samples samples, median of $rounds)" "samples/s ingest-µs/sample server-µs/sample"
+row "SQLite file" "$sqlite"
+row "PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}'), synchronous_commit on" "$postgres_on"
+row "PostgreSQL, synchronous_commit off" "$postgres_off"
+awk -v s="${sqlite%% *}" -v on="${postgres_on%% *}" -v off="${postgres_off%% *}" \
     'BEGIN { printf "PostgreSQL against SQLite: %.2fx (synchronous_commit on), %.2fx (off); load average %s\n", on / s, off / s, "'"$(cut -d' ' -f1-3 /proc/loadavg)"'" }'
