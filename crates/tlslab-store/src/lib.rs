@@ -64,6 +64,7 @@ mod database;
 mod export;
 mod kept;
 mod location;
+mod parameter;
 pub mod postgres;
 mod recovery;
 mod scans;

@@ -11,9 +11,9 @@ use crate::StoreError;
 
 use super::source::Source;
 use super::{
-    each_row, progress_at_end, references, table, Bound, CopyRefused, RunCopy, RunListing,
-    TablePlan, RUN_TABLES,
+    each_row, progress_at_end, table, CopyRefused, RunCopy, RunListing, TablePlan, RUN_TABLES,
 };
+use crate::parameter::{references, Parameter};
 
 /// A PostgreSQL target.
 pub(super) struct Database {
@@ -113,7 +113,7 @@ impl Database {
             .get(0);
         let mut row = vec![Value::Integer(run)];
         row.extend(values);
-        let bound: Vec<Bound<'_>> = row.iter().map(Bound).collect();
+        let bound: Vec<Parameter<'_>> = row.iter().map(Parameter::from).collect();
         transaction
             .execute(
                 &crate::sink::positional_insert("runs", &plan.names, "$"),
@@ -189,7 +189,7 @@ pub(super) fn same_row(
     table: &str,
     identity: &[&str],
     plan: &TablePlan,
-    values: &[Bound<'_>],
+    values: &[Parameter<'_>],
 ) -> Result<Option<i64>, postgres::Error> {
     same_row_of(transaction, table, identity, plan, values, None)
 }
@@ -200,20 +200,20 @@ pub(super) fn same_row_of(
     table: &str,
     identity: &[&str],
     plan: &TablePlan,
-    values: &[Bound<'_>],
+    values: &[Parameter<'_>],
     id: Option<i64>,
 ) -> Result<Option<i64>, postgres::Error> {
     let mut conditions = Vec::new();
     let mut bound = Vec::new();
     let id = id.map(Value::Integer);
     if let Some(id) = &id {
-        bound.push(Bound(id));
+        bound.push(Parameter::from(id));
         conditions.push("id = $1".to_string());
     }
     for name in identity {
         let value = plan
             .position(name)
-            .map_or(Bound(&Value::Null), |index| values[index]);
+            .map_or(Parameter::Null, |index| values[index].clone());
         bound.push(value);
         conditions.push(format!("{} = ${}", quoted(name), bound.len()));
     }
@@ -234,7 +234,7 @@ pub(super) fn same_run(
     plan: &TablePlan,
     values: &[Value],
 ) -> Result<Option<(i64, bool, u64)>, postgres::Error> {
-    let bound: Vec<Bound<'_>> = values.iter().map(Bound).collect();
+    let bound: Vec<Parameter<'_>> = values.iter().map(Parameter::from).collect();
     let Some(run) = same_row(transaction, "runs", &IDENTITY, plan, &bound)? else {
         return Ok(None);
     };

@@ -8,9 +8,9 @@ use crate::StoreError;
 
 use super::source::Source;
 use super::{
-    each_row, progress_at_end, table, Bound, CopyOutcome, RunCopy, RunListing, TablePlan,
-    RUN_TABLES,
+    each_row, progress_at_end, table, CopyOutcome, RunCopy, RunListing, TablePlan, RUN_TABLES,
 };
+use crate::parameter::Parameter;
 
 /// The copy into a new SQLite file: its one run as run 1, and the scans.
 pub(super) fn into_file(
@@ -61,7 +61,7 @@ pub(super) fn into_file(
         transaction
             .execute(
                 &crate::sink::positional_insert("runs", &plan.names, "?"),
-                rusqlite::params_from_iter(row.iter().map(Bound)),
+                rusqlite::params_from_iter(row.iter().map(Parameter::from)),
             )
             .map_err(unwritable)?;
         let mut samples = 0;

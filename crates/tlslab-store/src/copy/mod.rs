@@ -19,10 +19,11 @@ mod file;
 mod source;
 mod spool;
 
-use postgres::types::{IsNull, ToSql, Type};
+use postgres::types::Type;
 
 use crate::columns::quoted;
 use crate::database::{Row, Value};
+use crate::parameter::Parameter;
 use crate::schema::{tables, Dialect, Table};
 use crate::{Location, Store, StoreError};
 
@@ -431,7 +432,7 @@ fn each_row(
     plan: &TablePlan,
     fixed: &[Value],
     progress: &mut dyn FnMut(u64),
-    write: &mut dyn FnMut(&[Bound<'_>]) -> Result<(), StoreError>,
+    write: &mut dyn FnMut(&[Parameter<'_>]) -> Result<(), StoreError>,
 ) -> Result<u64, StoreError> {
     let condition = match plan.table {
         "scans" => "",
@@ -443,7 +444,8 @@ fn each_row(
         .connection
         .each(&plan.select(condition), &[], |row| {
             let values = read_values(plan, row)?;
-            let bound: Vec<Bound<'_>> = fixed.iter().chain(&values).map(Bound).collect();
+            let bound: Vec<Parameter<'_>> =
+                fixed.iter().chain(&values).map(Parameter::from).collect();
             write(&bound)?;
             rows += 1;
             if plan.table == "samples" && rows.is_multiple_of(PROGRESS_EVERY) {
@@ -464,65 +466,6 @@ fn progress_at_end(progress: &mut dyn FnMut(u64), samples: u64) {
 /// The values of a row read by `plan`.
 fn read_values(plan: &TablePlan, row: &Row<'_>) -> Result<Vec<Value>, StoreError> {
     (0..plan.read).map(|index| row.value(index)).collect()
-}
-
-/// The references a statement or a `COPY` takes.
-fn references<'a>(values: &'a [Bound<'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
-    values
-        .iter()
-        .map(|value| value as &(dyn ToSql + Sync))
-        .collect()
-}
-
-/// A value as a statement or a `COPY` takes it: SQLite's kinds, each written as its
-/// PostgreSQL column's type (an integer into a REAL column as a double, as SQLite would).
-#[derive(Clone, Copy)]
-struct Bound<'a>(&'a Value);
-
-impl std::fmt::Debug for Bound<'_> {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Value::Null => write!(formatter, "NULL"),
-            Value::Integer(number) => write!(formatter, "the integer {number}"),
-            Value::Real(number) => write!(formatter, "the number {number}"),
-            Value::Text(text) => write!(formatter, "the text {text:?}"),
-        }
-    }
-}
-
-impl rusqlite::ToSql for Bound<'_> {
-    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
-        use rusqlite::types::{ToSqlOutput, ValueRef};
-        Ok(ToSqlOutput::Borrowed(match self.0 {
-            Value::Null => ValueRef::Null,
-            Value::Integer(number) => ValueRef::Integer(*number),
-            Value::Real(number) => ValueRef::Real(*number),
-            Value::Text(text) => ValueRef::Text(text.as_bytes()),
-        }))
-    }
-}
-
-impl ToSql for Bound<'_> {
-    fn to_sql(
-        &self,
-        ty: &Type,
-        out: &mut bytes::BytesMut,
-    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        match (self.0, ty) {
-            (Value::Null, _) => Ok(IsNull::Yes),
-            (Value::Integer(number), &Type::INT8) => number.to_sql(ty, out),
-            (Value::Integer(number), &Type::FLOAT8) => (*number as f64).to_sql(ty, out),
-            (Value::Real(number), &Type::FLOAT8) => number.to_sql(ty, out),
-            (Value::Text(text), &Type::TEXT) => text.as_str().to_sql(ty, out),
-            (_, ty) => Err(format!("{self:?} cannot be stored in a {ty} column").into()),
-        }
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        matches!(*ty, Type::INT8 | Type::FLOAT8 | Type::TEXT)
-    }
-
-    postgres::types::to_sql_checked!();
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@ use crate::{Location, StoreError};
 
 use super::database::{refused, same_row_of, IDENTITY};
 use super::source::Source;
-use super::{table, Bound, CopyOutcome, CopyRefused, RunCopy, TablePlan};
+use super::{table, CopyOutcome, CopyRefused, RunCopy, TablePlan};
+use crate::parameter::Parameter;
 
 /// The database and run a spool belongs to, and whether it was uploaded; `None` for a file
 /// that is not a spool (or not a store: opening it as one says why).
@@ -61,7 +62,7 @@ pub(super) fn upload_spool(
     }
     let failed = refused(&target, "looking for the spool's run");
     let mut transaction = client.transaction().map_err(&failed)?;
-    let bound: Vec<Bound<'_>> = values.iter().map(Bound).collect();
+    let bound: Vec<Parameter<'_>> = values.iter().map(Parameter::from).collect();
     let found = same_row_of(
         &mut transaction,
         "runs",

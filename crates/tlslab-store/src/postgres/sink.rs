@@ -3,17 +3,16 @@
 //! the run's other records by plain inserts in the same transaction, one transaction per
 //! [`BATCH_SAMPLES`] samples or [`BATCH_TIME`].
 
-use std::error::Error;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use bytes::BytesMut;
 use postgres::binary_copy::BinaryCopyInWriter;
-use postgres::types::{IsNull, ToSql, Type};
+use postgres::types::{ToSql, Type};
 use postgres::{Client, Transaction};
-use rusqlite::types::{ToSqlOutput, Value, ValueRef};
+use rusqlite::types::Value;
 use tlslab_core::{Record, RunEnd, RunInfo, Sample, Sink, SinkError};
 
 use crate::columns::{quoted, stored_sample_columns, Addresses, Fill};
+pub(crate) use crate::parameter::Parameter;
 use crate::sink::{config_values, positional_insert, run_values, trial_values, utc_timestamp};
 use crate::{Store, StoreSink};
 
@@ -584,63 +583,4 @@ pub(crate) fn column_type(sql: &str) -> Type {
         Some("REAL") => Type::FLOAT8,
         _ => Type::TEXT,
     }
-}
-
-/// A value bound to a statement or written into a `COPY`, typed by its column: the store's
-/// values are SQLite's kinds (integer, real, text, NULL), and PostgreSQL wants each in its
-/// column's type, which the driver checks before it writes.
-#[derive(Debug)]
-pub(super) enum Parameter<'a> {
-    Null,
-    Integer(i64),
-    Real(f64),
-    Text(std::borrow::Cow<'a, str>),
-}
-
-impl<'a> Parameter<'a> {
-    fn from_cell(cell: crate::columns::Cell<'a>) -> Parameter<'a> {
-        match cell {
-            crate::columns::Cell::Null => Parameter::Null,
-            crate::columns::Cell::Integer(number) => Parameter::Integer(number),
-            crate::columns::Cell::Text(text) => Parameter::Text(text),
-        }
-    }
-}
-
-impl<'a> From<&'a Value> for Parameter<'a> {
-    fn from(value: &'a Value) -> Parameter<'a> {
-        match rusqlite::ToSql::to_sql(value) {
-            Ok(ToSqlOutput::Borrowed(ValueRef::Integer(number))) => Parameter::Integer(number),
-            Ok(ToSqlOutput::Borrowed(ValueRef::Real(number))) => Parameter::Real(number),
-            Ok(ToSqlOutput::Borrowed(ValueRef::Text(text))) => {
-                Parameter::Text(String::from_utf8_lossy(text))
-            }
-            _ => Parameter::Null,
-        }
-    }
-}
-
-impl ToSql for Parameter<'_> {
-    fn to_sql(
-        &self,
-        ty: &Type,
-        out: &mut BytesMut,
-    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        match (self, ty) {
-            (Parameter::Null, _) => Ok(IsNull::Yes),
-            (Parameter::Integer(number), &Type::INT8) => ToSql::to_sql(number, ty, out),
-            (Parameter::Integer(number), &Type::FLOAT8) => {
-                ToSql::to_sql(&(*number as f64), ty, out)
-            }
-            (Parameter::Real(number), &Type::FLOAT8) => ToSql::to_sql(number, ty, out),
-            (Parameter::Text(text), &Type::TEXT) => ToSql::to_sql(&text.as_ref(), ty, out),
-            (value, ty) => Err(format!("{value:?} cannot be stored in a {ty} column").into()),
-        }
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        matches!(*ty, Type::INT8 | Type::FLOAT8 | Type::TEXT)
-    }
-
-    postgres::types::to_sql_checked!();
 }
