@@ -277,6 +277,16 @@ fn an_error_from_deep_inside_prints_its_cause_chain_and_exit_code() {
         &["is not valid PEM", "base64"],
     );
     assert!(!never.exists());
+    // An experiment file that cannot be read: the user's input, exit 2, and the system's
+    // reason under it.
+    let missing = dir.join("missing.toml");
+    let output = tlslab(&["run", missing.to_str().unwrap()]);
+    assert_cause_chain(
+        &output,
+        2,
+        "cannot read experiment file",
+        &["No such file or directory"],
+    );
     // The same file given to the scanner: its reading is the cause.
     let output = tlslab(&["scan", &target, "--ca", ca.to_str().unwrap()]);
     assert_cause_chain(&output, 2, "cannot use --ca", &["no CERTIFICATE"]);
