@@ -89,7 +89,7 @@ impl FromStr for Suite {
             .ok_or_else(|| {
                 let mut valid: Vec<&str> = Cipher::ALL.iter().map(|c| c.as_str()).collect();
                 valid.extend(LegacySuite::ALL.iter().map(|suite| suite.openssl_name()));
-                InvalidValue(format!(
+                InvalidValue::new(format!(
                     "unknown suite '{text}' (valid: {})",
                     valid.join(", ")
                 ))

@@ -88,7 +88,7 @@ impl FromStr for Arrivals {
         match text.trim().to_ascii_lowercase().as_str() {
             "uniform" => Ok(Arrivals::Uniform),
             "poisson" => Ok(Arrivals::Poisson),
-            other => Err(InvalidValue(format!(
+            other => Err(InvalidValue::new(format!(
                 "arrivals '{other}' is not a known process (use uniform or poisson)"
             ))),
         }
@@ -176,7 +176,7 @@ fn parse_rate(text: &str) -> Result<f64, InvalidValue> {
                 "s" | "sec" | "second" => 1.0,
                 "m" | "min" | "minute" => 60.0,
                 other => {
-                    return Err(InvalidValue(format!(
+                    return Err(InvalidValue::new(format!(
                         "arrival rate '{text}' has an unknown unit '/{other}' (use /s or /min, \
                          for example 500/s)"
                     )))
@@ -185,19 +185,19 @@ fn parse_rate(text: &str) -> Result<f64, InvalidValue> {
             (number.trim(), per)
         }
         None => {
-            return Err(InvalidValue(format!(
+            return Err(InvalidValue::new(format!(
                 "arrival rate '{text}' has no unit: add one, for example {text}/s"
             )))
         }
     };
     let value: f64 = number.parse().map_err(|_| {
-        InvalidValue(format!(
+        InvalidValue::new(format!(
             "arrival rate '{text}' is not a number per second (for example 500/s)"
         ))
     })?;
     let rate = value / per;
     if !rate.is_finite() || rate <= 0.0 || rate > MAX_RATE {
-        return Err(InvalidValue(format!(
+        return Err(InvalidValue::new(format!(
             "arrival rate '{text}' is out of range: more than 0 and at most {MAX_RATE}/s"
         )));
     }
@@ -221,7 +221,7 @@ impl FromStr for ArrivalRate {
         let (to, steps) = match rest.split_once(':') {
             Some((to, steps)) => {
                 let steps: u32 = steps.trim().parse().map_err(|_| {
-                    InvalidValue(format!(
+                    InvalidValue::new(format!(
                         "ramp '{trimmed}': the steps after ':' must be a whole number (for \
                          example 100/s..2000/s:20)"
                     ))
@@ -231,13 +231,13 @@ impl FromStr for ArrivalRate {
             None => (rest, RAMP_STEPS),
         };
         if !(2..=100).contains(&steps) {
-            return Err(InvalidValue(format!(
+            return Err(InvalidValue::new(format!(
                 "ramp '{trimmed}' has {steps} steps; a ramp takes 2 to 100"
             )));
         }
         let (from, to) = (parse_rate(from)?, parse_rate(to)?);
         if from >= to {
-            return Err(InvalidValue(format!(
+            return Err(InvalidValue::new(format!(
                 "ramp '{trimmed}' does not rise: write the lower rate first (for example \
                  100/s..2000/s)"
             )));
@@ -332,7 +332,7 @@ mod tests {
             ("100/s..2000/s:x", "whole number"),
         ] {
             let error = text.parse::<ArrivalRate>().unwrap_err();
-            assert!(error.0.contains(expected), "{text}: {error}");
+            assert!(error.message.contains(expected), "{text}: {error}");
         }
     }
 
@@ -384,7 +384,7 @@ mod tests {
         assert!("bursty"
             .parse::<Arrivals>()
             .unwrap_err()
-            .0
+            .message
             .contains("uniform or poisson"));
         assert_eq!(Arrivals::Poisson.to_string(), "poisson");
     }

@@ -5,6 +5,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::causes::{same_cause, Cause};
+
 /// A value of a dimension failed to parse; the message lists the valid spellings.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown {dimension} '{given}' (valid: {})", valid.join(", "))]
@@ -18,10 +20,57 @@ pub struct ParseError {
 }
 
 /// A value that is not what its field takes (a duration, a rate, a loss rate, a suite, an
-/// experiment file): the message says what was given and what would do.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct InvalidValue(pub String);
+/// experiment file): the message says what was given and what would do; the error that
+/// caused it (a TOML or JSON parser's), when there is one, is kept as its
+/// [`source`](std::error::Error::source).
+#[derive(Debug, Clone)]
+pub struct InvalidValue {
+    /// What was given and what would do.
+    pub message: String,
+    /// The error under it, its source: a `caused by:` line.
+    source: Option<Cause>,
+}
+
+impl fmt::Display for InvalidValue {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for InvalidValue {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        crate::causes::as_source(&self.source)
+    }
+}
+
+impl InvalidValue {
+    /// What was given and what would do.
+    pub fn new(message: impl Into<String>) -> InvalidValue {
+        InvalidValue {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// The same, caused by `source` (kept as the error's source).
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> InvalidValue {
+        InvalidValue {
+            message: message.into(),
+            source: Some(std::sync::Arc::new(source)),
+        }
+    }
+}
+
+impl PartialEq for InvalidValue {
+    fn eq(&self, other: &InvalidValue) -> bool {
+        self.message == other.message && same_cause(&self.source, &other.source)
+    }
+}
+
+impl Eq for InvalidValue {}
 
 /// Declares a dimension enum whose variants have fixed spellings (plus accepted aliases).
 macro_rules! spelled_enum {

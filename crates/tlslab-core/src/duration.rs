@@ -16,14 +16,14 @@ pub fn parse(text: &str) -> Result<Duration, InvalidValue> {
         .unwrap_or(trimmed.len());
     let (number, unit) = trimmed.split_at(split);
     let value: f64 = number.parse().map_err(|_| {
-        InvalidValue(format!(
+        InvalidValue::new(format!(
             "'{text}' is not a duration (examples: 500ms, 10s, 2m)"
         ))
     })?;
     let scale = match unit.trim() {
         "" if value == 0.0 => 0.0,
         "" => {
-            return Err(InvalidValue(format!(
+            return Err(InvalidValue::new(format!(
                 "'{text}' has no unit: add one (us, ms, s or m), as in {number}ms or {number}s"
             )))
         }
@@ -32,14 +32,14 @@ pub fn parse(text: &str) -> Result<Duration, InvalidValue> {
         "us" | "µs" => 1e-6,
         "m" | "min" => 60.0,
         other => {
-            return Err(InvalidValue(format!(
+            return Err(InvalidValue::new(format!(
                 "unknown duration unit '{other}' in '{text}' (use us, ms, s or m)"
             )))
         }
     };
     let seconds = value * scale;
     if !seconds.is_finite() || seconds > MAX.as_secs_f64() {
-        return Err(InvalidValue(format!(
+        return Err(InvalidValue::new(format!(
             "'{text}' is longer than a day, the longest duration tlslab takes"
         )));
     }

@@ -279,12 +279,12 @@ fn resume_values<'de, D: serde::Deserializer<'de>>(
 impl Experiment {
     /// Reads an experiment file; the error names the file and the offending key.
     pub fn from_toml(text: &str) -> Result<Experiment, InvalidValue> {
-        let mut experiment: Experiment =
-            toml::from_str(text).map_err(|error| InvalidValue(error.to_string()))?;
+        let mut experiment: Experiment = toml::from_str(text)
+            .map_err(|error| InvalidValue::with_source(error.to_string(), error))?;
         if !experiment.explicit.is_empty() && experiment.matrix.is_none() {
             // A file that crosses dimensions at its top level and lists tables asks for both.
-            let table: toml::Table =
-                toml::from_str(text).map_err(|error| InvalidValue(error.to_string()))?;
+            let table: toml::Table = toml::from_str(text)
+                .map_err(|error| InvalidValue::with_source(error.to_string(), error))?;
             if table.keys().any(|key| crate::config::is_dimension_key(key)) {
                 experiment.matrix = Some(true);
             }
@@ -352,6 +352,10 @@ mod tests {
         assert!(error.to_string().contains("handshake"), "{error}");
         let error = Experiment::from_toml("group = [\"x448\"]").unwrap_err();
         assert!(error.to_string().contains("x25519"), "{error}");
+        // The TOML parser's error is kept under it, whole, as its source.
+        let error = Experiment::from_toml("tls = [\"1.3\"\n").unwrap_err();
+        let source = std::error::Error::source(&error).expect("the parser's error as source");
+        assert!(source.is::<toml::de::Error>(), "{source:?}");
     }
 
     #[test]

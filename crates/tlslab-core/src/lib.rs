@@ -44,7 +44,7 @@ pub mod terminal;
 pub mod threshold;
 
 pub use arrival::{ArrivalRate, ArrivalTimes, Arrivals};
-pub use causes::{Causes, WithCauses};
+pub use causes::{Cause, Causes, WithCauses};
 pub use clock::{Clock, SimulatedClock, SystemClock};
 pub use config::{ClientIdentity, Config, ConfigError, Endpoint, ServerKey, ServerResumption};
 pub use dimension::{

@@ -30,12 +30,12 @@ impl FromStr for Loss {
     /// `0.5%` or a fraction such as `0.005`.
     fn from_str(text: &str) -> Result<Loss, InvalidValue> {
         let value = parse_fraction(text).ok_or_else(|| {
-            InvalidValue(format!(
+            InvalidValue::new(format!(
                 "'{text}' is not a loss rate (examples: 0, 0.5%, 0.01)"
             ))
         })?;
         if !(0.0..1.0).contains(&value) {
-            return Err(InvalidValue(format!(
+            return Err(InvalidValue::new(format!(
                 "loss '{text}' is not between 0 and 100% (exclusive)"
             )));
         }
@@ -75,21 +75,21 @@ impl FromStr for Rate {
             "mbit" => 1e6,
             "gbit" => 1e9,
             _ => {
-                return Err(InvalidValue(format!(
+                return Err(InvalidValue::new(format!(
                     "unknown rate unit in '{text}' (use bit, kbit, mbit or gbit, as in 100mbit)"
                 )))
             }
         };
         let value = number.parse::<f64>().map_err(|_| {
-            InvalidValue(format!("'{text}' is not a rate (examples: 10mbit, 1gbit)"))
+            InvalidValue::new(format!("'{text}' is not a rate (examples: 10mbit, 1gbit)"))
         })? * scale;
         if !(value >= 1.0 && value.is_finite()) {
-            return Err(InvalidValue(format!(
+            return Err(InvalidValue::new(format!(
                 "rate '{text}' must be at least 1 bit per second"
             )));
         }
         if value > Rate::MAX.0 as f64 {
-            return Err(InvalidValue(format!(
+            return Err(InvalidValue::new(format!(
                 "rate '{text}' is above {}, faster than any link tlslab emulates",
                 Rate::MAX
             )));

@@ -42,7 +42,7 @@ fn parse_bytes(text: &str) -> Result<u64, InvalidValue> {
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
     let number: f64 = number.parse().map_err(|_| {
-        InvalidValue(format!(
+        InvalidValue::new(format!(
             "resource size '{text}' is not a number of bytes (for example 30KB)"
         ))
     })?;
@@ -55,14 +55,14 @@ fn parse_bytes(text: &str) -> Result<u64, InvalidValue> {
         "mib" => 1024.0 * 1024.0,
         "gib" => 1024.0 * 1024.0 * 1024.0,
         other => {
-            return Err(InvalidValue(format!(
+            return Err(InvalidValue::new(format!(
                 "resource size '{text}' has an unknown unit '{other}' (use B, KB, MB, KiB or MiB)"
             )))
         }
     };
     let bytes = number * scale;
     if !bytes.is_finite() || bytes > MAX_BODY as f64 {
-        return Err(InvalidValue(format!(
+        return Err(InvalidValue::new(format!(
             "resource size '{text}' is above the lab server's 64 MiB"
         )));
     }
@@ -76,12 +76,12 @@ impl FromStr for Page {
         let mut groups = Vec::new();
         for group in text.split(',').map(str::trim).filter(|g| !g.is_empty()) {
             let (count, bytes) = group.split_once(':').ok_or_else(|| {
-                InvalidValue(format!(
+                InvalidValue::new(format!(
                     "page group '{group}' is not COUNT:SIZE (for example 86:30KB)"
                 ))
             })?;
             let count: u64 = count.trim().parse().map_err(|_| {
-                InvalidValue(format!(
+                InvalidValue::new(format!(
                     "page group '{group}': '{count}' is not a whole number of resources"
                 ))
             })?;
@@ -89,7 +89,7 @@ impl FromStr for Page {
         }
         let page = Page { groups };
         if page.count() == 0 || page.count() > MAX_RESOURCES {
-            return Err(InvalidValue(format!(
+            return Err(InvalidValue::new(format!(
                 "page '{text}' has {} resources; a page has 1 to {MAX_RESOURCES}",
                 page.count()
             )));
@@ -116,7 +116,7 @@ impl Page {
                 let (count, size) = match line.split_once(':') {
                     Some((count, size)) => (
                         count.trim().parse::<u64>().map_err(|_| {
-                            InvalidValue(format!(
+                            InvalidValue::new(format!(
                                 "page line '{line}': '{count}' is not a whole number of resources"
                             ))
                         })?,
@@ -144,8 +144,8 @@ impl Page {
         }
         let page = Page { groups };
         match page.count() {
-            0 => Err(InvalidValue(
-                "the page description lists no resources; a page has 1 to 10000".into(),
+            0 => Err(InvalidValue::new(
+                "the page description lists no resources; a page has 1 to 10000",
             )),
             count if count > MAX_RESOURCES => Err(too_many(count)),
             _ => Ok(page),
@@ -154,7 +154,7 @@ impl Page {
 }
 
 fn too_many(count: u64) -> InvalidValue {
-    InvalidValue(format!(
+    InvalidValue::new(format!(
         "the page description lists {count} resources; a page has 1 to {MAX_RESOURCES}"
     ))
 }
@@ -199,9 +199,10 @@ fn har_sizes(text: &str) -> Result<Vec<u64>, InvalidValue> {
         size: Option<i64>,
     }
     let har: Har = serde_json::from_str(text).map_err(|error| {
-        InvalidValue(format!(
-            "the page description is JSON but not a HAR file: {error}"
-        ))
+        InvalidValue::with_source(
+            format!("the page description is JSON but not a HAR file: {error}"),
+            error,
+        )
     })?;
     let first_page = har.log.pages.first().map(|page| page.id.as_str());
     let mut sizes = Vec::new();
@@ -223,7 +224,7 @@ fn har_sizes(text: &str) -> Result<Vec<u64>, InvalidValue> {
                 .max(0),
         };
         if size as u64 > MAX_BODY {
-            return Err(InvalidValue(format!(
+            return Err(InvalidValue::new(format!(
                 "a resource of {size} bytes in the HAR file is above the lab server's 64 MiB"
             )));
         }
@@ -302,7 +303,7 @@ mod tests {
             ),
         ] {
             let error = Page::from_description(text).unwrap_err();
-            assert!(error.0.contains(expected), "{text}: {error}");
+            assert!(error.message.contains(expected), "{text}: {error}");
         }
     }
 
@@ -318,7 +319,7 @@ mod tests {
             ("", "1 to 10000"),
         ] {
             let error = text.parse::<Page>().unwrap_err();
-            assert!(error.0.contains(expected), "{text}: {error}");
+            assert!(error.message.contains(expected), "{text}: {error}");
         }
     }
 }

@@ -17,18 +17,18 @@ impl Pins {
         for pin in text.split(';').map(str::trim).filter(|pin| !pin.is_empty()) {
             let encoded = pin
                 .strip_prefix("sha256//")
-                .ok_or_else(|| InvalidValue(format!("'{pin}' is not sha256//BASE64")))?;
+                .ok_or_else(|| InvalidValue::new(format!("'{pin}' is not sha256//BASE64")))?;
             let digest = base64::engine::general_purpose::STANDARD
                 .decode(encoded)
                 .ok()
                 .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
                 .ok_or_else(|| {
-                    InvalidValue(format!("'{pin}' is not the base64 of a 32-byte SHA-256"))
+                    InvalidValue::new(format!("'{pin}' is not the base64 of a 32-byte SHA-256"))
                 })?;
             pins.push(digest);
         }
         if pins.is_empty() {
-            return Err(InvalidValue("no pin given".into()));
+            return Err(InvalidValue::new("no pin given"));
         }
         Ok(Pins(pins))
     }
@@ -44,10 +44,13 @@ mod tests {
         let encoded = base64::engine::general_purpose::STANDARD.encode(digest);
         let pins = Pins::parse(&format!("sha256//{encoded}; sha256//{encoded}")).unwrap();
         assert_eq!(pins.0, vec![digest, digest]);
-        assert!(Pins::parse("md5//abc").unwrap_err().0.contains("sha256//"));
+        assert!(Pins::parse("md5//abc")
+            .unwrap_err()
+            .message
+            .contains("sha256//"));
         assert!(Pins::parse("sha256//AAAA")
             .unwrap_err()
-            .0
+            .message
             .contains("32-byte"));
         assert!(Pins::parse("").is_err());
     }

@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::causes::Cause;
 use crate::experiment::Experiment;
 use crate::network::Network;
 use crate::plan::{Plan, Trial};
@@ -263,15 +264,20 @@ pub struct RunEnd {
     pub errors: u64,
 }
 
-/// Why a sink could not take a record, and what the user can do about it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
+/// Why a sink could not take a record, and what the user can do about it; with the error
+/// that caused it (the database's, the system's), when there is one, kept as its
+/// [`source`](std::error::Error::source).
+#[derive(Debug, Clone)]
 pub struct SinkError {
     /// What failed.
     pub message: String,
     /// What the user can do about it.
     pub hint: String,
+    /// The error under it, its source: a `caused by:` line.
+    source: Option<Cause>,
 }
+
+crate::causes::message_hint_cause!(SinkError);
 
 /// Where records go: the results store, or anything else that wants them. A producer calls
 /// `begin` once, `record` for each record, `flush` when nothing arrived for a while, and

@@ -50,14 +50,16 @@ fn address(text: &str) -> Result<IpAddr, InvalidValue> {
             .strip_suffix(']')
             .and_then(|inner| inner.parse::<std::net::Ipv6Addr>().ok())
             .map(IpAddr::V6)
-            .ok_or_else(|| InvalidValue(format!("'{text}' is not an IPv6 address in brackets")));
+            .ok_or_else(|| {
+                InvalidValue::new(format!("'{text}' is not an IPv6 address in brackets"))
+            });
     }
     match text.parse::<IpAddr>() {
         Ok(IpAddr::V4(v4)) => Ok(IpAddr::V4(v4)),
-        Ok(IpAddr::V6(_)) => Err(InvalidValue(format!(
+        Ok(IpAddr::V6(_)) => Err(InvalidValue::new(format!(
             "write the IPv6 address '{text}' in brackets: [{text}]"
         ))),
-        Err(_) => Err(InvalidValue(format!("'{text}' is not an IP address"))),
+        Err(_) => Err(InvalidValue::new(format!("'{text}' is not an IP address"))),
     }
 }
 
@@ -65,7 +67,7 @@ impl FromStr for PinnedAddress {
     type Err = InvalidValue;
 
     fn from_str(text: &str) -> Result<Self, InvalidValue> {
-        let invalid = |why: String| InvalidValue(format!("--resolve '{text}': {why}"));
+        let invalid = |why: String| InvalidValue::new(format!("--resolve '{text}': {why}"));
         let mut parts = text.trim().splitn(3, ':');
         let (Some(host), Some(port), Some(addresses)) = (parts.next(), parts.next(), parts.next())
         else {
@@ -87,7 +89,7 @@ impl FromStr for PinnedAddress {
             .split(',')
             .map(address)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|problem| invalid(problem.0))?;
+            .map_err(|problem| invalid(problem.message))?;
         Ok(PinnedAddress {
             host: host.to_string(),
             port,

@@ -236,9 +236,12 @@ impl<S: Sink + 'static> SinkThread<S> {
         let thread = std::thread::Builder::new()
             .name("tlslab-sink".into())
             .spawn(move || write(sink, &receiver, &kept, gather))
-            .map_err(|error| SinkError {
-                message: format!("cannot start the results writer's thread: {error}"),
-                hint: "check the process limits (ulimit -u)".into(),
+            .map_err(|error| {
+                SinkError::with_source(
+                    "cannot start the results writer's thread",
+                    "check the process limits (ulimit -u)",
+                    error,
+                )
             })?;
         Ok(SinkThread {
             state: State::Running { outbox, thread },
@@ -372,17 +375,14 @@ fn write<S: Sink>(
 }
 
 fn crashed() -> SinkError {
-    SinkError {
-        message: "the results writer's thread stopped".into(),
-        hint: "report this as a bug; the samples committed before it are kept".into(),
-    }
+    SinkError::new(
+        "the results writer's thread stopped",
+        "report this as a bug; the samples committed before it are kept",
+    )
 }
 
 fn finished() -> SinkError {
-    SinkError {
-        message: "the results writer has finished".into(),
-        hint: "report this as a bug".into(),
-    }
+    SinkError::new("the results writer has finished", "report this as a bug")
 }
 
 #[cfg(test)]
@@ -406,10 +406,7 @@ mod tests {
         }
         fn record(&mut self, record: Record) -> Result<(), SinkError> {
             if Some(self.numbers.len()) == self.fail_at {
-                return Err(SinkError {
-                    message: "disk full".into(),
-                    hint: "free some space".into(),
-                });
+                return Err(SinkError::new("disk full", "free some space"));
             }
             if let Record::Replay(replay) = record {
                 self.numbers.push(replay.config);

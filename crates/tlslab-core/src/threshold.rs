@@ -151,7 +151,7 @@ impl FromStr for Threshold {
         };
         let at = expression
             .find(['<', '>'])
-            .ok_or_else(|| InvalidValue(format!("'{text}' compares nothing: {FORMS}")))?;
+            .ok_or_else(|| InvalidValue::new(format!("'{text}' compares nothing: {FORMS}")))?;
         let (left, rest) = expression.split_at(at);
         let (comparison, right) = if let Some(right) = rest.strip_prefix("<=") {
             (Comparison::AtMost, right)
@@ -170,7 +170,7 @@ impl FromStr for Threshold {
                     .and_then(|number| number.trim().parse().ok())
                     .filter(|percent: &f64| (0.0..=100.0).contains(percent))
                     .ok_or_else(|| {
-                        InvalidValue(format!(
+                        InvalidValue::new(format!(
                             "'{text}': errors take a percentage, 0% to 100% (errors<1%)"
                         ))
                     })?;
@@ -184,7 +184,7 @@ impl FromStr for Threshold {
                     .and_then(|number| number.trim().parse().ok())
                     .filter(|limit: &f64| limit.is_finite() && *limit >= 0.0)
                     .ok_or_else(|| {
-                        InvalidValue(format!(
+                        InvalidValue::new(format!(
                             "'{text}': a rate is handshakes per second (rate>1000/s)"
                         ))
                     })?;
@@ -200,12 +200,12 @@ impl FromStr for Threshold {
                 };
                 let phase = phase.unwrap_or(Phase::Handshake);
                 let statistic = Statistic::parse(statistic).ok_or_else(|| {
-                    InvalidValue(format!(
+                    InvalidValue::new(format!(
                         "'{text}': unknown statistic '{statistic}': {FORMS}"
                     ))
                 })?;
                 let limit = crate::duration::parse(right)
-                    .map_err(|problem| InvalidValue(format!("'{text}': {problem}")))?;
+                    .map_err(|problem| InvalidValue::new(format!("'{text}': {problem}")))?;
                 Measure::Time {
                     phase,
                     statistic,
@@ -285,7 +285,7 @@ mod tests {
         assert!("p99=5ms"
             .parse::<Threshold>()
             .unwrap_err()
-            .0
+            .message
             .contains("OP is"));
     }
 

@@ -155,14 +155,23 @@ mod tests {
             (EngineErrorKind::Environment, "run as root")
         );
         assert_eq!(emulation.message_with_causes(), "no TUN device");
-        let writing = EngineError::Writing(SinkError {
-            message: "disk full".into(),
-            hint: "free some space".into(),
-        });
+        let writing = EngineError::Writing(SinkError::new("disk full", "free some space"));
         assert_eq!(
             writing.message_with_causes(),
             "writing results failed: disk full"
         );
         assert_eq!(writing.hint(), "free some space");
+        // The sink's own cause (the database's, the system's) follows it in the chain.
+        let writing = EngineError::Writing(SinkError::with_source(
+            "cannot write x.db",
+            "free some space",
+            std::io::Error::from_raw_os_error(28),
+        ));
+        let chain: Vec<String> = std::iter::successors(writing.source(), |&cause| cause.source())
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(chain.len(), 2, "{chain:?}");
+        assert_eq!(chain[0], "cannot write x.db");
+        assert!(chain[1].contains("No space left on device"), "{chain:?}");
     }
 }

@@ -71,10 +71,7 @@ pub(crate) mod tests {
         fn record(&mut self, record: Record) -> Result<(), SinkError> {
             let mut records = self.records.lock().unwrap();
             if self.fail_after.is_some_and(|limit| records.len() >= limit) {
-                return Err(SinkError {
-                    message: "disk full".into(),
-                    hint: "free some space".into(),
-                });
+                return Err(SinkError::new("disk full", "free some space"));
             }
             records.push(record);
             Ok(())

@@ -240,14 +240,15 @@ impl StoreSink {
         self.unwritten = 0;
         let batch = std::mem::take(&mut self.batch);
         if !disk_full(&error) {
-            return SinkError {
-                message: format!(
-                    "cannot write {}: {error}; it holds the {} samples committed before",
+            return SinkError::with_source(
+                format!(
+                    "cannot write {}; it holds the {} samples committed before",
                     self.path.display(),
                     self.stored
                 ),
-                hint: "the samples committed before the failure are kept".into(),
-            };
+                "the samples committed before the failure are kept",
+                error,
+            );
         }
         let saved = self.release_reserve() && self.write_again(&batch).is_ok();
         if saved {
@@ -257,14 +258,14 @@ impl StoreSink {
                 .count();
             self.stored += samples as u64;
         }
-        SinkError {
-            message: format!(
+        SinkError::with_source(
+            format!(
                 "no space left on the device that holds {} (ENOSPC): the run stopped there, \
                  with {} samples stored",
                 self.path.display(),
                 self.stored
             ),
-            hint: format!(
+            format!(
                 "free disk space or give --out a file on another file system; the samples {} \
                  are kept",
                 if saved {
@@ -273,7 +274,8 @@ impl StoreSink {
                     "committed before the last 200 ms"
                 }
             ),
-        }
+            error,
+        )
     }
 
     /// Deletes the reserve file; whether there was one to delete.

@@ -358,9 +358,10 @@ fn name_of(path: &Path) -> String {
 /// file's bytes are never held whole beside its values.
 pub fn read_samples(path: &Path, column: Option<&str>) -> Result<Vec<f64>, WorkflowError> {
     let file = std::fs::File::open(path).map_err(|error| {
-        WorkflowError::usage(
-            format!("cannot read {}: {error}", path.display()),
+        WorkflowError::usage_because(
+            format!("cannot read {}", path.display()),
             "give a text file of numbers, one per line, or a CSV file with --column",
+            error,
         )
     })?;
     let mut values = tlslab_report::read_samples(

@@ -37,6 +37,9 @@ pub enum WorkflowError {
         message: String,
         /// What to give instead.
         hint: String,
+        /// Why, when another error said so (the system's, on a file that cannot be read).
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
     },
     /// Something the machine lacks or refuses, found by the workflow itself.
     #[error("{message}")]
@@ -135,6 +138,20 @@ impl WorkflowError {
         WorkflowError::Usage {
             message: message.into(),
             hint: hint.into(),
+            source: None,
+        }
+    }
+
+    /// A request that cannot work as given, because of `source` (kept as its source).
+    pub fn usage_because(
+        message: impl Into<String>,
+        hint: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> WorkflowError {
+        WorkflowError::Usage {
+            message: message.into(),
+            hint: hint.into(),
+            source: Some(Box::new(source)),
         }
     }
 

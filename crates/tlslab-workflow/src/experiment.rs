@@ -38,9 +38,10 @@ pub fn build(
 /// The experiment of a TOML file.
 fn read(path: &Path) -> Result<Experiment, WorkflowError> {
     let text = std::fs::read_to_string(path).map_err(|error| {
-        WorkflowError::usage(
-            format!("cannot read experiment file {}: {error}", path.display()),
+        WorkflowError::usage_because(
+            format!("cannot read experiment file {}", path.display()),
             "give the path of a TOML experiment file (tlslab run --dump-experiment prints one)",
+            error,
         )
     })?;
     Experiment::from_toml(&text).map_err(|error| {
@@ -59,17 +60,19 @@ fn read(path: &Path) -> Result<Experiment, WorkflowError> {
 /// browser saved), as the COUNT:SIZE list that is stored with the Config.
 fn page_description(path: &Path) -> Result<String, WorkflowError> {
     let text = std::fs::read_to_string(path).map_err(|error| {
-        WorkflowError::usage(
-            format!("cannot read page description {}: {error}", path.display()),
+        WorkflowError::usage_because(
+            format!("cannot read page description {}", path.display()),
             "--page @FILE takes a file of COUNT:SIZE lines or a HAR file (saved from a browser's network panel)",
+            error,
         )
     })?;
     tlslab_core::Page::from_description(&text)
         .map(|page| page.to_string())
         .map_err(|problem| {
-            WorkflowError::usage(
+            WorkflowError::usage_because(
                 format!("page description {}: {problem}", path.display()),
                 "each line is COUNT:SIZE or SIZE (30KB, 1MiB), or the file is a HAR 1.2 JSON file",
+                problem,
             )
         })
 }

@@ -88,9 +88,9 @@ pub fn export(
 /// A failure to write the export where it goes.
 fn write_failed(error: std::io::Error) -> WorkflowError {
     WorkflowError::environment(
-        format!("cannot write the output: {error}"),
+        "cannot write the output",
         "check free disk space where the output goes",
-        None,
+        Some(error),
     )
 }
 

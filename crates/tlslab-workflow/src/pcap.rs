@@ -65,9 +65,10 @@ fn check_capture_file(capture: &Path) -> Result<(), WorkflowError> {
             ))
         }
         Err(error) => {
-            return Err(WorkflowError::usage(
-                format!("cannot read {}: {error}", capture.display()),
+            return Err(WorkflowError::usage_because(
+                format!("cannot read {}", capture.display()),
                 HINT,
+                error,
             ))
         }
     };

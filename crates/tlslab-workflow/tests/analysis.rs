@@ -336,3 +336,51 @@ fn pki_makes_the_labs_chains_and_pins_a_certificate_file() {
         error.hint()
     );
 }
+
+#[test]
+fn store_lists_a_files_run_and_copies_it_into_a_new_file_only() {
+    use tlslab_workflow::store::{RunCopy, StoreCopyRequest, StoreListRequest};
+    let dir = scratch("store-copy");
+    let store = two_config_store(&dir, 10);
+    let listed = tlslab_workflow::store::list(
+        &StoreListRequest {
+            store: Location::File(store.clone()),
+        },
+        &Control::default(),
+    )
+    .unwrap();
+    // A file holds one run: both Configs' handshakes and warm-ups, complete.
+    let stored = count(&store, "SELECT COUNT(*) FROM samples");
+    assert_eq!(listed.runs.len(), 1);
+    let run = &listed.runs[0];
+    assert_eq!((run.id, run.complete), (1, true));
+    assert_eq!(run.samples as i64, stored);
+
+    let copy = dir.join("copy.db");
+    let request = StoreCopyRequest {
+        from: Location::File(store.clone()),
+        to: Location::File(copy.clone()),
+        run: None,
+    };
+    let mut progress = 0;
+    let outcome = tlslab_workflow::store::copy(&request, &Control::default(), &mut |samples| {
+        progress = samples
+    })
+    .unwrap();
+    assert!(
+        matches!(
+            outcome.copied.runs[..],
+            [RunCopy::Copied { from: 1, samples, .. }] if samples as i64 == stored
+        ),
+        "{:?}",
+        outcome.copied
+    );
+    assert_eq!(progress as i64, stored);
+    assert_eq!(count(&copy, "SELECT COUNT(*) FROM samples"), stored);
+    // A copy never goes into an existing file: the user's mistake, the file untouched.
+    let before = std::fs::read(&copy).unwrap();
+    let again =
+        tlslab_workflow::store::copy(&request, &Control::default(), &mut |_| {}).unwrap_err();
+    assert_eq!(again.kind(), ErrorKind::Usage);
+    assert_eq!(std::fs::read(&copy).unwrap(), before);
+}

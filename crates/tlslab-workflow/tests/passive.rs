@@ -4,9 +4,7 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -34,49 +32,6 @@ fn run_against(lab: &Lab, dir: &Path, handshakes: u64) {
     );
 }
 
-/// tcpdump writing `port`'s TCP packets on loopback to `file`, once it captures; `None`
-/// (the reason printed) where it cannot run.
-fn tcpdump(file: &Path, port: u16) -> Option<Child> {
-    let spawned = Command::new("tcpdump")
-        .args([
-            "-i",
-            "lo",
-            "--immediate-mode",
-            "-B",
-            "32768",
-            "-Z",
-            "root",
-            "-U",
-            "-w",
-        ])
-        .arg(file)
-        .args(["tcp", "port", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match spawned {
-        Ok(child) => child,
-        Err(error) => {
-            println!("skipped: tcpdump does not run here ({error})");
-            return None;
-        }
-    };
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    loop {
-        match lines.next() {
-            Some(Ok(line)) if line.contains("listening on") => break,
-            Some(Ok(_)) => continue,
-            _ => {
-                let _ = child.wait();
-                println!("skipped: tcpdump cannot capture on lo (root or CAP_NET_RAW needed)");
-                return None;
-            }
-        }
-    }
-    std::thread::spawn(move || lines.for_each(drop));
-    Some(child)
-}
-
 #[test]
 fn pcap_reads_every_handshake_of_a_run_that_tcpdump_captured() {
     let _one = CAPTURING
@@ -84,18 +39,13 @@ fn pcap_reads_every_handshake_of_a_run_that_tcpdump_captured() {
         .unwrap_or_else(|poison| poison.into_inner());
     let dir = scratch("pcap");
     let lab = Lab::start();
-    let file = dir.join("run.pcap");
-    let Some(mut tcpdump) = tcpdump(&file, lab.address().port()) else {
+    let filter = format!("tcp port {}", lab.address().port());
+    let Some(tcpdump) = tcpdump_in(None, "lo", &dir, "run", &filter) else {
         return;
     };
     run_against(&lab, &dir, 10);
-    // Let the last packets reach the file (-U writes each at once), then stop it as Ctrl-C
-    // would: it writes what it holds and exits.
-    std::thread::sleep(Duration::from_millis(200));
-    let _ = Command::new("kill")
-        .args(["-INT", &tcpdump.id().to_string()])
-        .status();
-    let _ = tcpdump.wait();
+    // It writes what it holds and exits, as on Ctrl-C.
+    let file = tcpdump.stop();
 
     let store = dir.join("passive.db");
     let request = PcapRequest::new(vec![file.clone()], store.clone(), invocation("pcap"));

@@ -37,22 +37,26 @@ pub struct CliError {
 }
 
 /// The causes of `error`, outermost first, each its first line (a cause that carries its
-/// own `hint:` line shows it in the hint instead); a cause that says what the line above it
-/// says (a wrapper that shows its source's message) is shown once.
+/// own `hint:` line shows it in the hint instead); a cause the line above it already quotes
+/// (a wrapper that shows its source's message, or names it after a colon) is shown once.
 pub fn causes(error: &(dyn std::error::Error + 'static)) -> Vec<String> {
     let mut causes: Vec<String> = Vec::new();
-    let mut above = error.to_string();
+    let mut above = first_line(&error.to_string()).to_string();
     let mut next = error.source();
     while let Some(cause) = next {
         let text = cause.to_string();
-        let line = text.lines().next().unwrap_or_default().to_string();
-        if line != above.lines().next().unwrap_or_default() && !line.is_empty() {
+        let line = first_line(&text).to_string();
+        if !line.is_empty() && !above.contains(&line) {
             causes.push(line.clone());
         }
         above = line;
         next = cause.source();
     }
     causes
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
 }
 
 impl CliError {
@@ -109,5 +113,38 @@ impl CliError {
 impl From<tlslab_workflow::files::FileError> for CliError {
     fn from(error: tlslab_workflow::files::FileError) -> CliError {
         CliError::from(WorkflowError::from(error))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tlslab_core::SinkError;
+
+    #[test]
+    fn every_cause_under_an_error_is_a_line_unless_the_line_above_quotes_it() {
+        let error = WorkflowError::Sink(SinkError::with_source(
+            "cannot write x.db",
+            "free some space",
+            std::io::Error::from_raw_os_error(20),
+        ));
+        let shown = CliError::of(&error);
+        assert_eq!(shown.message, "writing results failed");
+        assert_eq!(
+            shown.causes,
+            ["cannot write x.db", "Not a directory (os error 20)"]
+        );
+        assert_eq!(shown.hint, "free some space");
+        assert_eq!(shown.code, EXIT_ENVIRONMENT);
+        // A message that already names its cause after a colon does not repeat it.
+        let quoted = WorkflowError::Sink(SinkError::with_source(
+            "cannot write x.db: Not a directory (os error 20)",
+            "",
+            std::io::Error::from_raw_os_error(20),
+        ));
+        assert_eq!(
+            causes(&quoted),
+            ["cannot write x.db: Not a directory (os error 20)"]
+        );
     }
 }

@@ -199,8 +199,9 @@ fn a_broken_threshold_exits_4_and_names_the_config_and_what_it_measured() {
 }
 
 /// An error's `error:` line, one `caused by:` line or more (its source chain), then its
-/// `hint:`, in that order, with the exit code.
-fn assert_cause_chain(output: &std::process::Output, code: i32, error: &str, cause: &str) {
+/// `hint:`, in that order, with the exit code; `causes` are found in the `caused by:` lines in
+/// the order given, each on a line of its own.
+fn assert_cause_chain(output: &std::process::Output, code: i32, error: &str, causes: &[&str]) {
     let text = stderr(output);
     assert_eq!(output.status.code(), Some(code), "{text}");
     let lines: Vec<&str> = text.lines().collect();
@@ -212,42 +213,81 @@ fn assert_cause_chain(output: &std::process::Output, code: i32, error: &str, cau
     assert!(first < caused && caused < hint, "{text}");
     assert!(lines[first].contains(error), "'{error}' not in: {text}");
     assert!(
-        lines[caused..hint].iter().any(|line| line.contains(cause)),
-        "'{cause}' not in a caused by line: {text}"
+        lines[caused..hint]
+            .iter()
+            .all(|line| line.starts_with("caused by: ")),
+        "{text}"
     );
+    let mut next = caused;
+    for cause in causes {
+        let Some(found) = (next..hint).find(|&line| lines[line].contains(cause)) else {
+            panic!("'{cause}' not in a caused by line after line {next}: {text}");
+        };
+        next = found + 1;
+    }
+    assert!(lines[hint].len() > "hint: ".len(), "an empty hint: {text}");
 }
 
 #[test]
 fn an_error_from_deep_inside_prints_its_cause_chain_and_exit_code() {
     let dir = scratch("cause-chain");
-    // The store's directory is a regular file: the machine's problem, exit 3.
+    // The store's directory is a regular file: the machine's problem, exit 3, with the
+    // system's own words (its errno) as the cause.
     std::fs::write(dir.join("file"), "a regular file").unwrap();
     let store = dir.join("file").join("x.db");
     let output = tlslab(&["run", "-n", "1", "--out", store.to_str().unwrap()]);
-    assert_cause_chain(&output, 3, "cannot create the results store", "file");
+    assert_cause_chain(
+        &output,
+        3,
+        "cannot create the results store",
+        &["(os error "],
+    );
     // A CA file that is not PEM: the user's input, exit 2, and no store is left behind.
     let ca = dir.join("ca.pem");
     std::fs::write(&ca, "not a certificate\n").unwrap();
     let never = dir.join("never.db");
-    let output = tlslab(&[
-        "run",
-        "-n",
-        "1",
-        "--target",
-        &format!("127.0.0.1:{}", closed_port()),
-        "--ca",
-        ca.to_str().unwrap(),
-        "--out",
-        never.to_str().unwrap(),
-    ]);
-    assert_cause_chain(&output, 2, "cannot use --ca", "is not PEM");
+    let target = format!("127.0.0.1:{}", closed_port());
+    let run_with_ca = |ca: &std::path::Path| {
+        tlslab(&[
+            "run",
+            "-n",
+            "1",
+            "--target",
+            &target,
+            "--ca",
+            ca.to_str().unwrap(),
+            "--out",
+            never.to_str().unwrap(),
+        ])
+    };
+    assert_cause_chain(&run_with_ca(&ca), 2, "cannot use --ca", &["is not PEM"]);
     assert!(!never.exists());
+    // A PEM section that does not decode: the PEM parser's own reading is the deepest cause,
+    // under the PKI crate's.
+    let broken = dir.join("broken.pem");
+    std::fs::write(
+        &broken,
+        "-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    assert_cause_chain(
+        &run_with_ca(&broken),
+        2,
+        "cannot use --ca",
+        &["is not valid PEM", "base64"],
+    );
+    assert!(!never.exists());
+    // An experiment file that cannot be read: the user's input, exit 2, and the system's
+    // reason under it.
+    let missing = dir.join("missing.toml");
+    let output = tlslab(&["run", missing.to_str().unwrap()]);
+    assert_cause_chain(
+        &output,
+        2,
+        "cannot read experiment file",
+        &["No such file or directory"],
+    );
     // The same file given to the scanner: its reading is the cause.
-    let output = tlslab(&[
-        "scan",
-        &format!("127.0.0.1:{}", closed_port()),
-        "--ca",
-        ca.to_str().unwrap(),
-    ]);
-    assert_cause_chain(&output, 2, "cannot use --ca", "no CERTIFICATE");
+    let output = tlslab(&["scan", &target, "--ca", ca.to_str().unwrap()]);
+    assert_cause_chain(&output, 2, "cannot use --ca", &["no CERTIFICATE"]);
 }

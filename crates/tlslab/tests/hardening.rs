@@ -359,6 +359,14 @@ fn a_full_disk_stops_the_run_says_so_and_keeps_what_it_committed() {
     ]);
     assert_user_error(&output, 3, "no space left");
     assert!(stderr(&output).contains("ENOSPC"), "{}", stderr(&output));
+    // SQLite's own words are the cause, on a line of their own under the sink's message.
+    assert!(
+        stderr(&output)
+            .lines()
+            .any(|line| line.starts_with("caused by: ") && line.contains("disk is full")),
+        "{}",
+        stderr(&output)
+    );
     let (complete, reason, stored): (bool, String, i64) = row(
         &db,
         "SELECT complete, reason, (SELECT COUNT(*) FROM samples) FROM runs",

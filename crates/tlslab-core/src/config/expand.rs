@@ -425,9 +425,10 @@ fn union(first: Vec<Config>, tables: Vec<(Config, bool)>) -> Result<Vec<Config>,
 fn expand_tables(experiment: &Experiment) -> Result<Vec<(Config, bool)>, ConfigError> {
     let serialize = |experiment: &Experiment| {
         toml::Value::try_from(experiment).map_err(|problem| {
-            error(
+            ConfigError::with_source(
                 format!("the experiment does not serialize: {problem}"),
                 "report this as a bug",
+                problem,
             )
         })
     };
@@ -474,14 +475,15 @@ fn expand_tables(experiment: &Experiment) -> Result<Vec<(Config, bool)>, ConfigE
             }
         }
         let partial: Experiment = value.try_into().map_err(|problem| {
-            error(
+            ConfigError::with_source(
                 format!("{which}: {problem}"),
                 "give each dimension a value it takes at the top of a file",
+                problem,
             )
         })?;
-        let mut expanded = expand(&partial).map_err(|problem| ConfigError {
-            message: format!("{which}: {}", problem.message),
-            hint: problem.hint,
+        let mut expanded = expand(&partial).map_err(|problem| {
+            let message = format!("{which}: {}", problem.message);
+            problem.reworded(message)
         })?;
         if let Some(label) = table.get("label") {
             let Some(label) = label.as_str().filter(|label| !label.trim().is_empty()) else {
@@ -1330,10 +1332,10 @@ mod tests {
             Experiment::from_toml("[[config]]\ntls = [\"1.2\", \"1.3\"]\nlabel = \"x\"\n").unwrap();
         assert!(crossed.configs().unwrap_err().message.contains("2 Configs"));
         let invalid = Experiment::from_toml("[[config]]\ntls = \"1.4\"\n").unwrap();
-        assert!(invalid
-            .configs()
-            .unwrap_err()
-            .message
-            .starts_with("[[config]] 1:"));
+        let problem = invalid.configs().unwrap_err();
+        assert!(problem.message.starts_with("[[config]] 1:"), "{problem:?}");
+        // The table's reading failed in the TOML parser: its error is the source.
+        let source = std::error::Error::source(&problem).expect("the parser's error as source");
+        assert!(source.to_string().contains("1.4"), "{source}");
     }
 }

@@ -14,6 +14,7 @@ use serde::Serialize;
 pub(crate) use expand::is_dimension_key;
 pub use expand::{expand, expand_explicit, expand_matrix_and_tables};
 
+use crate::causes::Cause;
 use crate::dimension::{
     Backend, CertProfile, CloseMode, DnsMode, Ech, Group, Http, Resume, Scheme, SuiteSpec,
     TlsVersion, Transport,
@@ -314,21 +315,33 @@ pub struct ServerKey {
     pub client_certificates: Option<CertProfile>,
 }
 
-/// Why an experiment cannot run as written, and what to change.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
+/// Why an experiment cannot run as written, and what to change; with the error that caused
+/// it, when there is one (a threshold or pin that does not parse, a table that does not
+/// read), kept as its [`source`](std::error::Error::source).
+#[derive(Debug, Clone)]
 pub struct ConfigError {
     /// What cannot run, naming the value.
     pub message: String,
     /// What to give instead.
     pub hint: String,
+    /// The error under it, its source: a `caused by:` line.
+    source: Option<Cause>,
+}
+
+crate::causes::message_hint_cause!(ConfigError);
+
+impl ConfigError {
+    /// The same error told in `message` (its context added), its hint and cause kept.
+    pub fn reworded(self, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            message: message.into(),
+            ..self
+        }
+    }
 }
 
 pub(crate) fn error(message: impl Into<String>, hint: impl Into<String>) -> ConfigError {
-    ConfigError {
-        message: message.into(),
-        hint: hint.into(),
-    }
+    ConfigError::new(message, hint)
 }
 
 /// The host part of `host:port` (IPv6 literals in brackets), or `None` when malformed.

@@ -205,7 +205,7 @@ impl PostgresSink {
                 Ok(())
             }
             Err(error) if self.settings.is_some() => self.spool(&error),
-            Err(error) => Err(self.failed("writing samples", &error)),
+            Err(error) => Err(self.failed("writing samples", error)),
         }
     }
 
@@ -214,15 +214,15 @@ impl PostgresSink {
     fn spool(&mut self, error: &postgres::Error) -> Result<(), SinkError> {
         let path = spool::spool_path(&self.spool_directory, self.run);
         let refused = |reason: String| {
-            SinkError {
-            message: format!(
-                "the database {} refused the run's samples ({}), and no spool could be made at {}: {reason}",
-                self.database,
-                tlslab_core::WithCauses(error),
-                path.display()
-            ),
-            hint: "check the database server; the samples committed before the failure are kept".into(),
-        }
+            SinkError::new(
+                format!(
+                    "the database {} refused the run's samples ({}), and no spool could be made at {}: {reason}",
+                    self.database,
+                    tlslab_core::WithCauses(error),
+                    path.display()
+                ),
+                "check the database server; the samples committed before the failure are kept",
+            )
         };
         let store = Store::create(&path)
             .map_err(|made| refused(tlslab_core::WithCauses(&made).to_string()))?;
@@ -301,17 +301,17 @@ impl PostgresSink {
         }
     }
 
-    fn failed(&self, doing: &str, error: &postgres::Error) -> SinkError {
-        SinkError {
-            message: format!(
-                "the database {} refused {doing}: {}; it holds the {} samples of run {} committed before",
+    fn failed(&self, doing: &str, error: postgres::Error) -> SinkError {
+        SinkError::with_source(
+            format!(
+                "the database {} refused {doing}; it holds the {} samples of run {} committed before",
                 self.database,
-                tlslab_core::WithCauses(error),
                 self.stored,
                 self.run
             ),
-            hint: "check the database server and its free space; the samples committed before the failure are kept".into(),
-        }
+            "check the database server and its free space; the samples committed before the failure are kept",
+            error,
+        )
     }
 
     fn execute(&mut self, doing: &str, sql: &str, values: &[Value]) -> Result<(), SinkError> {
@@ -323,7 +323,7 @@ impl PostgresSink {
         self.client
             .execute(sql, &references)
             .map(drop)
-            .map_err(|error| self.failed(doing, &error))
+            .map_err(|error| self.failed(doing, error))
     }
 }
 
@@ -335,8 +335,8 @@ impl PostgresSink {
             return Ok(());
         };
         spooling.sink.finish(end)?;
-        Err(SinkError {
-            message: format!(
+        Err(SinkError::new(
+            format!(
                 "the database {} went away {:.1} s before the run ended and did not come back: run {} holds {} samples, and the {} samples since are in the spool {}",
                 self.database,
                 spooling.since.elapsed().as_secs_f64(),
@@ -345,11 +345,11 @@ impl PostgresSink {
                 spooling.samples,
                 spooling.path.display()
             ),
-            hint: format!(
+            format!(
                 "when the database is back, upload them: {}",
                 upload_command(&spooling.path, self.settings.as_ref(), &self.database)
             ),
-        })
+        ))
     }
 }
 
@@ -517,18 +517,18 @@ impl Sink for PostgresSink {
             if spooling.samples % SPOOL_CHECK_SAMPLES == 0 {
                 let size = spool::size(&spooling.path);
                 if size > self.spool_limit {
-                    return Err(SinkError {
-                        message: format!(
+                    return Err(SinkError::new(
+                        format!(
                             "the database {} is still away and the spool {} has reached its bound ({} MB): the run stops there",
                             self.database,
                             spooling.path.display(),
                             size >> 20
                         ),
-                        hint: format!(
+                        format!(
                             "every sample taken is kept; when the database is back, upload the spool: {}",
                             upload_command(&spooling.path, self.settings.as_ref(), &self.database)
                         ),
-                    });
+                    ));
                 }
             }
             self.try_return(false)?;

@@ -13,6 +13,13 @@ use tlslab_core::Experiment;
 use tlslab_workflow::serve::{ServeRequest, Serving};
 use tlslab_workflow::{Control, Invocation, Notice, Stop, WorkflowError};
 
+/// tcpdump started and stopped as the binary's end-to-end tests run it (one helper for both).
+#[path = "../../../tlslab/tests/support/tcpdump.rs"]
+pub mod tcpdump;
+// Only the test files that capture name it.
+#[allow(unused_imports)]
+pub use tcpdump::{tcpdump_in, Tcpdump};
+
 /// A fresh directory for one test, under Cargo's scratch space for tests.
 pub fn scratch(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
