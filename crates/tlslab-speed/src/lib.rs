@@ -301,8 +301,12 @@ pub struct Measurement {
     pub seconds: f64,
     /// Operations per second, all threads together; `None` when not measured.
     pub per_second: Option<f64>,
-    /// Seconds one operation takes on one thread; `None` when not measured.
+    /// Wall-clock seconds one operation takes on one thread; `None` when not measured.
     pub seconds_per_operation: Option<f64>,
+    /// CPU seconds one operation takes on the thread that runs it (as `openssl speed`
+    /// counts user time): the price a handshake's work is priced with, steady when other
+    /// work shares the machine; `None` when not measured.
+    pub cpu_seconds_per_operation: Option<f64>,
     /// Whether the backend has this primitive: a row of `false` says why in `note`.
     pub supported: bool,
     /// Why a primitive is missing or failed, or how a row was computed.
@@ -357,6 +361,7 @@ pub fn measure(
                     seconds: 0.0,
                     per_second: None,
                     seconds_per_operation: None,
+                    cpu_seconds_per_operation: None,
                     supported: true,
                     note: None,
                 };
@@ -402,6 +407,9 @@ pub fn measure(
                                         seconds: counted.seconds,
                                         per_second: Some(counted.per_second),
                                         seconds_per_operation: Some(counted.seconds_per_operation),
+                                        cpu_seconds_per_operation: Some(
+                                            counted.cpu_seconds_per_operation,
+                                        ),
                                         ..row
                                     },
                                     Err(error) => Measurement {
@@ -491,6 +499,10 @@ fn hybrid_rows(
                 .iter()
                 .filter_map(|row| row.seconds_per_operation)
                 .sum();
+            let cpu: f64 = found
+                .iter()
+                .filter_map(|row| row.cpu_seconds_per_operation)
+                .sum();
             let inverse: f64 = found
                 .iter()
                 .filter_map(|row| row.per_second)
@@ -501,6 +513,7 @@ fn hybrid_rows(
                 seconds: found.iter().map(|row| row.seconds).fold(0.0, f64::max),
                 per_second: Some(1.0 / inverse),
                 seconds_per_operation: Some(time),
+                cpu_seconds_per_operation: Some(cpu),
                 note: Some(format!("sum of {}", described.join(" + "))),
                 ..base.clone()
             }

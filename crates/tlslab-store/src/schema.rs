@@ -131,6 +131,7 @@ const SPEED_COLUMNS: &[(&str, &str)] = &[
     ("seconds", "REAL NOT NULL"),
     ("per_second", "REAL"),
     ("seconds_per_operation", "REAL"),
+    ("cpu_seconds_per_operation", "REAL"),
     ("supported", "INTEGER NOT NULL"),
     ("note", "TEXT"),
 ];

@@ -46,8 +46,10 @@ pub struct NewSpeed {
     pub seconds: f64,
     /// Operations per second, all threads; `None` when not measured.
     pub per_second: Option<f64>,
-    /// One operation's time on one thread; `None` when not measured.
+    /// One operation's wall-clock time on one thread; `None` when not measured.
     pub seconds_per_operation: Option<f64>,
+    /// One operation's CPU time on the thread that ran it; `None` when not measured.
+    pub cpu_seconds_per_operation: Option<f64>,
     /// Whether the backend has the operation.
     pub supported: bool,
     /// Why not, or how the row was computed.
@@ -93,7 +95,7 @@ pub fn add_speed(path: &Path, rows: &[NewSpeed]) -> Result<(), StoreError> {
     {
         let mut insert = transaction
             .prepare(
-                "INSERT INTO speed (measured_at, measured_at_unix_ns, tool_version, command_line, cpu_model, cores, build, backend, library, kind, primitive, operation, bytes, threads, operations, seconds, per_second, seconds_per_operation, supported, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+                "INSERT INTO speed (measured_at, measured_at_unix_ns, tool_version, command_line, cpu_model, cores, build, backend, library, kind, primitive, operation, bytes, threads, operations, seconds, per_second, seconds_per_operation, cpu_seconds_per_operation, supported, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
             )
             .map_err(unwritable)?;
         for row in rows {
@@ -117,6 +119,7 @@ pub fn add_speed(path: &Path, rows: &[NewSpeed]) -> Result<(), StoreError> {
                     row.seconds,
                     row.per_second,
                     row.seconds_per_operation,
+                    row.cpu_seconds_per_operation,
                     row.supported,
                     row.note,
                 ])
@@ -131,7 +134,7 @@ impl Store {
     /// a store older than schema 17: it is upgraded when opened, with an empty speed table).
     pub fn speed(&self) -> Result<Vec<SpeedRow>, StoreError> {
         self.connection().rows(
-            "SELECT id, measured_at, measured_at_unix_ns, tool_version, command_line, cpu_model, cores, build, backend, library, kind, primitive, operation, bytes, threads, operations, seconds, per_second, seconds_per_operation, supported, note FROM speed ORDER BY measured_at_unix_ns, id",
+            "SELECT id, measured_at, measured_at_unix_ns, tool_version, command_line, cpu_model, cores, build, backend, library, kind, primitive, operation, bytes, threads, operations, seconds, per_second, seconds_per_operation, cpu_seconds_per_operation, supported, note FROM speed ORDER BY measured_at_unix_ns, id",
             &[],
             |row| {
                 let command_line: String = row.get(4)?;
@@ -162,8 +165,9 @@ impl Store {
                         seconds: row.get(16)?,
                         per_second: row.get(17)?,
                         seconds_per_operation: row.get(18)?,
-                        supported: row.get(19)?,
-                        note: row.get(20)?,
+                        cpu_seconds_per_operation: row.get(19)?,
+                        supported: row.get(20)?,
+                        note: row.get(21)?,
                     },
                 })
             },
@@ -194,6 +198,7 @@ mod tests {
             seconds: if supported { 1.0 } else { 0.0 },
             per_second: supported.then_some(1200.0),
             seconds_per_operation: supported.then_some(1.0 / 1200.0),
+            cpu_seconds_per_operation: supported.then_some(0.9 / 1200.0),
             supported,
             note: (!supported).then(|| "aws-lc-rs offers no Ed448".into()),
         }

@@ -138,6 +138,7 @@ fn write_speed(store: &tlslab_store::Store, out: &mut dyn Write) -> Result<(), W
             "seconds": speed.seconds,
             "per_second": speed.per_second,
             "seconds_per_operation": speed.seconds_per_operation,
+            "cpu_seconds_per_operation": speed.cpu_seconds_per_operation,
             "supported": speed.supported,
             "note": speed.note,
             "cpu_model": speed.cpu_model,

@@ -208,6 +208,7 @@ fn store(
             seconds: row.seconds,
             per_second: row.per_second,
             seconds_per_operation: row.seconds_per_operation,
+            cpu_seconds_per_operation: row.cpu_seconds_per_operation,
             supported: row.supported,
             note: row.note.clone(),
         })

@@ -1,6 +1,9 @@
 //! `tlslab speed`: the price of each cryptographic primitive, per backend, printed as
 //! `openssl speed` prints its table (time per sign, per verify, signs/s, verifies/s) with a
-//! table per kind, or as JSON Lines. The speed workflow (tlslab-workflow) measures and
+//! table per kind, or as JSON Lines. The times are CPU time per operation on the thread that
+//! ran it (as `openssl speed` counts user time), the rates operations per wall-clock second
+//! of all threads together: on a quiet machine with one thread they agree, and where they do
+//! not, something else had the CPU. The speed workflow (tlslab-workflow) measures and
 //! stores.
 
 use std::fmt::Write as _;
@@ -187,9 +190,9 @@ impl Table {
         let block = (first.backend, first.threads, first.kind);
         if self.block.map(|(backend, threads, _)| (backend, threads)) != Some((block.0, block.1)) {
             let threads = match first.threads {
-                1 => "1 thread".to_string(),
+                1 => "1 thread (time: CPU per operation; rates: per wall-clock second)".to_string(),
                 n => format!(
-                    "{n} threads (time: one operation on one thread; rates: all threads together)"
+                    "{n} threads (time: CPU per operation on its thread; rates: per wall-clock second, all threads together)"
                 ),
             };
             let _ = writeln!(
@@ -264,7 +267,7 @@ fn line(rows: &[Measurement]) -> String {
     }
     let mut text = format!("{label:LABEL$}");
     for row in rows {
-        let cell = row.seconds_per_operation.map_or("n/a".into(), time);
+        let cell = row.cpu_seconds_per_operation.map_or("n/a".into(), time);
         let _ = write!(text, "{cell:>COLUMN$}");
     }
     for row in rows {

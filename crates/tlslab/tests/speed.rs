@@ -63,7 +63,7 @@ fn speed_json_prices_both_backends_and_says_what_a_backend_lacks() {
             "{hybrid}"
         );
         assert!(
-            hybrid["seconds_per_operation"].as_f64().unwrap() > 0.0,
+            hybrid["cpu_seconds_per_operation"].as_f64().unwrap() > 0.0,
             "{hybrid}"
         );
         // Every row carries the machine and the build.
