@@ -74,6 +74,19 @@ pub fn speed(
         let write = files::claim(&output, &[], request.force)?;
         files::make_room(path, write)?;
     }
+    let slow: Vec<&str> = plan
+        .primitives
+        .iter()
+        .map(|primitive| primitive.name)
+        .filter(|name| ["rsa7680", "rsa15360", "dsa2048"].contains(name))
+        .collect();
+    if !slow.is_empty() {
+        // Nothing is printed while OpenSSL searches for the primes.
+        control.notice(crate::Notice::Warning(format!(
+            "the keys of {} are made first, once: seconds each, and a minute or more for rsa15360",
+            slow.join(", ")
+        )));
+    }
     let started_unix_ns = crate::now_unix_ns();
     let environment = tlslab_engine::environment::capture(
         &request.invocation.version,

@@ -87,7 +87,7 @@ pub fn speed(args: &SpeedArgs) -> Result<i32, CliError> {
     };
     let control = tlslab_workflow::Control {
         stop: crate::run::stop_on_signals(),
-        ..tlslab_workflow::Control::default()
+        ..crate::run::notices()
     };
     let mut table = Table::default();
     let mut printed = Ok(());
