@@ -82,8 +82,13 @@ pub fn speed(
         .collect();
     if !slow.is_empty() {
         // Nothing is printed while OpenSSL searches for the primes.
+        let longest = if slow.contains(&"rsa15360") {
+            "a minute or more for rsa15360"
+        } else {
+            "seconds each"
+        };
         control.notice(crate::Notice::Warning(format!(
-            "the keys of {} are made first, once: seconds each, and a minute or more for rsa15360",
+            "the keys of {} are made first, once per process: {longest}",
             slow.join(", ")
         )));
     }

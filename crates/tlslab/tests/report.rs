@@ -679,7 +679,7 @@ fn a_schema_10_store_is_upgraded_when_opened() {
     ] {
         assert!(header.contains(&column), "{column} not in {header:?}");
     }
-    assert_eq!(value::<i64>(&results, "PRAGMA user_version"), 15);
+    assert_eq!(value::<i64>(&results, "PRAGMA user_version"), 16);
     let unsigned = count(
         &results,
         "SELECT count(*) FROM samples WHERE client_signing IS NULL AND client_certificate_bytes IS NULL",
