@@ -401,8 +401,13 @@ pub fn measure(
                                         }
                                     }
                                 };
+                                let note = match backend {
+                                    Backend::Rustls => aws_lc::note(primitive, operation),
+                                    Backend::Openssl => None,
+                                };
                                 match timing::run(&make, threads, plan.duration) {
                                     Ok(counted) => Measurement {
+                                        note,
                                         operations: counted.operations,
                                         seconds: counted.seconds,
                                         per_second: Some(counted.per_second),

@@ -285,9 +285,10 @@ fn line(rows: &[Measurement]) -> String {
             let _ = write!(text, "{cell:>COLUMN$}");
         }
     }
+    // A hybrid's notes name its parts, which its heading says already.
     let notes: Vec<String> = rows
         .iter()
-        .filter(|row| row.per_second.is_none())
+        .filter(|row| row.per_second.is_none() || row.kind != Kind::Hybrid)
         .filter_map(|row| Some(format!("{}: {}", row.operation, row.note.as_deref()?)))
         .collect();
     if !notes.is_empty() {
