@@ -434,7 +434,7 @@ fn a_version_1_store_is_upgraded_when_opened() {
         &results,
         "SELECT count(*) FROM configs WHERE rtt_ns IS NULL",
     );
-    assert_eq!((version, loopback), (16, 4));
+    assert_eq!((version, loopback), (17, 4));
     // Schema 13's scans table is there, empty.
     assert_eq!(count(&results, "SELECT count(*) FROM scans"), 0);
     // Schema 14's server_accepted is there, empty for the old samples.
@@ -505,7 +505,7 @@ fn a_schema_6_store_is_upgraded_when_opened() {
     let export = tlslab_succeeds(&["export", results.to_str().unwrap(), "--format", "csv"]);
     assert!(export.contains("latency"), "{export}");
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 16);
+    assert_eq!(version, 17);
     let closed = count(
         &results,
         "SELECT count(*) FROM configs WHERE arrival_rate IS NULL",
@@ -551,7 +551,7 @@ fn a_schema_7_store_is_upgraded_when_opened() {
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 16);
+    assert_eq!(version, 17);
     let unresolved = count(
         &results,
         "SELECT count(*) FROM samples WHERE dns IS NULL AND resolved IS NULL AND address_family IS NULL",
@@ -586,7 +586,7 @@ fn a_schema_8_store_is_upgraded_when_opened() {
         "{header}"
     );
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 16);
+    assert_eq!(version, 17);
     let without = count(
         &results,
         "SELECT count(*) FROM configs WHERE mtls = 0 AND client_cert_profile IS NULL",
@@ -628,7 +628,7 @@ fn a_schema_9_store_gains_the_links_columns_empty() {
         html.to_str().unwrap(),
     ]);
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 16);
+    assert_eq!(version, 17);
     let trials = count(&results, "SELECT count(*) FROM trials");
     let empty = count(
         &results,
@@ -679,7 +679,7 @@ fn a_schema_10_store_is_upgraded_when_opened() {
     ] {
         assert!(header.contains(&column), "{column} not in {header:?}");
     }
-    assert_eq!(value::<i64>(&results, "PRAGMA user_version"), 16);
+    assert_eq!(value::<i64>(&results, "PRAGMA user_version"), 17);
     let unsigned = count(
         &results,
         "SELECT count(*) FROM samples WHERE client_signing IS NULL AND client_certificate_bytes IS NULL",

@@ -1729,7 +1729,7 @@ fn scans_are_stored_beside_runs_and_reported() {
     };
     scan_args(&["--timing-handshakes", "2"]);
     let version: i64 = value(&results, "PRAGMA user_version");
-    assert_eq!(version, 16);
+    assert_eq!(version, 17);
     scan_args(&["--no-timing"]);
     assert_eq!(count(&results, "SELECT count(*) FROM scans"), 2);
     assert_eq!(count(&results, "SELECT count(*) FROM runs"), 1);
