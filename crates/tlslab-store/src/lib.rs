@@ -70,6 +70,7 @@ mod recovery;
 mod scans;
 mod schema;
 mod sink;
+mod speed;
 
 use std::path::{Path, PathBuf};
 
@@ -84,6 +85,7 @@ pub use recovery::CUT_OFF;
 pub use scans::{add_scan, add_scan_at, check_scan_store, NewScan, ScanRow};
 pub use schema::{CONFIG_BLOCK, VERSION as SCHEMA_VERSION};
 pub use sink::{utc_timestamp, StoreSink};
+pub use speed::{add_speed, NewSpeed, SpeedRow};
 
 /// Why the results store could not be made, opened, read or exported. Each variant keeps
 /// what failed underneath as its [`source`](std::error::Error::source), so the terminal can

@@ -10,8 +10,9 @@ use crate::StoreError;
 /// The schema version this build writes, kept in `PRAGMA user_version` (14: the
 /// `server_accepted` event and QUIC's response flights on samples; 15: `wire_clock` on
 /// samples; 16: a Config's `capture_point`, and a run's `writers`; each added by the upgrade
-/// as every new column is).
-pub const VERSION: i64 = 16;
+/// as every new column is; 17: the `speed` table of `tlslab speed --out`, made by the upgrade
+/// as `scans` is).
+pub const VERSION: i64 = 17;
 
 /// The SQL a table is written in: SQLite for a file, PostgreSQL for a shared database. Both
 /// render the same tables and columns ([`tables`]); only types and keys differ.
@@ -38,7 +39,7 @@ pub struct Table {
 /// How a table's rows are keyed.
 #[derive(Clone, Copy)]
 enum Key {
-    /// `id`, numbered by the database (runs; scans).
+    /// `id`, numbered by the database (runs; scans; speed).
     Numbered,
     /// `run_id` and `id` (the index the producer gave it): Configs.
     InRun,
@@ -109,6 +110,32 @@ const SCANS_COLUMNS: &[(&str, &str)] = &[
     ("report", "TEXT NOT NULL"),
 ];
 
+/// `tlslab speed --out` (schema version 17): one row per operation measured, with the
+/// machine and the build beside it (crates/tlslab-store/src/speed.rs).
+const SPEED_COLUMNS: &[(&str, &str)] = &[
+    ("measured_at", "TEXT NOT NULL"),
+    ("measured_at_unix_ns", "INTEGER NOT NULL"),
+    ("tool_version", "TEXT NOT NULL"),
+    ("command_line", "TEXT NOT NULL"),
+    ("cpu_model", "TEXT NOT NULL"),
+    ("cores", "INTEGER NOT NULL"),
+    ("build", "TEXT NOT NULL"),
+    ("backend", "TEXT NOT NULL"),
+    ("library", "TEXT NOT NULL"),
+    ("kind", "TEXT NOT NULL"),
+    ("primitive", "TEXT NOT NULL"),
+    ("operation", "TEXT NOT NULL"),
+    ("bytes", "INTEGER"),
+    ("threads", "INTEGER NOT NULL"),
+    ("operations", "INTEGER NOT NULL"),
+    ("seconds", "REAL NOT NULL"),
+    ("per_second", "REAL"),
+    ("seconds_per_operation", "REAL"),
+    ("cpu_seconds_per_operation", "REAL"),
+    ("supported", "INTEGER NOT NULL"),
+    ("note", "TEXT"),
+];
+
 /// Every table of the store at [`VERSION`], with every column: the one definition both
 /// dialects render, the upgrades add to, and the writers insert by.
 pub fn tables() -> Vec<Table> {
@@ -142,6 +169,7 @@ pub fn tables() -> Vec<Table> {
         ),
         table("replays", Key::Config, REPLAYS_COLUMNS.to_vec()),
         table("scans", Key::Numbered, SCANS_COLUMNS.to_vec()),
+        table("speed", Key::Numbered, SPEED_COLUMNS.to_vec()),
     ]
 }
 
@@ -371,7 +399,7 @@ pub fn migrate(connection: &Connection, path: &Path) -> Result<(), StoreError> {
                     );
                 }
                 for table in tables() {
-                    if matches!(table.name, "replays" | "scans") {
+                    if matches!(table.name, "replays" | "scans" | "speed") {
                         statements.push_str(&table.create(Dialect::Sqlite));
                     }
                 }

@@ -1,5 +1,5 @@
-//! `export`: a results store's samples as CSV or JSON Lines, or its stored scans as JSON
-//! Lines, into a file (written whole, then renamed into place) or a writer the caller gives.
+//! `export`: a results store's samples as CSV or JSON Lines, or its stored scans or price
+//! lists (`tlslab speed --out`) as JSON Lines, into a file (written whole, then renamed into place) or a writer the caller gives.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -20,6 +20,9 @@ pub struct ExportRequest {
     /// The stored scans instead of the samples: one scan a line, its `--json` object under
     /// `scan`.
     pub scans: bool,
+    /// The stored price lists instead of the samples: one measured operation a line, as
+    /// `tlslab speed --json` prints it, with the machine and the build.
+    pub speed: bool,
     /// Whether an output file may replace a file of another kind (never an input or a store).
     pub force: bool,
 }
@@ -31,6 +34,7 @@ impl ExportRequest {
             results: results.into(),
             format: ExportFormat::Csv,
             scans: false,
+            speed: false,
             force: false,
         }
     }
@@ -61,6 +65,8 @@ pub fn export(
     let write = |out: &mut dyn Write| -> Result<(), WorkflowError> {
         if request.scans {
             write_scans(&store, out)
+        } else if request.speed {
+            write_speed(&store, out)
         } else {
             tlslab_store::export(&store, request.format, out)?;
             Ok(())
@@ -107,6 +113,39 @@ fn write_scans(store: &tlslab_store::Store, out: &mut dyn Write) -> Result<(), W
             "connections": scan.connections,
             "command_line": scan.command_line,
             "scan": scan.report,
+        });
+        writeln!(out, "{line}").map_err(write_failed)?;
+    }
+    Ok(())
+}
+
+/// `speed`: each stored price-list row as one JSON line: the fields of `tlslab speed --json`,
+/// with when, where (the machine) and with what (the build) it was measured.
+fn write_speed(store: &tlslab_store::Store, out: &mut dyn Write) -> Result<(), WorkflowError> {
+    for row in store.speed()? {
+        let speed = &row.speed;
+        let line = serde_json::json!({
+            "id": row.id,
+            "measured_at": row.measured_at,
+            "backend": speed.backend,
+            "library": speed.library,
+            "kind": speed.kind,
+            "primitive": speed.primitive,
+            "operation": speed.operation,
+            "bytes": speed.bytes,
+            "threads": speed.threads,
+            "operations": speed.operations,
+            "seconds": speed.seconds,
+            "per_second": speed.per_second,
+            "seconds_per_operation": speed.seconds_per_operation,
+            "cpu_seconds_per_operation": speed.cpu_seconds_per_operation,
+            "supported": speed.supported,
+            "note": speed.note,
+            "cpu_model": speed.cpu_model,
+            "cores": speed.cores,
+            "build": speed.build,
+            "tool_version": speed.tool_version,
+            "command_line": row.command_line,
         });
         writeln!(out, "{line}").map_err(write_failed)?;
     }

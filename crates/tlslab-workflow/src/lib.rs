@@ -2,7 +2,8 @@
 //! experiment measured into a results store, its summary and its verdict),
 //! [`scan`](scan::scan) (what a server supports, graded, with its cost table),
 //! [`pcap`](pcap::pcap) and [`capture`](capture::capture) (handshakes read from packets into
-//! a store), [`serve`](serve::serve) (the lab server until stopped), and
+//! a store), [`serve`](serve::serve) (the lab server until stopped), [`speed`](speed::speed)
+//! (what each cryptographic primitive costs this machine, per backend), and
 //! [`compare`](compare::compare), [`plan`](plan::plan), [`report`](report::report) and
 //! [`export`](export::export) (a results store, or sample files, read: compared and gated,
 //! planned from, written out as a report or as rows).
@@ -54,6 +55,7 @@ pub mod run;
 pub mod scan;
 pub mod scan_cost;
 pub mod serve;
+pub mod speed;
 pub mod store;
 
 use std::path::PathBuf;

@@ -67,6 +67,9 @@ pub enum Command {
     /// What a server supports (versions, suites in order, groups, ALPN, certificate), how it
     /// compares with Mozilla's guidelines, and its grade, in one fast pass.
     Scan(crate::scan::ScanArgs),
+    /// What each cryptographic primitive of a handshake costs this machine (signatures, key
+    /// exchange, ML-KEM, AEAD, HKDF), per backend, as `openssl speed` tables or JSON Lines.
+    Speed(crate::speed::SpeedArgs),
     /// List a results store's runs, or copy runs between stores (SQLite files and PostgreSQL
     /// databases, either way).
     Store(crate::store::StoreArgs),
@@ -668,6 +671,11 @@ pub struct ExportArgs {
     /// one scan a line, its `--json` object under `scan` (whatever --format says).
     #[arg(long)]
     pub scans: bool,
+    /// Export the stored price lists (`tlslab speed --out`) instead of the samples: JSON
+    /// Lines, one measured operation a line, with the machine and the build (whatever
+    /// --format says).
+    #[arg(long, conflicts_with = "scans")]
+    pub speed: bool,
 }
 
 #[derive(Debug, Args)]

@@ -16,6 +16,7 @@ pub fn export(args: &ExportArgs) -> Result<i32, CliError> {
             Format::Jsonl => ExportFormat::JsonLines,
         },
         scans: args.scans,
+        speed: args.speed,
         force: args.force,
     };
     let mut stdout = output::stdout();

@@ -23,6 +23,7 @@ mod report;
 mod run;
 mod scan;
 mod serve;
+mod speed;
 mod store;
 
 use clap::FromArgMatches;
@@ -91,6 +92,7 @@ fn main() {
         Command::Capture(args) => capture::capture(args),
         Command::Plan(args) => plan::plan(args),
         Command::Scan(args) => scan::scan(args),
+        Command::Speed(args) => speed::speed(args),
         Command::Store(args) => store::store(args),
         Command::Completions(args) => manual::completions(args),
         Command::Man(args) => manual::man(args),

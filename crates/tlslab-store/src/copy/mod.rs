@@ -500,7 +500,7 @@ mod tests {
                     .map(String::from)
                     .collect();
                 // Numbered by the target: runs' id is the run key already.
-                if matches!(table.name, "samples" | "scans") {
+                if matches!(table.name, "samples" | "scans" | "speed") {
                     written.push("id".into());
                 }
                 written.sort();

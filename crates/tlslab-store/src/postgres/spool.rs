@@ -90,7 +90,8 @@ pub fn upload(path: &Path, client: &mut Client, run: i64) -> Result<u64, StoreEr
     let mut samples = 0;
     for table in tables() {
         let columns: Vec<&str> = match table.name {
-            "runs" | "scans" => continue,
+            // Stored scans and price lists belong to a store, not to a run.
+            "runs" | "scans" | "speed" => continue,
             "samples" => ["config_id", "trial_id"]
                 .into_iter()
                 .chain(table.columns.iter().map(|(name, _)| *name))
