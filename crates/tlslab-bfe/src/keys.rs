@@ -119,7 +119,7 @@ pub fn generate<R: RngCore + CryptoRng>(
     generate_with_threads(parameters, threads, rng)
 }
 
-/// [`generate`] on `threads` threads (at least one).
+/// [`generate`] on `threads` threads (at least one; with one, the calling thread).
 pub fn generate_with_threads<R: RngCore + CryptoRng>(
     parameters: Parameters,
     threads: usize,
@@ -137,14 +137,19 @@ pub fn generate_with_threads<R: RngCore + CryptoRng>(
     };
     let mut parts = vec![[0u8; KEY_PART_SIZE]; parameters.key_parts() as usize];
     let per_thread = parts.len().div_ceil(threads.max(1)).max(1);
-    std::thread::scope(|scope| {
-        for (chunk, slice) in parts.chunks_mut(per_thread).enumerate() {
-            let first = chunk * per_thread;
-            let public_point = &public.point_bytes;
-            let alpha = &alpha;
-            scope.spawn(move || make_parts(public_point, alpha, first, slice));
-        }
-    });
+    if per_thread >= parts.len() {
+        // One thread: this one.
+        make_parts(&public.point_bytes, &alpha, 0, &mut parts);
+    } else {
+        std::thread::scope(|scope| {
+            for (chunk, slice) in parts.chunks_mut(per_thread).enumerate() {
+                let first = chunk * per_thread;
+                let public_point = &public.point_bytes;
+                let alpha = &alpha;
+                scope.spawn(move || make_parts(public_point, alpha, first, slice));
+            }
+        });
+    }
     // blstrs' Scalar offers no zeroize: overwrite this copy; the threads' stack frames held
     // only references to it.
     alpha = Scalar::ZERO;
