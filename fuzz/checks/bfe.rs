@@ -40,7 +40,7 @@ pub fn check(bytes: &[u8]) {
     }
     if let Ok(secret_key) = SecretKey::from_bytes(bytes) {
         assert_eq!(
-            secret_key.to_bytes(),
+            secret_key.to_bytes().as_slice(),
             bytes,
             "a secret key re-encodes as read"
         );

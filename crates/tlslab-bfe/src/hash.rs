@@ -3,7 +3,7 @@
 
 use blstrs::{Compress, G1Affine, G1Projective, Gt, Scalar};
 use ff::Field;
-use group::Curve;
+use group::{Curve, Group};
 use sha2::{Digest, Sha256};
 
 use crate::params::{G2_SIZE, KEY_SIZE};
@@ -59,11 +59,15 @@ pub(crate) fn indices(
 pub(crate) fn mask(pairing: &Gt) -> [u8; KEY_SIZE] {
     // The torus compression of an element of the order-r subgroup: 288 bytes, one per
     // element. Gt::compress inverts a coefficient that is zero only for elements of a
-    // subfield, which the order-r subgroup meets only in 1 (checked by the callers).
+    // subfield, which the order-r subgroup meets only in 1: that one (a pairing with the
+    // point at infinity, which no valid key part or ciphertext holds) is given its own
+    // encoding rather than a panic.
     let mut compressed = [0u8; 288];
-    pairing
-        .write_compressed(&mut compressed[..])
-        .expect("288 bytes hold a compressed Gt element");
+    if !bool::from(pairing.is_identity()) {
+        pairing
+            .write_compressed(&mut compressed[..])
+            .expect("288 bytes hold a compressed Gt element");
+    }
     Sha256::new()
         .chain_update(MASK_DST)
         .chain_update(compressed)

@@ -232,11 +232,6 @@ impl SecretKey {
                 continue;
             };
             let value = pairing(&part, &ciphertext.c1);
-            if bool::from(value.is_identity()) {
-                // Impossible for points of the prime-order subgroups other than 0, which
-                // both are; kept so that G never sees the one value it cannot encode.
-                return Err(Error::Invalid);
-            }
             let seed = Zeroizing::new(xor(&hash::mask(&value), &ciphertext.masked[position]));
             return Ok(Recovered {
                 seed,

@@ -4,7 +4,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve, Group};
 use rand_core::{CryptoRng, RngCore};
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::hash;
 use crate::kem::Ciphertext;
@@ -271,11 +271,10 @@ impl SecretKey {
     /// of punctures is not kept (a key read back counts from 0).
     ///
     /// The crate does no I/O: the caller writes these bytes once, to a file only its owner
-    /// may read (mode 0600), and zeroes its buffer afterwards (the returned vector is the
-    /// only copy this crate makes). Writing the key again after each puncture, or keeping it
+    /// may read (mode 0600); the returned buffer zeroes itself when dropped. Writing the key again after each puncture, or keeping it
     /// only in memory, is the caller's choice: a copy on disk holds the parts erased since.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(self.parameters().secret_key_size());
+    pub fn to_bytes(&self) -> Zeroizing<Vec<u8>> {
+        let mut bytes = Zeroizing::new(Vec::with_capacity(self.parameters().secret_key_size()));
         write_header(&mut bytes, SECRET_KEY_MAGIC, self.parameters());
         bytes.extend_from_slice(&self.public.point_bytes);
         for part in &self.parts {

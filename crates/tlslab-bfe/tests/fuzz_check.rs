@@ -27,7 +27,7 @@ fn the_fuzz_check_passes_on_trivial_and_real_inputs() {
     let (_, ciphertext) = public_key.encapsulate(&mut rng);
     let mut wire = vec![2u8];
     wire.extend_from_slice(&ciphertext.to_bytes());
-    for real in [public_key.to_bytes(), secret_key.to_bytes(), wire] {
+    for real in [public_key.to_bytes(), secret_key.to_bytes().to_vec(), wire] {
         for length in [real.len(), real.len() - 1, 10, 1] {
             check::check(&real[..length]);
         }
