@@ -271,8 +271,28 @@ impl SecretKey {
     /// of punctures is not kept (a key read back counts from 0).
     ///
     /// The crate does no I/O: the caller writes these bytes once, to a file only its owner
-    /// may read (mode 0600); the returned buffer zeroes itself when dropped. Writing the key again after each puncture, or keeping it
-    /// only in memory, is the caller's choice: a copy on disk holds the parts erased since.
+    /// may read (mode 0600); the returned buffer zeroes itself when dropped. Writing the key
+    /// again after each puncture, or keeping it only in memory, is the caller's choice: a
+    /// copy on disk holds the parts erased since.
+    ///
+    /// ```no_run
+    /// use std::io::Write;
+    /// use std::os::unix::fs::OpenOptionsExt;
+    /// # let (_, secret_key) = tlslab_bfe::generate(
+    /// #     tlslab_bfe::Parameters::for_capacity(10, 0.1).unwrap(), &mut rand_core::OsRng);
+    /// // Once, after generation: a new file that only its owner can read.
+    /// let mut file = std::fs::OpenOptions::new()
+    ///     .write(true)
+    ///     .create_new(true)
+    ///     .mode(0o600)
+    ///     .open("bfe.key")?;
+    /// file.write_all(&secret_key.to_bytes())?;
+    /// file.sync_all()?;
+    /// // At start-up.
+    /// let bytes = zeroize::Zeroizing::new(std::fs::read("bfe.key")?);
+    /// let secret_key = tlslab_bfe::SecretKey::from_bytes(&bytes)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn to_bytes(&self) -> Zeroizing<Vec<u8>> {
         let mut bytes = Zeroizing::new(Vec::with_capacity(self.parameters().secret_key_size()));
         write_header(&mut bytes, SECRET_KEY_MAGIC, self.parameters());
