@@ -35,7 +35,7 @@ impl Parameters {
     ///
     /// k is rounded up, so the rate after exactly n punctures,
     /// [`Parameters::expected_false_positive_rate`], can be a little above p (n = 64,
-    /// p = 0.1: m = 307, k = 4, rate 0.102).
+    /// p = 0.1: m = 307, k = 4, rate 0.103).
     pub fn for_capacity(capacity: u64, false_positive_rate: f64) -> Result<Self, Error> {
         if capacity == 0 {
             return Err(Error::Parameters(
