@@ -31,7 +31,7 @@ pub struct Secrets {
 }
 
 /// Every handshake's secrets in a key log.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct KeyLog {
     entries: HashMap<Vec<u8>, Secrets>,
 }
@@ -93,6 +93,25 @@ impl KeyLog {
         }
         entries.retain(|_, secrets| secrets != &Secrets::default());
         KeyLog { entries }
+    }
+
+    /// Adds the secrets of `other` (a key log a capture embeds, beside the one `--keylog`
+    /// gave): a handshake named in both takes each secret `other` has.
+    pub fn merge(&mut self, other: KeyLog) {
+        for (random, secrets) in other.entries {
+            let entry = self.entries.entry(random).or_default();
+            for (slot, secret) in [
+                (&mut entry.client_early, secrets.client_early),
+                (&mut entry.client_handshake, secrets.client_handshake),
+                (&mut entry.server_handshake, secrets.server_handshake),
+                (&mut entry.client_traffic, secrets.client_traffic),
+                (&mut entry.server_traffic, secrets.server_traffic),
+            ] {
+                if secret.is_some() {
+                    *slot = secret;
+                }
+            }
+        }
     }
 
     /// The secrets of the handshake whose ClientHello carried `client_random`.
