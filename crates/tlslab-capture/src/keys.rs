@@ -31,7 +31,7 @@ pub struct Secrets {
 }
 
 /// Every handshake's secrets in a key log.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct KeyLog {
     entries: HashMap<Vec<u8>, Secrets>,
 }
@@ -93,6 +93,25 @@ impl KeyLog {
         }
         entries.retain(|_, secrets| secrets != &Secrets::default());
         KeyLog { entries }
+    }
+
+    /// Adds the secrets of `other` (a key log a capture embeds, beside the one `--keylog`
+    /// gave): a handshake named in both takes each secret `other` has.
+    pub fn merge(&mut self, other: KeyLog) {
+        for (random, secrets) in other.entries {
+            let entry = self.entries.entry(random).or_default();
+            for (slot, secret) in [
+                (&mut entry.client_early, secrets.client_early),
+                (&mut entry.client_handshake, secrets.client_handshake),
+                (&mut entry.server_handshake, secrets.server_handshake),
+                (&mut entry.client_traffic, secrets.client_traffic),
+                (&mut entry.server_traffic, secrets.server_traffic),
+            ] {
+                if secret.is_some() {
+                    *slot = secret;
+                }
+            }
+        }
     }
 
     /// The secrets of the handshake whose ClientHello carried `client_random`.
@@ -248,6 +267,27 @@ mod tests {
         assert_eq!(secrets.client_handshake.as_deref(), Some(&[1, 2][..]));
         assert_eq!(secrets.server_traffic.as_deref(), Some(&[3, 4][..]));
         assert_eq!(secrets.server_handshake, None);
+    }
+
+    #[test]
+    fn an_embedded_key_log_adds_to_the_given_one() {
+        let mut given = KeyLog::parse(
+            "CLIENT_HANDSHAKE_TRAFFIC_SECRET 0a0b 0102\n\
+             SERVER_HANDSHAKE_TRAFFIC_SECRET 0c0d 0304\n",
+        );
+        given.merge(KeyLog::parse(
+            "SERVER_HANDSHAKE_TRAFFIC_SECRET 0a0b 0506\n\
+             SERVER_HANDSHAKE_TRAFFIC_SECRET 0c0d 0708\n\
+             CLIENT_TRAFFIC_SECRET_0 0e0f 0910\n",
+        ));
+        assert_eq!(given.len(), 3);
+        let first = given.secrets(&[0x0a, 0x0b]).unwrap();
+        assert_eq!(first.client_handshake.as_deref(), Some(&[1, 2][..]));
+        assert_eq!(first.server_handshake.as_deref(), Some(&[5, 6][..]));
+        // A secret both name: the embedded one, written with the capture, wins.
+        let second = given.secrets(&[0x0c, 0x0d]).unwrap();
+        assert_eq!(second.server_handshake.as_deref(), Some(&[7, 8][..]));
+        assert!(given.secrets(&[0x0e, 0x0f]).is_some());
     }
 
     /// RFC 8448 (Example Handshake Traces for TLS 1.3), section 3: the server's handshake

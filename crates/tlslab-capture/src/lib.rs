@@ -151,6 +151,26 @@ impl<'a> Analyser<'a> {
         self.flows.keys = Some(keys);
     }
 
+    /// Adds the secrets of a key log a capture embeds to those in use: the handshakes
+    /// that begin after it are decrypted as if `--keylog` had given them.
+    fn embedded_keys(&mut self, text: &[u8]) {
+        let embedded = keys::KeyLog::parse(&String::from_utf8_lossy(text));
+        if embedded.is_empty() {
+            return;
+        }
+        // Handshakes in progress keep the log they began with; a capture writer puts its
+        // secrets before the packets they open (editcap puts them at the file's start).
+        let keys = match self.flows.keys.as_deref() {
+            Some(known) => {
+                let mut keys = known.clone();
+                keys.merge(embedded);
+                keys
+            }
+            None => embedded,
+        };
+        self.use_keys(keys);
+    }
+
     /// Reads only the packets of files that `filter` passes (a live capture filters in the
     /// kernel instead: [`live::Live::open`]).
     pub fn use_filter(&mut self, filter: filter::Filter) {
@@ -180,9 +200,22 @@ impl<'a> Analyser<'a> {
         let source = self.sources.len();
         self.sources.push(name.clone());
         let mut filter = self.filter.take();
-        let summary = packets::read_filtered(path, filter.as_mut(), |segment| {
-            self.segment(source, segment)
-        });
+        // Key logs the file embeds wait here for the next segment, which the analyser (and
+        // so its keys) is borrowed for.
+        let embedded: std::cell::RefCell<Vec<Vec<u8>>> = std::cell::RefCell::default();
+        let summary = packets::read_with_secrets(
+            path,
+            filter.as_mut(),
+            &mut |text| embedded.borrow_mut().push(text.to_vec()),
+            |segment| {
+                if !embedded.borrow().is_empty() {
+                    for text in embedded.take() {
+                        self.embedded_keys(&text);
+                    }
+                }
+                self.segment(source, segment)
+            },
+        );
         self.filter = filter;
         let summary = summary?;
         self.report.files.push((name, summary));

@@ -15,12 +15,13 @@
 mod decode;
 #[cfg(test)]
 mod tests;
+mod tunnel;
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 
 use pcap_parser::traits::PcapReaderIterator;
@@ -46,6 +47,61 @@ pub struct Segment<'a> {
     pub destination: SocketAddr,
     /// Its TCP segment or UDP payload.
     pub transport: Transport<'a>,
+    /// The tunnel it came through, when the capture was taken on a tunnel's underlay:
+    /// `source` and `destination` are the inner packet's, the tunnel's addresses are those
+    /// of the capture point. (MPLS labels and PPPoE sessions are walked through but have no
+    /// addresses to keep.)
+    pub tunnel: Option<Tunnel>,
+}
+
+/// The outermost tunnel a packet was captured in: what kind, between which addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tunnel {
+    /// Its kind.
+    pub encapsulation: Encapsulation,
+    /// The outer packet's source.
+    pub source: IpAddr,
+    /// The outer packet's destination.
+    pub destination: IpAddr,
+    /// GRE's key, ERSPAN's session, VXLAN's or Geneve's network identifier.
+    pub identifier: Option<u32>,
+}
+
+/// The tunnels over IP the decoder walks through to the packet inside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Encapsulation {
+    /// GRE (IP protocol 47): IP, Ethernet or MPLS inside.
+    Gre,
+    /// ERSPAN types I, II and III (mirrored frames in GRE).
+    Erspan,
+    /// VXLAN (UDP port 4789).
+    Vxlan,
+    /// Geneve (UDP port 6081).
+    Geneve,
+    /// IPv4 or IPv6 directly inside IPv4 or IPv6 (IP protocols 4 and 41).
+    IpInIp,
+}
+
+impl Encapsulation {
+    /// Every kind, in the order the summary lists them.
+    pub const ALL: [Encapsulation; 5] = [
+        Encapsulation::Gre,
+        Encapsulation::Erspan,
+        Encapsulation::Vxlan,
+        Encapsulation::Geneve,
+        Encapsulation::IpInIp,
+    ];
+
+    /// Its usual name, for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Encapsulation::Gre => "GRE",
+            Encapsulation::Erspan => "ERSPAN",
+            Encapsulation::Vxlan => "VXLAN",
+            Encapsulation::Geneve => "Geneve",
+            Encapsulation::IpInIp => "IP in IP",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,6 +215,10 @@ pub struct Summary {
     pub truncated: bool,
     /// Packets a `--filter` left out (not counted as skipped: they were not wanted).
     pub filtered: u64,
+    /// Decoded packets that came through a tunnel, by its kind (the outermost).
+    pub tunneled: BTreeMap<Encapsulation, u64>,
+    /// TLS key logs the file embeds (pcapng Decryption Secrets Blocks).
+    pub key_logs: u64,
 }
 
 /// Why a capture could not be opened, read, filtered or written: what failed, what to do
@@ -226,6 +286,31 @@ pub fn read_filtered(
     filter: Option<&mut Filter>,
     each: impl FnMut(&Segment<'_>),
 ) -> Result<Summary, CaptureError> {
+    read_capture(path, filter, None, each)
+}
+
+/// A TLS key log a pcapng file carries in a Decryption Secrets Block (secrets type `TLSK`,
+/// as `editcap --inject-secrets tls,FILE` and browsers' captures write it): the key log's
+/// text, in the SSLKEYLOGFILE format.
+pub type SecretsCallback<'c> = &'c mut dyn FnMut(&[u8]);
+
+/// [`read_filtered`], handing every TLS key log the file embeds to `secrets` when it is met,
+/// before the packets after it.
+pub fn read_with_secrets(
+    path: &Path,
+    filter: Option<&mut Filter>,
+    secrets: SecretsCallback<'_>,
+    each: impl FnMut(&Segment<'_>),
+) -> Result<Summary, CaptureError> {
+    read_capture(path, filter, Some(secrets), each)
+}
+
+fn read_capture(
+    path: &Path,
+    filter: Option<&mut Filter>,
+    secrets: Option<SecretsCallback<'_>>,
+    each: impl FnMut(&Segment<'_>),
+) -> Result<Summary, CaptureError> {
     let name = path.display().to_string();
     let file = File::open(path).map_err(|problem| {
         error(
@@ -246,10 +331,11 @@ pub fn read_filtered(
     match Compression::of(head) {
         Some(Compression::Gzip) => {
             // Multi-member, as `cat a.gz b.gz` and parallel compressors make them.
-            read_from_filtered(
+            read_stream(
                 flate2::read::MultiGzDecoder::new(input),
                 &name,
                 filter,
+                secrets,
                 each,
             )
         }
@@ -261,9 +347,9 @@ pub fn read_filtered(
                 )
                 .caused_by(problem)
             })?;
-            read_from_filtered(decoder, &name, filter, each)
+            read_stream(decoder, &name, filter, secrets, each)
         }
-        None => read_from_filtered(input, &name, filter, each),
+        None => read_stream(input, &name, filter, secrets, each),
     }
 }
 
@@ -281,6 +367,7 @@ pub fn decode_ip(
         source: decoded.source,
         destination: decoded.destination,
         transport: decoded.transport,
+        tunnel: decoded.tunnel,
     })
 }
 
@@ -299,6 +386,16 @@ pub fn read_from_filtered(
     reader: impl Read,
     name: &str,
     filter: Option<&mut Filter>,
+    each: impl FnMut(&Segment<'_>),
+) -> Result<Summary, CaptureError> {
+    read_stream(reader, name, filter, None, each)
+}
+
+fn read_stream(
+    reader: impl Read,
+    name: &str,
+    filter: Option<&mut Filter>,
+    secrets: Option<SecretsCallback<'_>>,
     each: impl FnMut(&Segment<'_>),
 ) -> Result<Summary, CaptureError> {
     let status = InputStatus::default();
@@ -338,6 +435,11 @@ pub fn read_from_filtered(
     };
     let mut reading = Reading::new(name, &status, format, each);
     reading.filter = filter;
+    // Through `Some`, a coercion site: the callback's trait object is borrowed for as long
+    // as the reading, not for as long as the caller holds it.
+    if let Some(secrets) = secrets {
+        reading.secrets = Some(secrets);
+    }
     match format {
         Format::Legacy => match LegacyPcapReader::new(BUFFER_BYTES, input) {
             Ok(reader) => reading.run(reader),
@@ -507,6 +609,8 @@ impl<R: Read> Read for WholeReads<'_, R> {
 struct Reading<'s, F> {
     name: &'s str,
     filter: Option<&'s mut Filter>,
+    /// Where the key logs of Decryption Secrets Blocks go, when the caller wants them.
+    secrets: Option<SecretsCallback<'s>>,
     filtered: u64,
     /// A filter that cannot apply to the file's link type: reading stops with it.
     failure: Option<CaptureError>,
@@ -518,6 +622,9 @@ struct Reading<'s, F> {
     decoded: u64,
     /// By `SkipReason as usize`: an array, so that skipping costs no map lookup.
     skipped: [u64; SkipReason::ALL.len()],
+    /// By `Encapsulation as usize`, likewise.
+    tunneled: [u64; Encapsulation::ALL.len()],
+    key_logs: u64,
     link_types: BTreeMap<u32, u64>,
     legacy: LegacyFile,
     /// The interfaces of the current pcapng section, by interface number.
@@ -661,6 +768,7 @@ impl<'s, F: FnMut(&Segment<'_>)> Reading<'s, F> {
         Reading {
             name,
             filter: None,
+            secrets: None,
             filtered: 0,
             failure: None,
             status,
@@ -670,6 +778,8 @@ impl<'s, F: FnMut(&Segment<'_>)> Reading<'s, F> {
             bytes: 0,
             decoded: 0,
             skipped: [0; SkipReason::ALL.len()],
+            tunneled: [0; Encapsulation::ALL.len()],
+            key_logs: 0,
             link_types: BTreeMap::new(),
             legacy: LegacyFile {
                 link: Link::Unsupported(0),
@@ -892,6 +1002,16 @@ impl<'s, F: FnMut(&Segment<'_>)> Reading<'s, F> {
                 let link = self.interface(0).map(|interface| interface.link);
                 self.packet(link, 0, None, packet.packet_data(), packet.origlen);
             }
+            Block::DecryptionSecrets(secrets)
+                if secrets.secrets_type == pcap_parser::SecretsType::TlsKeyLog =>
+            {
+                self.key_logs += 1;
+                if let Some(hand_on) = self.secrets.as_deref_mut() {
+                    // The data is padded to 32 bits; the padding is not the key log's.
+                    let length = usize::try_from(secrets.secrets_len).unwrap_or(usize::MAX);
+                    hand_on(secrets.data.get(..length).unwrap_or(secrets.data));
+                }
+            }
             Block::Unknown(block) => {
                 let block_type = if self.big_endian {
                     block.block_type.swap_bytes()
@@ -989,12 +1109,18 @@ impl<'s, F: FnMut(&Segment<'_>)> Reading<'s, F> {
         match decode::decode(link, data) {
             Ok(decoded) => {
                 self.decoded += 1;
+                if let Some(tunnel) = decoded.tunnel {
+                    if let Some(count) = self.tunneled.get_mut(tunnel.encapsulation as usize) {
+                        *count += 1;
+                    }
+                }
                 (self.each)(&Segment {
                     timestamp_ns,
                     interface,
                     source: decoded.source,
                     destination: decoded.destination,
                     transport: decoded.transport,
+                    tunnel: decoded.tunnel,
                 });
             }
             Err(reason) => self.skip(reason, None),
@@ -1024,6 +1150,12 @@ impl<'s, F: FnMut(&Segment<'_>)> Reading<'s, F> {
             link_types: self.link_types,
             truncated: self.status.cut_short.get(),
             filtered: self.filtered,
+            tunneled: Encapsulation::ALL
+                .into_iter()
+                .zip(self.tunneled)
+                .filter(|&(_, count)| count > 0)
+                .collect(),
+            key_logs: self.key_logs,
         }
     }
 }

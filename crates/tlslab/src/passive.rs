@@ -57,6 +57,18 @@ fn notes(report: &Report) -> String {
         if summary.filtered > 0 {
             out.push_str(&format!("  left out by --filter: {}\n", summary.filtered));
         }
+        for (encapsulation, count) in &summary.tunneled {
+            out.push_str(&format!(
+                "  through {}: {count} (the inner packets analysed)\n",
+                encapsulation.name()
+            ));
+        }
+        if summary.key_logs > 0 {
+            out.push_str(&format!(
+                "  TLS key log embedded: {} (its secrets used as --keylog's)\n",
+                summary.key_logs
+            ));
+        }
         for (reason, count) in &summary.skipped {
             out.push_str(&format!("  skipped {count}: {}\n", reason.describe()));
         }
@@ -96,6 +108,12 @@ fn describe(report: &Report) -> serde_json::Value {
                 "truncated": summary.truncated,
                 "filtered": summary.filtered,
                 "skipped": skipped,
+                "tunneled": summary
+                    .tunneled
+                    .iter()
+                    .map(|(encapsulation, count)| (encapsulation.name().to_string(), (*count).into()))
+                    .collect::<serde_json::Map<String, serde_json::Value>>(),
+                "embedded_key_logs": summary.key_logs,
             })
         })
         .collect();

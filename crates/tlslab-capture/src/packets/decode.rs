@@ -1,18 +1,21 @@
-//! From a captured frame to its transport segment: link layer, IP, then TCP or UDP.
+//! From a captured frame to its transport segment: link layer, IP, then TCP or UDP, through
+//! any encapsulations between them (`tunnel.rs`: GRE, ERSPAN, VXLAN, Geneve, MPLS, PPPoE;
+//! IP in IP here), the outermost tunnel's addresses kept beside the inner packet's.
 //!
 //! etherparse slices every header it knows (Ethernet, VLAN tags, IPv4 and IPv6 with their
-//! extension headers, TCP, UDP) without copying; only the link headers it lacks or refuses
-//! are read here by hand. The walk goes straight to TCP and UDP instead of through
+//! extension headers, TCP, UDP) without copying; only the link and tunnel headers it lacks
+//! or refuses are read by hand. The walk goes straight to TCP and UDP instead of through
 //! `SlicedPacket`, which would also slice ICMP and ARP and report their defects as errors
 //! that say nothing about the traffic this crate is after.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use etherparse::{
     EtherType, Ethernet2Slice, IpNumber, LaxIpSlice, SingleVlanSlice, TcpSlice, UdpSlice,
 };
 
-use super::{SkipReason, TcpSegment, Transport};
+use super::tunnel::{self, Inner, Unwrapped};
+use super::{Encapsulation, SkipReason, TcpSegment, Transport, Tunnel};
 
 /// How the frames of one link type begin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,29 +69,90 @@ pub(super) struct Decoded<'a> {
     pub(super) source: SocketAddr,
     pub(super) destination: SocketAddr,
     pub(super) transport: Transport<'a>,
+    /// The outermost tunnel the packet came through, if any.
+    pub(super) tunnel: Option<Tunnel>,
+}
+
+/// How deep a frame may nest encapsulations: real ones stop at two or three (VXLAN over GRE
+/// over MPLS), and each costs at least 4 bytes anyway; the bound keeps a crafted frame from
+/// recursing deeper than that.
+const MOST_ENCAPSULATIONS: u8 = 8;
+
+/// What the walk down a frame knows of the layers above the one it reads.
+#[derive(Debug, Clone, Copy)]
+struct Walk {
+    /// Encapsulations passed so far.
+    depth: u8,
+    /// The first tunnel that had IP addresses of its own (the capture point's).
+    tunnel: Option<Tunnel>,
+}
+
+impl Walk {
+    const TOP: Walk = Walk {
+        depth: 0,
+        tunnel: None,
+    };
+
+    /// One encapsulation further in (an MPLS stack, a PPPoE session).
+    fn deeper(self) -> Result<Walk, SkipReason> {
+        if self.depth >= MOST_ENCAPSULATIONS {
+            return Err(SkipReason::Malformed);
+        }
+        Ok(Walk {
+            depth: self.depth + 1,
+            tunnel: self.tunnel,
+        })
+    }
+
+    /// Into a tunnel over IP between `outer`'s addresses, kept if it is the first.
+    fn entering(
+        self,
+        encapsulation: Encapsulation,
+        (source, destination): (IpAddr, IpAddr),
+        identifier: Option<u32>,
+    ) -> Result<Walk, SkipReason> {
+        let deeper = self.deeper()?;
+        Ok(Walk {
+            tunnel: deeper.tunnel.or(Some(Tunnel {
+                encapsulation,
+                source,
+                destination,
+                identifier,
+            })),
+            ..deeper
+        })
+    }
 }
 
 pub(super) fn decode(link: Link, frame: &[u8]) -> Result<Decoded<'_>, SkipReason> {
+    let walk = Walk::TOP;
     match link {
-        Link::Ethernet => {
-            let ethernet =
-                Ethernet2Slice::from_slice_without_fcs(frame).map_err(|_| SkipReason::Malformed)?;
-            ether_type(ethernet.ether_type(), ethernet.payload_slice())
-        }
+        Link::Ethernet => ethernet(frame, walk),
         // Hand-read: etherparse has no cooked v2 at all, and its v1 slice refuses the hardware
         // types `-i any` meets most (ARPHRD_LOOPBACK for lo, ARPHRD_NONE for tun and WireGuard),
         // while the two fields needed, EtherType and hardware type, sit at fixed places.
         Link::LinuxCooked => linux_cooked(frame, LinuxCookedLayout::VERSION_1),
         Link::LinuxCooked2 => linux_cooked(frame, LinuxCookedLayout::VERSION_2),
-        Link::RawIp => ip(frame),
+        Link::RawIp => ip(frame, walk),
         Link::Null => loopback(frame, FamilyOrder::Either),
         Link::Loop => loopback(frame, FamilyOrder::Network),
         Link::Unsupported(_) => Err(SkipReason::UnsupportedLinkType),
     }
 }
 
-fn ether_type(mut kind: EtherType, mut payload: &[u8]) -> Result<Decoded<'_>, SkipReason> {
-    // Each tag takes 4 bytes, so the loop ends with the frame whatever the tags say.
+fn ethernet(frame: &[u8], walk: Walk) -> Result<Decoded<'_>, SkipReason> {
+    let ethernet =
+        Ethernet2Slice::from_slice_without_fcs(frame).map_err(|_| SkipReason::Malformed)?;
+    ether_type(ethernet.ether_type(), ethernet.payload_slice(), walk)
+}
+
+fn ether_type(
+    mut kind: EtherType,
+    mut payload: &[u8],
+    walk: Walk,
+) -> Result<Decoded<'_>, SkipReason> {
+    // Each tag takes 4 bytes, so the loop ends with the frame whatever the tags say:
+    // 802.1Q, and 802.1ad's (QinQ) service tags before a customer's, as many as there are.
     loop {
         match kind {
             EtherType::VLAN_TAGGED_FRAME
@@ -99,9 +163,31 @@ fn ether_type(mut kind: EtherType, mut payload: &[u8]) -> Result<Decoded<'_>, Sk
                 kind = tag.ether_type();
                 payload = tag.payload_slice();
             }
-            EtherType::IPV4 | EtherType::IPV6 => return ip(payload),
+            EtherType::IPV4 | EtherType::IPV6 => return ip(payload, walk),
+            EtherType(tunnel::MPLS_UNICAST | tunnel::MPLS_MULTICAST) => {
+                return mpls(payload, walk);
+            }
+            EtherType(tunnel::PPPOE_SESSION) => {
+                let session = tunnel::pppoe_session(payload).ok_or(SkipReason::Malformed)?;
+                return inner(session, walk.deeper()?);
+            }
             _ => return Err(SkipReason::NotIp),
         }
+    }
+}
+
+fn mpls(stack: &[u8], walk: Walk) -> Result<Decoded<'_>, SkipReason> {
+    let inside = tunnel::mpls(stack).ok_or(SkipReason::Malformed)?;
+    inner(inside, walk.deeper()?)
+}
+
+/// The packet or frame after an encapsulation header.
+fn inner(inside: Unwrapped<'_>, walk: Walk) -> Result<Decoded<'_>, SkipReason> {
+    match inside.inner {
+        Inner::Ethernet => ethernet(inside.payload, walk),
+        Inner::Ip => ip(inside.payload, walk),
+        Inner::Mpls => mpls(inside.payload, walk),
+        Inner::Other => Err(SkipReason::NotIp),
     }
 }
 
@@ -140,7 +226,7 @@ fn linux_cooked(frame: &[u8], layout: LinuxCookedLayout) -> Result<Decoded<'_>, 
     ) {
         return Err(SkipReason::NotIp);
     }
-    ether_type(EtherType(protocol), payload)
+    ether_type(EtherType(protocol), payload, Walk::TOP)
 }
 
 #[derive(Clone, Copy)]
@@ -166,13 +252,13 @@ fn loopback(frame: &[u8], order: FamilyOrder) -> Result<Decoded<'_>, SkipReason>
     // FreeBSD and DragonFly, 30 on macOS.
     let is_ip = |family: u32| matches!(family, 2 | 10 | 24 | 28 | 30);
     if is_ip(network) || is_ip(host) {
-        ip(payload)
+        ip(payload, Walk::TOP)
     } else {
         Err(SkipReason::NotIp)
     }
 }
 
-fn ip(packet: &[u8]) -> Result<Decoded<'_>, SkipReason> {
+fn ip(packet: &[u8], walk: Walk) -> Result<Decoded<'_>, SkipReason> {
     // The lax slice, because locally sent packets captured before segmentation offload may
     // carry an IPv4 total length or IPv6 payload length of 0: the packet is then as long as
     // the frame. A frame shorter than its length field says is still refused (`incomplete`).
@@ -202,17 +288,54 @@ fn ip(packet: &[u8]) -> Result<Decoded<'_>, SkipReason> {
                     rst: tcp.rst(),
                     payload: tcp.payload(),
                 }),
+                tunnel: walk.tunnel,
             })
         }
         IpNumber::UDP => {
             let udp = UdpSlice::from_slice(payload.payload).map_err(|_| SkipReason::Malformed)?;
+            let outer = (source, destination);
+            // By the port IANA gave each, as Wireshark reads them; a datagram whose header
+            // does not fit stays plain UDP.
+            let encapsulated = match udp.destination_port() {
+                tunnel::VXLAN_PORT => {
+                    tunnel::vxlan(udp.payload()).map(|inside| (Encapsulation::Vxlan, inside))
+                }
+                tunnel::GENEVE_PORT => {
+                    tunnel::geneve(udp.payload()).map(|inside| (Encapsulation::Geneve, inside))
+                }
+                _ => None,
+            };
+            if let Some((encapsulation, inside)) = encapsulated {
+                return inner(
+                    inside,
+                    walk.entering(encapsulation, outer, inside.identifier)?,
+                );
+            }
             Ok(Decoded {
                 source: SocketAddr::new(source, udp.source_port()),
                 destination: SocketAddr::new(destination, udp.destination_port()),
                 transport: Transport::Udp {
                     payload: udp.payload(),
                 },
+                tunnel: walk.tunnel,
             })
+        }
+        // IPv4 or IPv6 inside IPv4 or IPv6 (ipip, sit, ip6tnl).
+        IpNumber::IPV4 | IpNumber::IPV6 => {
+            let walk = walk.entering(Encapsulation::IpInIp, (source, destination), None)?;
+            ip(payload.payload, walk)
+        }
+        IpNumber::GRE => {
+            let (kind, inside) = tunnel::gre(payload.payload).ok_or(SkipReason::Malformed)?;
+            let encapsulation = match kind {
+                tunnel::GreKind::Plain => Encapsulation::Gre,
+                tunnel::GreKind::Erspan => Encapsulation::Erspan,
+            };
+            let outer = (source, destination);
+            inner(
+                inside,
+                walk.entering(encapsulation, outer, inside.identifier)?,
+            )
         }
         _ => Err(SkipReason::OtherProtocol),
     }

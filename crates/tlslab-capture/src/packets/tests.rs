@@ -132,6 +132,7 @@ fn decoded(link_type: u32, frame: &[u8]) -> Result<Owned, SkipReason> {
             source: decoded.source,
             destination: decoded.destination,
             transport: decoded.transport,
+            tunnel: decoded.tunnel,
         })
     })
 }
@@ -604,6 +605,8 @@ fn skipped_packets_are_counted_by_reason() {
             link_types: BTreeMap::new(),
             truncated: false,
             filtered: 0,
+            tunneled: BTreeMap::new(),
+            key_logs: 0,
         }
     );
 }
@@ -938,6 +941,60 @@ fn pcapng_interfaces_resolutions_offsets_and_sections() {
     assert!(!summary.truncated);
 }
 
+impl Pcapng {
+    /// A Decryption Secrets Block (type 0x0A) holding `text` as secrets of `secrets_type`.
+    fn secrets(self, secrets_type: u32, text: &[u8]) -> Pcapng {
+        let mut body = Vec::new();
+        body.extend_from_slice(&self.u32(secrets_type));
+        body.extend_from_slice(&self.u32(text.len() as u32));
+        body.extend_from_slice(text);
+        self.block(0x0a, &body)
+    }
+}
+
+#[test]
+fn decryption_secrets_blocks_hand_on_their_key_logs_before_the_packets_after_them() {
+    const TLS_KEY_LOG: u32 = 0x544c_534b;
+    const WIREGUARD_KEY_LOG: u32 = 0x5747_4b4c;
+    // Not a multiple of 4 bytes long: the block's padding is not part of the text.
+    let first = b"CLIENT_HANDSHAKE_TRAFFIC_SECRET 00 01\n";
+    let second = b"SERVER_HANDSHAKE_TRAFFIC_SECRET 00 0203";
+    for big_endian in [false, true] {
+        let bytes = Pcapng::new()
+            .section(big_endian)
+            .interface(1, None, None)
+            .secrets(TLS_KEY_LOG, first)
+            .enhanced(0, 1, &ethernet_ipv4_tcp(b"one"))
+            .secrets(WIREGUARD_KEY_LOG, b"wireguard keys")
+            .secrets(TLS_KEY_LOG, second)
+            .enhanced(0, 2, &ethernet_ipv4_tcp(b"two"))
+            .bytes;
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("embedded.pcapng");
+        std::fs::write(&path, &bytes).unwrap();
+        let events = std::cell::RefCell::new(Vec::new());
+        let summary = read_with_secrets(
+            &path,
+            None,
+            &mut |text| events.borrow_mut().push(text.to_vec()),
+            |segment| {
+                events
+                    .borrow_mut()
+                    .push(segment.transport.payload().to_vec())
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            events.into_inner(),
+            [&first[..], b"one", second, b"two"],
+            "big endian: {big_endian}"
+        );
+        assert_eq!(summary.key_logs, 2);
+        // Read without asking for them, they are counted all the same.
+        assert_eq!(read(&path, |_| {}).unwrap().key_logs, 2);
+    }
+}
+
 #[test]
 fn pcapng_timestamps_saturate() {
     let bytes = Pcapng::new()
@@ -1115,3 +1172,5 @@ fn read_opens_plain_gzip_and_zstd_files() {
         .expect("the I/O error is kept as the source");
     assert_eq!(io.kind(), io::ErrorKind::NotFound);
 }
+
+mod tunnels;
