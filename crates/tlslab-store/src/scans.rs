@@ -58,25 +58,8 @@ pub struct ScanRow {
 /// Adds `scan` to the store at `path`: a new store when there is no file, else the existing
 /// one (upgraded first if it is older), whose runs and scans are kept.
 pub fn add_scan(path: &Path, scan: &NewScan) -> Result<(), StoreError> {
-    let unwritable = |source| StoreError::Unwritable {
-        path: path.to_path_buf(),
-        hint: "give --out a path in a directory you can write",
-        source: Box::new(source),
-    };
-    let connection = if path.exists() {
-        if !crate::is_store(path) {
-            return Err(StoreError::NotAStore {
-                path: path.to_path_buf(),
-            });
-        }
-        let connection = Connection::open(path).map_err(unwritable)?;
-        schema::migrate(&connection, path)?;
-        connection
-    } else {
-        // A new store, made as a run's is (then without its lock: the scan is written at once).
-        let crate::NewStore { connection, .. } = Store::create(path)?;
-        connection
-    };
+    let connection = open_to_add(path)?;
+    let unwritable = unwritable(path);
     let command_line = serde_json::to_string(&scan.command_line).unwrap_or_default();
     let report = serde_json::to_string(&scan.report).unwrap_or_default();
     connection
@@ -97,6 +80,35 @@ pub fn add_scan(path: &Path, scan: &NewScan) -> Result<(), StoreError> {
         )
         .map_err(unwritable)?;
     Ok(())
+}
+
+/// The store at `path` opened to add rows to (scans, price lists): a new store when there is
+/// no file, else the existing one, upgraded first if it is older, whose runs and rows are
+/// kept.
+pub(crate) fn open_to_add(path: &Path) -> Result<Connection, StoreError> {
+    if !path.exists() {
+        // A new store, made as a run's is (then without its lock: the rows are written at
+        // once).
+        let crate::NewStore { connection, .. } = Store::create(path)?;
+        return Ok(connection);
+    }
+    if !crate::is_store(path) {
+        return Err(StoreError::NotAStore {
+            path: path.to_path_buf(),
+        });
+    }
+    let connection = Connection::open(path).map_err(unwritable(path))?;
+    schema::migrate(&connection, path)?;
+    Ok(connection)
+}
+
+/// A write to the store at `path` that failed.
+pub(crate) fn unwritable(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + Copy + '_ {
+    move |source| StoreError::Unwritable {
+        path: path.to_path_buf(),
+        hint: "give --out a path in a directory you can write",
+        source: Box::new(source),
+    }
 }
 
 /// Adds `scan` to the store at `location`: a file as [`add_scan`] does, or a PostgreSQL

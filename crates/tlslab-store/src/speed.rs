@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
-use rusqlite::{params, Connection};
+use rusqlite::params;
 
-use crate::{schema, Store, StoreError};
+use crate::{Store, StoreError};
 
 /// One measured operation to store.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,24 +73,8 @@ pub struct SpeedRow {
 /// file, else the existing one (upgraded first if it is older), whose runs, scans and
 /// earlier price lists are kept.
 pub fn add_speed(path: &Path, rows: &[NewSpeed]) -> Result<(), StoreError> {
-    let unwritable = |source| StoreError::Unwritable {
-        path: path.to_path_buf(),
-        hint: "give --out a path in a directory you can write",
-        source: Box::new(source),
-    };
-    let mut connection = if path.exists() {
-        if !crate::is_store(path) {
-            return Err(StoreError::NotAStore {
-                path: path.to_path_buf(),
-            });
-        }
-        let connection = Connection::open(path).map_err(unwritable)?;
-        schema::migrate(&connection, path)?;
-        connection
-    } else {
-        let crate::NewStore { connection, .. } = Store::create(path)?;
-        connection
-    };
+    let mut connection = crate::scans::open_to_add(path)?;
+    let unwritable = crate::scans::unwritable(path);
     let transaction = connection.transaction().map_err(unwritable)?;
     {
         let mut insert = transaction
@@ -178,6 +162,8 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema;
+    use rusqlite::Connection;
 
     fn row(primitive: &str, supported: bool) -> NewSpeed {
         NewSpeed {

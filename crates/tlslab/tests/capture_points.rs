@@ -75,18 +75,7 @@ impl Point {
 
     /// `ip netns exec NAMESPACE tlslab ARGS...`, on the shared PKI cache.
     fn tlslab(&self, args: &[&str]) -> Command {
-        let mut command = Command::new("ip");
-        command
-            .args([
-                "netns",
-                "exec",
-                &self.namespace,
-                env!("CARGO_BIN_EXE_tlslab"),
-            ])
-            .args(args)
-            .env("TLSLAB_PKI_DIR", pki_dir())
-            .env("NO_COLOR", "1");
-        command
+        tlslab_in(&self.namespace, args)
     }
 }
 
@@ -188,23 +177,8 @@ fn three_capture_points_write_one_run_labelled_by_where_they_saw_each_handshake(
     let dir = scratch("capture-points");
     let points: Vec<Point> = (1..=3).map(Point::create).collect();
     // One lab server on the host, answering on each point's veth.
-    let port = closed_port();
-    let listen = format!("0.0.0.0:{port}");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_tlslab"))
-        .args(["serve", "--listen", &listen])
-        .env("TLSLAB_PKI_DIR", pki_dir())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the lab server did not start"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let server = LabServer::listening_on("0.0.0.0");
+    let port = server.port;
     // The first capture point makes the run; the others join it by its number.
     let mut first = Agent::start(&points[0], &url, "edge-1", port, None);
     let line = first.started();
@@ -245,8 +219,7 @@ fn three_capture_points_write_one_run_labelled_by_where_they_saw_each_handshake(
     for agent in agents {
         agent.stop();
     }
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     // The run holds exactly each active run's handshakes, under its capture point, with
     // what each negotiated.
     for (index, active) in actives.iter().enumerate() {

@@ -1303,17 +1303,6 @@ impl Drop for Stopped {
     }
 }
 
-/// `ip netns exec NAMESPACE tlslab ARGS...`, on the shared PKI cache.
-fn tlslab_in(namespace: &str, args: &[&str]) -> Command {
-    let mut command = Command::new("ip");
-    command
-        .args(["netns", "exec", namespace, env!("CARGO_BIN_EXE_tlslab")])
-        .args(args)
-        .env("TLSLAB_PKI_DIR", pki_dir())
-        .env("NO_COLOR", "1");
-    command
-}
-
 #[test]
 fn a_capture_at_the_server_leaves_the_clients_events_null() {
     use tlslab_emulation::{choose, EmulatorChoice, Network, NetworkProfile};

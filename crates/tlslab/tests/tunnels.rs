@@ -161,17 +161,6 @@ fn tunnel(kind: &Kind) -> Option<Namespaces> {
     Some(namespaces)
 }
 
-/// `ip netns exec NAMESPACE tlslab ARGS...`, on the shared PKI cache.
-fn tlslab_in(namespace: &str, args: &[&str]) -> Command {
-    let mut command = Command::new("ip");
-    command
-        .args(["netns", "exec", namespace, env!("CARGO_BIN_EXE_tlslab")])
-        .args(args)
-        .env("TLSLAB_PKI_DIR", pki_dir())
-        .env("NO_COLOR", "1");
-    command
-}
-
 /// Handshakes by transport, outcome and what they negotiated, for every sample of `db`
 /// (a passive store) or its measured ones (an active store: warm-up excluded).
 fn handshakes(db: &Path) -> Vec<(String, i64)> {

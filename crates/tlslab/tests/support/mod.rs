@@ -434,11 +434,28 @@ pub struct LabServer {
     pub port: u16,
 }
 
+/// `ip netns exec NAMESPACE tlslab ARGS...`, on the shared PKI cache.
+pub fn tlslab_in(namespace: &str, args: &[&str]) -> Command {
+    let mut command = Command::new("ip");
+    command
+        .args(["netns", "exec", namespace, env!("CARGO_BIN_EXE_tlslab")])
+        .args(args)
+        .env("TLSLAB_PKI_DIR", pki_dir())
+        .env("NO_COLOR", "1");
+    command
+}
+
 impl LabServer {
     pub fn start() -> LabServer {
+        LabServer::listening_on("127.0.0.1")
+    }
+
+    /// A lab server on a free port of `host` (`0.0.0.0` for every address of this
+    /// namespace), once it answers on 127.0.0.1.
+    pub fn listening_on(host: &str) -> LabServer {
         let port = closed_port();
         let child = Command::new(env!("CARGO_BIN_EXE_tlslab"))
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["serve", "--listen", &format!("{host}:{port}")])
             .env("TLSLAB_PKI_DIR", pki_dir())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
