@@ -77,7 +77,7 @@ pub(crate) fn filter(expression: Option<&str>) -> Result<Option<Filter>, Workflo
 }
 
 /// Where a capture writes: a new run (a file, or a new run in a database), or a run of a
-/// database it joins (`--run`), and the capture point it names.
+/// database it joins (`--run`) as one more capture point.
 pub(crate) struct Destination<'a> {
     pub location: &'a Location,
     /// A database's run to join as one more capture point.
