@@ -85,7 +85,7 @@ pub use recovery::CUT_OFF;
 pub use scans::{add_scan, add_scan_at, check_scan_store, NewScan, ScanRow};
 pub use schema::{CONFIG_BLOCK, VERSION as SCHEMA_VERSION};
 pub use sink::{utc_timestamp, StoreSink};
-pub use speed::{add_speed, NewSpeed, SpeedRow};
+pub use speed::{add_speed, add_speed_at, NewSpeed, SpeedRow};
 
 /// Why the results store could not be made, opened, read or exported. Each variant keeps
 /// what failed underneath as its [`source`](std::error::Error::source), so the terminal can
@@ -870,12 +870,15 @@ impl Store {
             )
             .map_err(|error| StoreError::Query(Box::new(error)))?
             .get(0);
-        // A database of scans alone (`tlslab scan --store postgres://…`) opens without a run,
-        // for its scans to be read (`has_run` says so).
+        // A database of scans or price lists alone (`tlslab scan` or `speed --store
+        // postgres://…`) opens without a run, for them to be read (`has_run` says so).
         let found = match found {
             None if run.is_none() => {
                 let scans: i64 = client
-                    .query_one("SELECT count(*) FROM scans", &[])
+                    .query_one(
+                        "SELECT (SELECT count(*) FROM scans) + (SELECT count(*) FROM speed)",
+                        &[],
+                    )
                     .map_err(|error| StoreError::Query(Box::new(error)))?
                     .get(0);
                 (scans > 0).then_some(0)

@@ -141,8 +141,9 @@ pub fn add_scan_at(location: &crate::Location, scan: &NewScan) -> Result<(), Sto
     Ok(())
 }
 
-/// Checks, before a scan's first connection, that its scans can be added at `location`: a
-/// database is reached and its tables made or checked (a file is claimed by its caller).
+/// Checks, before a scan's first connection (or a price list's first measurement), that
+/// rows can be added at `location`: a database is reached and its tables made or checked (a
+/// file is claimed by its caller).
 pub fn check_scan_store(location: &crate::Location) -> Result<(), StoreError> {
     match location {
         crate::Location::File(_) => Ok(()),
@@ -150,7 +151,7 @@ pub fn check_scan_store(location: &crate::Location) -> Result<(), StoreError> {
     }
 }
 
-fn connect_for_scans(
+pub(crate) fn connect_for_scans(
     settings: &crate::postgres::connection::Settings,
 ) -> Result<::postgres::Client, StoreError> {
     let mut client = settings.connect()?;

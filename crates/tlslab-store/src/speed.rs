@@ -113,6 +113,54 @@ pub fn add_speed(path: &Path, rows: &[NewSpeed]) -> Result<(), StoreError> {
     transaction.commit().map_err(unwritable)
 }
 
+/// Adds `rows` to the store at `location`: a file as [`add_speed`] does, or a PostgreSQL
+/// database's `speed` table (its tables made if it has none), in one transaction.
+pub fn add_speed_at(location: &crate::Location, rows: &[NewSpeed]) -> Result<(), StoreError> {
+    let settings = match location {
+        crate::Location::File(path) => return add_speed(path, rows),
+        crate::Location::Database(settings) => settings,
+    };
+    let mut client = crate::scans::connect_for_scans(settings)?;
+    let query = |error| StoreError::Query(Box::new(error));
+    let mut transaction = client.transaction().map_err(query)?;
+    let insert = transaction
+        .prepare(
+            "INSERT INTO speed (measured_at, measured_at_unix_ns, tool_version, command_line, cpu_model, cores, build, backend, library, kind, primitive, operation, bytes, threads, operations, seconds, per_second, seconds_per_operation, cpu_seconds_per_operation, supported, note) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)",
+        )
+        .map_err(query)?;
+    for row in rows {
+        transaction
+            .execute(
+                &insert,
+                &[
+                    &crate::utc_timestamp(row.measured_at_unix_ns),
+                    &(row.measured_at_unix_ns as i64),
+                    &row.tool_version,
+                    &serde_json::to_string(&row.command_line).unwrap_or_default(),
+                    &row.cpu_model,
+                    &(row.cores as i64),
+                    &row.build,
+                    &row.backend,
+                    &row.library,
+                    &row.kind,
+                    &row.primitive,
+                    &row.operation,
+                    &row.bytes.map(|bytes| bytes as i64),
+                    &(row.threads as i64),
+                    &(row.operations as i64),
+                    &row.seconds,
+                    &row.per_second,
+                    &row.seconds_per_operation,
+                    &row.cpu_seconds_per_operation,
+                    &i64::from(row.supported),
+                    &row.note,
+                ],
+            )
+            .map_err(query)?;
+    }
+    transaction.commit().map_err(query)
+}
+
 impl Store {
     /// Every stored price-list row, oldest measurement first, in the order measured (none in
     /// a store older than schema 17: it is upgraded when opened, with an empty speed table).

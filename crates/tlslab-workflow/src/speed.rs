@@ -2,7 +2,7 @@
 //! ([`tlslab_speed`] measures), with the machine and the build it was measured on, added to a
 //! results store when asked (`--out`, like a scan: the store keeps its runs and scans).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 pub use tlslab_speed::{Backend, Kind, Measurement, PRIMITIVES};
@@ -27,8 +27,9 @@ pub struct SpeedRequest {
     pub seconds: f64,
     /// Primitives, families or kinds to measure (`rsa2048`, `ecdsa`, `aead`); all when empty.
     pub primitives: Vec<String>,
-    /// The results store the rows are added to (made if missing).
-    pub out: Option<PathBuf>,
+    /// The results store the rows are added to: a file (made if missing), or a PostgreSQL
+    /// database.
+    pub out: Option<tlslab_store::Location>,
     /// Whether `out` may replace a file that is not a store (never a store).
     pub force: bool,
     /// Who measures: the version and the command line stored with the rows.
@@ -54,7 +55,7 @@ pub struct SpeedOutcome {
     /// The build: tlslab and every library's version, as stored.
     pub build: String,
     /// The store the rows were added to.
-    pub stored: Option<PathBuf>,
+    pub stored: Option<tlslab_store::Location>,
     /// Whether a stop request cut the measurement short.
     pub stopped: bool,
 }
@@ -68,11 +69,17 @@ pub fn speed(
     each: &mut dyn FnMut(&Measurement),
 ) -> Result<SpeedOutcome, WorkflowError> {
     let plan = plan(request)?;
-    if let Some(path) = &request.out {
-        // Checked before measuring: minutes of measurement are not made to be thrown away.
-        let output = files::Output::new("--out", path, files::Kind::Scans);
-        let write = files::claim(&output, &[], request.force)?;
-        files::make_room(path, write)?;
+    // Checked before measuring: minutes of measurement are not made to be thrown away.
+    if let Some(location) = &request.out {
+        if let Some(path) = location.path() {
+            let output = files::Output::new("--out", path, files::Kind::Scans);
+            let write = files::claim(&output, &[], request.force)?;
+            files::make_room(path, write)?;
+        }
+        tlslab_store::check_scan_store(location).map_err(|source| WorkflowError::StoreCreate {
+            path: PathBuf::from(location.to_string()),
+            source,
+        })?;
     }
     let slow: Vec<&str> = plan
         .primitives
@@ -130,9 +137,9 @@ pub fn speed(
             .as_deref()
             .unwrap_or("OpenSSL: not linked")
     );
-    if let Some(path) = &request.out {
+    if let Some(location) = &request.out {
         store(
-            path,
+            location,
             &rows,
             started_unix_ns,
             &machine,
@@ -196,9 +203,9 @@ fn plan(request: &SpeedRequest) -> Result<tlslab_speed::Plan, WorkflowError> {
     })
 }
 
-/// Adds the rows to the results store at `path`, each with the machine and the build.
+/// Adds the rows to the results store at `location`, each with the machine and the build.
 fn store(
-    path: &Path,
+    location: &tlslab_store::Location,
     rows: &[Measurement],
     started_unix_ns: u64,
     machine: &Machine,
@@ -231,7 +238,7 @@ fn store(
             note: row.note.clone(),
         })
         .collect();
-    tlslab_store::add_speed(path, &stored)?;
+    tlslab_store::add_speed_at(location, &stored)?;
     Ok(())
 }
 
@@ -245,7 +252,7 @@ mod tests {
             threads: vec![1, 2],
             seconds: 0.01,
             primitives: primitives.iter().map(|word| word.to_string()).collect(),
-            out,
+            out: out.map(tlslab_store::Location::File),
             force: false,
             invocation: Invocation::new("tlslab", "0.1.0-test"),
         }

@@ -47,8 +47,8 @@ pub struct SpeedArgs {
     /// its runs, scans and earlier price lists), for `tlslab export FILE --speed`.
     #[arg(long, value_name = "FILE")]
     pub out: Option<std::path::PathBuf>,
-    /// The same as --out, for a results file (sqlite://PATH or a path): price lists are stored
-    /// in files alone for now, so a postgres:// URL is refused, and $TLSLAB_STORE is not read.
+    /// The same as --out, for a results file (sqlite://PATH or a path), or a PostgreSQL
+    /// database (postgres://USER@HOST/DATABASE), beside its runs; $TLSLAB_STORE is not read.
     #[arg(long, value_name = "PATH", conflicts_with = "out")]
     pub store: Option<String>,
     /// With --out: replace an existing file that is not a results store (never a store or
@@ -57,18 +57,14 @@ pub struct SpeedArgs {
     pub force: bool,
 }
 
-/// The results file the rows are added to: `--out`, or `--store` naming a file.
-fn speed_store(args: &SpeedArgs) -> Result<Option<std::path::PathBuf>, CliError> {
+/// The results store the rows are added to: `--out`, or `--store` (a file or a database).
+fn speed_store(args: &SpeedArgs) -> Result<Option<tlslab_store::Location>, CliError> {
     let Some(text) = &args.store else {
-        return Ok(args.out.clone());
+        return Ok(args.out.clone().map(tlslab_store::Location::File));
     };
-    match tlslab_store::Location::parse(text).map_err(tlslab_workflow::WorkflowError::from)? {
-        tlslab_store::Location::File(path) => Ok(Some(path)),
-        database @ tlslab_store::Location::Database(_) => Err(CliError::usage(
-            format!("price lists cannot be stored in a PostgreSQL database yet: {database}"),
-            "give --store (or --out) a results file, then `tlslab export FILE --speed`",
-        )),
-    }
+    Ok(Some(
+        tlslab_store::Location::parse(text).map_err(tlslab_workflow::WorkflowError::from)?,
+    ))
 }
 
 pub fn speed(args: &SpeedArgs) -> Result<i32, CliError> {
@@ -108,8 +104,8 @@ pub fn speed(args: &SpeedArgs) -> Result<i32, CliError> {
             "\nmachine: {} ({} cores)\nbuild: {}\n",
             outcome.machine.cpu_model, outcome.machine.cores, outcome.build
         ))?;
-        if let Some(path) = &outcome.stored {
-            output::print(format_args!("stored in {}\n", path.display()))?;
+        if let Some(location) = &outcome.stored {
+            output::print(format_args!("stored in {location}\n"))?;
         }
     }
     if outcome.stopped {

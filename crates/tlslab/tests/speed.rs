@@ -180,11 +180,18 @@ fn speed_refuses_what_cannot_work_with_a_hint() {
     assert_user_error(&output, 2, "rsa2049: no such primitive");
     let output = tlslab(&["speed", "ed25519", "--seconds", "0"]);
     assert_user_error(&output, 2, "--seconds 0");
-    let output = tlslab(&[
-        "speed",
-        "ed25519",
-        "--store",
-        "postgres://lab@localhost/tlslab",
-    ]);
-    assert_user_error(&output, 2, "PostgreSQL");
+    // A database that cannot be reached: refused before measuring, exit 3.
+    let unreachable = format!("postgres://lab@127.0.0.1:{}/tlslab", closed_port());
+    let output = tlslab(&["speed", "ed25519", "--store", &unreachable]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("cannot reach PostgreSQL"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(
+        stdout(&output).is_empty(),
+        "nothing measured: {}",
+        stdout(&output)
+    );
 }

@@ -254,6 +254,40 @@ fn scans_go_into_a_database_and_read_back_as_from_a_file() {
 }
 
 #[test]
+fn a_price_list_goes_into_a_database_and_exports_as_from_a_file() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let url = cluster.create_database("speed");
+    let file = scratch("store-speed").join("speed.db");
+    let mut exported = Vec::new();
+    for store in [url.as_str(), file.to_str().unwrap()] {
+        let measured = tlslab(&["speed", "ed25519", "--seconds", "0.01", "--store", store]);
+        let printed = assert_success(&measured);
+        assert!(printed.contains("stored in"), "{printed}");
+        assert!(!printed.contains(cluster.password()), "{printed}");
+        let rows: Vec<serde_json::Value> = tlslab_succeeds(&["export", store, "--speed"])
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        // Sign and verify on each backend, whichever store holds them.
+        let mut operations: Vec<String> = rows
+            .iter()
+            .map(|row| {
+                format!(
+                    "{} {} {}",
+                    row["backend"], row["primitive"], row["operation"]
+                )
+            })
+            .collect();
+        operations.sort();
+        exported.push(operations);
+    }
+    assert_eq!(exported[0], exported[1]);
+    assert_eq!(exported[0].len(), 4, "{:?}", exported[0]);
+}
+
+#[test]
 fn a_capture_read_into_either_store_exports_the_same_samples() {
     let dir = scratch("store-pcap");
     let lab = LabServer::start();
