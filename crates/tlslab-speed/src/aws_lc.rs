@@ -12,10 +12,17 @@ use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{self, EcdsaKeyPair, Ed25519KeyPair, KeyPair, PqdsaKeyPair, RsaKeyPair};
 
 use crate::keys::{self, Family};
-use crate::{expand_label_info, factory, Prepared, Primitive, Worker, RECORD_HEADER, SIGNED};
+use crate::{
+    expand_label_info, factory, Prepared, Primitive, SpeedError, Worker, RECORD_HEADER, SIGNED,
+};
 
-fn failed(what: &str) -> impl Fn(aws_lc_rs::error::Unspecified) -> String + '_ {
-    move |_| format!("aws-lc-rs could not {what}")
+fn failed(what: &str) -> impl Fn(aws_lc_rs::error::Unspecified) -> SpeedError + '_ {
+    move |error| SpeedError::library("aws-lc-rs", what, error)
+}
+
+/// OpenSSL refused `doing` (it makes the keys both backends sign with).
+fn openssl(doing: &str) -> impl Fn(openssl::error::ErrorStack) -> SpeedError + '_ {
+    move |error| SpeedError::library("OpenSSL", doing, error)
 }
 
 /// The operations of `primitive` in aws-lc-rs, or why it has none.
@@ -59,7 +66,7 @@ pub(crate) fn prepare(primitive: &Primitive) -> Prepared {
         "chacha20" => aead_operations(&aead::CHACHA20_POLY1305, primitive.bytes.unwrap_or(0)),
         "hkdf-sha256" => hkdf_operations(hkdf::HKDF_SHA256, 32),
         "hkdf-sha384" => hkdf_operations(hkdf::HKDF_SHA384, 48),
-        other => Err(format!("no {other} in aws-lc-rs")),
+        other => Err(format!("no {other} in aws-lc-rs").into()),
     }
 }
 
@@ -67,8 +74,8 @@ pub(crate) fn prepare(primitive: &Primitive) -> Prepared {
 /// setup made.
 fn sign_and_verify<S, V>(sign: S, verify: V) -> Prepared
 where
-    S: Fn() -> Result<Vec<u8>, String> + Send + Sync + 'static,
-    V: Fn(&[u8]) -> Result<(), String> + Send + Sync + 'static,
+    S: Fn() -> Result<Vec<u8>, SpeedError> + Send + Sync + 'static,
+    V: Fn(&[u8]) -> Result<(), SpeedError> + Send + Sync + 'static,
 {
     let sign = Arc::new(sign);
     let verify = Arc::new(verify);
@@ -102,22 +109,24 @@ fn rsa(bits: u32) -> Prepared {
         &signature::RSA_PKCS1_2048_8192_SHA256
     };
     if bits > 8192 {
-        return Err(format!(
-            "aws-lc-rs takes RSA keys of up to 8192 bits, not {bits}"
-        ));
+        return Err(format!("aws-lc-rs takes RSA keys of up to 8192 bits, not {bits}").into());
     }
     let key = keys::key(Family::Rsa, bits)?;
-    let public = key.public_key_to_der().map_err(|error| error.to_string())?;
+    let public = key
+        .public_key_to_der()
+        .map_err(openssl("encode the RSA public key"))?;
     let public = openssl::pkey::PKey::public_key_from_der(&public)
         .and_then(|key| key.rsa())
         .and_then(|rsa| rsa.public_key_to_der_pkcs1())
-        .map_err(|error| error.to_string())?;
+        .map_err(openssl("encode the RSA public key as PKCS #1"))?;
     let signer = if bits >= 2048 {
         let pkcs8 = key
             .private_key_to_pkcs8()
-            .map_err(|error| error.to_string())?;
+            .map_err(openssl("encode the RSA key as PKCS #8"))?;
         Some(Arc::new(RsaKeyPair::from_pkcs8(&pkcs8).map_err(
-            |error| format!("aws-lc-rs refuses OpenSSL's {bits}-bit key: {error}"),
+            |error| {
+                SpeedError::library("aws-lc-rs", format!("read OpenSSL's {bits}-bit key"), error)
+            },
         )?))
     } else {
         None
@@ -126,11 +135,12 @@ fn rsa(bits: u32) -> Prepared {
     let random = SystemRandom::new();
     let sign = {
         let signer = signer.clone();
-        move || -> Result<Vec<u8>, String> {
+        move || -> Result<Vec<u8>, SpeedError> {
             let Some(signer) = &signer else {
                 return Err(format!(
                     "aws-lc-rs signs with RSA keys of 2048 bits or more, not {bits}"
-                ));
+                )
+                .into());
             };
             let mut out = vec![0; length];
             signer
@@ -150,18 +160,19 @@ fn rsa(bits: u32) -> Prepared {
         let signature = {
             let mut signer =
                 openssl::sign::Signer::new(openssl::hash::MessageDigest::sha256(), &key)
-                    .map_err(|error| error.to_string())?;
+                    .map_err(openssl("make an RSA signer"))?;
             signer
                 .sign_oneshot_to_vec(&SIGNED)
-                .map_err(|error| error.to_string())?
+                .map_err(openssl("sign"))?
         };
         let verify = Arc::new(verify);
         return Ok(vec![
             (
                 "sign",
-                Err(format!(
-                    "aws-lc-rs signs with RSA keys of 2048 bits or more, not {bits}"
-                )),
+                Err(
+                    format!("aws-lc-rs signs with RSA keys of 2048 bits or more, not {bits}")
+                        .into(),
+                ),
             ),
             (
                 "verify",
@@ -264,7 +275,7 @@ fn key_exchange(algorithm: &'static agreement::Algorithm) -> Prepared {
                         std::hint::black_box(secret);
                         Ok(())
                     })
-                    .map_err(|()| "aws-lc-rs could not derive the shared secret".to_string())
+                    .map_err(|()| SpeedError::from("aws-lc-rs could not derive the shared secret"))
                 }) as Worker)
             }),
         ),
@@ -274,7 +285,7 @@ fn key_exchange(algorithm: &'static agreement::Algorithm) -> Prepared {
 /// `keygen`: the client's decapsulation key and its encoded encapsulation key; `encapsulate`:
 /// the server's, from the client's key's bytes; `decapsulate`: the client's.
 fn ml_kem(algorithm: &'static kem::Algorithm<kem::AlgorithmId>) -> Prepared {
-    let client = || -> Result<(DecapsulationKey<kem::AlgorithmId>, Vec<u8>), String> {
+    let client = || -> Result<(DecapsulationKey<kem::AlgorithmId>, Vec<u8>), SpeedError> {
         let key = DecapsulationKey::generate(algorithm).map_err(failed("make an ML-KEM key"))?;
         let public = key
             .encapsulation_key()
@@ -297,8 +308,9 @@ fn ml_kem(algorithm: &'static kem::Algorithm<kem::AlgorithmId>) -> Prepared {
             factory(move || {
                 let (_, public) = client()?;
                 Ok(Box::new(move || {
-                    let key = EncapsulationKey::new(algorithm, &public)
-                        .map_err(|error| format!("aws-lc-rs refuses an ML-KEM key: {error}"))?;
+                    let key = EncapsulationKey::new(algorithm, &public).map_err(|error| {
+                        SpeedError::library("aws-lc-rs", "read an ML-KEM key", error)
+                    })?;
                     let (ciphertext, secret) = key.encapsulate().map_err(failed("encapsulate"))?;
                     std::hint::black_box((ciphertext.as_ref(), secret.as_ref()));
                     Ok(())
@@ -310,7 +322,7 @@ fn ml_kem(algorithm: &'static kem::Algorithm<kem::AlgorithmId>) -> Prepared {
             factory(move || {
                 let (key, public) = client()?;
                 let (ciphertext, _) = EncapsulationKey::new(algorithm, &public)
-                    .map_err(|error| format!("aws-lc-rs refuses an ML-KEM key: {error}"))?
+                    .map_err(|error| SpeedError::library("aws-lc-rs", "read an ML-KEM key", error))?
                     .encapsulate()
                     .map_err(failed("encapsulate"))?;
                 let ciphertext = ciphertext.as_ref().to_vec();
@@ -329,7 +341,7 @@ fn ml_kem(algorithm: &'static kem::Algorithm<kem::AlgorithmId>) -> Prepared {
 /// One TLS record of `bytes` sealed (in place, the tag apart, as rustls seals) or opened
 /// (into a buffer of its own: the record stays whole for the next call).
 fn aead_operations(algorithm: &'static aead::Algorithm, bytes: usize) -> Prepared {
-    let key = move || -> Result<LessSafeKey, String> {
+    let key = move || -> Result<LessSafeKey, SpeedError> {
         let secret = vec![0x42; algorithm.key_len()];
         UnboundKey::new(algorithm, &secret)
             .map(LessSafeKey::new)

@@ -10,6 +10,8 @@ use openssl::dsa::Dsa;
 use openssl::pkey::{PKey, Private};
 use openssl::rsa::Rsa;
 
+use crate::SpeedError;
+
 /// A key family made here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Family {
@@ -17,7 +19,7 @@ pub(crate) enum Family {
     Dsa,
 }
 
-type Made = Result<Arc<PKey<Private>>, String>;
+type Made = Result<Arc<PKey<Private>>, SpeedError>;
 
 /// Each key's cell, by family and size.
 type Cells = Mutex<HashMap<(Family, u32), Arc<OnceLock<Made>>>>;
@@ -41,8 +43,13 @@ pub(crate) fn key(family: Family, bits: u32) -> Made {
             Family::Rsa => Rsa::generate(bits).and_then(PKey::from_rsa),
             Family::Dsa => Dsa::generate(bits).and_then(PKey::from_dsa),
         };
-        made.map(Arc::new)
-            .map_err(|error| format!("OpenSSL could not make a {bits}-bit {family:?} key: {error}"))
+        made.map(Arc::new).map_err(|error| {
+            SpeedError::library(
+                "OpenSSL",
+                format!("make a {bits}-bit {family:?} key"),
+                error,
+            )
+        })
     })
     .clone()
 }

@@ -14,6 +14,7 @@
 //! times, said in their rows.
 
 mod aws_lc;
+mod error;
 mod keys;
 mod openssl_backend;
 mod timing;
@@ -22,6 +23,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
+
+pub use error::SpeedError;
 
 /// A library measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -217,7 +220,7 @@ const FAMILIES: &[(&str, &str)] = &[
 /// kind such as `signature` or `aead`), in table order; every primitive when there are none.
 /// A hybrid brings its parts, whose times it sums. The error names the word no primitive
 /// answers to.
-pub fn select(words: &[String]) -> Result<Vec<Primitive>, String> {
+pub fn select(words: &[String]) -> Result<Vec<Primitive>, SpeedError> {
     if words.is_empty() {
         return Ok(PRIMITIVES.to_vec());
     }
@@ -242,7 +245,7 @@ pub fn select(words: &[String]) -> Result<Vec<Primitive>, String> {
             }
         }
         if !found {
-            return Err(word);
+            return Err(SpeedError::UnknownPrimitive { word });
         }
     }
     // A hybrid's parts are measured with it.
@@ -317,18 +320,18 @@ pub struct Measurement {
 /// one operation (its keys and buffers made before the clock starts), or says why the
 /// backend lacks that operation (aws-lc-rs verifies with a 1024-bit RSA key but does not
 /// sign); or why the backend lacks the primitive.
-pub(crate) type Prepared = Result<Vec<(&'static str, Result<Factory, String>)>, String>;
+pub(crate) type Prepared = Result<Vec<(&'static str, Result<Factory, SpeedError>)>, SpeedError>;
 
 /// Makes one thread's worker.
-pub(crate) type Factory = Arc<dyn Fn() -> Result<Worker, String> + Send + Sync>;
+pub(crate) type Factory = Arc<dyn Fn() -> Result<Worker, SpeedError> + Send + Sync>;
 
 /// One operation per call.
-pub(crate) type Worker = Box<dyn FnMut() -> Result<(), String>>;
+pub(crate) type Worker = Box<dyn FnMut() -> Result<(), SpeedError>>;
 
 /// Wraps a worker-making closure as a [`Factory`] of an operation the backend has.
-pub(crate) fn factory<F>(make: F) -> Result<Factory, String>
+pub(crate) fn factory<F>(make: F) -> Result<Factory, SpeedError>
 where
-    F: Fn() -> Result<Worker, String> + Send + Sync + 'static,
+    F: Fn() -> Result<Worker, SpeedError> + Send + Sync + 'static,
 {
     Ok(Arc::new(make))
 }
@@ -380,7 +383,7 @@ pub fn measure(
                             .map(|operation| Measurement {
                                 operation,
                                 supported: false,
-                                note: Some(reason.clone()),
+                                note: Some(reason.described()),
                                 ..base.clone()
                             })
                             .collect(),
@@ -396,7 +399,7 @@ pub fn measure(
                                     Err(reason) => {
                                         return Measurement {
                                             supported: false,
-                                            note: Some(reason),
+                                            note: Some(reason.described()),
                                             ..row
                                         }
                                     }
@@ -418,7 +421,7 @@ pub fn measure(
                                         ..row
                                     },
                                     Err(error) => Measurement {
-                                        note: Some(format!("failed: {error}")),
+                                        note: Some(format!("failed: {}", error.described())),
                                         ..row
                                     },
                                 }
@@ -572,7 +575,10 @@ mod tests {
         );
         assert_eq!(names(&["aes128gcm"]), ["aes128gcm", "aes128gcm"]);
         assert_eq!(select(&[]).unwrap().len(), PRIMITIVES.len());
-        assert_eq!(select(&["rsa2049".to_string()]), Err("rsa2049".to_string()));
+        assert_eq!(
+            select(&["rsa2049".to_string()]).unwrap_err().to_string(),
+            "rsa2049: no such primitive"
+        );
     }
 
     #[test]
@@ -585,8 +591,9 @@ mod tests {
             "mldsa44".into(),
             "kx".into(),
         ])
-        .err();
-        assert_eq!(primitives.as_deref(), Some("kx"));
+        .err()
+        .map(|error| error.to_string());
+        assert_eq!(primitives.as_deref(), Some("kx: no such primitive"));
         let plan = Plan {
             backends: Backend::ALL.to_vec(),
             threads: vec![1],

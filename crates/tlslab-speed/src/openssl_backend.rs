@@ -19,12 +19,15 @@ use openssl::pkey_ctx::{HkdfMode, PkeyCtx};
 use openssl::sign::{Signer, Verifier};
 
 use crate::keys::{self, Family};
-use crate::{expand_label_info, factory, Prepared, Primitive, Worker, RECORD_HEADER, SIGNED};
+use crate::{
+    expand_label_info, factory, Prepared, Primitive, SpeedError, Worker, RECORD_HEADER, SIGNED,
+};
 
 mod ffi;
 
-fn text(error: ErrorStack) -> String {
-    format!("OpenSSL: {error}")
+/// OpenSSL's refusal, its error stack kept as the cause.
+fn text(error: ErrorStack) -> SpeedError {
+    SpeedError::library("OpenSSL", "complete the operation", error)
 }
 
 /// The operations of `primitive` in OpenSSL (it has every one).
@@ -65,7 +68,7 @@ pub(crate) fn prepare(primitive: &Primitive) -> Prepared {
         "chacha20" => aead(Cipher::chacha20_poly1305(), primitive.bytes.unwrap_or(0)),
         "hkdf-sha256" => hkdf(Md::sha256(), 32),
         "hkdf-sha384" => hkdf(Md::sha384(), 48),
-        other => Err(format!("no {other} in OpenSSL")),
+        other => Err(format!("no {other} in OpenSSL").into()),
     }
 }
 
@@ -91,7 +94,7 @@ fn signatures(key: Arc<PKey<Private>>, digest: Option<MessageDigest>) -> Prepare
             .and_then(|der| PKey::public_key_from_der(&der))
             .map_err(text)?,
     );
-    let sign = Arc::new(move || -> Result<Vec<u8>, String> {
+    let sign = Arc::new(move || -> Result<Vec<u8>, SpeedError> {
         let mut signer = match digest {
             Some(digest) => Signer::new(digest, &key),
             None => Signer::new_without_digest(&key),
@@ -146,7 +149,7 @@ struct Maker {
 }
 
 impl Maker {
-    fn new(group: Group) -> Result<Maker, String> {
+    fn new(group: Group) -> Result<Maker, SpeedError> {
         let parameters = match group {
             Group::Ffdhe(name) => Some(ffi::named_group_key(c"DH", name).map_err(text)?),
             _ => None,
@@ -245,12 +248,12 @@ fn key_exchange(group: Group) -> Prepared {
 /// `keygen`: a decapsulation key from a fresh seed and its encapsulation key's bytes;
 /// `encapsulate`: the server's, from those bytes; `decapsulate`: the client's.
 fn ml_kem(key_type: KeyType) -> Prepared {
-    let client = move || -> Result<(PKey<Private>, Vec<u8>), String> {
+    let client = move || -> Result<(PKey<Private>, Vec<u8>), SpeedError> {
         let key = seeded(key_type, 64).map_err(text)?;
         let public = key.raw_public_key().map_err(text)?;
         Ok((key, public))
     };
-    let encapsulate = move |public: &[u8]| -> Result<(Vec<u8>, Vec<u8>), String> {
+    let encapsulate = move |public: &[u8]| -> Result<(Vec<u8>, Vec<u8>), SpeedError> {
         let key = PKey::public_key_from_raw_bytes_ex(None, key_type, None, public).map_err(text)?;
         ffi::encapsulate(&key).map_err(text)
     };
@@ -291,7 +294,7 @@ fn ml_kem(key_type: KeyType) -> Prepared {
 /// One TLS record of `bytes` sealed or opened, with the record header as additional data, on
 /// a context keyed once (as libssl keys one per direction) and given each record's nonce.
 fn aead(cipher: &'static CipherRef, bytes: usize) -> Prepared {
-    let keyed = move |encrypt: bool| -> Result<CipherCtx, String> {
+    let keyed = move |encrypt: bool| -> Result<CipherCtx, SpeedError> {
         let mut context = CipherCtx::new().map_err(text)?;
         let key = vec![0x42; cipher.key_length()];
         if encrypt {

@@ -10,7 +10,7 @@
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use crate::Factory;
+use crate::{Factory, SpeedError};
 
 /// A batch grows until it takes this long.
 const BATCH: Duration = Duration::from_millis(1);
@@ -38,10 +38,10 @@ fn thread_cpu() -> Duration {
 
 /// Runs `make`'s operation on `threads` threads at once for `duration`; the first error a
 /// worker meets ends the measurement.
-pub(crate) fn run(make: &Factory, threads: u32, duration: Duration) -> Result<Counted, String> {
+pub(crate) fn run(make: &Factory, threads: u32, duration: Duration) -> Result<Counted, SpeedError> {
     let threads = threads.max(1) as usize;
     let barrier = Barrier::new(threads);
-    let results: Vec<Result<(u64, Duration, Duration), String>> = std::thread::scope(|scope| {
+    let results: Vec<Result<(u64, Duration, Duration), SpeedError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 let barrier = &barrier;
@@ -73,11 +73,7 @@ pub(crate) fn run(make: &Factory, threads: u32, duration: Duration) -> Result<Co
             .collect();
         handles
             .into_iter()
-            .map(|handle| {
-                handle
-                    .join()
-                    .unwrap_or_else(|_| Err("a measuring thread panicked".into()))
-            })
+            .map(|handle| handle.join().unwrap_or(Err(SpeedError::Panicked)))
             .collect()
     });
     let mut counted = Counted {
@@ -129,9 +125,11 @@ mod tests {
     #[test]
     fn a_failing_operation_is_an_error_not_a_rate() {
         let make: Factory =
-            std::sync::Arc::new(|| Ok(Box::new(|| Err("refused".to_string())) as crate::Worker));
+            std::sync::Arc::new(|| Ok(Box::new(|| Err("refused".into())) as crate::Worker));
         assert_eq!(
-            run(&make, 2, Duration::from_millis(1)).unwrap_err(),
+            run(&make, 2, Duration::from_millis(1))
+                .unwrap_err()
+                .to_string(),
             "refused"
         );
     }

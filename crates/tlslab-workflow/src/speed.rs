@@ -180,11 +180,11 @@ fn plan(request: &SpeedRequest) -> Result<tlslab_speed::Plan, WorkflowError> {
             "give --backend rustls,openssl and --threads 1",
         ));
     }
-    let primitives = tlslab_speed::select(&request.primitives).map_err(|word| {
+    let primitives = tlslab_speed::select(&request.primitives).map_err(|unknown| {
         let mut names: Vec<&str> = PRIMITIVES.iter().map(|primitive| primitive.name).collect();
         names.dedup();
         WorkflowError::usage(
-            format!("{word}: no such primitive"),
+            unknown.to_string(),
             format!(
                 "name primitives ({}), families (rsa, dsa, ecdsa, mldsa, mlkem, ffdhe, hkdf) or kinds (signature, key_exchange, kem, hybrid, aead, hkdf)",
                 names.join(", ")
