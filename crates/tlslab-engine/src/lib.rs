@@ -39,6 +39,7 @@
 //!     progress: None,
 //!     key_log: None,
 //!     capture: None,
+//!     trials: None,
 //! };
 //! let end = run(&experiment, &configs, &plan, options, Box::new(Count(0))).unwrap();
 //! assert_eq!(end.attempted, 120);
@@ -81,4 +82,5 @@ pub use progress::{Progress, ProgressCallback, RunningConfig};
 pub use replay::Flights;
 pub use run::{run, RunOptions};
 pub use stop::Stop;
+pub use trials::{PlanOrder, TrialSource};
 pub use writer::{Records, Writer};

@@ -25,7 +25,7 @@ use crate::runtime::{client_runtime, NamespaceFailure};
 use crate::servers::LabServers;
 use crate::stop::Stop;
 use crate::transport::raise_file_limit;
-use crate::trials::{Counts, Ended, Surroundings, TrialLoop};
+use crate::trials::{Counts, Ended, PlanOrder, Surroundings, TrialLoop, TrialSource};
 use crate::writer::Writer;
 
 /// What the engine needs besides the experiment.
@@ -49,6 +49,9 @@ pub struct RunOptions {
     pub key_log: Option<Arc<tlslab_backend::KeyLogFile>>,
     /// Where the run's own packets are recorded (`--capture`).
     pub capture: Option<PathBuf>,
+    /// Where the trials come from: the plan in its order when `None`; an agent of a
+    /// distributed run claims them from the run's database.
+    pub trials: Option<Box<dyn TrialSource>>,
 }
 
 /// Runs every trial of `plan` and streams samples to `sink`. Returns when the plan is done or
@@ -57,7 +60,7 @@ pub fn run(
     experiment: &Experiment,
     configs: &[Config],
     plan: &Plan,
-    options: RunOptions,
+    mut options: RunOptions,
     sink: Box<dyn Sink>,
 ) -> Result<RunEnd, RunError> {
     // Thousands of agents need as many sockets; a lower limit only means fewer agents fit.
@@ -103,7 +106,17 @@ pub fn run(
         origin,
         halt,
     };
-    let ended = setup.measure(experiment, configs, plan, &options, &writer, measured);
+    let mut source = options
+        .trials
+        .take()
+        .unwrap_or_else(|| Box::new(PlanOrder::default()));
+    let ended = setup.measure(
+        (experiment, configs, plan),
+        &options,
+        source.as_mut(),
+        &writer,
+        measured,
+    );
     ticker.request();
     // The last handshakes' closing packets are in flight still: a moment for them.
     let recorded = setup.recording.take().map(|recording| {
@@ -207,10 +220,9 @@ impl Setup {
     /// its end, the replay probe.
     fn measure(
         &mut self,
-        experiment: &Experiment,
-        configs: &[Config],
-        plan: &Plan,
+        (experiment, configs, plan): (&Experiment, &[Config], &Plan),
         options: &RunOptions,
+        source: &mut dyn TrialSource,
         writer: &Writer,
         measured: Measured<'_>,
     ) -> Ended {
@@ -235,7 +247,7 @@ impl Setup {
             writer,
             recording: self.recording.as_ref(),
         };
-        let ended = trials.run(&self.runtime, plan, &mut surroundings);
+        let ended = trials.run_from(&self.runtime, plan, source, &mut surroundings);
         if experiment.replay && !ended.stopped && ended.failure.is_none() {
             let records = writer.records();
             replay::probe(

@@ -94,6 +94,30 @@ impl Counts {
     }
 }
 
+/// Where the trial loop takes its trials from: the plan in its order (a run on its own,
+/// [`PlanOrder`]), or, for an agent of a distributed run, a database it claims trials from
+/// one at a time, so that agents share a plan and faster ones take more of it.
+pub trait TrialSource: Send {
+    /// The next trial of `plan` to run (a claimed trial may have fewer attempts left than
+    /// planned: another agent made the rest), or `None` when none is left. An error ends the
+    /// run as the surroundings' failures do.
+    fn next(&mut self, plan: &Plan) -> Result<Option<Trial>, RunError>;
+}
+
+/// Every trial of the plan, in its order.
+#[derive(Debug, Default)]
+pub struct PlanOrder {
+    next: usize,
+}
+
+impl TrialSource for PlanOrder {
+    fn next(&mut self, plan: &Plan) -> Result<Option<Trial>, RunError> {
+        let trial = plan.trials.get(self.next).copied();
+        self.next += 1;
+        Ok(trial)
+    }
+}
+
 /// How the loop ended.
 #[derive(Debug)]
 pub struct Ended {
@@ -180,9 +204,31 @@ impl<C: Connector> TrialLoop<'_, C> {
         plan: &Plan,
         surroundings: &mut dyn Surroundings,
     ) -> Ended {
+        self.run_from(runtime, plan, &mut PlanOrder::default(), surroundings)
+    }
+
+    /// [`TrialLoop::run`], taking each trial from `source` until it has none left.
+    pub fn run_from(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        plan: &Plan,
+        source: &mut dyn TrialSource,
+        surroundings: &mut dyn Surroundings,
+    ) -> Ended {
         let mut carried = self.carried(plan);
         let mut last_round = 0;
-        for trial in &plan.trials {
+        loop {
+            let trial = match source.next(plan) {
+                Ok(Some(trial)) => trial,
+                Ok(None) => break,
+                Err(failure) => {
+                    return Ended {
+                        stopped: true,
+                        failure: Some(failure),
+                    }
+                }
+            };
+            let trial = &trial;
             if let Err(failure) = surroundings.check() {
                 return Ended {
                     stopped: true,

@@ -236,6 +236,9 @@ pub enum StoreError {
         "only a PostgreSQL store's run can be joined: a results file holds the run of one writer"
     )]
     JoinFile,
+    /// A distributed run's agents meet in a database, not in a file.
+    #[error("agents can only share a PostgreSQL store: a results file is one process's")]
+    AgentsNeedDatabase,
     /// A configs column holds bytes that are not UTF-8 text.
     #[error("results store: configs column {column} is not UTF-8 text")]
     NotText {
@@ -347,6 +350,15 @@ impl StoreError {
             }
             StoreError::Postgres(postgres::PostgresError::NotJoinable { .. }) => {
                 "give --run a capture run of this database (`tlslab store ls URL` lists them), or leave --run out to start a new one".into()
+            }
+            StoreError::AgentsNeedDatabase => {
+                "give --store postgres://… (or TLSLAB_STORE), a database every agent can reach".into()
+            }
+            StoreError::Postgres(postgres::PostgresError::NoWork { .. }) => {
+                "give --run a distributed run with work left (`tlslab store ls URL` lists the runs; `tlslab run --agents N` makes one)".into()
+            }
+            StoreError::Postgres(postgres::PostgresError::AgentVersion { .. }) => {
+                "run the agents and the coordinator from one build of tlslab: each agent expands the coordinator's plan again, and another version may expand it otherwise".into()
             }
             StoreError::Postgres(_) | StoreError::Query(_) => {
                 "check that the database server is up and the role may read and write its tables"
@@ -843,6 +855,29 @@ impl Store {
                 .joining(joined)
                 .reconnecting(settings.as_ref().clone()),
         )))
+    }
+
+    /// The sink of agent `agent` of distributed run `run` at `location` (a database): it
+    /// writes the agent's samples and trials into the run its coordinator made (at
+    /// `run_started_at_unix_ns` on the database server's clock, which is the agent's plus
+    /// `clock_offset_ns`), and adds its end to the run's.
+    pub fn agent_sink(
+        location: &Location,
+        run: i64,
+        agent: i64,
+        run_started_at_unix_ns: u64,
+        clock_offset_ns: i64,
+    ) -> Result<Box<dyn tlslab_core::Sink>, StoreError> {
+        let Location::Database(settings) = location else {
+            return Err(StoreError::AgentsNeedDatabase);
+        };
+        let database = settings.to_string();
+        let client = settings.connect()?;
+        Ok(Box::new(
+            postgres::PostgresSink::new(client, database, run)
+                .for_agent(agent, run_started_at_unix_ns, clock_offset_ns)
+                .reconnecting(settings.as_ref().clone()),
+        ))
     }
 
     /// Opens the store at `location` for reading: a file (which holds one run: `run` must be

@@ -11,8 +11,9 @@ use crate::StoreError;
 /// `server_accepted` event and QUIC's response flights on samples; 15: `wire_clock` on
 /// samples; 16: a Config's `capture_point`, and a run's `writers`; each added by the upgrade
 /// as every new column is; 17: the `speed` table of `tlslab speed --out`, made by the upgrade
-/// as `scans` is).
-pub const VERSION: i64 = 17;
+/// as `scans` is; 18: distributed runs: a run's `agents` and `start_at_unix_ns`, the `agents`
+/// and `claims` tables, and the agent that took each trial and sample).
+pub const VERSION: i64 = 18;
 
 /// The SQL a table is written in: SQLite for a file, PostgreSQL for a shared database. Both
 /// render the same tables and columns ([`tables`]); only types and keys differ.
@@ -165,9 +166,12 @@ pub fn tables() -> Vec<Table> {
             Key::Sample,
             stored_sample_columns()
                 .map(|(name, sql, _)| (name, sql))
+                .chain(SAMPLES_COLUMNS.iter().copied())
                 .collect(),
         ),
         table("replays", Key::Config, REPLAYS_COLUMNS.to_vec()),
+        table("agents", Key::InRun, AGENTS_COLUMNS.to_vec()),
+        table("claims", Key::InRun, CLAIMS_COLUMNS.to_vec()),
         table("scans", Key::Numbered, SCANS_COLUMNS.to_vec()),
         table("speed", Key::Numbered, SPEED_COLUMNS.to_vec()),
     ]
@@ -303,6 +307,53 @@ const RUNS_COLUMNS: &[(&str, &str)] = &[
     // joining writer takes the next number (the row locked as it is raised, so that two
     // never take the same), and numbers its Configs from its own block ([`CONFIG_BLOCK`]).
     ("writers", "INTEGER NOT NULL DEFAULT 1"),
+    // Schema 18: a distributed run's agents (how many its start waits for; NULL for a run
+    // that is not distributed), and the common start they wait for, on the database
+    // server's clock (set when the last of them registers).
+    ("agents", "INTEGER"),
+    ("start_at_unix_ns", "INTEGER"),
+];
+
+/// The samples columns a sample does not fill but its writer does (schema 18): the agent of
+/// a distributed run that took it (`agent` is the concurrent client within its trial).
+const SAMPLES_COLUMNS: &[(&str, &str)] = &[("agent_id", "INTEGER")];
+
+/// A distributed run's agents (schema 18), one row each, numbered as they register (the
+/// run's writers: its coordinator is 0). Times are nanoseconds since the Unix epoch on the
+/// database server's clock; `clock_offset_ns` is what the agent adds to its own clock to read
+/// the server's, within `clock_uncertainty_ns`.
+const AGENTS_COLUMNS: &[(&str, &str)] = &[
+    ("shard", "TEXT"),
+    ("host", "TEXT NOT NULL"),
+    ("address", "TEXT"),
+    ("process_id", "INTEGER NOT NULL"),
+    ("tool_version", "TEXT NOT NULL"),
+    ("commit_id", "TEXT NOT NULL"),
+    ("registered_at_unix_ns", "INTEGER NOT NULL"),
+    ("heartbeat_at_unix_ns", "INTEGER NOT NULL"),
+    ("clock_offset_ns", "INTEGER"),
+    ("clock_uncertainty_ns", "INTEGER"),
+    ("started_at_unix_ns", "INTEGER"),
+    ("finished_at_unix_ns", "INTEGER"),
+    ("complete", "INTEGER"),
+    ("reason", "TEXT"),
+    ("trials", "INTEGER"),
+    ("attempted", "INTEGER"),
+    ("errors", "INTEGER"),
+    ("client_user_ns", "INTEGER"),
+    ("client_system_ns", "INTEGER"),
+];
+
+/// A distributed run's work (schema 18): one row per trial of its plan, claimed by one agent
+/// at a time. A trial is done when its `trials` row is written (in the transaction of its
+/// last samples); a claim whose agent stopped beating is taken over, for the attempts the
+/// trial still lacks.
+const CLAIMS_COLUMNS: &[(&str, &str)] = &[
+    ("config_id", "INTEGER NOT NULL"),
+    ("handshakes", "INTEGER NOT NULL"),
+    ("agent_id", "INTEGER"),
+    ("claimed_at_unix_ns", "INTEGER"),
+    ("claims", "INTEGER NOT NULL DEFAULT 0"),
 ];
 
 /// How many Configs one writer of a run may number: writer `w` numbers its Configs from
@@ -320,6 +371,8 @@ const TRIALS_COLUMNS: &[(&str, &str)] = &[
     ("link_queue_drops", "INTEGER"),
     ("server_client_verifications", "INTEGER"),
     ("server_client_verify_ns", "INTEGER"),
+    // Schema 18: the agent of a distributed run that ran the trial.
+    ("agent_id", "INTEGER"),
 ];
 
 /// The store's schema version (0 for a database tlslab did not write).
@@ -380,7 +433,8 @@ pub fn migrate(connection: &Connection, path: &Path) -> Result<(), StoreError> {
                 }
                 // Columns added since schema 1 are nullable: older samples have NULL there.
                 let samples = existing_columns(connection, "samples")?;
-                for (name, sql, _) in sample_columns() {
+                let added = sample_columns().map(|(name, sql, _)| (name, sql));
+                for (name, sql) in added.chain(SAMPLES_COLUMNS.iter().copied()) {
                     if !samples.iter().any(|c| c == name) {
                         statements.push_str(&format!(
                             "ALTER TABLE samples ADD COLUMN {} {sql};\n",
@@ -399,7 +453,10 @@ pub fn migrate(connection: &Connection, path: &Path) -> Result<(), StoreError> {
                     );
                 }
                 for table in tables() {
-                    if matches!(table.name, "replays" | "scans" | "speed") {
+                    if matches!(
+                        table.name,
+                        "replays" | "scans" | "speed" | "agents" | "claims"
+                    ) {
                         statements.push_str(&table.create(Dialect::Sqlite));
                     }
                 }

@@ -84,6 +84,8 @@ pub struct RunOutcome {
     /// The HTML report beside the store (when asked for), or why it could not be written
     /// (the samples are stored whatever becomes of it).
     pub report: Option<Result<PathBuf, WorkflowError>>,
+    /// A distributed run's agents, each with what it did (none for a run of one process).
+    pub agents: Vec<tlslab_store::postgres::agents::AgentRow>,
 }
 
 impl RunOutcome {
@@ -208,6 +210,7 @@ pub(crate) fn execute(
         verdict,
         key_log_lost: lost_key_log(key_log.as_deref()),
         report,
+        agents: Vec::new(),
     })
 }
 
@@ -400,6 +403,7 @@ fn measure(
         progress: control.progress.clone(),
         key_log: key_log.clone(),
         capture: request.capture.clone(),
+        trials: None,
     };
     let mut recorded = request.experiment.clone();
     recorded.seed = Some(seed);
@@ -424,7 +428,7 @@ fn measure(
 /// The store opened for reading and its run summary. A file is opened with the kept values,
 /// and its readers' index is built while the summaries read them; a database's run is read
 /// back from the database. `alongside` reads on a connection and a thread of its own.
-fn summarize(
+pub(crate) fn summarize(
     results: &Results,
     kept: KeptHandle,
     metric: Option<&str>,
@@ -486,7 +490,7 @@ pub fn write_report(
 }
 
 /// The verdict: interrupted, too many failures, a threshold broken, or passed.
-fn judge(
+pub(crate) fn judge(
     experiment: &Experiment,
     end: &RunEnd,
     store: &Store,

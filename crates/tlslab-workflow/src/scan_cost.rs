@@ -288,6 +288,7 @@ fn run(
         progress: None,
         key_log: None,
         capture: None,
+        trials: None,
     };
     tlslab_engine::run(
         experiment,

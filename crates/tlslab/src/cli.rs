@@ -70,6 +70,9 @@ pub enum Command {
     /// What each cryptographic primitive of a handshake costs this machine (signatures, key
     /// exchange, ML-KEM, AEAD, HKDF), per backend, as `openssl speed` tables or JSON Lines.
     Speed(crate::speed::SpeedArgs),
+    /// One agent of a distributed run (`tlslab run --agents N`): joins the run in a
+    /// PostgreSQL store, waits for its start, and runs the trials it claims.
+    Agent(AgentArgs),
     /// List a results store's runs, or copy runs between stores (SQLite files and PostgreSQL
     /// databases, either way).
     Store(crate::store::StoreArgs),
@@ -504,6 +507,45 @@ pub struct RunArgs {
     #[arg(long)]
     #[arg(help_heading = "Output")]
     pub metric: Option<String>,
+    /// Run the plan with N agent processes (`tlslab agent`, on any machines) instead of this
+    /// one: the plan and the run go into the --store database, the agents claim its trials,
+    /// and this process waits for them and prints the merged summary. Needs --target and a
+    /// postgres:// store.
+    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Distributed")]
+    pub agents: Option<u32>,
+    /// With --agents: store and publish the run, print its number alone on stdout, and exit
+    /// without waiting (read it later with `tlslab report --store URL --run ID`).
+    #[arg(long, requires = "agents")]
+    #[arg(help_heading = "Distributed")]
+    pub detach: bool,
+}
+
+/// `tlslab agent`: one agent of a distributed run.
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// The database the run is in (postgres://…; a password from PGPASSWORD or ~/.pgpass);
+    /// default: $TLSLAB_STORE.
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// The run to join, as `tlslab run --agents N --detach` printed it; default: $TLSLAB_RUN.
+    #[arg(long, value_name = "ID")]
+    pub run: Option<i64>,
+    /// Which of N agents this is, I/N from 0 (in Kubernetes $(JOB_COMPLETION_INDEX)/N, in
+    /// Slurm $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT); default: $TLSLAB_SHARD. Trials are
+    /// claimed, not divided: the shard names the agent in the summary.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// How long to wait for the run's start (every agent it waits for registered), in
+    /// seconds.
+    #[arg(long, value_name = "SECONDS", default_value = "600")]
+    pub wait_start: u64,
+    /// The lab's certificate directory (default: $TLSLAB_PKI_DIR, else the user's cache).
+    #[arg(long, value_name = "DIR")]
+    pub pki_dir: Option<PathBuf>,
+    /// Print what the agent did as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 impl RunArgs {

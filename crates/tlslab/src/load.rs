@@ -12,6 +12,12 @@ use crate::output;
 
 pub fn load(args: &LoadArgs) -> Result<i32, CliError> {
     let run = &args.run;
+    if run.agents.is_some() {
+        return Err(CliError::usage(
+            "--agents is for tlslab run: a distributed load is not built yet",
+            "run the load from one machine, or a handshake plan with tlslab run --agents N",
+        ));
+    }
     tlslab_workflow::load::check_metric(run.metric.as_deref())?;
     let mut experiment = crate::run::experiment(run, defaults(run.page.is_some()))?;
     if let Some(text) = &args.url {

@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+mod agent;
 mod capture;
 mod cli;
 mod compare;
@@ -94,6 +95,7 @@ fn main() {
         Command::Scan(args) => scan::scan(args),
         Command::Speed(args) => speed::speed(args),
         Command::Store(args) => store::store(args),
+        Command::Agent(args) => agent::agent(args),
         Command::Completions(args) => manual::completions(args),
         Command::Man(args) => manual::man(args),
     };

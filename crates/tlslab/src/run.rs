@@ -171,6 +171,9 @@ pub fn run(args: &RunArgs) -> Result<i32, CliError> {
         output::print(experiment.to_toml())?;
         return Ok(0);
     }
+    if let Some(agents) = args.agents {
+        return crate::agent::coordinate(args, experiment, agents);
+    }
     let control = control(progress(args, &experiment));
     let request = request(args, experiment)?;
     let outcome = tlslab_workflow::run::run(&request, &control);

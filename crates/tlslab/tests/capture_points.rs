@@ -13,80 +13,11 @@ use std::io::{BufRead, BufReader, Lines};
 use std::path::Path;
 use std::process::{Child, ChildStderr, Command, Stdio};
 
+use support::namespace::VethNamespace as Point;
 use support::*;
 
 /// The capture points' subnet: `10.213.N.0/24` for point N, the host at `.1`.
 const SUBNET: &str = "10.213";
-
-/// A network namespace joined to this one by a veth pair, removed (with its pair) when the
-/// test ends however it ends.
-struct Point {
-    namespace: String,
-    /// The veth end inside the namespace: what its capture agent watches.
-    inside: String,
-    /// The host's address on the pair.
-    host: String,
-}
-
-impl Point {
-    fn create(number: u8) -> Point {
-        let tag = format!("{}{number}", std::process::id() % 100_000);
-        let point = Point {
-            namespace: format!("tlslab-cp{tag}"),
-            inside: format!("cpn{tag}"),
-            host: format!("{SUBNET}.{number}.1"),
-        };
-        let outside = format!("cph{tag}");
-        let inside_address = format!("{SUBNET}.{number}.2/24");
-        let host_address = format!("{}/24", point.host);
-        let steps: [&[&str]; 8] = [
-            &["netns", "add", &point.namespace],
-            &[
-                "link",
-                "add",
-                &outside,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                &point.inside,
-            ],
-            &["link", "set", &point.inside, "netns", &point.namespace],
-            &["addr", "add", &host_address, "dev", &outside],
-            &["link", "set", &outside, "up"],
-            &[
-                "-n",
-                &point.namespace,
-                "addr",
-                "add",
-                &inside_address,
-                "dev",
-                &point.inside,
-            ],
-            &["-n", &point.namespace, "link", "set", &point.inside, "up"],
-            &["-n", &point.namespace, "link", "set", "lo", "up"],
-        ];
-        for step in steps {
-            let status = Command::new("ip").args(step).status().unwrap();
-            assert!(status.success(), "ip {}", step.join(" "));
-        }
-        point
-    }
-
-    /// `ip netns exec NAMESPACE tlslab ARGS...`, on the shared PKI cache.
-    fn tlslab(&self, args: &[&str]) -> Command {
-        tlslab_in(&self.namespace, args)
-    }
-}
-
-impl Drop for Point {
-    fn drop(&mut self) {
-        // Deleting the namespace deletes the veth end in it, and so its pair.
-        let _ = Command::new("ip")
-            .args(["netns", "delete", &self.namespace])
-            .status();
-    }
-}
 
 /// A capture agent, stopped with SIGINT (as Ctrl-C) and waited for.
 struct Agent {
@@ -175,7 +106,9 @@ fn three_capture_points_write_one_run_labelled_by_where_they_saw_each_handshake(
     // Agents in other network namespaces reach the database by its unix socket.
     let url = cluster.socket_url();
     let dir = scratch("capture-points");
-    let points: Vec<Point> = (1..=3).map(Point::create).collect();
+    let points: Vec<Point> = (1..=3)
+        .map(|number| Point::create("cp", SUBNET, number))
+        .collect();
     // One lab server on the host, answering on each point's veth.
     let server = LabServer::listening_on("0.0.0.0");
     let port = server.port;

@@ -325,7 +325,7 @@ struct TablePlan {
 /// numbered by the target (`id` of runs, samples and scans).
 fn kept_keys(table: &str) -> &'static [&'static str] {
     match table {
-        "configs" => &["id"],
+        "configs" | "agents" | "claims" => &["id"],
         "trials" => &["id", "config_id"],
         "samples" => &["config_id", "trial_id"],
         "replays" => &["config_id"],
@@ -338,7 +338,8 @@ fn kept_keys(table: &str) -> &'static [&'static str] {
 fn run_key(table: &str, dialect: Dialect) -> Option<&'static str> {
     match (table, dialect) {
         ("runs", _) => Some("id"),
-        ("configs" | "trials" | "samples", _) | ("replays", Dialect::Postgres) => Some("run_id"),
+        ("configs" | "agents" | "claims" | "trials" | "samples", _)
+        | ("replays", Dialect::Postgres) => Some("run_id"),
         _ => None,
     }
 }
@@ -414,8 +415,11 @@ impl TablePlan {
 }
 
 /// Every table a run's rows are in, in the order a copy writes them (a Config before its
-/// trials: PostgreSQL checks that key).
-const RUN_TABLES: [&str; 4] = ["configs", "trials", "samples", "replays"];
+/// trials: PostgreSQL checks that key). A distributed run's agents and the claims of its
+/// trials go with it.
+const RUN_TABLES: [&str; 6] = [
+    "configs", "agents", "claims", "trials", "samples", "replays",
+];
 
 fn table(name: &str) -> Table {
     tables()

@@ -7,6 +7,7 @@
 //! connection on a runtime of its own), because the store's writer is a thread of its own
 //! already ([`SinkThread`](tlslab_core::SinkThread)).
 
+pub mod agents;
 pub mod connection;
 mod sink;
 pub mod spool;
@@ -97,6 +98,26 @@ pub enum PostgresError {
         run: i64,
         /// The kind of run the writer adds to (`capture`, `pcap`).
         kind: String,
+    },
+    /// An agent asked to work for a run that has no work for it.
+    #[error("the database {database} has {why} (run {run}): nothing for an agent to do")]
+    NoWork {
+        /// The database, as shown to users (no password).
+        database: String,
+        /// The run asked for.
+        run: i64,
+        /// What the run is instead.
+        why: String,
+    },
+    /// An agent of another tlslab than the one that planned the run.
+    #[error("run {run} was planned by tlslab {coordinator}; this agent is tlslab {agent}")]
+    AgentVersion {
+        /// The run.
+        run: i64,
+        /// The coordinator's version and commit.
+        coordinator: String,
+        /// The agent's.
+        agent: String,
     },
     /// A statement failed: the connection dropped, a permission is missing, the disk is full.
     #[error("the database {database} refused: {doing}")]

@@ -99,6 +99,22 @@ pub struct PostgresSink {
     notices: Notices,
     /// Set when the sink joined a run another writer made: the run's row is not its own.
     joined: Option<super::Joined>,
+    /// Set when the sink writes for an agent of a distributed run.
+    agent: Option<AgentWriter>,
+}
+
+/// An agent of a distributed run, as its sink writes for it.
+#[derive(Debug, Clone, Copy)]
+struct AgentWriter {
+    /// The agent's number: every sample and trial it writes carries it.
+    id: i64,
+    /// When the run was made, on the database server's clock.
+    run_started_at_unix_ns: u64,
+    /// What the agent adds to its clock to read the database server's.
+    clock_offset_ns: i64,
+    /// What turns the agent's own times (from its start) into the run's (from the run's
+    /// start, on the server's clock): set as the run begins.
+    shift_ns: i64,
 }
 
 impl PostgresSink {
@@ -137,6 +153,7 @@ impl PostgresSink {
             spool_limit: SPOOL_LIMIT_BYTES,
             notices: Notices::default(),
             joined: None,
+            agent: None,
         }
     }
 
@@ -166,6 +183,25 @@ impl PostgresSink {
         self
     }
 
+    /// This sink, writing for agent `agent` of a distributed run whose coordinator made the
+    /// run (at `run_started_at_unix_ns`, on the database server's clock) and its Configs: it
+    /// writes neither, marks every sample and trial with the agent, counts their times from
+    /// the run's start through the agent's `clock_offset_ns`, and adds its end to the run's.
+    pub fn for_agent(
+        mut self,
+        agent: i64,
+        run_started_at_unix_ns: u64,
+        clock_offset_ns: i64,
+    ) -> PostgresSink {
+        self.agent = Some(AgentWriter {
+            id: agent,
+            run_started_at_unix_ns,
+            clock_offset_ns,
+            shift_ns: 0,
+        });
+        self
+    }
+
     /// Where this sink stands in a run it joined; `None` for a run it made.
     pub fn joined(&self) -> Option<super::Joined> {
         self.joined
@@ -191,7 +227,7 @@ impl PostgresSink {
         }
         let written = write_batch(
             &mut self.client,
-            self.run,
+            (self.run, self.agent.map(|agent| agent.id)),
             &self.others,
             &self.columns,
             (&self.samples, &self.addresses),
@@ -384,14 +420,14 @@ fn upload_command(path: &std::path::Path, settings: Option<&Settings>, database:
 /// parse (a handshake's row on the wire: about 250 bytes instead of 650).
 fn write_batch(
     client: &mut Client,
-    run: i64,
+    (run, agent): (i64, Option<i64>),
     others: &[Record],
     columns: &[Column],
     (samples, addresses): (&[Box<Sample>], &Addresses),
 ) -> Result<(), postgres::Error> {
     let mut transaction = client.transaction()?;
     for record in others {
-        write_other(&mut transaction, run, record)?;
+        write_other(&mut transaction, (run, agent), record)?;
     }
     if !samples.is_empty() {
         // Each sample's filled cells, by column, and which columns any of them fills.
@@ -411,9 +447,9 @@ fn write_batch(
             })
             .collect();
         let used: Vec<usize> = (0..columns.len()).filter(|index| used[*index]).collect();
-        let mut names = vec!["run_id", "config_id", "trial_id"];
+        let mut names = vec!["run_id", "config_id", "trial_id", "agent_id"];
         names.extend(used.iter().map(|index| columns[*index].name.as_str()));
-        let mut types = vec![Type::INT8; 3];
+        let mut types = vec![Type::INT8; 4];
         types.extend(used.iter().map(|index| columns[*index].type_.clone()));
         let copy = format!(
             "COPY samples ({}) FROM STDIN (FORMAT binary)",
@@ -422,13 +458,14 @@ fn write_batch(
         let mut writer = BinaryCopyInWriter::new(transaction.copy_in(&copy)?, &types);
         let null = Parameter::Null;
         let mut row: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(types.len());
-        let keys: Vec<[Parameter<'_>; 3]> = samples
+        let keys: Vec<[Parameter<'_>; 4]> = samples
             .iter()
             .map(|sample| {
                 [
                     Parameter::Integer(run),
                     Parameter::Integer(sample.config as i64),
                     Parameter::Integer(sample.trial as i64),
+                    agent.map_or(Parameter::Null, Parameter::Integer),
                 ]
             })
             .collect();
@@ -452,23 +489,32 @@ fn write_batch(
 /// A record that is not a sample, inside the batch's transaction.
 fn write_other(
     transaction: &mut Transaction<'_>,
-    run: i64,
+    (run, agent): (i64, Option<i64>),
     record: &Record,
 ) -> Result<(), postgres::Error> {
-    let insert = |transaction: &mut Transaction<'_>, table: &str, values: Vec<(&str, Value)>| {
-        let names: Vec<&str> = values.iter().map(|(name, _)| *name).collect();
-        let parameters: Vec<Parameter<'_>> = values
-            .iter()
-            .map(|(_, value)| Parameter::from(value))
-            .collect();
-        let references: Vec<&(dyn ToSql + Sync)> = parameters
-            .iter()
-            .map(|parameter| parameter as &(dyn ToSql + Sync))
-            .collect();
-        transaction
-            .execute(&positional_insert(table, &names, "$"), &references)
-            .map(drop)
-    };
+    let insert =
+        |transaction: &mut Transaction<'_>, table: &str, mut values: Vec<(&str, Value)>| {
+            // An agent's trial row says the trial is done (`agents.rs`): one agent writes it,
+            // and one that was thought lost but was not finds it written and adds nothing.
+            let conflict = match agent {
+                Some(agent) => {
+                    values.push(("agent_id", Value::Integer(agent)));
+                    " ON CONFLICT DO NOTHING"
+                }
+                None => "",
+            };
+            let names: Vec<&str> = values.iter().map(|(name, _)| *name).collect();
+            let parameters: Vec<Parameter<'_>> = values
+                .iter()
+                .map(|(_, value)| Parameter::from(value))
+                .collect();
+            let references: Vec<&(dyn ToSql + Sync)> = parameters
+                .iter()
+                .map(|parameter| parameter as &(dyn ToSql + Sync))
+                .collect();
+            let sql = positional_insert(table, &names, "$") + conflict;
+            transaction.execute(&sql, &references).map(drop)
+        };
     match record {
         Record::Sample(_) => Ok(()),
         Record::Config(config) => insert(transaction, "configs", config_values(run, config)),
@@ -492,6 +538,13 @@ fn write_other(
 impl Sink for PostgresSink {
     fn begin(&mut self, info: &RunInfo) -> Result<(), SinkError> {
         self.info = Some(info.clone());
+        if let Some(agent) = &mut self.agent {
+            // The coordinator wrote the run and its Configs.
+            agent.shift_ns = (info.started_at_unix_ns as i64)
+                .saturating_add(agent.clock_offset_ns)
+                .saturating_sub(agent.run_started_at_unix_ns as i64);
+            return Ok(());
+        }
         if self.joined.is_none() {
             let values = run_values(self.run, info);
             let names: Vec<&str> = values.iter().map(|(name, _)| *name).collect();
@@ -534,9 +587,17 @@ impl Sink for PostgresSink {
             self.try_return(false)?;
             return Ok(());
         }
-        match record {
-            Record::Sample(sample) => self.samples.push(sample),
-            record => self.others.push(record),
+        match (record, self.agent) {
+            (Record::Sample(mut sample), Some(agent)) => {
+                sample.started_at = shifted(sample.started_at, agent.shift_ns);
+                self.samples.push(sample);
+            }
+            (Record::Sample(sample), None) => self.samples.push(sample),
+            (Record::Trial(mut trial), Some(agent)) => {
+                trial.started_at = shifted(trial.started_at, agent.shift_ns);
+                self.others.push(Record::Trial(trial));
+            }
+            (record, _) => self.others.push(record),
         }
         if self.samples.len() >= BATCH_SAMPLES || self.batch_started.elapsed() >= BATCH_TIME {
             self.commit()?;
@@ -574,6 +635,11 @@ impl Sink for PostgresSink {
         );
         committed.and(ended)
     }
+}
+
+/// A time from an agent's start, counted from the run's start instead.
+fn shifted(nanos: u64, shift_ns: i64) -> u64 {
+    (nanos as i64).saturating_add(shift_ns).max(0) as u64
 }
 
 /// The PostgreSQL type of a column the one schema types as SQLite does.

@@ -21,6 +21,7 @@ pub mod cluster;
 pub use cluster::Cluster;
 
 /// tcpdump started and stopped as the tests need it, shared with the workflow's tests.
+pub mod namespace;
 pub mod tcpdump;
 // Only the test files that capture name it.
 #[allow(unused_imports)]

@@ -1,0 +1,585 @@
+//! Distributed runs (issue 33): `run --agents N` ([`coordinate`]) stores the plan and the run
+//! in a PostgreSQL database and waits for its agents; `agent` ([`agent`]) joins such a run,
+//! expands the same plan, measures its clock against the database server's, waits for the
+//! common start, and runs the trials it claims with the same engine a local run uses, its
+//! samples going into the run as it goes. The database is the only coordinator
+//! (tlslab-store's `postgres/agents.rs`).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tlslab_core::{Config, Experiment, Plan, RunEnd, RunInfo, Sink, Source, Trial};
+use tlslab_engine::{RunError, TrialSource};
+use tlslab_store::postgres::agents::{
+    unix_ns_now, AgentEnd, AgentRow, ClockOffset, Coordination, LostAgent, Registration, Work,
+};
+use tlslab_store::{KeptHandle, Location, NewRun};
+
+use crate::results::{self, Results};
+use crate::run::{self, RunOutcome, RunRequest};
+use crate::{Control, Invocation, WorkflowError};
+
+/// An agent that has not beaten for this long is lost: its claim is taken over.
+pub const STALE_AFTER: Duration = Duration::from_secs(10);
+/// How often an agent beats.
+const HEARTBEAT: Duration = Duration::from_secs(1);
+/// How often the coordinator looks at the run's progress.
+const POLL: Duration = Duration::from_millis(500);
+/// How long an agent waits before asking again when the trials left are all held.
+const CLAIM_RETRY: Duration = Duration::from_millis(500);
+/// Reads of the database server's clock an agent takes to measure its offset.
+const CLOCK_TRIES: usize = 8;
+
+/// `--shard I/N`: which of N agents this one is (its identity in the summary; the work is
+/// claimed, not divided, so a fast agent takes more).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// From 0.
+    pub index: u32,
+    /// How many.
+    pub count: u32,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Shard, String> {
+        let (index, count) = text
+            .split_once('/')
+            .ok_or_else(|| format!("`{text}` is not I/N (say 0/4 for the first of four)"))?;
+        let parse = |part: &str| {
+            part.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("`{part}` in `{text}` is not a number"))
+        };
+        let (index, count) = (parse(index)?, parse(count)?);
+        if count == 0 || index >= count {
+            return Err(format!(
+                "`{text}`: the index counts from 0 and must be below the count"
+            ));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "{}/{}", self.index, self.count)
+    }
+}
+
+/// What an agent joins and how long it waits for the start.
+#[derive(Debug, Clone)]
+pub struct AgentRequest {
+    /// The database the run is in.
+    pub store: Location,
+    /// The run.
+    pub run: i64,
+    /// Which agent this is, when the engine that started it says (an indexed job, an array).
+    pub shard: Option<Shard>,
+    /// How long to wait for the common start (the other agents registering).
+    pub wait_start: Duration,
+    /// The lab's certificate directory; the default one when `None`.
+    pub pki_dir: Option<std::path::PathBuf>,
+    /// Who runs it.
+    pub invocation: Invocation,
+}
+
+/// What an agent did.
+#[derive(Debug, Clone)]
+pub struct AgentOutcome {
+    /// The run, and where it is.
+    pub results: Results,
+    /// The agent's number in the run.
+    pub agent: i64,
+    /// Its clock against the database server's.
+    pub clock: ClockOffset,
+    /// How late it started after the common start, ns (negative: early, within the clock's
+    /// uncertainty).
+    pub late_ns: i64,
+    /// Its part of the run.
+    pub end: RunEnd,
+    /// Trials it ran.
+    pub trials: u64,
+    /// Trials it took over from lost agents: (trial, agent).
+    pub taken_over: Vec<(usize, i64)>,
+    /// Agents it found lost and settled.
+    pub lost: Vec<LostAgent>,
+}
+
+/// Joins run `request.run` as an agent and runs the trials it claims until none is left.
+/// Stopping `control.stop` ends it after the attempts in flight; its unfinished trial is
+/// taken over by another agent.
+pub fn agent(request: &AgentRequest, control: &Control) -> Result<AgentOutcome, WorkflowError> {
+    let mut coordination = Coordination::connect(&request.store)?;
+    let registration = Registration {
+        shard: request.shard.map(|shard| shard.to_string()),
+        host: host_name(),
+        process_id: std::process::id(),
+        tool_version: request.invocation.version.clone(),
+        commit_id: request.invocation.commit.clone(),
+    };
+    let joined = coordination.register(request.run, &registration)?;
+    let (experiment, configs, plan) = expand(&joined.experiment, &joined.plan, request.run)?;
+    let clock = coordination.measure_clock(CLOCK_TRIES)?;
+    let address = measuring_address(experiment.target.as_deref());
+    coordination.record_clock((joined.run, joined.agent), clock, address)?;
+    let heartbeat = Heartbeat::start(&request.store, joined.run, joined.agent)?;
+    let start = wait_for_start(&mut coordination, request, clock, control)?;
+    let started = unix_ns_now() + clock.offset_ns;
+    coordination.started(joined.run, joined.agent, started)?;
+    let sink = tlslab_store::Store::agent_sink(
+        &request.store,
+        joined.run,
+        joined.agent,
+        joined.started_at_unix_ns,
+        clock.offset_ns,
+    )?;
+    let claims = Claims {
+        coordination: Coordination::connect(&request.store)?,
+        run: joined.run,
+        agent: joined.agent,
+        shared: Arc::new(Mutex::new(Claimed::default())),
+        stop: control.stop.clone(),
+    };
+    let claimed = claims.shared.clone();
+    let usage_before = tlslab_engine::usage::current();
+    let options = tlslab_engine::RunOptions {
+        server_program: request.invocation.program.clone(),
+        pki: crate::open_pki(request.pki_dir.as_deref())?,
+        environment: request.invocation.environment(),
+        command_line: request.invocation.stored_command_line(),
+        seed: plan.seed,
+        stop: control.stop.clone(),
+        progress: control.progress.clone(),
+        key_log: None,
+        capture: None,
+        trials: Some(Box::new(claims)),
+    };
+    let ran = tlslab_engine::run(&experiment, &configs, &plan, options, sink);
+    heartbeat.stop();
+    let usage = tlslab_engine::usage::current().since(&usage_before);
+    let claimed = std::mem::take(&mut *claimed.lock().unwrap_or_else(|e| e.into_inner()));
+    let end = match &ran {
+        Ok(end) => end.clone(),
+        Err(error) => RunEnd {
+            complete: false,
+            reason: Some(tlslab_core::WithCauses(error).to_string()),
+            ..RunEnd::default()
+        },
+    };
+    coordination.finish(
+        joined.run,
+        joined.agent,
+        &AgentEnd {
+            complete: end.complete,
+            reason: end.reason.clone(),
+            trials: claimed.trials,
+            attempted: end.attempted,
+            errors: end.errors,
+            client_user_ns: usage.user_ns,
+            client_system_ns: usage.system_ns,
+        },
+    )?;
+    let lost = coordination.settle_lost(joined.run, STALE_AFTER)?;
+    ran.map_err(|source| WorkflowError::Engine {
+        source,
+        results: Some(std::path::PathBuf::from(request.store.to_string())),
+    })?;
+    Ok(AgentOutcome {
+        results: Results::new(request.store.clone(), Some(joined.run)),
+        agent: joined.agent,
+        clock,
+        late_ns: started - start,
+        end,
+        trials: claimed.trials,
+        taken_over: claimed.taken_over,
+        lost,
+    })
+}
+
+/// The experiment, Configs and plan of a run as its coordinator stored them, expanded again
+/// here: refused unless the plan comes out the same (the same build does).
+fn expand(
+    experiment: &str,
+    stored_plan: &str,
+    run: i64,
+) -> Result<(Experiment, Vec<Config>, Plan), WorkflowError> {
+    let unreadable = |what: &str| {
+        WorkflowError::usage(
+            format!("run {run}'s {what} cannot be read by this tlslab"),
+            "run the agents and the coordinator from one build of tlslab",
+        )
+    };
+    let experiment = Experiment::from_toml(experiment).map_err(|_| unreadable("experiment"))?;
+    let configs = experiment.configs().map_err(|_| unreadable("experiment"))?;
+    let seed = experiment.seed.ok_or_else(|| unreadable("seed"))?;
+    let plan = Plan::new(&experiment, &configs, seed);
+    let expanded = serde_json::to_string(&Some(&plan)).map_err(|_| unreadable("plan"))?;
+    if expanded != stored_plan {
+        return Err(unreadable("plan (it expands to another here)"));
+    }
+    Ok((experiment, configs, plan))
+}
+
+/// Waits for the run's common start (set when the last expected agent registers), then until
+/// it comes on this machine's clock; the start, on the database server's clock.
+fn wait_for_start(
+    coordination: &mut Coordination,
+    request: &AgentRequest,
+    clock: ClockOffset,
+    control: &Control,
+) -> Result<i64, WorkflowError> {
+    let waiting = Instant::now();
+    let start = loop {
+        if let (Some(start), _) = coordination.start_at(request.run)? {
+            break start;
+        }
+        if control.stop.is_requested() {
+            return Err(WorkflowError::usage(
+                "stopped while waiting for the run's start",
+                "the run starts when every agent it waits for has registered",
+            ));
+        }
+        if waiting.elapsed() >= request.wait_start {
+            return Err(WorkflowError::usage(
+                format!(
+                    "run {} did not start within {} s: fewer agents registered than it waits for",
+                    request.run,
+                    request.wait_start.as_secs()
+                ),
+                "start every agent the run was made for (`--agents N`), or give --wait-start a longer time",
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let local_start = start - clock.offset_ns;
+    let wait = local_start - unix_ns_now();
+    if wait > 0 {
+        std::thread::sleep(Duration::from_nanos(wait as u64));
+    }
+    Ok(start)
+}
+
+/// What an agent claimed, for its outcome.
+#[derive(Debug, Default)]
+struct Claimed {
+    trials: u64,
+    taken_over: Vec<(usize, i64)>,
+}
+
+/// The trials an agent claims from the run's database, one at a time.
+struct Claims {
+    coordination: Coordination,
+    run: i64,
+    agent: i64,
+    shared: Arc<Mutex<Claimed>>,
+    stop: tlslab_engine::Stop,
+}
+
+impl TrialSource for Claims {
+    fn next(&mut self, plan: &Plan) -> Result<Option<Trial>, RunError> {
+        let claim = loop {
+            let work = self
+                .coordination
+                .claim(self.run, self.agent, STALE_AFTER)
+                .map_err(|error| {
+                    RunError::environment(
+                        format!(
+                            "claiming run {}'s next trial failed: {}",
+                            self.run,
+                            tlslab_core::WithCauses(&error)
+                        ),
+                        error.hint(),
+                    )
+                })?;
+            match work {
+                Work::Trial(claim) => break claim,
+                Work::Done => return Ok(None),
+                // A trial held by an agent that may be lost: wait to take it over (or to see
+                // it done), as long as this agent is not stopped.
+                Work::Wait if self.stop.is_requested() => return Ok(None),
+                Work::Wait => std::thread::sleep(CLAIM_RETRY),
+            }
+        };
+        let Some(planned) = plan.trials.get(claim.trial) else {
+            return Err(RunError::environment(
+                format!("run {} has no trial {} in its plan", self.run, claim.trial),
+                "the run's claims were not written by its coordinator",
+            ));
+        };
+        let mut claimed = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        claimed.trials += 1;
+        if let Some(previous) = claim.taken_over_from {
+            claimed.taken_over.push((claim.trial, previous));
+        }
+        Ok(Some(Trial {
+            handshakes: claim.handshakes,
+            ..*planned
+        }))
+    }
+}
+
+/// An agent's heartbeat: a thread with a connection of its own, beating every second until
+/// stopped, so a long trial never looks like a lost agent.
+struct Heartbeat {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Heartbeat {
+    fn start(location: &Location, run: i64, agent: i64) -> Result<Heartbeat, WorkflowError> {
+        let mut coordination = Coordination::connect(location)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("tlslab-heartbeat".into())
+            .spawn(move || {
+                while !stopping.load(Ordering::Relaxed) {
+                    // A beat the database refuses is not fatal: the samples spool, and a
+                    // database away for long enough makes the agent look lost, its trial
+                    // taken over (its own trial row then adds nothing).
+                    let _ = coordination.heartbeat(run, agent);
+                    let slept = Instant::now();
+                    while slept.elapsed() < HEARTBEAT && !stopping.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                }
+            })
+            .map_err(|error| {
+                WorkflowError::environment(
+                    "cannot start the agent's heartbeat thread",
+                    "raise the process's thread limit",
+                    Some(error),
+                )
+            })?;
+        Ok(Heartbeat {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The address this machine measures `target` from: the source address its routes choose
+/// (a UDP socket connected, nothing sent).
+fn measuring_address(target: Option<&str>) -> Option<String> {
+    use std::net::ToSocketAddrs;
+    let target = target?.to_socket_addrs().ok()?.next()?;
+    let local: std::net::SocketAddr = match target {
+        std::net::SocketAddr::V4(_) => ([0, 0, 0, 0], 0).into(),
+        std::net::SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    let socket = std::net::UdpSocket::bind(local).ok()?;
+    socket.connect(target).ok()?;
+    Some(socket.local_addr().ok()?.ip().to_string())
+}
+
+/// This machine's name, for the agents' table.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// A distributed run as its coordinator leaves it: detached (the agents run on), or waited
+/// for and summarized as any run.
+pub enum Coordinated {
+    /// `--detach`: the run is stored and published; its agents run it.
+    Detached(Results),
+    /// The run, waited for, summarized and judged, with its agents.
+    Finished(Box<RunOutcome>),
+}
+
+/// What the coordinator says while it waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Waiting {
+    /// Agents registered, and expected.
+    pub registered: u64,
+    /// Agents the start waits for.
+    pub expected: u64,
+    /// Trials done, of all.
+    pub done: u64,
+    /// Trials in the plan.
+    pub trials: u64,
+}
+
+/// `run --agents N`: stores the plan and the run in the database, publishes its trials for
+/// `agents` agents, and (unless `detach`) waits until they are all done, then summarizes and
+/// judges the run as [`run::run`] does. Stopping `control.stop` ends the wait: the run is
+/// marked incomplete, and agents still running finish the trials they hold.
+pub fn coordinate(
+    request: &RunRequest,
+    agents: u32,
+    detach: bool,
+    control: &Control,
+    waiting: &dyn Fn(Waiting),
+) -> Result<Coordinated, WorkflowError> {
+    let experiment = &request.experiment;
+    check_distributable(request, agents)?;
+    crate::experiment::check_metric(request.metric.as_deref())?;
+    let configs = experiment.configs()?;
+    let seed = experiment.seed.unwrap_or_else(|| fastrand::u64(..));
+    let plan = Plan::new(experiment, &configs, seed);
+    let location = request.store.clone().unwrap_or_else(|| {
+        Location::File(crate::default_output()) // refused below: agents need a database
+    });
+    let mut coordination = Coordination::connect(&location)?;
+    let (created, results) = results::create(&location, control)?;
+    let NewRun::Database(mut sink) = created else {
+        return Err(tlslab_store::StoreError::AgentsNeedDatabase.into());
+    };
+    let run = sink.run();
+    let mut recorded = experiment.clone();
+    recorded.seed = Some(seed);
+    let target = experiment.target.clone().unwrap_or_default();
+    let info = RunInfo {
+        source: Source::Active,
+        experiment: Some(recorded),
+        configs: configs
+            .iter()
+            .map(|config| config.record(target.clone(), None))
+            .collect(),
+        plan: Some(plan.clone()),
+        environment: request.invocation.environment(),
+        command_line: request.invocation.stored_command_line(),
+        started_at_unix_ns: coordination.server_now()?.max(0) as u64,
+    };
+    let began = Instant::now();
+    sink.begin(&info).map_err(WorkflowError::Sink)?;
+    coordination.publish(run, agents, &plan.trials)?;
+    if detach {
+        return Ok(Coordinated::Detached(results));
+    }
+    let interrupted = wait_for_agents(&mut coordination, run, control, waiting)?;
+    let status = coordination.status(run)?;
+    let complete = status.is_done() && !interrupted;
+    let reason = (!complete).then(|| match interrupted {
+        true => format!(
+            "the coordinator was interrupted with {} of {} trials done; agents still running finish the trials they hold",
+            status.done, status.trials
+        ),
+        false => format!(
+            "{} of {} trials done: every agent ended before the rest",
+            status.done, status.trials
+        ),
+    });
+    let coordinator_end = RunEnd {
+        complete,
+        reason: reason.clone(),
+        duration_ns: began.elapsed().as_nanos() as u64,
+        attempted: 0,
+        errors: 0,
+    };
+    sink.finish(&coordinator_end).map_err(WorkflowError::Sink)?;
+    let agents = coordination.agents(run)?;
+    let (store, summary) = run::summarize(
+        &results,
+        KeptHandle::default(),
+        request.metric.as_deref(),
+        None,
+    )?;
+    let end = RunEnd {
+        attempted: agents.iter().map(|agent| agent.samples).sum(),
+        errors: agents.iter().map(|agent| agent.errors).sum(),
+        ..coordinator_end
+    };
+    let verdict = run::judge(experiment, &end, &store, &summary)?;
+    Ok(Coordinated::Finished(Box::new(RunOutcome {
+        results,
+        store,
+        summary,
+        end,
+        verdict,
+        key_log_lost: None,
+        report: None,
+        agents,
+    })))
+}
+
+/// What a distributed run cannot do: measure a lab server of its own per agent (each agent
+/// would measure its own), stop early on a shared interval, or write one key log or capture.
+fn check_distributable(request: &RunRequest, agents: u32) -> Result<(), WorkflowError> {
+    if agents == 0 {
+        return Err(WorkflowError::usage(
+            "--agents 0: a distributed run needs at least one agent",
+            "give --agents the number of agent processes you will start",
+        ));
+    }
+    let experiment = &request.experiment;
+    if experiment.target.is_none() {
+        return Err(WorkflowError::usage(
+            "--agents needs --target: agents measure one server",
+            "start a lab server the agents can reach (`tlslab serve --listen 0.0.0.0:8443`) and give it with --target HOST:PORT",
+        ));
+    }
+    let refused = |what: &str| {
+        WorkflowError::usage(
+            format!("{what} cannot be used with --agents"),
+            "leave it out: each agent is its own process, on its own machine",
+        )
+    };
+    if experiment.until_ci.is_some() {
+        return Err(refused("--until-ci"));
+    }
+    if request.key_log.is_some() {
+        return Err(refused("--keylog"));
+    }
+    if request.capture.is_some() {
+        return Err(refused("--capture"));
+    }
+    if request.report {
+        return Err(refused("--report"));
+    }
+    if !matches!(request.store, Some(Location::Database(_))) {
+        return Err(tlslab_store::StoreError::AgentsNeedDatabase.into());
+    }
+    Ok(())
+}
+
+/// Waits until every trial is done and every registered agent ended (lost ones are settled
+/// as they are found), or a stop is requested; whether it was.
+fn wait_for_agents(
+    coordination: &mut Coordination,
+    run: i64,
+    control: &Control,
+    waiting: &dyn Fn(Waiting),
+) -> Result<bool, WorkflowError> {
+    let mut last = None;
+    loop {
+        coordination.settle_lost(run, STALE_AFTER)?;
+        let status = coordination.status(run)?;
+        let now = Waiting {
+            registered: status.registered,
+            expected: status.expected,
+            done: status.done,
+            trials: status.trials,
+        };
+        if last != Some(now) {
+            waiting(now);
+            last = Some(now);
+        }
+        if status.is_done() && status.finished >= status.registered {
+            return Ok(false);
+        }
+        if control.stop.is_requested() {
+            return Ok(true);
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// The agents of a distributed run, for a summary (none for another run).
+pub fn agents_of(results: &Results) -> Result<Vec<AgentRow>, WorkflowError> {
+    let (Location::Database(_), Some(run)) = (&results.location, results.run) else {
+        return Ok(Vec::new());
+    };
+    Ok(Coordination::connect(&results.location)?.agents(run)?)
+}

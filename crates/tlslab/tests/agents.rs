@@ -1,0 +1,312 @@
+//! End-to-end: distributed runs (issue 33). A coordinator (`tlslab run --agents N`) stores a
+//! plan in a throw-away PostgreSQL cluster; agent processes (`tlslab agent`) claim its trials
+//! against one lab server; the merged run holds exactly the planned attempts, each under the
+//! agent that made it, and the coordinator's summary lists every agent. An agent killed
+//! mid-run loses nothing: its samples stay and its unfinished trial is taken over.
+//!
+//! Needs PostgreSQL; the eight-namespace test needs root too. Without them it prints why and
+//! skips.
+
+mod support;
+
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use support::namespace::VethNamespace;
+use support::*;
+
+/// The agents' subnet: `10.214.N.0/24` for agent N, the host at `.1`.
+const SUBNET: &str = "10.214";
+
+/// `psql` over `url`: one line per row, fields split by `|`.
+fn psql(url: &str, sql: &str) -> Vec<String> {
+    let output = Command::new("psql")
+        .args(["--no-psqlrc", "-At", "--dbname", url, "-c", sql])
+        .output()
+        .expect("psql runs (Debian: postgresql-client)");
+    assert!(output.status.success(), "psql: {}", stderr(&output));
+    stdout(&output).lines().map(str::to_string).collect()
+}
+
+/// `tlslab run --agents N --detach` for `target`: the run's number, printed alone.
+fn detached_run(url: &str, target: &str, agents: u32, plan: &[&str]) -> String {
+    let agents = agents.to_string();
+    let mut args = vec!["run", "--target", target, "--insecure", "--store", url];
+    args.extend(["--agents", &agents, "--detach"]);
+    args.extend(plan);
+    let printed = tlslab_succeeds(&args);
+    let run = printed.trim().to_string();
+    assert!(
+        run.parse::<i64>().is_ok(),
+        "the run's number alone: {printed:?}"
+    );
+    run
+}
+
+/// An agent process of run `run`, as `command` starts it.
+fn spawn_agent(mut command: Command, url: &str, run: &str, shard: &str) -> Child {
+    command
+        .args(["--store", url, "--run", run, "--shard", shard])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn agent_command() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tlslab"));
+    command.arg("agent").env("TLSLAB_PKI_DIR", pki_dir());
+    command
+}
+
+/// Waits until run `run` has at least `samples` samples stored; fails after a minute.
+fn wait_for_stored(url: &str, run: &str, samples: i64) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let stored: i64 = psql(
+            url,
+            &format!("SELECT count(*) FROM samples WHERE run_id = {run}"),
+        )[0]
+        .parse()
+        .unwrap();
+        if stored >= samples {
+            return;
+        }
+        assert!(Instant::now() < deadline, "only {stored} samples stored");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn finished(child: Child) -> Output {
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn agents_share_a_plan_and_the_coordinator_prints_the_merged_run_with_each_agent() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let server = LabServer::start();
+    let target = format!("127.0.0.1:{}", server.port);
+    // The coordinator waits for its three agents, then summarizes.
+    let coordinator = command([
+        "run",
+        "--target",
+        &target,
+        "--insecure",
+        "--store",
+        &url,
+        "--agents",
+        "3",
+        "--tls",
+        "1.2,1.3",
+        "-n",
+        "60",
+        "--warmup",
+        "2",
+        "--block",
+        "10",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let run = loop {
+        // Until the coordinator made the schema, the query fails.
+        let runs = Command::new("psql")
+            .args(["--no-psqlrc", "-At", "--dbname", &url, "-c"])
+            .arg("SELECT id FROM runs WHERE agents = 3")
+            .output()
+            .unwrap();
+        if let Some(run) = stdout(&runs).lines().next() {
+            break run.to_string();
+        }
+        assert!(Instant::now() < deadline, "the coordinator stored no run");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let agents: Vec<Child> = (0..3)
+        .map(|index| spawn_agent(agent_command(), &url, &run, &format!("{index}/3")))
+        .collect();
+    for agent in agents {
+        let output = finished(agent);
+        let said = assert_success(&output);
+        assert!(said.contains(&format!("(run {run})")), "{said}");
+    }
+    let output = finished(coordinator);
+    let printed = assert_success(&output);
+    // Two Configs, each 60 measured and 2 warm-up attempts: exactly that many stored,
+    // each under one of the three agents, and the run's end says so.
+    let stored = psql(
+        &url,
+        &format!(
+            "SELECT count(*), count(agent_id), count(DISTINCT agent_id) <= 3 FROM samples WHERE run_id = {run}"
+        ),
+    );
+    assert_eq!(stored, ["124|124|t"]);
+    assert_eq!(
+        psql(
+            &url,
+            &format!("SELECT attempted, complete, writers FROM runs WHERE id = {run}")
+        ),
+        ["124|1|4"]
+    );
+    // Every trial ran once, by one agent.
+    assert_eq!(
+        psql(
+            &url,
+            &format!("SELECT count(*), count(agent_id) FROM trials WHERE run_id = {run}")
+        ),
+        ["14|14"]
+    );
+    // The summary is the merged run's, and lists the three agents with their shards.
+    assert!(printed.contains("tls1.2"), "{printed}");
+    assert!(printed.contains("tls1.3"), "{printed}");
+    for shard in ["0/3", "1/3", "2/3"] {
+        assert!(
+            printed.lines().any(|line| line.contains(shard)),
+            "{shard} in:\n{printed}"
+        );
+    }
+    // Read again later, as any run of the database.
+    let compared = tlslab_succeeds(&["compare", &url, "--run", &run, "--json"]);
+    assert!(compared.contains("tls1.3"), "{compared}");
+    // A run with no work left, a run that is not there, another tlslab: refused, exit 2.
+    let late = agent_command()
+        .args(["--store", &url, "--run", &run])
+        .output()
+        .unwrap();
+    assert_user_error(&late, 2, "trials are all done");
+    let unknown = agent_command()
+        .args(["--store", &url, "--run", "999"])
+        .output()
+        .unwrap();
+    assert_user_error(&unknown, 2, "no run of that number");
+    let other = detached_run(&url, &target, 1, &["-n", "10"]);
+    psql(
+        &url,
+        &format!("UPDATE runs SET tool_version = '0.0.1' WHERE id = {other}"),
+    );
+    let mismatched = agent_command()
+        .args(["--store", &url, "--run", &other])
+        .output()
+        .unwrap();
+    assert_user_error(&mismatched, 2, "planned by tlslab 0.0.1");
+    // What a distributed run cannot be given.
+    let no_target = tlslab(&["run", "--store", &url, "--agents", "2", "-n", "10"]);
+    assert_user_error(&no_target, 2, "--agents needs --target");
+    let file = scratch("agents").join("one.db");
+    let to_file = tlslab(&[
+        "run",
+        "--target",
+        &target,
+        "--out",
+        file.to_str().unwrap(),
+        "--agents",
+        "2",
+    ]);
+    assert_user_error(&to_file, 2, "PostgreSQL");
+}
+
+#[test]
+fn eight_agents_in_their_own_namespaces_merge_exactly_and_one_killed_loses_nothing() {
+    if let Some(reason) = emulation_unavailable() {
+        println!("skipped: {reason}");
+        return;
+    }
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    // Agents in other network namespaces reach the database by its unix socket.
+    let url = cluster.socket_url();
+    let namespaces: Vec<VethNamespace> = (1..=8)
+        .map(|number| VethNamespace::create("ag", SUBNET, number))
+        .collect();
+    // One lab server on the host, on the host's address on the first pair: every namespace
+    // routes to it through its own veth, so that one target serves all eight.
+    for namespace in &namespaces {
+        let status = Command::new("ip")
+            .args(["-n", &namespace.namespace, "route", "add", "default", "via"])
+            .arg(&namespace.host)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let server = LabServer::listening_on("0.0.0.0");
+    let target = format!("{}:{}", namespaces[0].host, server.port);
+    // 2 Configs × 2,000 handshakes in blocks of 100: 40 trials, long enough to kill one
+    // agent in the middle of one.
+    let run = detached_run(
+        &url,
+        &target,
+        8,
+        &[
+            "--tls", "1.2,1.3", "-n", "2000", "--block", "100", "--warmup", "0",
+        ],
+    );
+    let agents: Vec<Child> = namespaces
+        .iter()
+        .enumerate()
+        .map(|(index, namespace)| {
+            let mut command = tlslab_in(&namespace.namespace, &["agent"]);
+            command.env("TLSLAB_PKI_DIR", pki_dir());
+            spawn_agent(command, &url, &run, &format!("{index}/8"))
+        })
+        .collect();
+    // Once the run is measuring, agent 3 (shard 2/8) dies without a word.
+    wait_for_stored(&url, &run, 500);
+    let mut agents = agents;
+    let mut killed = agents.remove(2);
+    killed.kill().unwrap();
+    let _ = killed.wait();
+    for agent in agents {
+        let output = finished(agent);
+        assert_success(&output);
+    }
+    // Nothing lost: the planned attempts exactly, stored = attempted, every trial once.
+    assert_eq!(
+        psql(
+            &url,
+            &format!("SELECT count(*), count(DISTINCT trial_id) FROM samples WHERE run_id = {run}")
+        ),
+        ["4000|40"]
+    );
+    assert_eq!(
+        psql(
+            &url,
+            &format!("SELECT attempted, errors, complete FROM runs WHERE id = {run}")
+        ),
+        ["4000|0|1"]
+    );
+    // Each agent measured from its own address; the killed one is marked lost, its samples
+    // kept under it.
+    let rows = psql(
+        &url,
+        &format!("SELECT shard, address, complete, coalesce(reason, '') FROM agents WHERE run_id = {run} ORDER BY shard"),
+    );
+    assert_eq!(rows.len(), 8, "{rows:?}");
+    for (index, row) in rows.iter().enumerate() {
+        let fields: Vec<&str> = row.split('|').collect();
+        assert_eq!(fields[0], format!("{index}/8"));
+        assert_eq!(fields[1], format!("{SUBNET}.{}.2", index + 1), "{row}");
+        if index == 2 {
+            assert_eq!(fields[2], "0", "{row}");
+            assert!(fields[3].starts_with("lost"), "{row}");
+        } else {
+            assert_eq!(fields[2], "1", "{row}");
+        }
+    }
+    // The coordinator's view, read afterwards: the report of the merged run.
+    let written = scratch("agents-eight").join("report.md");
+    tlslab_succeeds(&[
+        "report",
+        &url,
+        "--run",
+        &run,
+        "--output",
+        written.to_str().unwrap(),
+    ]);
+    let report = std::fs::read_to_string(&written).unwrap();
+    assert!(report.contains("tls1.3"), "{report}");
+}
