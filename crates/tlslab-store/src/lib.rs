@@ -860,11 +860,12 @@ impl Store {
     /// The sink of agent `agent` of distributed run `run` at `location` (a database): it
     /// writes the agent's samples and trials into the run its coordinator made (at
     /// `run_started_at_unix_ns` on the database server's clock, which is the agent's plus
-    /// `clock_offset_ns`), and adds its end to the run's.
+    /// `clock_offset_ns`), and adds its end to the run's; `agent` is its number, and whether
+    /// it is one of a gang (whose parts of a trial add up in one row).
     pub fn agent_sink(
         location: &Location,
         run: i64,
-        agent: i64,
+        agent: (i64, bool),
         run_started_at_unix_ns: u64,
         clock_offset_ns: i64,
     ) -> Result<Box<dyn tlslab_core::Sink>, StoreError> {

@@ -312,6 +312,9 @@ const RUNS_COLUMNS: &[(&str, &str)] = &[
     // server's clock (set when the last of them registers).
     ("agents", "INTEGER"),
     ("start_at_unix_ns", "INTEGER"),
+    // How its agents share the plan: `claims` (each trial whole, to whichever agent claims
+    // it) or `gang` (every trial by every agent at once, each its share of the clients).
+    ("distribution", "TEXT"),
 ];
 
 /// The samples columns a sample does not fill but its writer does (schema 18): the agent of
@@ -342,6 +345,8 @@ const AGENTS_COLUMNS: &[(&str, &str)] = &[
     ("errors", "INTEGER"),
     ("client_user_ns", "INTEGER"),
     ("client_system_ns", "INTEGER"),
+    // In a gang: the trial the agent is ready for (every agent waits for the others there).
+    ("position", "INTEGER"),
 ];
 
 /// A distributed run's work (schema 18): one row per trial of its plan, claimed by one agent

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use tlslab_core::{Config, Experiment, Plan, RunEnd, RunInfo, Sink, Source, Trial};
 use tlslab_engine::{RunError, TrialSource};
 use tlslab_store::postgres::agents::{
-    unix_ns_now, AgentEnd, AgentRow, ClockOffset, Coordination, LostAgent, Registration, Work,
+    unix_ns_now, AgentEnd, AgentRow, ClockOffset, Coordination, Distribution, LostAgent,
+    Registration, Work,
 };
 use tlslab_store::{KeptHandle, Location, NewRun};
 
@@ -121,7 +122,22 @@ pub fn agent(request: &AgentRequest, control: &Control) -> Result<AgentOutcome, 
         commit_id: request.invocation.commit.clone(),
     };
     let joined = coordination.register(request.run, &registration)?;
-    let (experiment, configs, plan) = expand(&joined.experiment, &joined.plan, request.run)?;
+    let (experiment, mut configs, plan) = expand(&joined.experiment, &joined.plan, request.run)?;
+    let planned_clients: Vec<u64> = configs
+        .iter()
+        .map(|config| u64::from(config.concurrency.max(1)))
+        .collect();
+    // In a gang, agent i of N (numbered from 1 as they register) runs its share of each
+    // Config's clients, and of its attempts and arrival rate with them.
+    let gang = (joined.distribution == Distribution::Gang).then(|| Gang {
+        index: (joined.agent - 1).max(0) as u64,
+        count: joined.agents.max(1) as u64,
+    });
+    if let Some(gang) = gang {
+        for config in &mut configs {
+            gang.share_config(config);
+        }
+    }
     let clock = coordination.measure_clock(CLOCK_TRIES)?;
     let address = measuring_address(experiment.target.as_deref());
     coordination.record_clock((joined.run, joined.agent), clock, address)?;
@@ -132,7 +148,7 @@ pub fn agent(request: &AgentRequest, control: &Control) -> Result<AgentOutcome, 
     let sink = tlslab_store::Store::agent_sink(
         &request.store,
         joined.run,
-        joined.agent,
+        (joined.agent, gang.is_some()),
         joined.started_at_unix_ns,
         clock.offset_ns,
     )?;
@@ -142,6 +158,8 @@ pub fn agent(request: &AgentRequest, control: &Control) -> Result<AgentOutcome, 
         agent: joined.agent,
         shared: Arc::new(Mutex::new(Claimed::default())),
         stop: control.stop.clone(),
+        gang: gang.map(|gang| (gang, 0)),
+        planned_clients,
     };
     let claimed = claims.shared.clone();
     let usage_before = tlslab_engine::usage::current();
@@ -276,24 +294,111 @@ struct Claims {
     agent: i64,
     shared: Arc<Mutex<Claimed>>,
     stop: tlslab_engine::Stop,
+    /// In a gang: this agent's place, and the next trial.
+    gang: Option<(Gang, usize)>,
+    /// Each Config's clients as planned (the gang's, not this agent's share).
+    planned_clients: Vec<u64>,
+}
+
+/// Agent `index` of a gang of `count`: its share of each trial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Gang {
+    index: u64,
+    count: u64,
+}
+
+impl Gang {
+    /// This agent's clients of `clients`: a block of them, the first `clients % count`
+    /// agents taking one more (its first client's number, and how many).
+    fn clients(&self, clients: u64) -> (u64, u64) {
+        let (each, extra) = (clients / self.count, clients % self.count);
+        let start = self.index * each + self.index.min(extra);
+        (start, each + u64::from(self.index < extra))
+    }
+
+    /// This agent's attempts of a trial of `handshakes` over `clients`: those its clients
+    /// would make, each client `handshakes / clients` and the first `handshakes % clients`
+    /// one more, so that the gang's shares add up to the trial exactly.
+    fn handshakes(&self, handshakes: u64, clients: u64) -> u64 {
+        let clients = clients.max(1);
+        let (start, count) = self.clients(clients);
+        let extra = handshakes % clients;
+        count * (handshakes / clients) + extra.min(start + count).saturating_sub(start)
+    }
+
+    /// `config` as this agent runs it: its share of the clients (at least one: an agent
+    /// with no share runs none of its attempts) and of the arrival rate.
+    fn share_config(&self, config: &mut Config) {
+        let clients = u64::from(config.concurrency.max(1));
+        let (_, count) = self.clients(clients);
+        if let Some(rate) = &mut config.arrival_rate {
+            *rate *= count as f64 / clients as f64;
+        }
+        config.concurrency = count.max(1) as u32;
+    }
+}
+
+impl Claims {
+    /// In a gang: the next trial of the plan, once every agent of the gang is ready for it,
+    /// with this agent's share of its attempts.
+    fn next_together(&mut self, plan: &Plan) -> Result<Option<Trial>, RunError> {
+        let Some((gang, next)) = &mut self.gang else {
+            return Ok(None);
+        };
+        let Some(trial) = plan.trials.get(*next).copied() else {
+            return Ok(None);
+        };
+        let stop = self.stop.clone();
+        let ready = self
+            .coordination
+            .gang_ready((self.run, self.agent), *next, STALE_AFTER, &|| {
+                stop.is_requested()
+            })
+            .map_err(|error| claim_failed(self.run, &error))?;
+        if !ready {
+            return Ok(None);
+        }
+        *next += 1;
+        let clients = self.planned_clients.get(trial.config).copied().unwrap_or(1);
+        let (_, mine) = gang.clients(clients);
+        let mut claimed = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        claimed.trials += 1;
+        Ok(Some(match (mine, trial.time_limit) {
+            (0, _) => Trial {
+                handshakes: 0,
+                time_limit: None,
+                ..trial
+            },
+            (_, Some(_)) => trial,
+            (_, None) => Trial {
+                handshakes: gang.handshakes(trial.handshakes, clients),
+                ..trial
+            },
+        }))
+    }
+}
+
+/// A claim the database refused, as the run's failure.
+fn claim_failed(run: i64, error: &tlslab_store::StoreError) -> RunError {
+    RunError::environment(
+        format!(
+            "claiming run {run}'s next trial failed: {}",
+            tlslab_core::WithCauses(error)
+        ),
+        error.hint(),
+    )
 }
 
 impl TrialSource for Claims {
     fn next(&mut self, plan: &Plan) -> Result<Option<Trial>, RunError> {
+        if self.gang.is_some() {
+            return self.next_together(plan);
+        }
         let claim = loop {
             let work = self
                 .coordination
                 .claim(self.run, self.agent, STALE_AFTER)
-                .map_err(|error| {
-                    RunError::environment(
-                        format!(
-                            "claiming run {}'s next trial failed: {}",
-                            self.run,
-                            tlslab_core::WithCauses(&error)
-                        ),
-                        error.hint(),
-                    )
-                })?;
+                .map_err(|error| claim_failed(self.run, &error))?;
             match work {
                 Work::Trial(claim) => break claim,
                 Work::Done => return Ok(None),
@@ -417,7 +522,7 @@ pub struct Waiting {
 /// marked incomplete, and agents still running finish the trials they hold.
 pub fn coordinate(
     request: &RunRequest,
-    agents: u32,
+    (agents, distribution): (u32, Distribution),
     detach: bool,
     control: &Control,
     waiting: &dyn Fn(Waiting),
@@ -454,19 +559,33 @@ pub fn coordinate(
     };
     let began = Instant::now();
     sink.begin(&info).map_err(WorkflowError::Sink)?;
-    coordination.publish(run, agents, &plan.trials)?;
+    coordination.publish(run, (agents, distribution), &plan.trials)?;
     if detach {
         return Ok(Coordinated::Detached(results));
     }
     let interrupted = wait_for_agents(&mut coordination, run, control, waiting)?;
     let status = coordination.status(run)?;
-    let complete = status.is_done() && !interrupted;
-    let reason = (!complete).then(|| match interrupted {
-        true => format!(
+    let agent_rows = coordination.agents(run)?;
+    // A gang's lost agent leaves its shares unmade: the run is not the plan.
+    let short = match distribution {
+        Distribution::Gang => agent_rows
+            .iter()
+            .filter(|agent| agent.finished && !agent.complete)
+            .map(|agent| agent.agent.to_string())
+            .collect::<Vec<_>>(),
+        Distribution::Claims => Vec::new(),
+    };
+    let complete = status.is_done() && !interrupted && short.is_empty();
+    let reason = (!complete).then(|| match (interrupted, status.is_done()) {
+        (true, _) => format!(
             "the coordinator was interrupted with {} of {} trials done; agents still running finish the trials they hold",
             status.done, status.trials
         ),
-        false => format!(
+        (false, true) => format!(
+            "agents {} of the gang did not finish their shares",
+            short.join(", ")
+        ),
+        (false, false) => format!(
             "{} of {} trials done: every agent ended before the rest",
             status.done, status.trials
         ),
@@ -582,4 +701,39 @@ pub fn agents_of(results: &Results) -> Result<Vec<AgentRow>, WorkflowError> {
         return Ok(Vec::new());
     };
     Ok(Coordination::connect(&results.location)?.agents(run)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gangs_shares_add_up_to_the_trial_exactly() {
+        for (handshakes, clients, count) in [(100, 10, 3), (7, 25, 4), (2500, 50, 8), (1, 1, 3)] {
+            let gangs = (0..count).map(|index| Gang { index, count });
+            let shares: Vec<(u64, u64)> = gangs
+                .clone()
+                .map(|gang| {
+                    (
+                        gang.clients(clients).1,
+                        gang.handshakes(handshakes, clients),
+                    )
+                })
+                .collect();
+            assert_eq!(shares.iter().map(|share| share.0).sum::<u64>(), clients);
+            assert_eq!(shares.iter().map(|share| share.1).sum::<u64>(), handshakes);
+            // The blocks of clients follow each other.
+            let mut next = 0;
+            for gang in gangs {
+                let (start, count) = gang.clients(clients);
+                assert_eq!(start, next);
+                next += count;
+            }
+        }
+        // Ten clients over three agents: 4, 3 and 3, and the attempts with them.
+        let gang = |index| Gang { index, count: 3 };
+        assert_eq!(gang(0).clients(10), (0, 4));
+        assert_eq!(gang(2).clients(10), (7, 3));
+        assert_eq!(gang(0).handshakes(105, 10), 44);
+    }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tlslab_core::terminal::Escaped;
 use tlslab_core::Experiment;
 use tlslab_report::{render_text, TextOptions};
-use tlslab_store::postgres::agents::AgentRow;
+use tlslab_store::postgres::agents::{AgentRow, Distribution};
 use tlslab_workflow::agents::{AgentRequest, Coordinated, Shard, Waiting};
 
 use crate::cli::{AgentArgs, RunArgs};
@@ -28,8 +28,17 @@ pub fn coordinate(args: &RunArgs, experiment: Experiment, agents: u32) -> Result
             ));
         }
     };
-    let coordinated =
-        tlslab_workflow::agents::coordinate(&request, agents, args.detach, &control, &waiting)?;
+    let distribution = match args.gang {
+        true => Distribution::Gang,
+        false => Distribution::Claims,
+    };
+    let coordinated = tlslab_workflow::agents::coordinate(
+        &request,
+        (agents, distribution),
+        args.detach,
+        &control,
+        &waiting,
+    )?;
     let outcome = match coordinated {
         Coordinated::Detached(results) => {
             output::note(format_args!(

@@ -519,6 +519,13 @@ pub struct RunArgs {
     #[arg(long, requires = "agents")]
     #[arg(help_heading = "Distributed")]
     pub detach: bool,
+    /// With --agents: every agent runs every trial at once, each its share of the Config's
+    /// clients (--concurrency) and attempts, all starting each trial together (one
+    /// Config's load from many machines). Without it, each trial goes whole to whichever
+    /// agent claims it next.
+    #[arg(long, requires = "agents")]
+    #[arg(help_heading = "Distributed")]
+    pub gang: bool,
 }
 
 /// `tlslab agent`: one agent of a distributed run.

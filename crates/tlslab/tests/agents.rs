@@ -310,3 +310,64 @@ fn eight_agents_in_their_own_namespaces_merge_exactly_and_one_killed_loses_nothi
     let report = std::fs::read_to_string(&written).unwrap();
     assert!(report.contains("tls1.3"), "{report}");
 }
+
+#[test]
+fn a_gang_runs_every_trial_together_each_agent_its_share_of_the_clients() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let server = LabServer::start();
+    let target = format!("127.0.0.1:{}", server.port);
+    // Ten clients over three agents: 4, 3 and 3, each client 5 attempts of each trial of 50.
+    let run = detached_run(
+        &url,
+        &target,
+        3,
+        &[
+            "--gang", "--tls", "1.3", "-c", "10", "-n", "100", "--block", "50", "--warmup", "0",
+        ],
+    );
+    let agents: Vec<Child> = (0..3)
+        .map(|index| spawn_agent(agent_command(), &url, &run, &format!("{index}/3")))
+        .collect();
+    for agent in agents {
+        assert_success(&finished(agent));
+    }
+    let shares = psql(
+        &url,
+        &format!("SELECT count(*) FROM samples WHERE run_id = {run} GROUP BY agent_id ORDER BY 1"),
+    );
+    assert_eq!(shares, ["30", "30", "40"]);
+    // Each agent's concurrent clients are its share: 4, 3 and 3 of them.
+    let clients = psql(
+        &url,
+        &format!(
+            "SELECT count(DISTINCT agent) FROM samples WHERE run_id = {run} GROUP BY agent_id ORDER BY 1"
+        ),
+    );
+    assert_eq!(clients, ["3", "3", "4"]);
+    // Each trial's row adds the agents' parts up: the plan's trial, whole.
+    assert_eq!(
+        psql(
+            &url,
+            &format!(
+                "SELECT attempted, concurrency, agent_id IS NULL FROM trials WHERE run_id = {run} ORDER BY id"
+            )
+        ),
+        ["50|10|t", "50|10|t"]
+    );
+    assert_eq!(
+        psql(
+            &url,
+            &format!("SELECT attempted, complete FROM runs WHERE id = {run}")
+        ),
+        ["100|1"]
+    );
+    // Its work done, a fourth agent is refused.
+    let fourth = agent_command()
+        .args(["--store", &url, "--run", &run])
+        .output()
+        .unwrap();
+    assert_user_error(&fourth, 2, "trials are all done");
+}

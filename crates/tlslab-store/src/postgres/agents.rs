@@ -24,6 +24,26 @@ use crate::{Location, StoreError};
 /// microseconds).
 const SERVER_NOW: &str = "(extract(epoch from clock_timestamp()) * 1000000000)::BIGINT";
 
+/// How a distributed run's agents share its plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Distribution {
+    /// Each trial whole, to whichever agent claims it next: faster agents take more.
+    Claims,
+    /// Every trial by every agent at once, each its share of the Config's clients and
+    /// attempts, all starting a trial together: the load of one Config from many machines.
+    Gang,
+}
+
+impl Distribution {
+    /// As stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Distribution::Claims => "claims",
+            Distribution::Gang => "gang",
+        }
+    }
+}
+
 /// A distributed run's coordination, on a connection of its own.
 pub struct Coordination {
     client: Client,
@@ -61,6 +81,8 @@ pub struct AgentRun {
     pub experiment: String,
     /// The plan, as stored (JSON).
     pub plan: String,
+    /// How its agents share the plan.
+    pub distribution: Distribution,
 }
 
 /// An agent's clock against the database server's, NTP-style: the server's clock read
@@ -183,7 +205,8 @@ pub struct AgentRow {
     pub errors: u64,
     /// Measured (non-warm-up) samples' span: first start to last start, ns.
     pub span_ns: u64,
-    /// CPU time in its trials, user plus system, ns.
+    /// CPU time, user plus system, ns: the agent's process while it measured (its claims
+    /// and beats included), or, for one lost before its end, its trials'.
     pub cpu_ns: u64,
 }
 
@@ -212,7 +235,12 @@ impl Coordination {
 
     /// Publishes run `run`'s work (made by the coordinator's sink, its Configs written): one
     /// claim per trial, by binary `COPY`, and the number of agents its start waits for.
-    pub fn publish(&mut self, run: i64, agents: u32, trials: &[Trial]) -> Result<(), StoreError> {
+    pub fn publish(
+        &mut self,
+        run: i64,
+        (agents, distribution): (u32, Distribution),
+        trials: &[Trial],
+    ) -> Result<(), StoreError> {
         let database = self.database.clone();
         let failed = move |source| {
             StoreError::Postgres(PostgresError::Statement {
@@ -239,8 +267,8 @@ impl Coordination {
         writer.finish().map_err(&failed)?;
         transaction
             .execute(
-                "UPDATE runs SET agents = $1 WHERE id = $2",
-                &[&i64::from(agents), &run],
+                "UPDATE runs SET agents = $1, distribution = $2 WHERE id = $3",
+                &[&i64::from(agents), &distribution.as_str(), &run],
             )
             .map_err(&failed)?;
         transaction.commit().map_err(&failed)
@@ -281,7 +309,7 @@ impl Coordination {
         let mut transaction = self.client.transaction().map_err(&failed)?;
         let found = transaction
             .query_opt(
-                "SELECT agents, tool_version, commit_id, experiment, plan, started_at_unix_ns \
+                "SELECT agents, tool_version, commit_id, experiment, plan, started_at_unix_ns, distribution \
                  FROM runs WHERE id = $1 FOR UPDATE",
                 &[&run],
             )
@@ -312,6 +340,19 @@ impl Coordination {
             .get(0);
         if left == 0 {
             return Err(refused("a run whose trials are all done".into()));
+        }
+        let distribution = match row.get::<_, Option<String>>(6).as_deref() {
+            Some("gang") => Distribution::Gang,
+            _ => Distribution::Claims,
+        };
+        let registered: i64 = transaction
+            .query_one("SELECT count(*) FROM agents WHERE run_id = $1", &[&run])
+            .map_err(&failed)?
+            .get(0);
+        if distribution == Distribution::Gang && registered >= agents {
+            return Err(refused(format!(
+                "a gang of {agents} agents that is whole already"
+            )));
         }
         let agent: i64 = transaction
             .query_one(
@@ -355,6 +396,7 @@ impl Coordination {
             started_at_unix_ns: row.get::<_, i64>(5).max(0) as u64,
             experiment: row.get(3),
             plan: row.get(4),
+            distribution,
         })
     }
 
@@ -506,6 +548,46 @@ impl Coordination {
         }))
     }
 
+    /// In a gang: agent `agent` is ready for trial `position`; waits until every agent of
+    /// the gang still beating is (a lost one is left behind), or `stopped` says to stop.
+    /// Whether every one is.
+    pub fn gang_ready(
+        &mut self,
+        (run, agent): (i64, i64),
+        position: usize,
+        stale: Duration,
+        stopped: &dyn Fn() -> bool,
+    ) -> Result<bool, StoreError> {
+        let position = position as i64;
+        self.client
+            .execute(
+                "UPDATE agents SET position = $1 WHERE run_id = $2 AND id = $3",
+                &[&position, &run, &agent],
+            )
+            .map_err(self.failed("storing the agent's place in the gang"))?;
+        let statement = self
+            .client
+            .prepare(&format!(
+                "SELECT count(*) FROM agents WHERE run_id = $1 AND finished_at_unix_ns IS NULL \
+                 AND heartbeat_at_unix_ns >= {SERVER_NOW} - $3 AND COALESCE(position, -1) < $2"
+            ))
+            .map_err(self.failed("waiting for the gang"))?;
+        loop {
+            let behind: i64 = self
+                .client
+                .query_one(&statement, &[&run, &position, &(stale.as_nanos() as i64)])
+                .map_err(self.failed("waiting for the gang"))?
+                .get(0);
+            if behind == 0 {
+                return Ok(true);
+            }
+            if stopped() {
+                return Ok(false);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// Agent `agent` ended as `end` says.
     pub fn finish(&mut self, run: i64, agent: i64, end: &AgentEnd) -> Result<(), StoreError> {
         let integer = |value: u64| value as i64;
@@ -550,7 +632,10 @@ impl Coordination {
             .query(
                 &format!(
                     "UPDATE agents SET finished_at_unix_ns = {SERVER_NOW}, complete = 0, \
-                     reason = 'lost: no heartbeat for ' || (({SERVER_NOW} - heartbeat_at_unix_ns) / 1000000000) || ' s; its samples are kept and its unfinished trial was taken over' \
+                     reason = 'lost: no heartbeat for ' || (({SERVER_NOW} - heartbeat_at_unix_ns) / 1000000000) || ' s; its samples are kept' || \
+                       CASE WHEN (SELECT distribution FROM runs WHERE id = $1) = 'gang' \
+                         THEN '; its shares of the trials from there on were not made' \
+                         ELSE '; its unfinished trial was taken over' END \
                      WHERE run_id = $1 AND finished_at_unix_ns IS NULL AND heartbeat_at_unix_ns < {SERVER_NOW} - $2 \
                      RETURNING id, shard, host"
                 ),
@@ -633,8 +718,9 @@ pub(crate) fn agent_rows(
             "SELECT a.id, a.shard, a.host, a.address, a.clock_offset_ns, a.clock_uncertainty_ns, \
                a.started_at_unix_ns - r.start_at_unix_ns, a.finished_at_unix_ns IS NOT NULL, \
                COALESCE(a.complete, 0), a.reason, \
-               (SELECT count(*) FROM trials t WHERE t.run_id = a.run_id AND t.agent_id = a.id), \
-               (SELECT COALESCE(sum(t.client_user_ns + t.client_system_ns), 0)::BIGINT FROM trials t WHERE t.run_id = a.run_id AND t.agent_id = a.id), \
+               COALESCE(a.trials, (SELECT count(*) FROM trials t WHERE t.run_id = a.run_id AND t.agent_id = a.id)), \
+               COALESCE(a.client_user_ns + a.client_system_ns, \
+                 (SELECT COALESCE(sum(t.client_user_ns + t.client_system_ns), 0)::BIGINT FROM trials t WHERE t.run_id = a.run_id AND t.agent_id = a.id)), \
                s.samples, s.errors, s.span \
              FROM agents a JOIN runs r ON r.id = a.run_id \
              LEFT JOIN LATERAL ( \

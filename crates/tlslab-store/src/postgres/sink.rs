@@ -115,7 +115,23 @@ struct AgentWriter {
     /// What turns the agent's own times (from its start) into the run's (from the run's
     /// start, on the server's clock): set as the run begins.
     shift_ns: i64,
+    /// A gang's agent: every agent runs every trial, and the trial's row adds them up.
+    gang: bool,
 }
+
+/// How a gang's agents add their parts of one trial into its row: attempts, clients and
+/// CPU summed, the span from the first start to the last end; no one agent's any more.
+const GANG_TRIAL: &str = " ON CONFLICT (run_id, id) DO UPDATE SET \
+    handshakes = trials.handshakes + EXCLUDED.handshakes, \
+    attempted = trials.attempted + EXCLUDED.attempted, \
+    concurrency = trials.concurrency + EXCLUDED.concurrency, \
+    client_user_ns = trials.client_user_ns + EXCLUDED.client_user_ns, \
+    client_system_ns = trials.client_system_ns + EXCLUDED.client_system_ns, \
+    client_peak_rss_bytes = GREATEST(trials.client_peak_rss_bytes, EXCLUDED.client_peak_rss_bytes), \
+    duration_ns = GREATEST(trials.started_at_ns + trials.duration_ns, EXCLUDED.started_at_ns + EXCLUDED.duration_ns) \
+        - LEAST(trials.started_at_ns, EXCLUDED.started_at_ns), \
+    started_at_ns = LEAST(trials.started_at_ns, EXCLUDED.started_at_ns), \
+    agent_id = NULL";
 
 impl PostgresSink {
     /// A sink writing run `run` (from [`reserve_run`](super::reserve_run)) through `client`,
@@ -187,9 +203,10 @@ impl PostgresSink {
     /// run (at `run_started_at_unix_ns`, on the database server's clock) and its Configs: it
     /// writes neither, marks every sample and trial with the agent, counts their times from
     /// the run's start through the agent's `clock_offset_ns`, and adds its end to the run's.
+    /// In a `gang`, the agents' parts of each trial add up in its row.
     pub fn for_agent(
         mut self,
-        agent: i64,
+        (agent, gang): (i64, bool),
         run_started_at_unix_ns: u64,
         clock_offset_ns: i64,
     ) -> PostgresSink {
@@ -198,6 +215,7 @@ impl PostgresSink {
             run_started_at_unix_ns,
             clock_offset_ns,
             shift_ns: 0,
+            gang,
         });
         self
     }
@@ -227,7 +245,7 @@ impl PostgresSink {
         }
         let written = write_batch(
             &mut self.client,
-            (self.run, self.agent.map(|agent| agent.id)),
+            (self.run, self.agent),
             &self.others,
             &self.columns,
             (&self.samples, &self.addresses),
@@ -420,7 +438,7 @@ fn upload_command(path: &std::path::Path, settings: Option<&Settings>, database:
 /// parse (a handshake's row on the wire: about 250 bytes instead of 650).
 fn write_batch(
     client: &mut Client,
-    (run, agent): (i64, Option<i64>),
+    (run, agent): (i64, Option<AgentWriter>),
     others: &[Record],
     columns: &[Column],
     (samples, addresses): (&[Box<Sample>], &Addresses),
@@ -465,7 +483,7 @@ fn write_batch(
                     Parameter::Integer(run),
                     Parameter::Integer(sample.config as i64),
                     Parameter::Integer(sample.trial as i64),
-                    agent.map_or(Parameter::Null, Parameter::Integer),
+                    agent.map_or(Parameter::Null, |agent| Parameter::Integer(agent.id)),
                 ]
             })
             .collect();
@@ -489,7 +507,7 @@ fn write_batch(
 /// A record that is not a sample, inside the batch's transaction.
 fn write_other(
     transaction: &mut Transaction<'_>,
-    (run, agent): (i64, Option<i64>),
+    (run, agent): (i64, Option<AgentWriter>),
     record: &Record,
 ) -> Result<(), postgres::Error> {
     let insert =
@@ -498,8 +516,11 @@ fn write_other(
             // and one that was thought lost but was not finds it written and adds nothing.
             let conflict = match agent {
                 Some(agent) => {
-                    values.push(("agent_id", Value::Integer(agent)));
-                    " ON CONFLICT DO NOTHING"
+                    values.push(("agent_id", Value::Integer(agent.id)));
+                    match agent.gang {
+                        true => GANG_TRIAL,
+                        false => " ON CONFLICT DO NOTHING",
+                    }
                 }
                 None => "",
             };
