@@ -371,3 +371,83 @@ fn a_gang_runs_every_trial_together_each_agent_its_share_of_the_clients() {
         .unwrap();
     assert_user_error(&fourth, 2, "trials are all done");
 }
+
+#[test]
+fn the_studys_design_runs_on_agent_processes_with_each_agents_figures() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let server = LabServer::start();
+    let target = format!("127.0.0.1:{}", server.port);
+    // The example as its comment gives it, fewer attempts: 18 Configs, three agents.
+    let coordinator = command([
+        "run",
+        &example("tls12-vs-tls13-agents.toml"),
+        "--target",
+        &target,
+        "--insecure",
+        "--store",
+        &url,
+        "--agents",
+        "3",
+        "--gang",
+        "-n",
+        "50",
+        "--warmup",
+        "0",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let run = loop {
+        let runs = Command::new("psql")
+            .args(["--no-psqlrc", "-At", "--dbname", &url, "-c"])
+            .arg("SELECT id FROM runs WHERE agents = 3")
+            .output()
+            .unwrap();
+        if let Some(run) = stdout(&runs).lines().next() {
+            break run.to_string();
+        }
+        assert!(Instant::now() < deadline, "the coordinator stored no run");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let agents: Vec<Child> = (0..3)
+        .map(|index| spawn_agent(agent_command(), &url, &run, &format!("{index}/3")))
+        .collect();
+    for agent in agents {
+        assert_success(&finished(agent));
+    }
+    let output = finished(coordinator);
+    let printed = assert_success(&output);
+    // Every Config of the design, its 50 attempts whole.
+    assert_eq!(
+        psql(
+            &url,
+            &format!(
+                "SELECT count(DISTINCT config_id), count(*) FROM samples WHERE run_id = {run}"
+            )
+        ),
+        ["18|900"]
+    );
+    // The summary answers the study's question, and gives each agent's figures.
+    assert!(printed.contains("tls 1.3 vs 1.2"), "{printed}");
+    let table: Vec<&str> = printed
+        .lines()
+        .skip_while(|line| !line.starts_with("agent  shard"))
+        .collect();
+    assert_eq!(table.len(), 4, "{printed}");
+    // In a gang every agent runs every trial of the plan.
+    let trials = psql(&url, &format!("SELECT count(*) FROM claims WHERE run_id = {run}"));
+    for line in &table[1..] {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // agent, shard, host, (address), trials, samples, errors, rate, CPU, …
+        assert_eq!(fields[4], trials[0], "{line}");
+        assert!(fields[5].parse::<u64>().unwrap() > 0, "{line}");
+        assert_eq!(fields[6], "0", "{line}");
+        assert!(line.contains(" µs"), "{line}");
+        assert!(line.contains(" ms"), "{line}");
+    }
+}
