@@ -172,6 +172,7 @@ pub fn tables() -> Vec<Table> {
         table("replays", Key::Config, REPLAYS_COLUMNS.to_vec()),
         table("agents", Key::InRun, AGENTS_COLUMNS.to_vec()),
         table("claims", Key::InRun, CLAIMS_COLUMNS.to_vec()),
+        table("server_usage", Key::InRun, SERVER_USAGE_COLUMNS.to_vec()),
         table("scans", Key::Numbered, SCANS_COLUMNS.to_vec()),
         table("speed", Key::Numbered, SPEED_COLUMNS.to_vec()),
     ]
@@ -349,6 +350,16 @@ const AGENTS_COLUMNS: &[(&str, &str)] = &[
     ("position", "INTEGER"),
 ];
 
+/// A remote lab server's resources over a distributed run (schema 18: `tlslab serve --store
+/// URL --run ID`), read every few milliseconds, keyed by when (`id`: nanoseconds since the
+/// Unix epoch on the database server's clock): what each trial cost the server is the
+/// difference across its span.
+const SERVER_USAGE_COLUMNS: &[(&str, &str)] = &[
+    ("user_ns", "INTEGER NOT NULL"),
+    ("system_ns", "INTEGER NOT NULL"),
+    ("peak_rss_bytes", "INTEGER NOT NULL"),
+];
+
 /// A distributed run's work (schema 18): one row per trial of its plan, claimed by one agent
 /// at a time. A trial is done when its `trials` row is written (in the transaction of its
 /// last samples); a claim whose agent stopped beating is taken over, for the attempts the
@@ -460,7 +471,7 @@ pub fn migrate(connection: &Connection, path: &Path) -> Result<(), StoreError> {
                 for table in tables() {
                     if matches!(
                         table.name,
-                        "replays" | "scans" | "speed" | "agents" | "claims"
+                        "replays" | "scans" | "speed" | "agents" | "claims" | "server_usage"
                     ) {
                         statements.push_str(&table.create(Dialect::Sqlite));
                     }

@@ -130,7 +130,7 @@ pub fn agent(request: &AgentRequest, control: &Control) -> Result<AgentOutcome, 
     // In a gang, agent i of N (numbered from 1 as they register) runs its share of each
     // Config's clients, and of its attempts and arrival rate with them.
     let gang = (joined.distribution == Distribution::Gang).then(|| Gang {
-        index: (joined.agent - 1).max(0) as u64,
+        index: joined.index.max(0) as u64,
         count: joined.agents.max(1) as u64,
     });
     if let Some(gang) = gang {
@@ -201,6 +201,8 @@ pub fn agent(request: &AgentRequest, control: &Control) -> Result<AgentOutcome, 
         },
     )?;
     let lost = coordination.settle_lost(joined.run, STALE_AFTER)?;
+    // The trials done so far, priced from a remote lab server's readings when it sends any.
+    coordination.attribute_server_usage(joined.run)?;
     ran.map_err(|source| WorkflowError::Engine {
         source,
         results: Some(std::path::PathBuf::from(request.store.to_string())),
@@ -564,6 +566,7 @@ pub fn coordinate(
         return Ok(Coordinated::Detached(results));
     }
     let interrupted = wait_for_agents(&mut coordination, run, control, waiting)?;
+    coordination.attribute_server_usage(run)?;
     let status = coordination.status(run)?;
     let agent_rows = coordination.agents(run)?;
     // A gang's lost agent leaves its shares unmade: the run is not the plan.
@@ -701,6 +704,75 @@ pub fn agents_of(results: &Results) -> Result<Vec<AgentRow>, WorkflowError> {
         return Ok(Vec::new());
     };
     Ok(Coordination::connect(&results.location)?.agents(run)?)
+}
+
+/// How often a remote lab server reads its own CPU time and memory, and how often it writes
+/// the readings.
+const USAGE_EVERY: Duration = Duration::from_millis(10);
+const USAGE_WRITES: Duration = Duration::from_secs(1);
+
+/// A remote lab server's resources reported into a distributed run: a thread reading this
+/// process's CPU time and peak memory every [`USAGE_EVERY`] on the database server's clock,
+/// writing them every second; the run's trials are then priced from them
+/// (`Coordination::attribute_server_usage`).
+pub(crate) struct UsageReporter {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Result<(), WorkflowError>>>,
+}
+
+impl UsageReporter {
+    pub(crate) fn start(location: &Location, run: i64) -> Result<UsageReporter, WorkflowError> {
+        let mut coordination = Coordination::connect(location)?;
+        coordination.register_server(run)?;
+        let clock = coordination.measure_clock(CLOCK_TRIES)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("tlslab-usage".into())
+            .spawn(move || -> Result<(), WorkflowError> {
+                let mut readings = Vec::new();
+                let mut written = Instant::now();
+                loop {
+                    let stopped = stopping.load(Ordering::Relaxed);
+                    readings.push((
+                        unix_ns_now() + clock.offset_ns,
+                        tlslab_engine::usage::current(),
+                    ));
+                    if stopped || written.elapsed() >= USAGE_WRITES {
+                        coordination.add_server_usage(run, &readings)?;
+                        readings.clear();
+                        written = Instant::now();
+                        // The trials these readings now cover are priced at once: the
+                        // agents may have ended before the server wrote them.
+                        coordination.attribute_server_usage(run)?;
+                    }
+                    if stopped {
+                        return Ok(());
+                    }
+                    std::thread::sleep(USAGE_EVERY);
+                }
+            })
+            .map_err(|error| {
+                WorkflowError::environment(
+                    "cannot start the lab server's usage thread",
+                    "raise the process's thread limit",
+                    Some(error),
+                )
+            })?;
+        Ok(UsageReporter {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Writes the last readings and ends: whether the database took them all.
+    pub(crate) fn finish(mut self) -> Result<(), WorkflowError> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(written)) => written,
+            _ => Ok(()),
+        }
+    }
 }
 
 #[cfg(test)]

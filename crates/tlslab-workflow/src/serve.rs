@@ -37,6 +37,10 @@ pub struct ServeRequest {
     pub pki_dir: Option<PathBuf>,
     /// Until stopped, or answering a run's control requests.
     pub mode: ServeMode,
+    /// A distributed run this server's CPU time and memory are reported into, as it goes
+    /// (`--store URL --run ID`): each trial's server cost, though the server is its own
+    /// host.
+    pub report_to: Option<(tlslab_store::Location, i64)>,
 }
 
 impl ServeRequest {
@@ -55,6 +59,7 @@ impl ServeRequest {
             client_cert_profile: None,
             pki_dir: None,
             mode: ServeMode::UntilStopped,
+            report_to: None,
         }
     }
 }
@@ -126,6 +131,12 @@ pub fn serve(request: &ServeRequest, control: &Control) -> Result<(), WorkflowEr
         .transpose()
         .map_err(WorkflowError::Pki)?;
     let root = chain.root_pem.clone();
+    // The run is reached before the server listens: a wrong URL or run is said at once.
+    let reporter = request
+        .report_to
+        .as_ref()
+        .map(|(location, run)| crate::agents::UsageReporter::start(location, *run))
+        .transpose()?;
     let lab = start(&LabOptions {
         backend: request.backend,
         chain,
@@ -165,5 +176,8 @@ pub fn serve(request: &ServeRequest, control: &Control) -> Result<(), WorkflowEr
         }),
     }));
     lab.serve_until(&control.stop);
-    Ok(())
+    match reporter {
+        Some(reporter) => reporter.finish(),
+        None => Ok(()),
+    }
 }

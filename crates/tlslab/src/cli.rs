@@ -622,6 +622,14 @@ impl RunArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    /// A distributed run's database (postgres://…) to report this server's CPU time and
+    /// memory into as it serves (with --run): each trial's server cost is then measured
+    /// though the server is its own host.
+    #[arg(long, value_name = "URL", requires = "run")]
+    pub store: Option<String>,
+    /// The distributed run (`tlslab run --agents N` printed its number).
+    #[arg(long, value_name = "ID", requires = "store")]
+    pub run: Option<i64>,
     /// Certificate profile.
     #[arg(long, default_value = "ecdsa-p256")]
     pub cert: String,

@@ -64,6 +64,12 @@ fn request(args: &ServeArgs) -> Result<ServeRequest, CliError> {
         ech_public_name: args.ech_public_name.clone(),
         client_cert_profile,
         pki_dir: args.pki_dir.clone(),
+        report_to: match (&args.store, args.run) {
+            (Some(store), Some(run)) => {
+                crate::location::to_write(Some(store), None)?.map(|location| (location, run))
+            }
+            _ => None,
+        },
         mode: match args.control {
             true => ServeMode::Control,
             false => ServeMode::UntilStopped,

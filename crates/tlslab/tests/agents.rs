@@ -317,8 +317,8 @@ fn a_gang_runs_every_trial_together_each_agent_its_share_of_the_clients() {
         return;
     };
     let url = cluster.url();
-    let server = LabServer::start();
-    let target = format!("127.0.0.1:{}", server.port);
+    let port = closed_port();
+    let target = format!("127.0.0.1:{port}");
     // Ten clients over three agents: 4, 3 and 3, each client 5 attempts of each trial of 50.
     let run = detached_run(
         &url,
@@ -328,6 +328,17 @@ fn a_gang_runs_every_trial_together_each_agent_its_share_of_the_clients() {
             "--gang", "--tls", "1.3", "-c", "10", "-n", "100", "--block", "50", "--warmup", "0",
         ],
     );
+    // The lab server as a host of its own would run it: reporting its CPU into the run.
+    let mut server = command(["serve", "--listen", &target, "--store", &url, "--run", &run])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the lab server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let agents: Vec<Child> = (0..3)
         .map(|index| spawn_agent(agent_command(), &url, &run, &format!("{index}/3")))
         .collect();
@@ -364,6 +375,23 @@ fn a_gang_runs_every_trial_together_each_agent_its_share_of_the_clients() {
         ),
         ["100|1"]
     );
+    // The server priced each trial from its own readings, within a few seconds of its end.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let priced = loop {
+        let priced = psql(
+            &url,
+            &format!(
+                "SELECT count(*) FROM trials WHERE run_id = {run} AND server_user_ns + server_system_ns > 0"
+            ),
+        );
+        if priced == ["2"] || Instant::now() > deadline {
+            break priced;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(priced, ["2"]);
     // Its work done, a fourth agent is refused.
     let fourth = agent_command()
         .args(["--store", &url, "--run", &run])
@@ -440,7 +468,10 @@ fn the_studys_design_runs_on_agent_processes_with_each_agents_figures() {
         .collect();
     assert_eq!(table.len(), 4, "{printed}");
     // In a gang every agent runs every trial of the plan.
-    let trials = psql(&url, &format!("SELECT count(*) FROM claims WHERE run_id = {run}"));
+    let trials = psql(
+        &url,
+        &format!("SELECT count(*) FROM claims WHERE run_id = {run}"),
+    );
     for line in &table[1..] {
         let fields: Vec<&str> = line.split_whitespace().collect();
         // agent, shard, host, (address), trials, samples, errors, rate, CPU, …

@@ -325,7 +325,7 @@ struct TablePlan {
 /// numbered by the target (`id` of runs, samples and scans).
 fn kept_keys(table: &str) -> &'static [&'static str] {
     match table {
-        "configs" | "agents" | "claims" => &["id"],
+        "configs" | "agents" | "claims" | "server_usage" => &["id"],
         "trials" => &["id", "config_id"],
         "samples" => &["config_id", "trial_id"],
         "replays" => &["config_id"],
@@ -338,7 +338,7 @@ fn kept_keys(table: &str) -> &'static [&'static str] {
 fn run_key(table: &str, dialect: Dialect) -> Option<&'static str> {
     match (table, dialect) {
         ("runs", _) => Some("id"),
-        ("configs" | "agents" | "claims" | "trials" | "samples", _)
+        ("configs" | "agents" | "claims" | "server_usage" | "trials" | "samples", _)
         | ("replays", Dialect::Postgres) => Some("run_id"),
         _ => None,
     }
@@ -416,9 +416,15 @@ impl TablePlan {
 
 /// Every table a run's rows are in, in the order a copy writes them (a Config before its
 /// trials: PostgreSQL checks that key). A distributed run's agents and the claims of its
-/// trials go with it.
-const RUN_TABLES: [&str; 6] = [
-    "configs", "agents", "claims", "trials", "samples", "replays",
+/// trials and its remote lab server's usage go with it.
+const RUN_TABLES: [&str; 7] = [
+    "configs",
+    "agents",
+    "claims",
+    "server_usage",
+    "trials",
+    "samples",
+    "replays",
 ];
 
 fn table(name: &str) -> Table {

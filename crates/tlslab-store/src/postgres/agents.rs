@@ -73,6 +73,8 @@ pub struct AgentRun {
     pub run: i64,
     /// The agent's number in the run (its writer number; the coordinator is 0).
     pub agent: i64,
+    /// How many agents registered before it: its place in a gang, from 0.
+    pub index: i64,
     /// How many agents the run's start waits for.
     pub agents: i64,
     /// When the run was made, on the database server's clock: samples count from here.
@@ -397,6 +399,7 @@ impl Coordination {
             experiment: row.get(3),
             plan: row.get(4),
             distribution,
+            index: registered,
         })
     }
 
@@ -588,6 +591,147 @@ impl Coordination {
         }
     }
 
+    /// A remote lab server reporting its resources into run `run`: refused unless the run is
+    /// a distributed one. When the run was made, on the database server's clock.
+    pub fn register_server(&mut self, run: i64) -> Result<u64, StoreError> {
+        let row = self
+            .client
+            .query_opt(
+                "SELECT agents, started_at_unix_ns FROM runs WHERE id = $1",
+                &[&run],
+            )
+            .map_err(self.failed("finding the run"))?;
+        let refused = |why: &str| {
+            StoreError::Postgres(PostgresError::NoWork {
+                database: self.database.clone(),
+                run,
+                why: why.into(),
+            })
+        };
+        let Some(row) = row else {
+            return Err(refused("no run of that number"));
+        };
+        if row.get::<_, Option<i64>>(0).is_none() {
+            return Err(refused(
+                "a run that is not distributed (made without --agents)",
+            ));
+        }
+        Ok(row.get::<_, i64>(1).max(0) as u64)
+    }
+
+    /// Adds a remote lab server's readings to run `run`: (when, on the database server's
+    /// clock; user and system CPU and peak memory so far).
+    pub fn add_server_usage(
+        &mut self,
+        run: i64,
+        readings: &[(i64, tlslab_core::Usage)],
+    ) -> Result<(), StoreError> {
+        if readings.is_empty() {
+            return Ok(());
+        }
+        let values: Vec<String> = readings
+            .iter()
+            .map(|(at, usage)| {
+                format!(
+                    "({run}, {at}, {}, {}, {})",
+                    usage.user_ns, usage.system_ns, usage.peak_rss_bytes
+                )
+            })
+            .collect();
+        // Integers formatted by this code, nothing a user gave: no parameters needed.
+        self.client
+            .batch_execute(&format!(
+                "INSERT INTO server_usage (run_id, id, user_ns, system_ns, peak_rss_bytes) VALUES {} ON CONFLICT DO NOTHING",
+                values.join(", ")
+            ))
+            .map_err(self.failed("storing the lab server's usage"))
+    }
+
+    /// Fills each done trial of run `run` with the remote lab server's CPU time across its
+    /// span (interpolated between readings) and its peak memory by then, when no other
+    /// trial ran at the same time (the server's time could not be told apart) and readings
+    /// cover the span. Trials already filled keep their figures. How many it filled.
+    pub fn attribute_server_usage(&mut self, run: i64) -> Result<u64, StoreError> {
+        let spans: Vec<(i64, i64, i64, bool)> = self
+            .client
+            .query(
+                "SELECT t.id, r.started_at_unix_ns + t.started_at_ns, t.duration_ns, t.server_user_ns IS NULL \
+                 FROM trials t JOIN runs r ON r.id = t.run_id WHERE t.run_id = $1 ORDER BY 2",
+                &[&run],
+            )
+            .map_err(self.failed("reading the run's trials"))?
+            .iter()
+            .map(|row| {
+                let start: i64 = row.get(1);
+                (row.get(0), start, start + row.get::<_, i64>(2), row.get(3))
+            })
+            .collect();
+        // The trials to price: not priced yet, and alone on the server while they ran.
+        let candidates: Vec<(i64, i64, i64)> = spans
+            .iter()
+            .enumerate()
+            .filter(|(index, (_, start, end, empty))| {
+                *empty
+                    && !spans.iter().enumerate().any(|(other, (_, from, to, _))| {
+                        other != *index && from < end && start < to
+                    })
+            })
+            .map(|(_, (trial, start, end, _))| (*trial, *start, *end))
+            .collect();
+        let (Some(first), Some(last)) = (
+            candidates.iter().map(|candidate| candidate.1).min(),
+            candidates.iter().map(|candidate| candidate.2).max(),
+        ) else {
+            return Ok(0);
+        };
+        // The readings around them only: a long run holds hundreds of thousands.
+        let margin = 1_000_000_000;
+        let readings: Vec<(i64, tlslab_core::Usage)> = self
+            .client
+            .query(
+                "SELECT id, user_ns, system_ns, peak_rss_bytes FROM server_usage \
+                 WHERE run_id = $1 AND id BETWEEN $2 AND $3 ORDER BY id",
+                &[&run, &(first - margin), &(last + margin)],
+            )
+            .map_err(self.failed("reading the lab server's usage"))?
+            .iter()
+            .map(|row| {
+                let count = |index: usize| row.get::<_, i64>(index).max(0) as u64;
+                (
+                    row.get(0),
+                    tlslab_core::Usage {
+                        user_ns: count(1),
+                        system_ns: count(2),
+                        peak_rss_bytes: count(3),
+                    },
+                )
+            })
+            .collect();
+        let mut filled = 0;
+        for (trial, start, end) in candidates {
+            let (Some(before), Some(after)) =
+                (usage_at(&readings, start), usage_at(&readings, end))
+            else {
+                continue;
+            };
+            let used = after.since(&before);
+            self.client
+                .execute(
+                    "UPDATE trials SET server_user_ns = $1, server_system_ns = $2, server_peak_rss_bytes = $3 WHERE run_id = $4 AND id = $5",
+                    &[
+                        &(used.user_ns as i64),
+                        &(used.system_ns as i64),
+                        &(after.peak_rss_bytes as i64),
+                        &run,
+                        &trial,
+                    ],
+                )
+                .map_err(self.failed("storing the trials' server usage"))?;
+            filled += 1;
+        }
+        Ok(filled)
+    }
+
     /// Agent `agent` ended as `end` says.
     pub fn finish(&mut self, run: i64, agent: i64, end: &AgentEnd) -> Result<(), StoreError> {
         let integer = |value: u64| value as i64;
@@ -773,4 +917,44 @@ pub fn unix_ns_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_nanos() as i64)
+}
+
+/// The server's usage at `at`, read between the two readings around it (CPU time grows
+/// steadily between readings a few milliseconds apart); `None` outside them.
+fn usage_at(readings: &[(i64, tlslab_core::Usage)], at: i64) -> Option<tlslab_core::Usage> {
+    let after = readings.partition_point(|(time, _)| *time < at);
+    let (later_at, later) = readings.get(after)?;
+    if *later_at == at {
+        return Some(*later);
+    }
+    let (earlier_at, earlier) = readings.get(after.checked_sub(1)?)?;
+    let share = (at - earlier_at) as f64 / (later_at - earlier_at).max(1) as f64;
+    let between = |from: u64, to: u64| from + (to.saturating_sub(from) as f64 * share) as u64;
+    Some(tlslab_core::Usage {
+        user_ns: between(earlier.user_ns, later.user_ns),
+        system_ns: between(earlier.system_ns, later.system_ns),
+        peak_rss_bytes: between(earlier.peak_rss_bytes, later.peak_rss_bytes),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tlslab_core::Usage;
+
+    #[test]
+    fn the_servers_usage_between_readings_is_read_on_the_line_between_them() {
+        let usage = |user_ns| Usage {
+            user_ns,
+            system_ns: user_ns / 10,
+            peak_rss_bytes: 1000,
+        };
+        let readings = [(100, usage(0)), (200, usage(1000)), (300, usage(1000))];
+        assert_eq!(usage_at(&readings, 150).map(|u| u.user_ns), Some(500));
+        assert_eq!(usage_at(&readings, 200).map(|u| u.user_ns), Some(1000));
+        assert_eq!(usage_at(&readings, 250).map(|u| u.user_ns), Some(1000));
+        // Outside the readings nothing can be said.
+        assert_eq!(usage_at(&readings, 99), None);
+        assert_eq!(usage_at(&readings, 301), None);
+    }
 }
