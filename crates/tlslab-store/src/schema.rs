@@ -370,6 +370,9 @@ const CLAIMS_COLUMNS: &[(&str, &str)] = &[
     ("agent_id", "INTEGER"),
     ("claimed_at_unix_ns", "INTEGER"),
     ("claims", "INTEGER NOT NULL DEFAULT 0"),
+    // Set in the transaction that writes the trial's row: the open claims are then found
+    // by an index of the few not done, not by looking past every done one.
+    ("done", "INTEGER NOT NULL DEFAULT 0"),
 ];
 
 /// How many Configs one writer of a run may number: writer `w` numbers its Configs from

@@ -3,7 +3,7 @@
 //! run's next writer number), measure their clock against the database server's, wait for
 //! the common start, and claim trials one at a time (`FOR UPDATE SKIP LOCKED`, so faster
 //! agents take more and no two take one). A trial is done when its `trials` row is written,
-//! in the transaction of its last samples; a claim whose agent stopped beating (killed, or
+//! in the transaction of its last samples (which marks its claim done); a claim whose agent stopped beating (killed, or
 //! cut off) is taken over for the attempts the trial still lacks, so the run ends with the
 //! plan's attempts stored, each sample under the agent that took it.
 //!
@@ -334,8 +334,7 @@ impl Coordination {
         }
         let left: i64 = transaction
             .query_one(
-                "SELECT count(*) FROM claims k WHERE k.run_id = $1 AND NOT EXISTS \
-                 (SELECT 1 FROM trials t WHERE t.run_id = k.run_id AND t.id = k.id)",
+                "SELECT count(*) FROM claims WHERE run_id = $1 AND done = 0",
                 &[&run],
             )
             .map_err(&failed)?
@@ -505,8 +504,7 @@ impl Coordination {
                 &format!(
                     "WITH candidate AS ( \
                        SELECT k.run_id, k.id, k.agent_id AS previous FROM claims k \
-                       WHERE k.run_id = $1 \
-                         AND NOT EXISTS (SELECT 1 FROM trials t WHERE t.run_id = k.run_id AND t.id = k.id) \
+                       WHERE k.run_id = $1 AND k.done = 0 \
                          AND (k.agent_id IS NULL OR EXISTS ( \
                            SELECT 1 FROM agents a WHERE a.run_id = k.run_id AND a.id = k.agent_id AND a.id <> $2 \
                              AND (a.finished_at_unix_ns IS NOT NULL OR a.heartbeat_at_unix_ns < {SERVER_NOW} - $3))) \
@@ -521,8 +519,7 @@ impl Coordination {
         let Some(row) = claimed else {
             let left: bool = transaction
                 .query_one(
-                    "SELECT EXISTS (SELECT 1 FROM claims k WHERE k.run_id = $1 AND NOT EXISTS \
-                     (SELECT 1 FROM trials t WHERE t.run_id = k.run_id AND t.id = k.id))",
+                    "SELECT EXISTS (SELECT 1 FROM claims WHERE run_id = $1 AND done = 0)",
                     &[&run],
                 )
                 .map_err(&failed)?
@@ -826,7 +823,7 @@ impl Coordination {
             .query_one(
                 "SELECT \
                    (SELECT count(*) FROM claims WHERE run_id = $1), \
-                   (SELECT count(*) FROM claims k WHERE k.run_id = $1 AND EXISTS (SELECT 1 FROM trials t WHERE t.run_id = k.run_id AND t.id = k.id)), \
+                   (SELECT count(*) FROM claims WHERE run_id = $1 AND done = 1), \
                    (SELECT count(*) FROM agents WHERE run_id = $1), \
                    (SELECT count(*) FROM agents WHERE run_id = $1 AND finished_at_unix_ns IS NOT NULL), \
                    (SELECT COALESCE(agents, 0) FROM runs WHERE id = $1), \

@@ -534,7 +534,17 @@ fn write_other(
                 .map(|parameter| parameter as &(dyn ToSql + Sync))
                 .collect();
             let sql = positional_insert(table, &names, "$") + conflict;
-            transaction.execute(&sql, &references).map(drop)
+            transaction.execute(&sql, &references)?;
+            // An agent's trial done is its claim done, in the same transaction.
+            if let (Some(_), "trials", Some(Value::Integer(trial))) =
+                (agent, table, values.first().map(|(_, value)| value))
+            {
+                transaction.execute(
+                    "UPDATE claims SET done = 1 WHERE run_id = $1 AND id = $2",
+                    &[&run, trial],
+                )?;
+            }
+            Ok(())
         };
     match record {
         Record::Sample(_) => Ok(()),

@@ -156,6 +156,15 @@ pub fn upload(path: &Path, client: &mut Client, run: i64) -> Result<u64, StoreEr
         }
     }
     upload_end(&spool, &mut transaction, run)?;
+    // An agent's trials that were spooled are done: their claims say so, as the sink's own
+    // transactions would have.
+    transaction
+        .execute(
+            "UPDATE claims k SET done = 1 FROM trials t \
+             WHERE k.run_id = $1 AND k.done = 0 AND t.run_id = k.run_id AND t.id = k.id",
+            &[&run],
+        )
+        .map_err(query)?;
     transaction.commit().map_err(query)?;
     spool.execute("UPDATE spool SET uploaded = 1", [])?;
     Ok(samples)
