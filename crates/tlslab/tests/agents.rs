@@ -482,3 +482,60 @@ fn the_studys_design_runs_on_agent_processes_with_each_agents_figures() {
         assert!(line.contains(" ms"), "{line}");
     }
 }
+
+#[test]
+fn an_interrupted_coordinator_ends_the_run_incomplete_and_says_why() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let server = LabServer::start();
+    let target = format!("127.0.0.1:{}", server.port);
+    let coordinator = command([
+        "run",
+        "--target",
+        &target,
+        "--insecure",
+        "--store",
+        &url,
+        "--agents",
+        "2",
+        "-n",
+        "20",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Once it waits for its agents (none come), Ctrl-C.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let runs = Command::new("psql")
+            .args(["--no-psqlrc", "-At", "--dbname", &url, "-c"])
+            .arg("SELECT count(*) FROM claims")
+            .output()
+            .unwrap();
+        if stdout(&runs).trim().parse::<i64>().unwrap_or(0) > 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the coordinator published nothing"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = Command::new("kill")
+        .args(["-INT", &coordinator.id().to_string()])
+        .status();
+    let output = finished(coordinator);
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    let said = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(said.contains("the coordinator was interrupted"), "{said}");
+    assert_eq!(
+        psql(
+            &url,
+            "SELECT complete, reason LIKE 'the coordinator was interrupted%' FROM runs"
+        ),
+        ["0|t"]
+    );
+}
