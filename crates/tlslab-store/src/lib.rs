@@ -1450,9 +1450,14 @@ impl Store {
     /// Totals of `config_id`'s measured trials, for its rates and its CPU per handshake.
     pub fn trial_totals(&self, config_id: i64) -> Result<TrialTotals, StoreError> {
         // Sums cast to BIGINT: PostgreSQL sums BIGINTs as NUMERIC, SQLite as integers anyway.
+        // The server's CPU is that of the trials it was measured in, spread over them all: a
+        // distributed run's remote lab server prices only the trials that ran alone on it,
+        // and the others' attempts must not dilute the figure per handshake.
         self.connection.one(
             "SELECT CAST(COALESCE(SUM(attempted), 0) AS BIGINT), CAST(COALESCE(SUM(duration_ns), 0) AS BIGINT),
-                    CAST(SUM(server_user_ns + server_system_ns) AS BIGINT), MAX(server_peak_rss_bytes),
+                    CAST(SUM(server_user_ns + server_system_ns) * 1.0 * SUM(attempted)
+                         / NULLIF(SUM(CASE WHEN server_user_ns IS NOT NULL THEN attempted END), 0) AS BIGINT),
+                    MAX(server_peak_rss_bytes),
                     CAST(COALESCE(SUM(client_user_ns + client_system_ns), 0) AS BIGINT), COALESCE(MAX(client_peak_rss_bytes), 0),
                     CAST(SUM(server_client_verifications) AS BIGINT), CAST(SUM(server_client_verify_ns) AS BIGINT)
              FROM trials WHERE {run}config_id = ?1 AND warmup = 0",
