@@ -59,6 +59,8 @@ pub struct ReportData {
     pub interaction: Option<Interaction>,
     /// The scans the store also holds (`tlslab scan --out`), oldest first.
     pub scans: Vec<tlslab_store::ScanRow>,
+    /// A distributed run's agents, each with what it did (none for a run of one process).
+    pub agents: Vec<tlslab_store::postgres::agents::AgentRow>,
 }
 
 /// The median handshake against the levels of one dimension (`x`), one line per level of
@@ -211,6 +213,7 @@ impl ReportData {
             load,
             interaction,
             scans: store.scans()?,
+            agents: store.agents()?,
         })
     }
 

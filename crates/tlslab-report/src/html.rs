@@ -239,6 +239,13 @@ fn write_answers(out: &mut String, data: &ReportData) {
 /// plain HTTP, open loops.
 fn write_requests(out: &mut String, data: &ReportData) {
     let summary = &data.summary;
+    if let Some(table) = tables::agents(data) {
+        out.push_str("<h2 id=\"agents\">Agents</h2>\n");
+        out.push_str(
+            "<p>Each agent of the distributed run: its share of the merged figures above.</p>\n",
+        );
+        write_table(out, &table);
+    }
     if let Some(table) = tables::time_to_first_byte(data) {
         out.push_str("<h2 id=\"ttfb\">Time to first byte</h2>\n");
         out.push_str("<p>From each attempt's start to the first byte of its response: the handshake and the request, what a user waits for.</p>\n");

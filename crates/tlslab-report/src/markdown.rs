@@ -104,6 +104,13 @@ pub fn render_markdown(data: &ReportData, chart_links: Option<&str>) -> String {
         let _ = writeln!(out, "{}\n", text_line(&note));
         write_table(&mut out, &table);
     }
+    if let Some(table) = tables::agents(data) {
+        out.push_str("## Agents\n\n");
+        out.push_str(
+            "Each agent of the distributed run: its share of the merged figures above.\n\n",
+        );
+        write_table(&mut out, &table);
+    }
     if let Some(table) = tables::time_to_first_byte(data) {
         out.push_str("## Time to first byte\n\n");
         write_table(&mut out, &table);

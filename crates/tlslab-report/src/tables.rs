@@ -261,6 +261,64 @@ pub fn phases(data: &ReportData) -> Table {
     table
 }
 
+/// A distributed run's agents: each one's shard, machine, what it stored, its rate over its
+/// measured attempts, its CPU per attempt, its clock against the database server's and how
+/// late it started; `None` for a run of one process.
+pub fn agents(data: &ReportData) -> Option<Table> {
+    let mut table = Table::new(&[
+        "agent",
+        "shard",
+        "host (address)",
+        "trials",
+        "attempts",
+        "failed",
+        "rate/s",
+        "CPU ms/attempt",
+        "clock offset ms",
+        "late ms",
+        "ended",
+    ]);
+    table.text_columns.extend([1, 2, 10]);
+    for agent in &data.agents {
+        let host = match &agent.address {
+            Some(address) => format!("{} ({address})", agent.host),
+            None => agent.host.clone(),
+        };
+        let rate = (agent.span_ns > 0).then(|| agent.samples as f64 / (agent.span_ns as f64 / 1e9));
+        let cpu = (agent.samples > 0).then(|| agent.cpu_ns as f64 / agent.samples as f64 / 1e6);
+        table.rows.push(vec![
+            agent.agent.to_string(),
+            agent.shard.clone().unwrap_or_default(),
+            host,
+            thousands(agent.trials as f64),
+            thousands(agent.samples as f64),
+            thousands(agent.errors as f64),
+            optional(rate, |rate| thousands(rate.round())),
+            optional(cpu, millis),
+            agent.clock.map_or_else(
+                || "–".into(),
+                |clock| {
+                    format!(
+                        "{:+.3} ± {:.3}",
+                        clock.offset_ns as f64 / 1e6,
+                        clock.uncertainty_ns as f64 / 1e6
+                    )
+                },
+            ),
+            agent
+                .late_ns
+                .map_or_else(|| "–".into(), |late| format!("{:.1}", late as f64 / 1e6)),
+            match (&agent.reason, agent.complete, agent.finished) {
+                (Some(reason), _, _) => reason.clone(),
+                (None, true, _) => "complete".into(),
+                (None, false, true) => "incomplete".into(),
+                (None, false, false) => "running".into(),
+            },
+        ]);
+    }
+    (!table.rows.is_empty()).then_some(table)
+}
+
 /// The time to first byte of each Config that sent a request: from the attempt's start to
 /// the response's first byte (the user's wait, handshake included); `None` when none did.
 pub fn time_to_first_byte(data: &ReportData) -> Option<Table> {

@@ -1477,6 +1477,61 @@ impl Store {
         )
     }
 
+    /// A distributed run's agents, each with what it stored (none for a run of one
+    /// process): read alike from the database the run was made in and from a copy.
+    pub fn agents(&self) -> Result<Vec<postgres::agents::AgentRow>, StoreError> {
+        let mut agents: Vec<postgres::agents::AgentRow> = self.connection.rows(
+            "SELECT id, shard, host, address, clock_offset_ns, clock_uncertainty_ns,
+                    started_at_unix_ns - (SELECT r.start_at_unix_ns FROM runs r WHERE r.id = agents.run_id),
+                    CASE WHEN finished_at_unix_ns IS NULL THEN 0 ELSE 1 END, COALESCE(complete, 0), reason,
+                    COALESCE(trials, 0), COALESCE(client_user_ns + client_system_ns, 0)
+             FROM agents WHERE {run}1 = 1 ORDER BY id",
+            &[],
+            |row| {
+                let offset: Option<i64> = row.get(4)?;
+                let uncertainty: Option<i64> = row.get(5)?;
+                Ok(postgres::agents::AgentRow {
+                    agent: row.get(0)?,
+                    shard: row.get(1)?,
+                    host: row.get(2)?,
+                    address: row.get(3)?,
+                    clock: offset.zip(uncertainty).map(|(offset_ns, uncertainty_ns)| {
+                        postgres::agents::ClockOffset {
+                            offset_ns,
+                            uncertainty_ns,
+                        }
+                    }),
+                    late_ns: row.get(6)?,
+                    finished: row.get::<i64>(7)? != 0,
+                    complete: row.get::<i64>(8)? != 0,
+                    reason: row.get(9)?,
+                    trials: row.get::<i64>(10)?.max(0) as u64,
+                    cpu_ns: row.get::<i64>(11)?.max(0) as u64,
+                    ..Default::default()
+                })
+            },
+        )?;
+        if agents.is_empty() {
+            return Ok(agents);
+        }
+        let stored: Vec<(i64, i64, i64, i64)> = self.connection.rows(
+            "SELECT agent_id, COUNT(*), SUM(CASE WHEN outcome <> 'ok' THEN 1 ELSE 0 END),
+                    COALESCE(MAX(CASE WHEN warmup = 0 THEN started_at_ns END)
+                             - MIN(CASE WHEN warmup = 0 THEN started_at_ns END), 0)
+             FROM samples WHERE {run}agent_id IS NOT NULL GROUP BY agent_id",
+            &[],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+        )?;
+        for (agent, samples, errors, span) in stored {
+            if let Some(row) = agents.iter_mut().find(|row| row.agent == agent) {
+                row.samples = samples.max(0) as u64;
+                row.errors = errors.max(0) as u64;
+                row.span_ns = span.max(0) as u64;
+            }
+        }
+        Ok(agents)
+    }
+
     /// Each measured trial of a Config that had a counted emulated link: its duration and
     /// what the link carried (see [`LinkTrial`]), in trial order.
     pub fn link_trials(&self, config_id: i64) -> Result<Vec<LinkTrial>, StoreError> {

@@ -172,6 +172,28 @@ fn agents_share_a_plan_and_the_coordinator_prints_the_merged_run_with_each_agent
     // Read again later, as any run of the database.
     let compared = tlslab_succeeds(&["compare", &url, "--run", &run, "--json"]);
     assert!(compared.contains("tls1.3"), "{compared}");
+    // Copied into a file, it keeps its agents: the report of the copy lists them.
+    let dir = scratch("agents-copy");
+    let copy = dir.join("copy.db");
+    tlslab_succeeds(&["store", "copy", &url, copy.to_str().unwrap(), "--run", &run]);
+    let written = dir.join("copy.md");
+    tlslab_succeeds(&[
+        "report",
+        copy.to_str().unwrap(),
+        "--output",
+        written.to_str().unwrap(),
+    ]);
+    let report = std::fs::read_to_string(&written).unwrap();
+    let section = report
+        .split_once("## Agents")
+        .unwrap_or_else(|| panic!("no agents in:\n{report}"))
+        .1;
+    for shard in ["0/3", "1/3", "2/3"] {
+        assert!(
+            section.contains(&format!("| {shard} |")),
+            "{shard} in:\n{section}"
+        );
+    }
     // A run with no work left, a run that is not there, another tlslab: refused, exit 2.
     let late = agent_command()
         .args(["--store", &url, "--run", &run])
@@ -309,6 +331,19 @@ fn eight_agents_in_their_own_namespaces_merge_exactly_and_one_killed_loses_nothi
     ]);
     let report = std::fs::read_to_string(&written).unwrap();
     assert!(report.contains("tls1.3"), "{report}");
+    // Each agent in the report, the killed one said to be lost.
+    let section = report.split_once("## Agents").unwrap().1;
+    let lines: Vec<&str> = section
+        .lines()
+        .filter(|line| line.contains("/8 |"))
+        .collect();
+    assert_eq!(lines.len(), 8, "{section}");
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.contains("| 2/8 |") && line.contains("lost")),
+        "{section}"
+    );
 }
 
 #[test]
