@@ -27,6 +27,10 @@ pub mod tcpdump;
 #[allow(unused_imports)]
 pub use tcpdump::{tcpdump_in, Tcpdump};
 
+/// A single-node Slurm cluster started by the test (munge, slurmctld, slurmd), for the job
+/// array script in `deploy/slurm/`.
+pub mod slurm;
+
 /// A fresh directory under Cargo's per-test scratch space.
 pub fn scratch(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
