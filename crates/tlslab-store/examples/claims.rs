@@ -76,7 +76,16 @@ fn agent(location: &Location, run: i64) -> u64 {
         Store::agent_sink(location, run, (joined.agent, false), 0, 0).expect("the agent's sink");
     sink.begin(&info()).expect("begun");
     let mut claimed = 0;
+    // It beats as an agent's heartbeat thread does: an agent silent for ten seconds is lost,
+    // and its claim is taken over.
+    let mut beaten = std::time::Instant::now();
     loop {
+        if beaten.elapsed() >= Duration::from_secs(1) {
+            coordination
+                .heartbeat(run, joined.agent)
+                .expect("a heartbeat");
+            beaten = std::time::Instant::now();
+        }
         match coordination
             .claim(run, joined.agent, Duration::from_secs(10))
             .expect("a claim")
