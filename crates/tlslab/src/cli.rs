@@ -510,7 +510,7 @@ pub struct RunArgs {
     /// Run the plan with N agent processes (`tlslab agent`, on any machines) instead of this
     /// one: the plan and the run go into the --store database, the agents claim its trials,
     /// and this process waits for them and prints the merged summary. Needs --target and a
-    /// postgres:// store.
+    /// postgres:// store; default: none (this process runs the plan).
     #[arg(long, value_name = "N")]
     #[arg(help_heading = "Distributed")]
     pub agents: Option<u32>,
