@@ -54,6 +54,20 @@ pub enum Ending {
     Closed { by_server: bool },
     /// Silent for [`IDLE_TIMEOUT_NS`] before it completed.
     Timeout,
+    /// The capture shows no more of it: neither a success nor a failure (see [`Unseen`]).
+    Unseen(Unseen),
+}
+
+/// Why a capture shows only the start of a handshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unseen {
+    /// The capture ended while the handshake was in progress.
+    CaptureEnded,
+    /// The connection went on (or closed) past bytes the capture does not hold: a capture
+    /// filtered to handshake records, or packets lost before the capture point.
+    RecordsAbsent,
+    /// Nothing of the connection for a minute after the server answered, and no close.
+    Silent,
 }
 
 /// One TLS connection, as the capture saw it.
@@ -87,7 +101,9 @@ pub struct FlowCounts {
     /// Connections whose client did not start with a TLS ClientHello (other protocols, or
     /// connections the capture joined after their handshake).
     pub not_tls: u64,
-    /// Handshakes still in progress when the capture ended (TCP and QUIC).
+    /// Connections still waiting for their first handshake byte when the capture ended
+    /// (TCP), or whose client Initial held no whole ClientHello (QUIC): nothing to store.
+    /// Handshakes in progress are stored, as incomplete.
     pub unfinished: u64,
     /// QUIC connections seen (opened by a client Initial the capture could read).
     pub quic: u64,
@@ -393,7 +409,7 @@ impl Flows {
         let ending = if open.handshake.done() {
             Ending::Done
         } else {
-            ending
+            open.unseen(ending)
         };
         emit(open.connection(ending, source));
         if self.spare.len() < SPARE_STATES {
@@ -437,6 +453,14 @@ impl Flows {
             if open.handshake.done() {
                 emit(open.connection(Ending::Done, flow.source));
             } else if open.handshake.client_hello.is_some() {
+                // What the capture shows of it is a measurement: stored, as incomplete.
+                let ending = if open.absent() {
+                    Unseen::RecordsAbsent
+                } else {
+                    Unseen::CaptureEnded
+                };
+                emit(open.connection(Ending::Unseen(ending), flow.source));
+            } else if open.handshake.client_began() {
                 self.counts.unfinished += 1;
             } else {
                 self.counts.not_tls += 1;
@@ -460,11 +484,29 @@ impl Open {
             self.ack = Some(timestamp);
         }
         let handshake = &mut self.handshake;
-        let (stream, direction) = if to_server {
-            (&mut self.to_server, Direction::ToServer)
+        let (stream, other, direction) = if to_server {
+            (
+                &mut self.to_server,
+                &mut self.to_client,
+                Direction::ToServer,
+            )
         } else {
-            (&mut self.to_client, Direction::ToClient)
+            (
+                &mut self.to_client,
+                &mut self.to_server,
+                Direction::ToClient,
+            )
         };
+        // Every segment says how far its sender got, and how far the other side did (its
+        // acknowledgment): past what the capture holds, bytes are absent.
+        if tcp.ack {
+            other.acknowledged(tcp.acknowledgment);
+        }
+        if tcp.fin {
+            stream.fin(tcp.sequence, tcp.payload.len());
+        } else if tcp.payload.is_empty() && !tcp.syn {
+            stream.reached(tcp.sequence, 0);
+        }
         stream.push(tcp.sequence, tcp.payload, timestamp, &mut |bytes, at| {
             handshake.push(direction, bytes, at)
         });
@@ -477,6 +519,29 @@ impl Open {
         let handshake = &self.handshake;
         handshake.done()
             && (!handshake.can_see_response() || handshake.times.first_response_byte.is_some())
+    }
+
+    /// Whether either side sent bytes of the connection that the capture does not hold.
+    fn absent(&self) -> bool {
+        self.to_server.absent() || self.to_client.absent()
+    }
+
+    /// What `ending` is, for a handshake that did not complete, once the capture's gaps
+    /// are known: a close or a silence after bytes the capture does not hold (a filtered
+    /// capture, packets lost before the capture point) says nothing of how the handshake
+    /// went, nor does a minute without a packet after the server answered (the client
+    /// either finishes or gives up and closes well within that; a capture filtered to
+    /// handshake records shows neither).
+    fn unseen(&self, ending: Ending) -> Ending {
+        match ending {
+            Ending::Reset { .. } | Ending::Closed { .. } | Ending::Timeout if self.absent() => {
+                Ending::Unseen(Unseen::RecordsAbsent)
+            }
+            Ending::Timeout if self.handshake.server_hello.is_some() => {
+                Ending::Unseen(Unseen::Silent)
+            }
+            ending => ending,
+        }
     }
 
     /// Gives up on holes the capture never filled, so what follows them is read.
@@ -579,7 +644,7 @@ mod tests {
     }
 
     #[test]
-    fn other_protocols_and_unfinished_handshakes_are_counted_not_stored() {
+    fn other_protocols_are_counted_and_unanswered_handshakes_stored_as_incomplete() {
         let mut flows = Flows::default();
         let out = feed(
             &mut flows,
@@ -591,14 +656,62 @@ mod tests {
         );
         assert!(out.is_empty());
         assert_eq!(flows.counts.not_tls, 1);
-        // A ClientHello whose answer the capture never saw: in progress when it ended.
+        // A ClientHello whose answer the capture never saw: in progress when it ended, and
+        // stored so.
         let mut flows = Flows::default();
         let hello = crate::tls::tests::record(22, &crate::tls::tests::client_hello());
         feed(&mut flows, &[(1, true, segment("A", 7, &hello))]);
         let mut rest = Vec::new();
         flows.finish(&mut |connection| rest.push(connection));
-        assert!(rest.is_empty());
-        assert_eq!(flows.counts.unfinished, 1);
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].ending, Ending::Unseen(Unseen::CaptureEnded));
+        assert_eq!(flows.counts.unfinished, 0);
+        // Half a ClientHello: nothing to store, counted.
+        let mut flows = Flows::default();
+        feed(&mut flows, &[(1, true, segment("A", 7, &hello[..20]))]);
+        flows.finish(&mut |_| panic!("nothing to hand on"));
+        assert_eq!((flows.counts.unfinished, flows.counts.not_tls), (1, 0));
+    }
+
+    #[test]
+    fn a_close_past_bytes_the_capture_lacks_leaves_the_handshake_incomplete() {
+        let hello = crate::tls::tests::record(22, &crate::tls::tests::client_hello());
+        let server_hello = crate::tls::tests::record(22, &crate::tls::tests::server_hello());
+        let after_hello = 100 + hello.len() as u32;
+        let handshake = [
+            (1_000, true, segment("S", 99, b"")),
+            (2_000, false, segment("SA", 499, b"")),
+            (2_010, true, segment("A", 100, &hello)),
+            (3_000, false, segment("A", 500, &server_hello)),
+        ];
+        // The client's FIN comes 80 bytes after its ClientHello, which the capture does
+        // not hold (a filter on the record type left out its Finished and request).
+        let mut flows = Flows::default();
+        let mut segments = handshake.to_vec();
+        segments.push((4_000, true, segment("FA", after_hello + 80, b"")));
+        let out = feed(&mut flows, &segments);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].ending, Ending::Unseen(Unseen::RecordsAbsent));
+        // The same FIN right after the ClientHello: the client closed, a failure.
+        let mut flows = Flows::default();
+        let mut segments = handshake.to_vec();
+        segments.push((4_000, true, segment("FA", after_hello, b"")));
+        let out = feed(&mut flows, &segments);
+        assert_eq!(out[0].ending, Ending::Closed { by_server: false });
+        // Silent for a minute after the server answered, with no close: incomplete; a
+        // minute without an answer is still a timeout.
+        for (answered, ending) in [
+            (true, Ending::Unseen(Unseen::Silent)),
+            (false, Ending::Timeout),
+        ] {
+            let mut flows = Flows::default();
+            let mut out = feed(&mut flows, &handshake[..3 + usize::from(answered)]);
+            flows.sweep(IDLE_TIMEOUT_NS + 10_000, &mut |connection| {
+                out.push(connection)
+            });
+            assert_eq!(out.len(), 1);
+            assert_eq!(out[0].ending, ending);
+        }
     }
 
     const SECOND: u64 = 1_000_000_000;

@@ -17,7 +17,10 @@
 //! let mut analyser = Analyser::new(sink);
 //! analyser.read_file("handshakes.pcapng".as_ref())?;
 //! let report = analyser.finish()?;
-//! println!("{} handshakes, {} failed", report.connections, report.errors);
+//! println!(
+//!     "{} handshakes, {} failed, {} incomplete",
+//!     report.connections, report.errors, report.incomplete
+//! );
 //! # Ok(()) }
 //! ```
 //!
@@ -58,10 +61,14 @@ pub struct Report {
     pub files: Vec<(String, Summary)>,
     /// How many TCP and UDP flows were met, and how many were not TLS.
     pub flows: FlowCounts,
-    /// TLS handshakes stored, and how many of them failed.
+    /// TLS handshakes stored (any outcome), how many of them failed, and how many the
+    /// captures show only the start of.
     pub connections: u64,
     /// See `connections`: those that failed.
     pub errors: u64,
+    /// See `connections`: those stored as incomplete (the capture ended, or lacks their
+    /// later records), neither succeeded nor failed.
+    pub incomplete: u64,
     /// Configs: the distinct settings the handshakes negotiated.
     pub configs: usize,
     /// Capture time from the first packet to the last, in nanoseconds.
@@ -314,16 +321,18 @@ impl<'a> Analyser<'a> {
             }
         };
         sample.config = index;
-        let failed = !sample.is_ok();
+        let outcome = sample.outcome;
         if let Err(error) = self.sink.record(Record::Sample(Box::new(sample))) {
             self.failure = Some(error);
             return;
         }
         self.report.connections += 1;
-        self.report.errors += u64::from(failed);
+        self.report.errors += u64::from(outcome == tlslab_core::Outcome::Error);
+        self.report.incomplete += u64::from(outcome == tlslab_core::Outcome::Incomplete);
     }
 
-    /// The captures ended: completed handshakes still open are written, the rest counted.
+    /// The captures ended: handshakes still open are written (those in progress as
+    /// incomplete), connections with nothing to store counted.
     /// Fails with the sink's first refusal.
     pub fn finish(mut self) -> Result<Report, SinkError> {
         let mut done = Vec::new();
@@ -430,6 +439,7 @@ fn config_record(index: usize, key: &ConfigKey, connection: &flows::Connection) 
             "resumption": key.resumption,
             "ech": key.ech,
             "hello_retry": key.hello_retry,
+            "unanswered": key.unanswered,
         })
         .to_string(),
     }

@@ -31,7 +31,7 @@ use chacha20poly1305::ChaCha20Poly1305;
 use hkdf::Hkdf;
 use sha2::{Sha256, Sha384};
 
-use crate::flows::{Connection, Ending, IDLE_TIMEOUT_NS};
+use crate::flows::{Connection, Ending, Unseen, IDLE_TIMEOUT_NS};
 use crate::keys::{hkdf_label, KeyLog};
 use crate::tls::{Direction, Handshake};
 
@@ -637,9 +637,13 @@ impl QuicFlows {
                 ..
             }) = self.table.remove(&key)
             {
-                // A handshake that was over waited for a response that never came.
+                // A handshake that was over waited for a response that never came; one the
+                // server answered and that then showed nothing for a minute is one the
+                // capture lacks the rest of (a QUIC client gives up and stops well before).
                 let ending = if open.handshake.done() {
                     Ending::Done
+                } else if open.handshake.server_hello.is_some() {
+                    Ending::Unseen(Unseen::Silent)
                 } else {
                     Ending::Timeout
                 };
@@ -649,12 +653,15 @@ impl QuicFlows {
     }
 
     /// The capture ended: completed handshakes still waiting for a response are handed
-    /// on; handshakes in progress are counted, not stored.
+    /// on, and so are handshakes in progress (as incomplete: a first flight the capture
+    /// shows no answer to is one); a client Initial without a whole ClientHello is counted.
     pub fn finish(&mut self, emit: &mut impl FnMut(Connection)) {
         for (_, flow) in std::mem::take(&mut self.table) {
             if let State::Open(open) = flow.state {
                 if open.handshake.done() {
                     emit(open.connection(Ending::Done, flow.source));
+                } else if open.handshake.client_hello.is_some() {
+                    emit(open.connection(Ending::Unseen(Unseen::CaptureEnded), flow.source));
                 } else {
                     self.unfinished += 1;
                 }

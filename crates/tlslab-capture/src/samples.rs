@@ -8,7 +8,7 @@ use tlslab_core::{
     names, ErrorClass, Event, Negotiated, Observed, Outcome, Sample, Timeline, Vantage,
 };
 
-use crate::flows::{Connection, Ending};
+use crate::flows::{Connection, Ending, Unseen};
 
 /// What groups connections into one Config: what was negotiated and with whom.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -27,6 +27,9 @@ pub struct ConfigKey {
     pub ech: bool,
     /// Whether the server asked for another key share (a HelloRetryRequest).
     pub hello_retry: bool,
+    /// Whether the capture shows a ClientHello and nothing of the server's answer: a
+    /// handshake that neither negotiated nor failed as far as it tells.
+    pub unanswered: bool,
 }
 
 impl ConfigKey {
@@ -35,6 +38,7 @@ impl ConfigKey {
         let mut words = Vec::new();
         match &self.version {
             Some(version) => words.push(format!("tls{version}")),
+            None if self.unanswered => words.push("unanswered".to_string()),
             None => words.push("failed".to_string()),
         }
         words.extend(self.suite.clone());
@@ -209,6 +213,7 @@ pub fn sample(
         },
         ech: hello.offers_ech,
         hello_retry: handshake.hello_retry,
+        unanswered: outcome == Outcome::Incomplete && negotiated.version.is_none(),
     };
     let sample = Sample {
         config: 0,
@@ -288,7 +293,9 @@ fn negotiated(handshake: &crate::tls::Handshake, hello: &crate::tls::ClientHello
         group: handshake.group(),
         signature_scheme: handshake.signature_scheme.map(names::signature_scheme),
         alpn: server.and_then(|server| server.alpn.clone()),
-        resumed: (hello.offers_session || resumed).then_some(resumed),
+        // Unknown when the capture holds too little of the server's flight to tell.
+        resumed: ((hello.offers_session || resumed) && handshake.resumption_known())
+            .then_some(resumed),
         // Whether the server took the early data is in its encrypted extensions.
         early_data: handshake.early_data(),
         // Only the absence of ECH is certain without keys; with them, the secrets that open
@@ -360,6 +367,36 @@ fn outcome(connection: &Connection) -> (Outcome, Option<ErrorClass>, Option<Stri
             Some(ErrorClass::Timeout),
             Some("silent for a minute of capture time".to_string()),
         ),
+        Ending::Unseen(unseen) => (
+            Outcome::Incomplete,
+            Some(ErrorClass::Incomplete),
+            Some(unseen_detail(unseen, handshake.server_hello.is_some()).to_string()),
+        ),
+    }
+}
+
+/// Why the capture shows only the start of a handshake, in words: what it lacks, and the
+/// likely reason.
+fn unseen_detail(unseen: Unseen, answered: bool) -> &'static str {
+    match (unseen, answered) {
+        (Unseen::CaptureEnded, false) => {
+            "the capture shows no answer to the ClientHello: it ended, or was filtered"
+        }
+        (Unseen::CaptureEnded, true) => {
+            "the capture shows nothing more of the handshake: it ended, or was filtered"
+        }
+        (Unseen::RecordsAbsent, false) => {
+            "the capture lacks the server's answer: it was filtered, or lost packets before \
+             the capture point"
+        }
+        (Unseen::RecordsAbsent, true) => {
+            "the capture lacks the rest of the handshake: it was filtered, or lost packets \
+             before the capture point"
+        }
+        (Unseen::Silent, _) => {
+            "the capture shows nothing of the connection for a minute after the server \
+             answered: it was filtered, or lost packets before the capture point"
+        }
     }
 }
 

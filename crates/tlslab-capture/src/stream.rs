@@ -28,6 +28,13 @@ pub struct Stream {
     pub retransmissions: u64,
     /// Bytes skipped because the capture never saw them.
     pub missing_bytes: u64,
+    /// The furthest stream offset any segment of this direction reached, data or not (an
+    /// ACK or a FIN carries the sequence number of the next byte), or that the other
+    /// direction acknowledged: past `delivered`, the sender sent bytes the capture does not
+    /// hold.
+    furthest: u64,
+    /// Whether this direction's FIN was seen: an acknowledgment counts it as a byte.
+    fin: bool,
 }
 
 impl Stream {
@@ -36,6 +43,40 @@ impl Stream {
         if self.start.is_none() {
             self.start = Some(sequence.wrapping_add(1));
         }
+    }
+
+    /// Every segment of this direction, with or without data: how far its sequence number
+    /// says the sender got.
+    pub fn reached(&mut self, sequence: u32, length: usize) {
+        let Some(start) = self.start else {
+            return;
+        };
+        let relative = sequence.wrapping_sub(start);
+        // A segment from before the start (the SYN's own number, an old retransmission).
+        if relative < 1 << 31 {
+            self.furthest = self.furthest.max(u64::from(relative) + length as u64);
+        }
+    }
+
+    /// The other direction acknowledged this one's bytes up to `acknowledgment` (the next
+    /// sequence number it expects; a FIN counts as one).
+    pub fn acknowledged(&mut self, acknowledgment: u32) {
+        let fin = u32::from(self.fin);
+        self.reached(acknowledgment.wrapping_sub(fin), 0);
+    }
+
+    /// This direction's FIN, at `sequence` (after `length` bytes of data in its segment).
+    pub fn fin(&mut self, sequence: u32, length: usize) {
+        self.fin = true;
+        self.reached(sequence, length);
+    }
+
+    /// Whether the sender sent bytes the capture does not hold: a hole skipped or still
+    /// open, or a later segment whose sequence or acknowledgment number is past the bytes
+    /// seen (a capture filtered to some packets, as tshark's "ACKed unseen segment", or one
+    /// that lost packets before the capture point).
+    pub fn absent(&self) -> bool {
+        self.missing_bytes > 0 || !self.pending.is_empty() || self.furthest > self.delivered
     }
 
     #[cfg(test)]
@@ -57,6 +98,7 @@ impl Stream {
         }
         // Without a SYN, the stream starts at the first segment seen.
         let start = *self.start.get_or_insert(sequence);
+        self.reached(sequence, payload.len());
         let relative = sequence.wrapping_sub(start);
         // More than 2 GiB "ahead" is a segment from before the start (an old
         // retransmission); nothing here gets that far into a stream.
@@ -194,6 +236,32 @@ mod tests {
         assert_eq!(rest, [(b"gh".to_vec(), 2)]);
         assert_eq!(stream.missing_bytes, 3);
         assert!(!stream.has_hole());
+    }
+
+    #[test]
+    fn a_later_segment_past_the_bytes_seen_says_bytes_are_absent() {
+        let mut stream = Stream::default();
+        stream.syn(99);
+        collect(&mut stream, &[(100, b"hello", 1)]);
+        // An ACK and a keep-alive probe at or before the bytes seen: nothing absent.
+        stream.reached(105, 0);
+        stream.reached(104, 1);
+        stream.reached(99, 0);
+        assert!(!stream.absent());
+        // A FIN after ten bytes the capture left out (a filter on the record type).
+        stream.reached(115, 0);
+        assert!(stream.absent());
+
+        // The other side acknowledging the bytes seen and the FIN: nothing absent; bytes
+        // past them: absent.
+        let mut stream = Stream::default();
+        stream.syn(99);
+        collect(&mut stream, &[(100, b"hello", 1)]);
+        stream.fin(105, 0);
+        stream.acknowledged(106);
+        assert!(!stream.absent());
+        stream.acknowledged(150);
+        assert!(stream.absent());
     }
 
     #[test]

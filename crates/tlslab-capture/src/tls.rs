@@ -456,6 +456,23 @@ impl Handshake {
         self.client.broken && self.client_hello.is_none()
     }
 
+    /// Whether the client's bytes so far are the start of a TLS handshake (a record not
+    /// yet whole): a connection the capture ended in, with nothing to store.
+    pub fn client_began(&self) -> bool {
+        !self.client.broken
+            && (self.client.bytes > 0 || !self.client.records.available().is_empty())
+    }
+
+    /// Whether the capture saw enough to tell if the server resumed: TLS 1.3's ServerHello
+    /// says; TLS 1.2's server says with a Certificate (full) or its Finished (resumed).
+    pub fn resumption_known(&self) -> bool {
+        match &self.server_hello {
+            Some(hello) if hello.version == 0x0304 => true,
+            Some(_) => self.saw_certificate || self.server_finished.is_some(),
+            None => false,
+        }
+    }
+
     /// The negotiated version's code point, once known.
     pub fn version(&self) -> Option<u16> {
         self.server_hello.as_ref().map(|hello| hello.version)
@@ -912,6 +929,15 @@ pub(crate) mod tests {
         body.extend_from_slice(&(extensions.len() as u16).to_be_bytes());
         body.extend_from_slice(&extensions);
         message(CLIENT_HELLO, &body)
+    }
+
+    /// A TLS 1.2 ServerHello without extensions (ECDHE-RSA-AES128-GCM-SHA256).
+    pub(crate) fn server_hello() -> Vec<u8> {
+        let mut body = vec![3, 3];
+        body.extend_from_slice(&[9; 32]); // random
+        body.push(0); // session id
+        body.extend_from_slice(&[0xc0, 0x2f, 0]); // suite, compression
+        message(2, &body)
     }
 
     #[test]

@@ -314,7 +314,7 @@ impl Timeline {
     }
 }
 
-/// Success or failure of an attempt.
+/// Success or failure of an attempt, or neither: a handshake a capture saw only part of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
@@ -322,6 +322,11 @@ pub enum Outcome {
     Ok,
     /// It failed; the Sample's `error` says how.
     Error,
+    /// A capture shows only its start: the capture ended, or holds none of its later
+    /// records (filtered, or lost before the capture point). Neither a success nor a
+    /// failure: the phases the capture shows are kept, the rest are NULL, and the error
+    /// class is [`ErrorClass::Incomplete`] with the reason as its detail.
+    Incomplete,
 }
 
 impl Outcome {
@@ -330,6 +335,7 @@ impl Outcome {
         match self {
             Outcome::Ok => "ok",
             Outcome::Error => "error",
+            Outcome::Incomplete => "incomplete",
         }
     }
 }
@@ -363,6 +369,9 @@ pub enum ErrorClass {
     Cancelled,
     /// The attempt's own name lookup failed (`--dns per-attempt`).
     Dns,
+    /// Not a failure: a capture shows the handshake's start and not its end (the Sample's
+    /// outcome is [`Outcome::Incomplete`]); summaries count it apart from the failures.
+    Incomplete,
 }
 
 impl ErrorClass {
@@ -408,6 +417,7 @@ impl ErrorClass {
             ErrorClass::Io => "io",
             ErrorClass::Cancelled => "cancelled",
             ErrorClass::Dns => "dns",
+            ErrorClass::Incomplete => "incomplete",
         }
     }
 }

@@ -180,8 +180,8 @@ fn quoted(name: &str) -> String {
 }
 
 /// The lines beside the table: the phase that moved most, ECH's status where a Config
-/// offered it, and the replay result where the run replayed 0-RTT flights. `name` names a
-/// Config as the table does.
+/// offered it, the replay result where the run replayed 0-RTT flights, and a capture's
+/// incomplete handshakes per Config. `name` names a Config as the table does.
 pub fn lines(
     configs: &[ConfigSummary],
     change: Option<&PhaseChange>,
@@ -223,6 +223,18 @@ pub fn lines(
         .collect();
     if !replays.is_empty() {
         lines.push(format!("replay: {}", replays.join("; ")));
+    }
+    let incomplete: Vec<String> = configs
+        .iter()
+        .filter(|config| config.incomplete > 0)
+        .map(|config| format!("{}{}", quoted(&name(&config.label)), config.incomplete))
+        .collect();
+    if !incomplete.is_empty() {
+        lines.push(format!(
+            "incomplete (the capture shows only their start; neither ok nor failed, in no \
+             statistic): {}",
+            incomplete.join("; ")
+        ));
     }
     lines
 }

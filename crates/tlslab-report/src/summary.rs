@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use tlslab_core::Phase;
+use tlslab_core::{ErrorClass, Phase};
 use tlslab_stats::{CompareOptions, Summary};
 use tlslab_store::{ConfigRow, ReplayRow, Store, StoreError};
 
@@ -256,6 +256,12 @@ fn status_warning(config: &ConfigRow, statuses: &[(i64, i64)]) -> Option<String>
     ))
 }
 
+/// Whether a count is zero: the JSON leaves out the counts of incomplete handshakes that
+/// only captures have.
+fn is_zero(count: &i64) -> bool {
+    *count == 0
+}
+
 /// One Config's summary.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ConfigSummary {
@@ -267,6 +273,11 @@ pub struct ConfigSummary {
     pub ok: i64,
     /// Failed attempts per error class.
     pub errors: BTreeMap<String, i64>,
+    /// Handshakes a capture shows only the start of (outcome `incomplete`): neither
+    /// succeeded nor failed, so counted here and not in `attempted`; their phases are in no
+    /// statistic (`compare --include-incomplete` takes them in).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub incomplete: i64,
     /// One description per error class, to say what happened.
     pub error_examples: BTreeMap<String, String>,
     /// The likely cause and fix per error class, in the server's terms, where the example
@@ -367,6 +378,10 @@ pub struct RunSummary {
     pub attempted: i64,
     /// Failed measured attempts over every Config.
     pub errors: i64,
+    /// Handshakes a capture shows only the start of, over every Config (not in
+    /// `attempted`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub incomplete: i64,
     /// Some Config ran with certificate checks off.
     pub insecure: bool,
     /// One summary per Config, in the run's order.
@@ -496,6 +511,7 @@ impl RunSummary {
             duration_s: run.duration_ns.map(|ns| ns as f64 / 1e9),
             attempted: configs.iter().map(|c| c.attempted).sum(),
             errors: configs.iter().map(|c| c.attempted - c.ok).sum(),
+            incomplete: configs.iter().map(|c| c.incomplete).sum(),
             insecure,
             configs,
             warnings,
@@ -574,6 +590,7 @@ struct Attempts {
     attempted: i64,
     ok: i64,
     errors: BTreeMap<String, i64>,
+    incomplete: i64,
     error_examples: BTreeMap<String, String>,
     diagnoses: BTreeMap<String, String>,
 }
@@ -581,17 +598,29 @@ struct Attempts {
 impl Attempts {
     fn of(store: &Store, config: &ConfigRow) -> Result<Attempts, StoreError> {
         let counts = store.outcome_counts(config.id)?;
-        let attempted: i64 = counts.iter().map(|(_, count)| count).sum();
-        let ok = counts
-            .iter()
-            .find(|(class, _)| class == "ok")
-            .map_or(0, |(_, count)| *count);
+        let count_of = |name: &str| {
+            counts
+                .iter()
+                .find(|(class, _)| class == name)
+                .map_or(0, |(_, count)| *count)
+        };
+        let ok = count_of("ok");
+        // A capture's incomplete handshakes are stored under their own class: neither
+        // attempts that succeeded nor failures.
+        let incomplete_class = ErrorClass::Incomplete.as_str();
+        let incomplete = count_of(incomplete_class);
+        let attempted: i64 = counts.iter().map(|(_, count)| count).sum::<i64>() - incomplete;
         let errors: BTreeMap<String, i64> = counts
             .into_iter()
-            .filter(|(class, _)| class != "ok")
+            .filter(|(class, _)| class != "ok" && class != incomplete_class)
             .collect();
         let mut error_examples = BTreeMap::new();
         let mut diagnoses = BTreeMap::new();
+        if incomplete > 0 {
+            if let Some(example) = store.error_example(config.id, incomplete_class)? {
+                error_examples.insert(incomplete_class.to_string(), example);
+            }
+        }
         for class in errors.keys() {
             if let Some(example) = store.error_example(config.id, class)? {
                 if let Some(diagnosis) = crate::diagnosis::diagnose(class, &example, config) {
@@ -604,6 +633,7 @@ impl Attempts {
             attempted,
             ok,
             errors,
+            incomplete,
             error_examples,
             diagnoses,
         })
@@ -779,6 +809,7 @@ impl<'a> Reading<'a> {
             attempted: attempts.attempted,
             ok,
             errors: attempts.errors,
+            incomplete: attempts.incomplete,
             error_examples: attempts.error_examples,
             diagnoses: attempts.diagnoses,
             handshake_ms: values.handshake_ms,

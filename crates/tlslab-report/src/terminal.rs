@@ -100,6 +100,7 @@ pub(crate) fn run_summary(summary: &RunSummary) -> RunSummary {
         duration_s: _,
         attempted: _,
         errors: _,
+        incomplete: _,
         insecure: _,
     } = &mut summary;
     store.escape();

@@ -224,9 +224,13 @@ fn brief_warnings(summary: &RunSummary, labels: &[String], short: &[String]) -> 
 pub fn result_line(summary: &RunSummary) -> String {
     let store = tlslab_core::terminal::escape(&summary.store);
     format!(
-        "{} attempts, {} errors{}{} · results: {}",
+        "{} attempts, {} errors{}{}{} · results: {}",
         summary.attempted,
         summary.errors,
+        match summary.incomplete {
+            0 => String::new(),
+            count => format!(" (and {count} incomplete: the capture shows only their start)"),
+        },
         summary
             .duration_s
             .map_or(String::new(), |s| format!(" in {s:.1} s")),
@@ -713,6 +717,14 @@ fn outcome_lines(config: &ConfigSummary, out: &mut String) {
         "  outcomes   {} of {} attempts{sessions}",
         outcome, config.attempted
     );
+    if config.incomplete > 0 {
+        let _ = writeln!(
+            out,
+            "             and {} incomplete: neither ok nor failed, in no statistic (compare \
+             --include-incomplete takes them in)",
+            config.incomplete
+        );
+    }
     for (class, example) in &config.error_examples {
         let _ = writeln!(out, "             {class}: {example}");
         if let Some(diagnosis) = config.diagnoses.get(class) {
@@ -929,6 +941,7 @@ mod tests {
             } else {
                 Default::default()
             },
+            incomplete: 0,
             error_examples: Default::default(),
             diagnoses: [(
                 "refused".to_string(),
@@ -974,6 +987,7 @@ mod tests {
             duration_s: Some(1.0),
             attempted: configs.iter().map(|c| c.attempted).sum(),
             errors: configs.iter().map(|c| c.attempted - c.ok).sum(),
+            incomplete: 0,
             insecure: false,
             configs,
             warnings: vec!["'tls1.3 aes128gcm x25519 c4': the client used 95% of all cores".into()],

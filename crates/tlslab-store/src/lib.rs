@@ -394,6 +394,10 @@ pub struct Store {
     /// (a million requests in PostgreSQL: 17 counts of 0.2 s each). A store is opened per
     /// command, over a run that is no longer written.
     successes: std::cell::RefCell<std::collections::HashMap<i64, usize>>,
+    /// Whether the phases' values take in the samples of outcome `incomplete` (a capture's
+    /// handshakes it shows only the start of) beside the successful ones, each in the phases
+    /// it has: `compare --include-incomplete`.
+    incomplete_too: std::cell::Cell<bool>,
 }
 
 /// A Config as stored (the columns of the configs table this crate's readers use; read by
@@ -817,6 +821,7 @@ impl Store {
             path: path.to_path_buf(),
             kept: None,
             successes: Default::default(),
+            incomplete_too: Default::default(),
         })
     }
 
@@ -930,6 +935,7 @@ impl Store {
             path: PathBuf::from(database),
             kept: None,
             successes: Default::default(),
+            incomplete_too: Default::default(),
         })
     }
 
@@ -1215,6 +1221,13 @@ impl Store {
             .collect())
     }
 
+    /// From now on, [`Store::phases_values`] takes in the measured samples a capture shows
+    /// only the start of (outcome `incomplete`), each in the phases it has (the others are
+    /// NULL): what `compare --include-incomplete` compares.
+    pub fn include_incomplete(&self) {
+        self.incomplete_too.set(true);
+    }
+
     /// The successful measured samples' values of `name` (a timing column or one of
     /// [`MEASURED_COUNTS`]), sorted, from what the writer kept when it kept them.
     pub fn phase_values(&self, config_id: i64, name: &str) -> Result<Vec<f64>, StoreError> {
@@ -1244,13 +1257,20 @@ impl Store {
         if names.is_empty() {
             return Ok(Vec::new());
         }
+        let incomplete_too = self.incomplete_too.get();
         if let Some(values) = self
             .kept
             .as_ref()
+            .filter(|_| !incomplete_too)
             .and_then(|kept| kept.phases_values(config_id, names))
         {
             return Ok(values);
         }
+        let outcomes = if incomplete_too {
+            "outcome IN ('ok', 'incomplete')"
+        } else {
+            "outcome = 'ok'"
+        };
         // Sized once from the Config's index: grown by doubling, each column of a large
         // store would be copied about twice and briefly held twice (the peak memory of a
         // summary).
@@ -1265,7 +1285,7 @@ impl Store {
             .join(", ");
         self.connection.each(
             &format!(
-                "SELECT {selected} FROM samples WHERE {{run}}config_id = ?1 AND warmup = 0 AND outcome = 'ok' ORDER BY id"
+                "SELECT {selected} FROM samples WHERE {{run}}config_id = ?1 AND warmup = 0 AND {outcomes} ORDER BY id"
             ),
             &[Parameter::Integer(config_id)],
             |row| {

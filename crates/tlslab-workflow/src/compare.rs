@@ -35,6 +35,9 @@ pub struct CompareRequest {
     pub seed: u64,
     /// A regression gate: which differences make the comparison fail.
     pub fail_on: Option<Gate>,
+    /// Whether a store's incomplete handshakes (a capture's, outcome `incomplete`) are
+    /// compared too, each in the phases it has.
+    pub include_incomplete: bool,
 }
 
 impl CompareRequest {
@@ -52,6 +55,7 @@ impl CompareRequest {
             resamples: 9_999,
             seed: 12_345,
             fail_on: None,
+            include_incomplete: false,
         }
     }
 }
@@ -207,6 +211,9 @@ fn factorial(
         ));
     };
     let store = store.open(control)?;
+    if request.include_incomplete {
+        store.include_incomplete();
+    }
     let metric = metric_of(&store, request.metric.as_deref())?;
     Ok(tlslab_report::factorial::factorial(
         &store,
@@ -226,6 +233,9 @@ fn comparisons(
 ) -> Result<(Comparisons, &'static str, Option<Names>), WorkflowError> {
     if let Some(store) = the_store(request)? {
         let store = store.open(control)?;
+        if request.include_incomplete {
+            store.include_incomplete();
+        }
         let metric = metric_of(&store, request.metric.as_deref())?;
         let set = compare_store(&store, request.baseline.as_deref(), &metric, options)?;
         // Each Config named by the dimensions in which it differs from the baseline, and by

@@ -921,6 +921,11 @@ pub struct CompareArgs {
     /// higher), faster, or either (different) than the baseline, by the verdict rule.
     #[arg(long, value_enum)]
     pub fail_on: Option<Gate>,
+    /// Takes in a capture's incomplete handshakes (the capture ended, or lacks their later
+    /// records), each in the phases it shows: server_response or tcp_connect, say. By
+    /// default only completed handshakes are compared.
+    #[arg(long)]
+    pub include_incomplete: bool,
 }
 
 /// What `tlslab compare --fail-on` refuses.

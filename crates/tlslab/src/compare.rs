@@ -34,6 +34,7 @@ fn request(args: &CompareArgs) -> Result<CompareRequest, CliError> {
         alpha: args.alpha,
         resamples: args.resamples,
         seed: args.seed,
+        include_incomplete: args.include_incomplete,
         fail_on: args.fail_on.map(|gate| match gate {
             cli::Gate::Slower => Gate::Slower,
             cli::Gate::Faster => Gate::Faster,

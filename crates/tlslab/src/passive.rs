@@ -80,8 +80,14 @@ fn notes(report: &Report) -> String {
     }
     let flows = report.flows;
     out.push_str(&format!(
-        "{} TCP connections and {} QUIC connections: {} TLS handshakes stored ({} failed), {} TCP connections not TLS (or joined after their handshake), {} still in progress when the capture ended\n",
-        flows.tcp, flows.quic, report.connections, report.errors, flows.not_tls, flows.unfinished
+        "{} TCP connections and {} QUIC connections: {} TLS handshakes stored ({} failed, {} incomplete: the capture ends before they do or lacks their later records), {} TCP connections not TLS (or joined after their handshake), {} with no whole ClientHello when the capture ended\n",
+        flows.tcp,
+        flows.quic,
+        report.connections,
+        report.errors,
+        report.incomplete,
+        flows.not_tls,
+        flows.unfinished
     ));
     out
 }
@@ -123,6 +129,7 @@ fn describe(report: &Report) -> serde_json::Value {
         "quic_connections": report.flows.quic,
         "handshakes": report.connections,
         "failed": report.errors,
+        "incomplete": report.incomplete,
         "not_tls": report.flows.not_tls,
         "unfinished": report.flows.unfinished,
     })
