@@ -11,6 +11,10 @@
 use std::time::Duration;
 
 use tlslab_core::*;
+
+#[path = "support/mod.rs"]
+mod support;
+use support::info;
 use tlslab_store::postgres::agents::{Coordination, Distribution, Registration, Work};
 use tlslab_store::{Location, NewRun, Store};
 
@@ -118,34 +122,4 @@ fn agent(location: &Location, run: i64) -> u64 {
         }
     }
     claimed
-}
-
-fn info() -> RunInfo {
-    let experiment = Experiment::default();
-    let configs = experiment.configs().expect("the default Config");
-    RunInfo {
-        source: Source::Active,
-        plan: None,
-        experiment: Some(experiment),
-        configs: configs
-            .iter()
-            .map(|config| config.record("127.0.0.1:4433".into(), None))
-            .collect(),
-        environment: Environment {
-            tool_version: env!("CARGO_PKG_VERSION").into(),
-            commit: "bench".into(),
-            rustls_version: "n/a".into(),
-            crypto_provider: "n/a".into(),
-            openssl_version: None,
-            cpu_model: "any".into(),
-            cores: 1,
-            kernel: "any".into(),
-            hostname: "bench".into(),
-            network: "loopback".into(),
-            name_resolution: Vec::new(),
-            wire_clock: None,
-        },
-        command_line: Vec::new(),
-        started_at_unix_ns: 0,
-    }
 }

@@ -18,16 +18,6 @@ use support::*;
 /// The agents' subnet: `10.214.N.0/24` for agent N, the host at `.1`.
 const SUBNET: &str = "10.214";
 
-/// `psql` over `url`: one line per row, fields split by `|`.
-fn psql(url: &str, sql: &str) -> Vec<String> {
-    let output = Command::new("psql")
-        .args(["--no-psqlrc", "-At", "--dbname", url, "-c", sql])
-        .output()
-        .expect("psql runs (Debian: postgresql-client)");
-    assert!(output.status.success(), "psql: {}", stderr(&output));
-    stdout(&output).lines().map(str::to_string).collect()
-}
-
 /// `tlslab run --agents N --detach` for `target`: the run's number, printed alone.
 fn detached_run(url: &str, target: &str, agents: u32, plan: &[&str]) -> String {
     let agents = agents.to_string();
@@ -77,6 +67,24 @@ fn wait_for_stored(url: &str, run: &str, samples: i64) {
     }
 }
 
+/// The number of the run a waiting coordinator stored, once one matching `condition` is
+/// there (until the coordinator made the schema, the query fails); fails after a minute.
+fn stored_run(url: &str, condition: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let runs = Command::new("psql")
+            .args(["--no-psqlrc", "-At", "--dbname", url, "-c"])
+            .arg(format!("SELECT id FROM runs WHERE {condition}"))
+            .output()
+            .unwrap();
+        if let Some(run) = stdout(&runs).lines().next() {
+            return run.to_string();
+        }
+        assert!(Instant::now() < deadline, "the coordinator stored no run");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn finished(child: Child) -> Output {
     child.wait_with_output().unwrap()
 }
@@ -112,20 +120,7 @@ fn agents_share_a_plan_and_the_coordinator_prints_the_merged_run_with_each_agent
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let run = loop {
-        // Until the coordinator made the schema, the query fails.
-        let runs = Command::new("psql")
-            .args(["--no-psqlrc", "-At", "--dbname", &url, "-c"])
-            .arg("SELECT id FROM runs WHERE agents = 3")
-            .output()
-            .unwrap();
-        if let Some(run) = stdout(&runs).lines().next() {
-            break run.to_string();
-        }
-        assert!(Instant::now() < deadline, "the coordinator stored no run");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let run = stored_run(&url, "agents = 3");
     let agents: Vec<Child> = (0..3)
         .map(|index| spawn_agent(agent_command(), &url, &run, &format!("{index}/3")))
         .collect();
@@ -464,19 +459,7 @@ fn the_studys_design_runs_on_agent_processes_with_each_agents_figures() {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let run = loop {
-        let runs = Command::new("psql")
-            .args(["--no-psqlrc", "-At", "--dbname", &url, "-c"])
-            .arg("SELECT id FROM runs WHERE agents = 3")
-            .output()
-            .unwrap();
-        if let Some(run) = stdout(&runs).lines().next() {
-            break run.to_string();
-        }
-        assert!(Instant::now() < deadline, "the coordinator stored no run");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let run = stored_run(&url, "agents = 3");
     let agents: Vec<Child> = (0..3)
         .map(|index| spawn_agent(agent_command(), &url, &run, &format!("{index}/3")))
         .collect();
@@ -543,22 +526,7 @@ fn an_interrupted_coordinator_ends_the_run_incomplete_and_says_why() {
     .spawn()
     .unwrap();
     // Once it waits for its agents (none come), Ctrl-C.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let runs = Command::new("psql")
-            .args(["--no-psqlrc", "-At", "--dbname", &url, "-c"])
-            .arg("SELECT count(*) FROM claims")
-            .output()
-            .unwrap();
-        if stdout(&runs).trim().parse::<i64>().unwrap_or(0) > 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the coordinator published nothing"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    stored_run(&url, "agents = 2 AND EXISTS (SELECT 1 FROM claims)");
     let _ = Command::new("kill")
         .args(["-INT", &coordinator.id().to_string()])
         .status();

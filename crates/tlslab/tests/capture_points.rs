@@ -70,16 +70,6 @@ fn run_number(line: &str) -> String {
     after.split(')').next().unwrap().to_string()
 }
 
-/// `psql` over `url`: one line per row, fields split by `|`.
-fn psql(url: &str, sql: &str) -> Vec<String> {
-    let output = Command::new("psql")
-        .args(["--no-psqlrc", "-At", "--dbname", url, "-c", sql])
-        .output()
-        .expect("psql runs (Debian: postgresql-client)");
-    assert!(output.status.success(), "psql: {}", stderr(&output));
-    stdout(&output).lines().map(str::to_string).collect()
-}
-
 /// What an active run's store holds: each successful handshake's version, suite and group,
 /// counted.
 fn negotiated_in(db: &Path) -> Vec<String> {

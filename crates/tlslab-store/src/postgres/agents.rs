@@ -328,9 +328,8 @@ impl Coordination {
         // A build without its commit (an image built without `.git`) says `unknown`: the
         // version must match then, and the plan's expansion is checked by the agent anyway.
         let known = |commit: &str| commit != "unknown";
-        let commits_differ = commit != registration.commit_id
-            && known(&commit)
-            && known(&registration.commit_id);
+        let commits_differ =
+            commit != registration.commit_id && known(&commit) && known(&registration.commit_id);
         if version != registration.tool_version || commits_differ {
             return Err(StoreError::Postgres(PostgresError::AgentVersion {
                 run,

@@ -512,3 +512,13 @@ pub fn wait_for_samples(db: &Path, samples: i64) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// `psql` over `url`: one line per row, fields split by `|`.
+pub fn psql(url: &str, sql: &str) -> Vec<String> {
+    let output = Command::new("psql")
+        .args(["--no-psqlrc", "-At", "--dbname", url, "-c", sql])
+        .output()
+        .expect("psql runs (Debian: postgresql-client)");
+    assert!(output.status.success(), "psql: {}", stderr(&output));
+    stdout(&output).lines().map(str::to_string).collect()
+}
