@@ -1,5 +1,5 @@
-//! A database's Configs read once each: what `report` and `compare` read of a Config's
-//! samples, taken in one pass over them and held for the command's other readers.
+//! A database's Configs read once each: what `report` reads of a Config's samples, taken in
+//! one pass over them and held for the command's other readers.
 //!
 //! A summary reads a Config's samples many times: its requests, its phases, its round
 //! medians, its negotiated names, its outcomes, its server software. From a SQLite file each
@@ -24,9 +24,9 @@ use crate::kept::{kept_columns, Keeper, KeptValues};
 use crate::{RoundMedian, StoreError};
 
 /// The most memory the Configs read may hold at once: about 2,000,000 requests on kept
-/// connections (about 30 bytes each: a mask and a dozen varints), four Configs of 500,000
+/// connections (20 to 30 bytes each: a mask and a dozen varints), four Configs of 500,000
 /// say. While one more is read the others are still held, so the peak is at most twice it.
-pub const READ_BYTES: usize = 64 << 20;
+pub(crate) const READ_BYTES: usize = 64 << 20;
 
 /// The sample columns read besides the kept ones, in this order.
 const READ_COLUMNS: [&str; 12] = [
