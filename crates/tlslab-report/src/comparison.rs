@@ -154,10 +154,13 @@ fn metric_groups(
     configs: &[tlslab_store::ConfigRow],
     metric: &str,
 ) -> Result<Vec<(String, Vec<f64>)>, StoreError> {
+    // Every Config's in one read (a database's run in one pass over its samples).
+    let mut by_config = store.phase_values_by_config(metric)?;
     let mut groups = Vec::with_capacity(configs.len());
     for config in configs {
-        let values: Vec<f64> = store
-            .phase_values(config.id, metric)?
+        let values: Vec<f64> = by_config
+            .remove(&config.id)
+            .unwrap_or_default()
             .into_iter()
             .map(|nanos| nanos / 1e6)
             .collect();

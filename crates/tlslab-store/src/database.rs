@@ -152,6 +152,41 @@ impl Row<'_> {
         }
     }
 
+    /// The integer at `index` (`None` for NULL), read without the detour through [`Value`]
+    /// where the column is a BIGINT: a Config read once (`read.rs`) reads a few dozen per
+    /// sample.
+    pub fn integer(&self, index: usize) -> Result<Option<i64>, StoreError> {
+        if let Row::Postgres(row) = self {
+            let is_bigint = row
+                .columns()
+                .get(index)
+                .is_some_and(|column| *column.type_() == postgres::types::Type::INT8);
+            if is_bigint {
+                return row
+                    .try_get::<_, Option<i64>>(index)
+                    .map_err(|error| StoreError::Query(Box::new(error)));
+            }
+        }
+        self.get(index)
+    }
+
+    /// The text at `index` (`None` for NULL), borrowed from the row.
+    pub fn text(&self, index: usize) -> Result<Option<&str>, StoreError> {
+        match self {
+            Row::Sqlite(row) => {
+                row.get_ref(index)?
+                    .as_str_or_null()
+                    .map_err(|_| StoreError::Kind {
+                        index,
+                        wanted: "text",
+                    })
+            }
+            Row::Postgres(row) => row
+                .try_get(index)
+                .map_err(|error| StoreError::Query(Box::new(error))),
+        }
+    }
+
     /// The value at `index` as `T` (an integer, a real, text, a flag, or an `Option` of one).
     pub fn get<T: FromValue>(&self, index: usize) -> Result<T, StoreError> {
         T::from_value(self.value(index)?).ok_or_else(|| StoreError::Kind {
@@ -225,13 +260,27 @@ impl Connection {
         parameters: &[Parameter<'_>],
         mut each: impl FnMut(&Row<'_>) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
+        self.each_until(sql, parameters, |row| {
+            each(row).map(|()| std::ops::ControlFlow::Continue(()))
+        })
+    }
+
+    /// [`Connection::each`] until `each` breaks: the rest of the rows are left unread.
+    pub fn each_until(
+        &self,
+        sql: &str,
+        parameters: &[Parameter<'_>],
+        mut each: impl FnMut(&Row<'_>) -> Result<std::ops::ControlFlow<()>, StoreError>,
+    ) -> Result<(), StoreError> {
         match self {
             Connection::Sqlite(connection) => {
                 let sql = sql.replace("{run}", "").replace("{s.run}", "");
                 let mut statement = connection.prepare_cached(&sql)?;
                 let mut rows = statement.query(rusqlite::params_from_iter(parameters.iter()))?;
                 while let Some(row) = rows.next()? {
-                    each(&Row::Sqlite(row))?;
+                    if each(&Row::Sqlite(row))?.is_break() {
+                        break;
+                    }
                 }
                 Ok(())
             }
@@ -258,7 +307,9 @@ impl Connection {
                     .map_err(query)?;
                 use postgres::fallible_iterator::FallibleIterator;
                 while let Some(row) = rows.next().map_err(query)? {
-                    each(&Row::Postgres(&row))?;
+                    if each(&Row::Postgres(&row))?.is_break() {
+                        break;
+                    }
                 }
                 Ok(())
             }

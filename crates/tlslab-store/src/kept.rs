@@ -33,7 +33,7 @@ use crate::columns::Cell;
 use crate::{most_negotiated, NegotiatedRow, Negotiations, RequestRow, MEASURED_COUNTS};
 
 /// The most memory the kept values may take: about 250,000 requests of a load run on kept
-/// connections (64 bytes each, and room to grow), or 100,000 full handshakes. A longer run's
+/// connections (at most 64 bytes each, and room to grow), or 100,000 full handshakes. A longer run's
 /// summaries read the store.
 pub const KEPT_BYTES: usize = 16 << 20;
 
@@ -60,7 +60,7 @@ const OK: u32 = 1 << 31;
 /// The columns kept: every one a run summary reads with `phases_values` (the counts, the
 /// handshake, time to first byte, each phase, the total, an open loop's figures) and a load
 /// summary's requests.
-fn kept_columns() -> Vec<&'static str> {
+pub(crate) fn kept_columns() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = MEASURED_COUNTS
         .into_iter()
         // An open loop's schedule and latency too.
@@ -81,8 +81,8 @@ struct Samples {
     /// Per sample: which kept columns it filled (bit i: column i), and [`OK`].
     masks: Vec<u32>,
     /// The filled values, sample after sample, each sample's in the order of its columns'
-    /// bits.
-    values: Vec<i64>,
+    /// bits, each as a zigzag LEB128 varint ([`push_varint`]).
+    values: Vec<u8>,
     /// The error class of each sample that did not succeed, in order.
     errors: Vec<Option<String>>,
 }
@@ -90,20 +90,54 @@ struct Samples {
 impl Samples {
     fn bytes(&self) -> usize {
         self.masks.capacity() * 4
-            + self.values.capacity() * 8
+            + self.values.capacity()
             + self.errors.capacity() * std::mem::size_of::<Option<String>>()
     }
 
-    /// Each sample's mask and its values.
-    fn each(&self) -> impl Iterator<Item = (u32, &[i64])> {
-        let mut start = 0;
-        self.masks.iter().map(move |&mask| {
+    /// Hands `each` every sample's mask and its values, in order.
+    fn for_each(&self, mut each: impl FnMut(u32, &[i64])) {
+        let mut at = 0;
+        let mut values = [0i64; 31];
+        for &mask in &self.masks {
             let count = (mask & !OK).count_ones() as usize;
-            let values = &self.values[start..start + count];
-            start += count;
-            (mask, values)
-        })
+            for value in &mut values[..count] {
+                *value = read_varint(&self.values, &mut at);
+            }
+            each(mask, &values[..count]);
+        }
     }
+}
+
+/// Appends `value` to `bytes` as a zigzag LEB128 varint: seven bits a byte, the small
+/// magnitudes the kept values mostly have (a status, a byte count, microseconds to
+/// milliseconds in nanoseconds) in two or three bytes instead of eight. A database's Configs
+/// read once (`read.rs`) hold a Config's values so, and 8 bytes each made a report of
+/// 1,000,000 requests from PostgreSQL take twice the memory of the same from a file.
+/// (Written here: the format is a dozen lines, and the crates that have it bring far more.)
+fn push_varint(bytes: &mut Vec<u8>, value: i64) {
+    let mut zigzag = ((value << 1) ^ (value >> 63)) as u64;
+    while zigzag >= 0x80 {
+        bytes.push((zigzag as u8) | 0x80);
+        zigzag >>= 7;
+    }
+    bytes.push(zigzag as u8);
+}
+
+/// The varint [`push_varint`] wrote at `*at` in `bytes`, moving `*at` past it.
+fn read_varint(bytes: &[u8], at: &mut usize) -> i64 {
+    let mut zigzag = 0u64;
+    let mut shift = 0;
+    while let Some(&byte) = bytes.get(*at) {
+        *at += 1;
+        if shift < 64 {
+            zigzag |= u64::from(byte & 0x7f) << shift;
+        }
+        shift += 7;
+        if byte & 0x80 == 0 {
+            break;
+        }
+    }
+    ((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64)
 }
 
 /// The value of kept column `slot` of a sample, from its mask and values.
@@ -154,13 +188,16 @@ impl KeptValues {
         let mut columns: Vec<Vec<f64>> = (0..names.len())
             .map(|_| Vec::with_capacity(successes))
             .collect();
-        for (mask, values) in samples.each().filter(|(mask, _)| mask & OK != 0) {
+        samples.for_each(|mask, values| {
+            if mask & OK == 0 {
+                return;
+            }
             for (column, &slot) in columns.iter_mut().zip(&slots) {
                 if let Some(value) = value(mask, values, slot) {
                     column.push(value as f64);
                 }
             }
-        }
+        });
         Some(columns)
     }
 
@@ -220,7 +257,8 @@ impl KeptValues {
     }
 
     /// [`Store::for_each_request`](crate::Store::for_each_request) from the kept values, in
-    /// the order the requests were stored.
+    /// the order they were kept: as they were stored by a writer, by outcome and then in
+    /// sample order (the query's) when read from a database (`read.rs`).
     pub(crate) fn for_each_request(&self, config_id: i64, mut each: impl FnMut(RequestRow)) {
         let Some(samples) = self.configs.get(&config_id) else {
             return;
@@ -228,7 +266,7 @@ impl KeptValues {
         // Every request column is kept (`kept_columns`).
         let slots = REQUEST_COLUMNS.map(|name| self.slot(name));
         let mut errors = samples.errors.iter();
-        for (mask, values) in samples.each() {
+        samples.for_each(|mask, values| {
             let get = |index: usize| slots[index].and_then(|slot| value(mask, values, slot));
             let ok = mask & OK != 0;
             each(RequestRow {
@@ -247,7 +285,7 @@ impl KeptValues {
                 first_byte: get(6),
                 response_done: get(7),
             });
-        }
+        });
     }
 }
 
@@ -313,11 +351,23 @@ impl Keeper {
     /// holds something other than an integer (which cannot happen today), or the values
     /// outgrew their limit.
     pub(crate) fn keep(&mut self, sample: &Sample, filled: &[usize], cells: &[Cell<'_>]) -> bool {
-        self.count_negotiated(sample, filled, cells);
-        if sample.warmup {
+        self.keep_row(sample.config as i64, sample.warmup, filled, cells)
+    }
+
+    /// [`Keeper::keep`] of a row of Config `config`, read back from a store: what a
+    /// database's Config read once keeps (`read.rs`).
+    pub(crate) fn keep_row(
+        &mut self,
+        config: i64,
+        warmup: bool,
+        filled: &[usize],
+        cells: &[Cell<'_>],
+    ) -> bool {
+        self.count_negotiated(config, filled, cells);
+        if warmup {
             return true;
         }
-        let samples = self.kept.configs.entry(sample.config as i64).or_default();
+        let samples = self.kept.configs.entry(config).or_default();
         let before = samples.bytes();
         let mut mask = 0u32;
         let mut ok = false;
@@ -341,7 +391,7 @@ impl Keeper {
         }
         let mut bits = mask;
         while bits != 0 {
-            samples.values.push(by_slot[bits.trailing_zeros() as usize]);
+            push_varint(&mut samples.values, by_slot[bits.trailing_zeros() as usize]);
             bits &= bits - 1;
         }
         if ok {
@@ -352,13 +402,13 @@ impl Keeper {
         samples.masks.push(mask);
         self.bytes = self.bytes + samples.bytes() - before;
         if ok {
-            self.tally(sample, filled, cells);
+            self.tally(config, filled, cells);
         }
         self.bytes <= self.limit
     }
 
     /// Counts what a successful measured `sample` stored of resumption, early data and ECH.
-    fn tally(&mut self, sample: &Sample, filled: &[usize], cells: &[Cell<'_>]) {
+    fn tally(&mut self, config: i64, filled: &[usize], cells: &[Cell<'_>]) {
         let (Some(columns), Some(tallies)) = (self.tallied, self.kept.tallies.as_mut()) else {
             return;
         };
@@ -366,7 +416,7 @@ impl Keeper {
             let index = filled.binary_search(&column).ok()?;
             Some(&cells[index])
         });
-        let tallies = tallies.entry(sample.config as i64).or_default();
+        let tallies = tallies.entry(config).or_default();
         let flag = |counts: &mut [i64; 2], cell: Option<&Cell<'_>>| match cell {
             Some(Cell::Integer(1)) => counts[0] += 1,
             Some(Cell::Integer(0)) => counts[1] += 1,
@@ -383,7 +433,7 @@ impl Keeper {
     }
 
     /// Counts the version, suite and group `sample` negotiated, if it stored a version.
-    fn count_negotiated(&mut self, sample: &Sample, filled: &[usize], cells: &[Cell<'_>]) {
+    fn count_negotiated(&mut self, config: i64, filled: &[usize], cells: &[Cell<'_>]) {
         let text = |column: usize| {
             let index = filled.binary_search(&column).ok()?;
             match &cells[index] {
@@ -395,11 +445,7 @@ impl Keeper {
         let Some(version) = version else {
             return;
         };
-        let counts = self
-            .kept
-            .negotiated
-            .entry(sample.config as i64)
-            .or_default();
+        let counts = self.kept.negotiated.entry(config).or_default();
         // A Config negotiates one or a few triples: found among them without allocating (a
         // handshake run has one per sample), made only when new.
         let known = counts
@@ -420,6 +466,19 @@ impl Keeper {
 
     pub(crate) fn into_kept(self) -> KeptValues {
         self.kept
+    }
+
+    /// The kept values, their room trimmed to what they hold, and the bytes they take: for
+    /// values kept to be held a while (a database's Configs read once, `read.rs`).
+    pub(crate) fn into_trimmed(mut self) -> (KeptValues, usize) {
+        let mut bytes = 0;
+        for samples in self.kept.configs.values_mut() {
+            samples.masks.shrink_to_fit();
+            samples.values.shrink_to_fit();
+            samples.errors.shrink_to_fit();
+            bytes += samples.bytes();
+        }
+        (self.kept, bytes)
     }
 }
 
@@ -443,6 +502,38 @@ impl KeptHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_come_back_from_their_varints_as_they_went_in() {
+        let values = [
+            0,
+            1,
+            -1,
+            63,
+            64,
+            -64,
+            -65,
+            200,
+            1_428_547,
+            -1_428_547,
+            i64::from(i32::MAX),
+            i64::MAX,
+            i64::MIN,
+        ];
+        let mut bytes = Vec::new();
+        for value in values {
+            push_varint(&mut bytes, value);
+        }
+        // Small magnitudes take few bytes: 0, 1 and -1 one each, 200 two.
+        assert_eq!(bytes[..3], [0, 2, 1]);
+        let mut at = 0;
+        let read: Vec<i64> = values
+            .iter()
+            .map(|_| read_varint(&bytes, &mut at))
+            .collect();
+        assert_eq!(read, values);
+        assert_eq!(at, bytes.len());
+    }
 
     #[test]
     fn the_kept_columns_fit_below_the_outcomes_bit_and_are_stored_columns() {

@@ -3,6 +3,8 @@
 
 mod cluster;
 
+use std::collections::BTreeMap;
+
 use cluster::Cluster;
 use tlslab_core::*;
 use tlslab_store::postgres::{prepare, reserve_run, PostgresError, PostgresSink};
@@ -230,13 +232,32 @@ fn a_run_reads_back_alike_from_postgresql_and_from_sqlite() {
     };
     // Another run first, so that the database holds more than the run read.
     write_run(&cluster.url(), "other", 50);
-    let mut records: Vec<Record> = (0..300).map(|number| sample(0, number)).collect();
-    records.push(Record::Sample(Box::new(
-        Sample::builder()
-            .outcome(Outcome::Error)
-            .error(ErrorClass::Timeout, "no answer in 5 s")
-            .build(),
-    )));
+    // Three rounds, two versions, and a failure among the successes: a database's readers
+    // read a Config once in the order of its index (by outcome), a file's reader by reader.
+    let mut records: Vec<Record> = (0..300)
+        .map(|number| {
+            Record::Sample(Box::new(
+                Sample::builder()
+                    .agent(number as u32)
+                    .round((number % 3) as u32)
+                    .started_at(number)
+                    .event(Event::Start, 0)
+                    .event(Event::HandshakeDone, 1_000 + number * number)
+                    .version(if number % 4 == 0 { "1.2" } else { "1.3" })
+                    .server_software(format!("lab/{}", number / 100))
+                    .build(),
+            ))
+        })
+        .collect();
+    records.insert(
+        100,
+        Record::Sample(Box::new(
+            Sample::builder()
+                .outcome(Outcome::Error)
+                .error(ErrorClass::Timeout, "no answer in 5 s")
+                .build(),
+        )),
+    );
     records.push(trial(0, 301));
     let (file, database) = both(&cluster, &records);
     let export = |store: &tlslab_store::Store| {
@@ -276,6 +297,25 @@ fn a_run_reads_back_alike_from_postgresql_and_from_sqlite() {
         |store: &tlslab_store::Store| format!("{:?}", store.sample_count().unwrap()),
         |store: &tlslab_store::Store| format!("{:?}", store.trial_start_spans(0).unwrap()),
         |store: &tlslab_store::Store| format!("{:?}", store.request_counts(0).unwrap()),
+        |store: &tlslab_store::Store| {
+            format!(
+                "{:?}",
+                store.phases_values(0, &["handshake", "total"]).unwrap()
+            )
+        },
+        |store: &tlslab_store::Store| {
+            let by_config = store.phase_values_by_config("handshake").unwrap();
+            format!("{:?}", by_config.into_iter().collect::<BTreeMap<_, _>>())
+        },
+        |store: &tlslab_store::Store| {
+            let mut requests = Vec::new();
+            store
+                .for_each_request(0, |request| requests.push(request))
+                .unwrap();
+            format!("{requests:?}")
+        },
+        |store: &tlslab_store::Store| format!("{:?}", store.early_data_counts(0).unwrap()),
+        |store: &tlslab_store::Store| format!("{:?}", store.ech_counts(0).unwrap()),
     ] {
         assert_eq!(reader(&database), reader(&file));
     }

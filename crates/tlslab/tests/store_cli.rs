@@ -97,3 +97,83 @@ fn a_run_copied_into_postgresql_twice_and_back_exports_the_same() {
     );
     assert!(!printed(&missing).contains(password));
 }
+
+/// What `report --format md` and `compare --json` print of the run in `store` (a file, or
+/// `--run run` of a database), the line that names the store left out (the report's third).
+fn read_back(dir: &std::path::Path, store: &str, run: Option<&str>) -> [String; 2] {
+    let report = dir.join("read-back.md");
+    let report_path = report.to_str().unwrap();
+    let chosen: Vec<&str> = run.map_or(Vec::new(), |run| vec!["--run", run]);
+    let mut line = vec![
+        "report",
+        store,
+        "--format",
+        "md",
+        "-o",
+        report_path,
+        "--force",
+    ];
+    line.extend(&chosen);
+    tlslab_succeeds(&line);
+    let markdown = std::fs::read_to_string(&report).unwrap();
+    let named = markdown.lines().nth(2).unwrap_or_default().to_string();
+    assert!(
+        named.starts_with('`'),
+        "the store is named on line 3:\n{markdown}"
+    );
+    let markdown = markdown.replacen(&named, "STORE", 1);
+    let mut line = vec!["compare", store, "--json"];
+    line.extend(&chosen);
+    [markdown, tlslab_succeeds(&line)]
+}
+
+#[test]
+fn a_copied_run_reports_and_compares_alike_from_postgresql_and_from_its_file() {
+    // The database's readers take each Config's samples in one pass (tlslab-store's
+    // read.rs) where the file's query them reader by reader: the outputs must not differ by
+    // a byte. A handshake run (two Configs, warm-up, ten rounds, resumption) and a load
+    // run (HTTPS beside plain HTTP, kept connections, the server's software).
+    let dir = scratch("store-read-alike");
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let handshakes = Run::new(&dir, "handshakes")
+        .args("--tls 1.2,1.3 -n 60 --warmup 10 --resume")
+        .succeeds()
+        .db;
+    let load = dir.join("load.db");
+    tlslab_succeeds(&[
+        "load",
+        "--out",
+        load.to_str().unwrap(),
+        "--scheme",
+        "http,https",
+        "-n",
+        "300",
+        "-c",
+        "4",
+    ]);
+    for db in [&handshakes, &load] {
+        let db = db.to_str().unwrap();
+        let copied = tlslab_succeeds(&["store", "copy", db, &url]);
+        let run = copied
+            .split(" as run ")
+            .nth(1)
+            .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+            .unwrap_or_else(|| panic!("no run number in: {copied}"))
+            .to_string();
+        let from_file = read_back(&dir, db, None);
+        let from_database = read_back(&dir, &url, Some(&run));
+        assert!(from_file[0].contains("| "), "{}", from_file[0]);
+        for (what, (file, database)) in ["report", "compare"]
+            .into_iter()
+            .zip(from_file.iter().zip(&from_database))
+        {
+            assert!(
+                file == database,
+                "{what} of {db} differs from PostgreSQL's:\n--- file\n{file}\n--- database\n{database}"
+            );
+        }
+    }
+}
