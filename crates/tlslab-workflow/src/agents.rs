@@ -42,23 +42,41 @@ pub struct Shard {
     pub count: u32,
 }
 
-impl std::str::FromStr for Shard {
-    type Err = String;
+/// Why a `--shard` is not `I/N`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShardError {
+    /// No `/` between the index and the count.
+    #[error("`{0}` is not I/N (say 0/4 for the first of four)")]
+    Form(String),
+    /// A part that is not a number.
+    #[error("`{part}` in `{text}` is not a number")]
+    Number {
+        /// The part.
+        part: String,
+        /// The whole.
+        text: String,
+    },
+    /// An index at or past the count, or a count of 0.
+    #[error("`{0}`: the index counts from 0 and must be below the count")]
+    Range(String),
+}
 
-    fn from_str(text: &str) -> Result<Shard, String> {
+impl std::str::FromStr for Shard {
+    type Err = ShardError;
+
+    fn from_str(text: &str) -> Result<Shard, ShardError> {
         let (index, count) = text
             .split_once('/')
-            .ok_or_else(|| format!("`{text}` is not I/N (say 0/4 for the first of four)"))?;
+            .ok_or_else(|| ShardError::Form(text.into()))?;
         let parse = |part: &str| {
-            part.trim()
-                .parse::<u32>()
-                .map_err(|_| format!("`{part}` in `{text}` is not a number"))
+            part.trim().parse::<u32>().map_err(|_| ShardError::Number {
+                part: part.into(),
+                text: text.into(),
+            })
         };
         let (index, count) = (parse(index)?, parse(count)?);
         if count == 0 || index >= count {
-            return Err(format!(
-                "`{text}`: the index counts from 0 and must be below the count"
-            ));
+            return Err(ShardError::Range(text.into()));
         }
         Ok(Shard { index, count })
     }
@@ -807,5 +825,17 @@ mod tests {
         assert_eq!(gang(0).clients(10), (0, 4));
         assert_eq!(gang(2).clients(10), (7, 3));
         assert_eq!(gang(0).handshakes(105, 10), 44);
+    }
+
+    #[test]
+    fn a_shard_is_an_index_below_its_count() {
+        assert_eq!("2/8".parse(), Ok(Shard { index: 2, count: 8 }));
+        assert!(matches!("8/8".parse::<Shard>(), Err(ShardError::Range(_))));
+        assert!(matches!("0/0".parse::<Shard>(), Err(ShardError::Range(_))));
+        assert!(matches!("3".parse::<Shard>(), Err(ShardError::Form(_))));
+        assert!(matches!(
+            "a/4".parse::<Shard>(),
+            Err(ShardError::Number { .. })
+        ));
     }
 }
