@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tlslab_core::{Config, Experiment, Plan, RunEnd, RunInfo, Sink, Source, Trial};
 use tlslab_engine::{RunError, TrialSource};
 use tlslab_store::postgres::agents::{
-    unix_ns_now, AgentEnd, AgentRow, ClockOffset, Coordination, Distribution, LostAgent,
+    unix_ns_now, AgentEnd, AgentRow, AgentRun, ClockOffset, Coordination, Distribution, LostAgent,
     Registration, Work,
 };
 use tlslab_store::{KeptHandle, Location, NewRun};
@@ -145,17 +145,7 @@ pub fn agent(request: &AgentRequest, control: &Control) -> Result<AgentOutcome, 
         .iter()
         .map(|config| u64::from(config.concurrency.max(1)))
         .collect();
-    // In a gang, agent i of N (numbered from 1 as they register) runs its share of each
-    // Config's clients, and of its attempts and arrival rate with them.
-    let gang = (joined.distribution == Distribution::Gang).then(|| Gang {
-        index: joined.index.max(0) as u64,
-        count: joined.agents.max(1) as u64,
-    });
-    if let Some(gang) = gang {
-        for config in &mut configs {
-            gang.share_config(config);
-        }
-    }
+    let gang = gang_of(&joined, &mut configs);
     let clock = coordination.measure_clock(CLOCK_TRIES)?;
     let address = measuring_address(experiment.target.as_deref());
     coordination.record_clock((joined.run, joined.agent), clock, address)?;
@@ -197,7 +187,46 @@ pub fn agent(request: &AgentRequest, control: &Control) -> Result<AgentOutcome, 
     heartbeat.stop();
     let usage = tlslab_engine::usage::current().since(&usage_before);
     let claimed = std::mem::take(&mut *claimed.lock().unwrap_or_else(|e| e.into_inner()));
-    let end = match &ran {
+    let (end, lost) = end_agent(&mut coordination, &joined, (&ran, usage), &claimed)?;
+    ran.map_err(|source| WorkflowError::Engine {
+        source,
+        results: Some(std::path::PathBuf::from(request.store.to_string())),
+    })?;
+    Ok(AgentOutcome {
+        results: Results::new(request.store.clone(), Some(joined.run)),
+        agent: joined.agent,
+        clock,
+        late_ns: started - start,
+        end,
+        trials: claimed.trials,
+        taken_over: claimed.taken_over,
+        lost,
+    })
+}
+
+/// In a gang, this agent's place in it (the order it registered in, from 0), and each of
+/// `configs` made its share of the Config's clients, and of its attempts and arrival rate
+/// with them; `None` when the run's trials are claimed.
+fn gang_of(joined: &AgentRun, configs: &mut [Config]) -> Option<Gang> {
+    let gang = (joined.distribution == Distribution::Gang).then(|| Gang {
+        index: joined.index.max(0) as u64,
+        count: joined.agents.max(1) as u64,
+    })?;
+    for config in configs {
+        gang.share_config(config);
+    }
+    Some(gang)
+}
+
+/// The agent's end written (how its engine run ended, its CPU and trials), the agents found
+/// lost settled, and the trials done so far priced from a remote lab server's readings.
+fn end_agent(
+    coordination: &mut Coordination,
+    joined: &AgentRun,
+    (ran, usage): (&Result<RunEnd, RunError>, tlslab_core::Usage),
+    claimed: &Claimed,
+) -> Result<(RunEnd, Vec<LostAgent>), WorkflowError> {
+    let end = match ran {
         Ok(end) => end.clone(),
         Err(error) => RunEnd {
             complete: false,
@@ -219,22 +248,8 @@ pub fn agent(request: &AgentRequest, control: &Control) -> Result<AgentOutcome, 
         },
     )?;
     let lost = coordination.settle_lost(joined.run, STALE_AFTER)?;
-    // The trials done so far, priced from a remote lab server's readings when it sends any.
     coordination.attribute_server_usage(joined.run)?;
-    ran.map_err(|source| WorkflowError::Engine {
-        source,
-        results: Some(std::path::PathBuf::from(request.store.to_string())),
-    })?;
-    Ok(AgentOutcome {
-        results: Results::new(request.store.clone(), Some(joined.run)),
-        agent: joined.agent,
-        clock,
-        late_ns: started - start,
-        end,
-        trials: claimed.trials,
-        taken_over: claimed.taken_over,
-        lost,
-    })
+    Ok((end, lost))
 }
 
 /// The experiment, Configs and plan of a run as its coordinator stored them, expanded again
@@ -584,36 +599,10 @@ pub fn coordinate(
         return Ok(Coordinated::Detached(results));
     }
     let interrupted = wait_for_agents(&mut coordination, run, control, waiting)?;
-    coordination.attribute_server_usage(run)?;
-    let status = coordination.status(run)?;
-    let agent_rows = coordination.agents(run)?;
-    // A gang's lost agent leaves its shares unmade: the run is not the plan.
-    let short = match distribution {
-        Distribution::Gang => agent_rows
-            .iter()
-            .filter(|agent| agent.finished && !agent.complete)
-            .map(|agent| agent.agent.to_string())
-            .collect::<Vec<_>>(),
-        Distribution::Claims => Vec::new(),
-    };
-    let complete = status.is_done() && !interrupted && short.is_empty();
-    let reason = (!complete).then(|| match (interrupted, status.is_done()) {
-        (true, _) => format!(
-            "the coordinator was interrupted with {} of {} trials done; agents still running finish the trials they hold",
-            status.done, status.trials
-        ),
-        (false, true) => format!(
-            "agents {} of the gang did not finish their shares",
-            short.join(", ")
-        ),
-        (false, false) => format!(
-            "{} of {} trials done: every agent ended before the rest",
-            status.done, status.trials
-        ),
-    });
+    let (complete, reason) = how_it_ended(&mut coordination, (run, distribution), interrupted)?;
     let coordinator_end = RunEnd {
         complete,
-        reason: reason.clone(),
+        reason,
         duration_ns: began.elapsed().as_nanos() as u64,
         attempted: 0,
         errors: 0,
@@ -642,6 +631,44 @@ pub fn coordinate(
         report: None,
         agents,
     })))
+}
+
+/// How a distributed run ended, once its coordinator stopped waiting: complete when every
+/// trial is done, the wait was not interrupted, and (in a gang) no agent was lost; else why
+/// not. The trials done are priced from a remote lab server's readings first.
+fn how_it_ended(
+    coordination: &mut Coordination,
+    (run, distribution): (i64, Distribution),
+    interrupted: bool,
+) -> Result<(bool, Option<String>), WorkflowError> {
+    coordination.attribute_server_usage(run)?;
+    let status = coordination.status(run)?;
+    // A gang's lost agent leaves its shares unmade: the run is not the plan.
+    let short: Vec<String> = match distribution {
+        Distribution::Gang => coordination
+            .agents(run)?
+            .iter()
+            .filter(|agent| agent.finished && !agent.complete)
+            .map(|agent| agent.agent.to_string())
+            .collect(),
+        Distribution::Claims => Vec::new(),
+    };
+    let complete = status.is_done() && !interrupted && short.is_empty();
+    let reason = (!complete).then(|| match (interrupted, status.is_done()) {
+        (true, _) => format!(
+            "the coordinator was interrupted with {} of {} trials done; agents still running finish the trials they hold",
+            status.done, status.trials
+        ),
+        (false, true) => format!(
+            "agents {} of the gang did not finish their shares",
+            short.join(", ")
+        ),
+        (false, false) => format!(
+            "{} of {} trials done: every agent ended before the rest",
+            status.done, status.trials
+        ),
+    });
+    Ok((complete, reason))
 }
 
 /// What a distributed run cannot do: measure a lab server of its own per agent (each agent

@@ -324,19 +324,7 @@ impl Coordination {
                 "a run that is not distributed (made without --agents)".into(),
             ));
         };
-        let (version, commit): (String, String) = (row.get(1), row.get(2));
-        // A build without its commit (an image built without `.git`) says `unknown`: the
-        // version must match then, and the plan's expansion is checked by the agent anyway.
-        let known = |commit: &str| commit != "unknown";
-        let commits_differ =
-            commit != registration.commit_id && known(&commit) && known(&registration.commit_id);
-        if version != registration.tool_version || commits_differ {
-            return Err(StoreError::Postgres(PostgresError::AgentVersion {
-                run,
-                coordinator: format!("{version} ({commit})"),
-                agent: format!("{} ({})", registration.tool_version, registration.commit_id),
-            }));
-        }
+        same_build(run, (row.get(1), row.get(2)), registration)?;
         let left: i64 = transaction
             .query_one(
                 "SELECT count(*) FROM claims WHERE run_id = $1 AND done = 0",
@@ -367,33 +355,7 @@ impl Coordination {
             )
             .map_err(&failed)?
             .get(0);
-        transaction
-            .execute(
-                &format!(
-                    "INSERT INTO agents (run_id, id, shard, host, process_id, tool_version, commit_id, \
-                     registered_at_unix_ns, heartbeat_at_unix_ns) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, {SERVER_NOW}, {SERVER_NOW})"
-                ),
-                &[
-                    &run,
-                    &agent,
-                    &registration.shard,
-                    &registration.host,
-                    &i64::from(registration.process_id),
-                    &registration.tool_version,
-                    &registration.commit_id,
-                ],
-            )
-            .map_err(&failed)?;
-        transaction
-            .execute(
-                &format!(
-                    "UPDATE runs SET start_at_unix_ns = {SERVER_NOW} + 1000000000 \
-                     WHERE id = $1 AND start_at_unix_ns IS NULL AND $2 >= agents"
-                ),
-                &[&run, &agent],
-            )
-            .map_err(&failed)?;
+        enroll(&mut transaction, (run, agent), registration).map_err(&failed)?;
         transaction.commit().map_err(&failed)?;
         Ok(AgentRun {
             run,
@@ -851,6 +813,61 @@ impl Coordination {
     pub fn agents(&mut self, run: i64) -> Result<Vec<AgentRow>, StoreError> {
         agent_rows(&mut self.client, &self.database, run)
     }
+}
+
+/// Refuses an agent of another build than the run's coordinator (`version`, `commit`): it
+/// expands the plan again, and another build may expand it otherwise. A build without its
+/// commit (an image built without `.git`) says `unknown`: the version must match then, and
+/// the agent checks the plan's expansion anyway.
+fn same_build(
+    run: i64,
+    (version, commit): (String, String),
+    registration: &Registration,
+) -> Result<(), StoreError> {
+    let known = |commit: &str| commit != "unknown";
+    let commits_differ =
+        commit != registration.commit_id && known(&commit) && known(&registration.commit_id);
+    if version != registration.tool_version || commits_differ {
+        return Err(StoreError::Postgres(PostgresError::AgentVersion {
+            run,
+            coordinator: format!("{version} ({commit})"),
+            agent: format!("{} ({})", registration.tool_version, registration.commit_id),
+        }));
+    }
+    Ok(())
+}
+
+/// Agent `agent`'s row in run `run`, beating from now; the agent that completes the count
+/// the run's start waits for sets the start, a second from now.
+fn enroll(
+    transaction: &mut postgres::Transaction<'_>,
+    (run, agent): (i64, i64),
+    registration: &Registration,
+) -> Result<(), postgres::Error> {
+    transaction.execute(
+        &format!(
+            "INSERT INTO agents (run_id, id, shard, host, process_id, tool_version, commit_id, \
+             registered_at_unix_ns, heartbeat_at_unix_ns) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, {SERVER_NOW}, {SERVER_NOW})"
+        ),
+        &[
+            &run,
+            &agent,
+            &registration.shard,
+            &registration.host,
+            &i64::from(registration.process_id),
+            &registration.tool_version,
+            &registration.commit_id,
+        ],
+    )?;
+    transaction.execute(
+        &format!(
+            "UPDATE runs SET start_at_unix_ns = {SERVER_NOW} + 1000000000 \
+             WHERE id = $1 AND start_at_unix_ns IS NULL AND $2 >= agents"
+        ),
+        &[&run, &agent],
+    )?;
+    Ok(())
 }
 
 /// Run `run`'s agents, with what each stored (none for a run that is not distributed).
