@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tlslab_core::{Config, Experiment, Plan, RunEnd, RunInfo, Sink, Source, Trial};
 use tlslab_engine::{RunError, TrialSource};
 use tlslab_store::postgres::agents::{
-    unix_ns_now, AgentEnd, AgentRow, AgentRun, ClockOffset, Coordination, Distribution, LostAgent,
+    unix_ns_now, AgentEnd, AgentRun, ClockOffset, Coordination, Distribution, LostAgent,
     Registration, Work,
 };
 use tlslab_store::{KeptHandle, Location, NewRun};
@@ -563,16 +563,13 @@ pub fn coordinate(
     waiting: &dyn Fn(Waiting),
 ) -> Result<Coordinated, WorkflowError> {
     let experiment = &request.experiment;
-    check_distributable(request, agents)?;
+    let location = check_distributable(request, agents)?;
     crate::experiment::check_metric(request.metric.as_deref())?;
     let configs = experiment.configs()?;
     let seed = experiment.seed.unwrap_or_else(|| fastrand::u64(..));
     let plan = Plan::new(experiment, &configs, seed);
-    let location = request.store.clone().unwrap_or_else(|| {
-        Location::File(crate::default_output()) // refused below: agents need a database
-    });
-    let mut coordination = Coordination::connect(&location)?;
-    let (created, results) = results::create(&location, control)?;
+    let mut coordination = Coordination::connect(location)?;
+    let (created, results) = results::create(location, control)?;
     let NewRun::Database(mut sink) = created else {
         return Err(tlslab_store::StoreError::AgentsNeedDatabase.into());
     };
@@ -608,13 +605,13 @@ pub fn coordinate(
         errors: 0,
     };
     sink.finish(&coordinator_end).map_err(WorkflowError::Sink)?;
-    let agents = coordination.agents(run)?;
     let (store, summary) = run::summarize(
         &results,
         KeptHandle::default(),
         request.metric.as_deref(),
         None,
     )?;
+    let agents = store.agents()?;
     let end = RunEnd {
         attempted: agents.iter().map(|agent| agent.samples).sum(),
         errors: agents.iter().map(|agent| agent.errors).sum(),
@@ -646,10 +643,9 @@ fn how_it_ended(
     // A gang's lost agent leaves its shares unmade: the run is not the plan.
     let short: Vec<String> = match distribution {
         Distribution::Gang => coordination
-            .agents(run)?
+            .unfinished_agents(run)?
             .iter()
-            .filter(|agent| agent.finished && !agent.complete)
-            .map(|agent| agent.agent.to_string())
+            .map(i64::to_string)
             .collect(),
         Distribution::Claims => Vec::new(),
     };
@@ -672,8 +668,9 @@ fn how_it_ended(
 }
 
 /// What a distributed run cannot do: measure a lab server of its own per agent (each agent
-/// would measure its own), stop early on a shared interval, or write one key log or capture.
-fn check_distributable(request: &RunRequest, agents: u32) -> Result<(), WorkflowError> {
+/// would measure its own), stop early on a shared interval, or write one key log or capture;
+/// the database the agents meet in.
+fn check_distributable(request: &RunRequest, agents: u32) -> Result<&Location, WorkflowError> {
     if agents == 0 {
         return Err(WorkflowError::usage(
             "--agents 0: a distributed run needs at least one agent",
@@ -705,10 +702,10 @@ fn check_distributable(request: &RunRequest, agents: u32) -> Result<(), Workflow
     if request.report {
         return Err(refused("--report"));
     }
-    if !matches!(request.store, Some(Location::Database(_))) {
-        return Err(tlslab_store::StoreError::AgentsNeedDatabase.into());
+    match &request.store {
+        Some(location @ Location::Database(_)) => Ok(location),
+        _ => Err(tlslab_store::StoreError::AgentsNeedDatabase.into()),
     }
-    Ok(())
 }
 
 /// Waits until every trial is done and every registered agent ended (lost ones are settled
@@ -741,14 +738,6 @@ fn wait_for_agents(
         }
         std::thread::sleep(POLL);
     }
-}
-
-/// The agents of a distributed run, for a summary (none for another run).
-pub fn agents_of(results: &Results) -> Result<Vec<AgentRow>, WorkflowError> {
-    let (Location::Database(_), Some(run)) = (&results.location, results.run) else {
-        return Ok(Vec::new());
-    };
-    Ok(Coordination::connect(&results.location)?.agents(run)?)
 }
 
 /// How often a remote lab server reads its own CPU time and memory, and how often it writes

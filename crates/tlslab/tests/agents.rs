@@ -85,41 +85,60 @@ fn stored_run(url: &str, condition: &str) -> String {
     }
 }
 
+/// A throw-away PostgreSQL cluster and a lab server: what most tests here start with.
+struct Lab {
+    _cluster: Cluster,
+    url: String,
+    _server: LabServer,
+    target: String,
+}
+
+impl Lab {
+    fn start() -> Option<Lab> {
+        let cluster = Cluster::start()?;
+        let server = LabServer::start();
+        Some(Lab {
+            url: cluster.url(),
+            target: format!("127.0.0.1:{}", server.port),
+            _cluster: cluster,
+            _server: server,
+        })
+    }
+
+    /// `tlslab run --target LAB --insecure --store URL ARGS…` (ARGS with `--agents N`): a
+    /// coordinator that waits for its agents.
+    fn waiting_coordinator(&self, args: &[&str]) -> Child {
+        let mut line = vec![
+            "run",
+            "--target",
+            &self.target,
+            "--insecure",
+            "--store",
+            &self.url,
+        ];
+        line.extend(args);
+        command(line)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+}
+
 fn finished(child: Child) -> Output {
     child.wait_with_output().unwrap()
 }
 
 #[test]
 fn agents_share_a_plan_and_the_coordinator_prints_the_merged_run_with_each_agent() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(lab) = Lab::start() else {
         return;
     };
-    let url = cluster.url();
-    let server = LabServer::start();
-    let target = format!("127.0.0.1:{}", server.port);
+    let (url, target) = (lab.url.clone(), lab.target.clone());
     // The coordinator waits for its three agents, then summarizes.
-    let coordinator = command([
-        "run",
-        "--target",
-        &target,
-        "--insecure",
-        "--store",
-        &url,
-        "--agents",
-        "3",
-        "--tls",
-        "1.2,1.3",
-        "-n",
-        "60",
-        "--warmup",
-        "2",
-        "--block",
-        "10",
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    let coordinator = lab.waiting_coordinator(&[
+        "--agents", "3", "--tls", "1.2,1.3", "-n", "60", "--warmup", "2", "--block", "10",
+    ]);
     let run = stored_run(&url, "agents = 3");
     let agents: Vec<Child> = (0..3)
         .map(|index| spawn_agent(agent_command(), &url, &run, &format!("{index}/3")))
@@ -432,21 +451,13 @@ fn a_gang_runs_every_trial_together_each_agent_its_share_of_the_clients() {
 
 #[test]
 fn the_studys_design_runs_on_agent_processes_with_each_agents_figures() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(lab) = Lab::start() else {
         return;
     };
-    let url = cluster.url();
-    let server = LabServer::start();
-    let target = format!("127.0.0.1:{}", server.port);
+    let url = lab.url.clone();
     // The example as its comment gives it, fewer attempts: 18 Configs, three agents.
-    let coordinator = command([
-        "run",
+    let coordinator = lab.waiting_coordinator(&[
         &example("tls12-vs-tls13-agents.toml"),
-        "--target",
-        &target,
-        "--insecure",
-        "--store",
-        &url,
         "--agents",
         "3",
         "--gang",
@@ -454,11 +465,7 @@ fn the_studys_design_runs_on_agent_processes_with_each_agents_figures() {
         "50",
         "--warmup",
         "0",
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    ]);
     let run = stored_run(&url, "agents = 3");
     let agents: Vec<Child> = (0..3)
         .map(|index| spawn_agent(agent_command(), &url, &run, &format!("{index}/3")))
@@ -503,28 +510,11 @@ fn the_studys_design_runs_on_agent_processes_with_each_agents_figures() {
 
 #[test]
 fn an_interrupted_coordinator_ends_the_run_incomplete_and_says_why() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(lab) = Lab::start() else {
         return;
     };
-    let url = cluster.url();
-    let server = LabServer::start();
-    let target = format!("127.0.0.1:{}", server.port);
-    let coordinator = command([
-        "run",
-        "--target",
-        &target,
-        "--insecure",
-        "--store",
-        &url,
-        "--agents",
-        "2",
-        "-n",
-        "20",
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    let url = lab.url.clone();
+    let coordinator = lab.waiting_coordinator(&["--agents", "2", "-n", "20"]);
     // Once it waits for its agents (none come), Ctrl-C.
     stored_run(&url, "agents = 2 AND EXISTS (SELECT 1 FROM claims)");
     let _ = Command::new("kill")

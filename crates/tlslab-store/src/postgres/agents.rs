@@ -809,9 +809,20 @@ impl Coordination {
         })
     }
 
-    /// Run `run`'s agents, with what each stored.
-    pub fn agents(&mut self, run: i64) -> Result<Vec<AgentRow>, StoreError> {
-        agent_rows(&mut self.client, &self.database, run)
+    /// The agents of run `run` that ended with their part incomplete (lost ones
+    /// included), by number.
+    pub fn unfinished_agents(&mut self, run: i64) -> Result<Vec<i64>, StoreError> {
+        Ok(self
+            .client
+            .query(
+                "SELECT id FROM agents WHERE run_id = $1 AND finished_at_unix_ns IS NOT NULL \
+                 AND COALESCE(complete, 0) = 0 ORDER BY id",
+                &[&run],
+            )
+            .map_err(self.failed("reading the run's agents"))?
+            .iter()
+            .map(|row| row.get(0))
+            .collect())
     }
 }
 
@@ -868,67 +879,6 @@ fn enroll(
         &[&run, &agent],
     )?;
     Ok(())
-}
-
-/// Run `run`'s agents, with what each stored (none for a run that is not distributed).
-pub(crate) fn agent_rows(
-    client: &mut Client,
-    database: &str,
-    run: i64,
-) -> Result<Vec<AgentRow>, StoreError> {
-    let rows = client
-        .query(
-            "SELECT a.id, a.shard, a.host, a.address, a.clock_offset_ns, a.clock_uncertainty_ns, \
-               a.started_at_unix_ns - r.start_at_unix_ns, a.finished_at_unix_ns IS NOT NULL, \
-               COALESCE(a.complete, 0), a.reason, \
-               COALESCE(a.trials, (SELECT count(*) FROM trials t WHERE t.run_id = a.run_id AND t.agent_id = a.id)), \
-               COALESCE(a.client_user_ns + a.client_system_ns, \
-                 (SELECT COALESCE(sum(t.client_user_ns + t.client_system_ns), 0)::BIGINT FROM trials t WHERE t.run_id = a.run_id AND t.agent_id = a.id)), \
-               s.samples, s.errors, s.span \
-             FROM agents a JOIN runs r ON r.id = a.run_id \
-             LEFT JOIN LATERAL ( \
-               SELECT count(*) AS samples, count(*) FILTER (WHERE outcome <> 'ok') AS errors, \
-                 COALESCE(max(started_at_ns) FILTER (WHERE warmup = 0) - min(started_at_ns) FILTER (WHERE warmup = 0), 0) AS span \
-               FROM samples WHERE run_id = a.run_id AND agent_id = a.id) s ON true \
-             WHERE a.run_id = $1 ORDER BY a.id",
-            &[&run],
-        )
-        .map_err(|source| {
-            StoreError::Postgres(PostgresError::Statement {
-                database: database.to_string(),
-                doing: "reading the run's agents",
-                source,
-            })
-        })?;
-    let count = |value: Option<i64>| value.unwrap_or(0).max(0) as u64;
-    Ok(rows
-        .iter()
-        .map(|row| {
-            let offset: Option<i64> = row.get(4);
-            let uncertainty: Option<i64> = row.get(5);
-            AgentRow {
-                agent: row.get(0),
-                shard: row.get(1),
-                host: row.get(2),
-                address: row.get(3),
-                clock: offset
-                    .zip(uncertainty)
-                    .map(|(offset_ns, uncertainty_ns)| ClockOffset {
-                        offset_ns,
-                        uncertainty_ns,
-                    }),
-                late_ns: row.get(6),
-                finished: row.get(7),
-                complete: row.get::<_, i64>(8) != 0,
-                reason: row.get(9),
-                trials: count(row.get(10)),
-                cpu_ns: count(row.get(11)),
-                samples: count(row.get(12)),
-                errors: count(row.get(13)),
-                span_ns: count(row.get(14)),
-            }
-        })
-        .collect())
 }
 
 /// This machine's clock, nanoseconds since the Unix epoch.
